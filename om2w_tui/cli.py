@@ -1,0 +1,150 @@
+"""Command line: parses arguments into a RunConfig and hands it to a front end. Nothing else lives here.
+
+    om2w-tui                      the console (launch screen)
+    om2w-tui run [flags]          a run: the console's dashboard, or --no-ui for the headless log
+    om2w-tui demo [--no-ui]       the offline suite with the oracle into a new folder under runs/
+    om2w-tui oracle --port P      the offline sites and the oracle model server, standalone
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+from .config import BENCHES, RunConfig
+
+EXIT_USAGE = 2
+
+
+def _positive_int(flag: str):
+    def parse(s: str) -> int:
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} {s}: not a whole number") from None
+        if v < 1:
+            raise argparse.ArgumentTypeError(f"{flag} {s}: must be at least 1")
+        return v
+    return parse
+
+
+def _seconds(flag: str, allow_zero: bool):
+    def parse(s: str) -> float:
+        try:
+            v = float(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} {s}: not a number of seconds") from None
+        if v < 0 or (v == 0 and not allow_zero):
+            raise argparse.ArgumentTypeError(f"{flag} {s}: must be {'0 or more' if allow_zero else 'more than 0'}")
+        return v
+    return parse
+
+
+def _csv(s: str) -> list[str]:
+    return [x.strip() for x in s.split(",") if x.strip()]
+
+
+def add_run_flags(p: argparse.ArgumentParser, *, demo: bool = False) -> None:
+    g = p.add_argument_group("what to run")
+    if not demo:
+        g.add_argument("--bench", choices=BENCHES, default="om2w",
+                       help="om2w | webvoyager | offline (the built-in suite; no model or internet needed)")
+        g.add_argument("--tasks", type=Path, default=None,
+                       help="task file: Online-Mind2Web JSON, WebVoyager JSONL, or plain JSON/JSONL of that shape")
+        g.add_argument("--task-ids", type=_csv, default=[], help="comma-separated task ids to run")
+        g.add_argument("--level", dest="levels", type=_csv, default=[], help="only these levels (easy,medium,hard)")
+        g.add_argument("--site", dest="sites", type=_csv, default=[], help="only tasks on these sites (host names)")
+        g.add_argument("--limit", type=int, default=0, help="at most this many tasks (0: all)")
+    g.add_argument("--out", type=Path, default=None if not demo else None,
+                   help="the run's folder: one subfolder per task, results.jsonl, run.json" +
+                   (" (default: runs/demo-<time>)" if demo else ""))
+    m = p.add_argument_group("the agent")
+    if not demo:
+        m.add_argument("--arm", default="base", help="the agent: base (one browser-use Agent) or a plugin arm")
+        m.add_argument("--model", default="qwen35-4b",
+                       help="served model name (oracle, oracle-slow, ... start the built-in oracle)")
+        m.add_argument("--vllm", default="http://127.0.0.1:8400/v1", help="OpenAI-compatible endpoint (base URL)")
+        m.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                       help="the environment variable holding the API key (never written anywhere)")
+        m.add_argument("--temperature", type=float, default=0.0)
+        m.add_argument("--no-vision", dest="vision", action="store_false",
+                       help="send no screenshots to the model (text-only models)")
+    m.add_argument("--max-steps", type=_positive_int("--max-steps"), default=30, help="agent steps per episode")
+    m.add_argument("--timeout", type=_seconds("--timeout", False), default=1800.0,
+                   help="seconds per episode (its finished steps are kept)")
+    s = p.add_argument_group("pacing and slots")
+    s.add_argument("--workers", type=_positive_int("--workers"), default=2 if demo else 4,
+                   help="episodes at once (one worker process each)")
+    s.add_argument("--pace-cooldown", type=_seconds("--pace-cooldown", True), default=0.0 if demo else 120.0,
+                   help="seconds from the end of one episode on a site to the start of the next")
+    s.add_argument("--chromium", default=None, help="path to Chromium/Chrome (default: found automatically)")
+    p.add_argument("--no-ui", action="store_true", help="no console: plain log lines (for clusters and CI)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="om2w-tui", description="A console for live web-agent benchmark runs.")
+    sub = ap.add_subparsers(dest="command")
+    run = sub.add_parser("run", help="run a benchmark (or the offline suite)")
+    add_run_flags(run)
+    demo = sub.add_parser("demo", help="the offline suite with the oracle model, into a new folder")
+    add_run_flags(demo, demo=True)
+    oracle = sub.add_parser("oracle", help="serve the offline sites and the oracle model server")
+    oracle.add_argument("--port", type=int, default=8400, help="the oracle's port (default 8400)")
+    oracle.add_argument("--host", default="127.0.0.1")
+    return ap
+
+
+def config_from_args(args: argparse.Namespace) -> RunConfig:
+    if args.command == "demo":
+        out = args.out or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S")
+        return RunConfig(out=out, bench="offline", model="oracle", workers=args.workers,
+                         pace_cooldown=args.pace_cooldown, timeout=args.timeout, max_steps=args.max_steps,
+                         chromium=args.chromium)
+    if args.out is None:
+        raise SystemExit("om2w-tui run: --out is required (the run's folder)")
+    return RunConfig(out=args.out, bench=args.bench, tasks=args.tasks, task_ids=args.task_ids, levels=args.levels,
+                     sites=args.sites, limit=args.limit, arm=args.arm, model=args.model, vllm=args.vllm,
+                     api_key_env=args.api_key_env, temperature=args.temperature, timeout=args.timeout,
+                     max_steps=args.max_steps, pace_cooldown=args.pace_cooldown, workers=args.workers,
+                     chromium=args.chromium, vision=args.vision)
+
+
+def _fail(message: str) -> int:
+    print(f"om2w-tui: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "oracle":
+        from .offline.oracle import main as oracle_main
+
+        return oracle_main(["--port", str(args.port), "--host", args.host]) or 0
+    if args.command is None:
+        from .ui.app import run_console
+
+        return run_console(None)
+    try:
+        cfg = config_from_args(args)
+    except SystemExit as e:
+        return _fail(str(e))
+    from .launch import UsageError, preflight
+
+    try:
+        pre = preflight(cfg)
+    except UsageError as e:
+        return _fail(str(e))
+    if args.no_ui:
+        from .headless import run_headless
+
+        return asyncio.run(run_headless(pre))
+    from .ui.app import run_console
+
+    return run_console(pre)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""A run's settings, built by the CLI or the launch screen and handed to the engine; what `run.json` records."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCHES = ("om2w", "webvoyager", "offline")
+
+
+@dataclass
+class RunConfig:
+    out: Path
+    bench: str = "om2w"
+    tasks: Path | None = None
+    task_ids: list[str] = field(default_factory=list)
+    levels: list[str] = field(default_factory=list)
+    sites: list[str] = field(default_factory=list)
+    limit: int = 0
+    arm: str = "base"
+    model: str = "qwen35-4b"
+    vllm: str = "http://127.0.0.1:8400/v1"
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = 0.0
+    timeout: float = 1800.0
+    max_steps: int = 30
+    pace_cooldown: float = 120.0
+    workers: int = 4
+    chromium: str | None = None
+    vision: bool = True
+    llm_timeout: float = 120.0
+    stop_grace: float = 20.0
+
+    def __post_init__(self) -> None:
+        self.out = Path(self.out)
+        if self.tasks is not None:
+            self.tasks = Path(self.tasks)
+
+    def api_key(self) -> str:
+        """The key is read from the environment at the last moment and never stored in the config."""
+        return os.environ.get(self.api_key_env, "") or "EMPTY"
+
+    def to_json(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        for k, v in d.items():
+            if isinstance(v, Path):
+                d[k] = str(v)
+        return d

@@ -1,0 +1,113 @@
+"""One episode inside a worker process: a fresh Chromium, the task's website opened first, the arm's agent with a
+step budget, a final screenshot, and the folder written as it goes. Stopping it (timeout, kill) cancels the task
+that runs it; what was done until then is kept and recorded with the stop's reason as its status."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+from ..trajectory import TrajectoryWriter
+from .arms import load_arm
+from .arms.interface import ArmContext, ArmResult
+from .browser import make_session
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class EpisodeControl:
+    """Shared between the worker loop and a running episode: why it is being stopped, and its arm."""
+    stop_reason: str | None = None
+    stop_error: str | None = None
+    arm: Any = None
+    paused: bool = False
+    pending: list[str] = field(default_factory=list)
+    cancellable: bool = True      # false once the episode is writing its end: a stop then changes nothing
+
+
+def classify_error(exc: BaseException) -> str:
+    """'infra' when the harness or its services failed (browser, model endpoint, network), else 'agent'."""
+    name = type(exc).__name__
+    text = f"{name} {exc}".lower()
+    infra_words = ("connection", "timeout", "timed out", "apiconnection", "apistatus", "internalserver",
+                   "ratelimit", "rate limit", "cdp", "websocket", "browser", "target closed", "chrome",
+                   "status_code=5", "503", "502", "500", "429", "model provider")
+    return "infra" if any(w in text for w in infra_words) else "agent"
+
+
+def instruction_for(task: dict[str, Any], hint_field: str | None = None) -> str:
+    text = task["confirmed_task"]
+    hint = task.get(hint_field) if hint_field else None
+    return text + (f"\n\n{hint}" if hint else "")
+
+
+async def _bounded(coro: Awaitable[Any], seconds: float) -> Any:
+    try:
+        return await asyncio.wait_for(coro, seconds)
+    except (Exception, asyncio.TimeoutError):
+        return None
+
+
+async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, control: EpisodeControl) -> dict[str, Any]:
+    """-> the episode's part of its results record (status, steps, actions, screenshots, answer, error ...)."""
+    folder = Path(spec["folder"])
+    writer = TrajectoryWriter(folder, task["task_id"], task["confirmed_task"])
+    scratch = Path(tempfile.mkdtemp(prefix="om2w-episode-"))
+    tempfile.tempdir = str(scratch)        # browser-use's per-agent leftovers (screenshots too) go here, then away
+    status, error, error_kind = "done", None, None
+    result = ArmResult()
+    session = None
+
+    async def step_done(step: Any) -> None:
+        lines = writer.add_step(step)
+        state = getattr(step, "state", None)
+        mo = getattr(step, "model_output", None)
+        emit({"ev": "step", "step": writer.n_steps, "actions": lines, "url": getattr(state, "url", "") or "",
+              "thought": str(getattr(mo, "next_goal", "") or "")[:300]})
+
+    try:
+        session = make_session(spec["chromium"], folder / "downloads", scratch / "profile")
+        try:
+            await session.start()
+            await session.navigate_to(task["website"])   # the benchmark's rule: start on the task's website
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            raise RuntimeError(f"browser failed to start or open {task['website']}: {type(e).__name__}: {e}") from e
+        ctx = ArmContext(
+            task=task, instruction=instruction_for(task, spec.get("hint_field")), session=session,
+            model=spec["model"], base_url=spec["base_url"], api_key=os.environ.get(spec.get("api_key_env") or "", "")
+            or "EMPTY", temperature=float(spec.get("temperature", 0.0)), max_steps=int(spec["max_steps"]),
+            step_done=step_done, vision=bool(spec.get("vision", True)), llm_timeout=float(spec.get("llm_timeout", 120)),
+            llm_retries=int(spec.get("llm_retries", 2)))
+        control.arm = load_arm(spec.get("arm", "base"))(ctx)
+        for cmd in control.pending:   # a pause that came while the browser started
+            getattr(control.arm, cmd)()
+        emit({"ev": "running"})
+        result = await control.arm.run()
+    except asyncio.CancelledError:
+        status = control.stop_reason or "killed"
+        error = control.stop_error or status
+    except Exception as e:
+        status, error, error_kind = "error", f"{type(e).__name__}: {str(e)[:300]}", classify_error(e)
+    control.cancellable = False
+    if control.arm is not None and not result.histories:
+        result = await _bounded(control.arm.partial(), 10) or ArmResult()
+    final_png = None
+    if session is not None:
+        final_png = await _bounded(session.take_screenshot(), 10)
+        await _bounded(session.kill(), 10)
+    writer.finish(result.answer, final_png, result.histories)
+    shutil.rmtree(scratch, ignore_errors=True)
+    tempfile.tempdir = None
+    return {"status": status, "error": error, "error_kind": error_kind, "agent_done": result.agent_done,
+            "steps": sum(len(getattr(h, "history", [])) for h in result.histories) or writer.n_steps,
+            "actions": len(writer.actions), "screenshots": writer.n_shots, "answer": (result.answer or "")[:500],
+            "finished": time.time()}

@@ -1,0 +1,163 @@
+"""A worker process: one per slot, long-lived, so the imports and browser-use's first-Agent cost are paid once.
+
+Protocol, JSON lines. Commands on stdin: `{"cmd": "run", "task": {...}, "spec": {...}}`, `{"cmd": "pause"}`,
+`{"cmd": "resume"}`, `{"cmd": "stop", "reason": "timeout"|"killed", "error": ...}`, `{"cmd": "exit"}`.
+Events on stdout: `ready`, `started`, `running`, `step`, `paused`, `resumed`, `finished` (with the record), `log`.
+Anything else the libraries print goes to stderr (the slot's log file), never into the event stream.
+
+The worker leads its own process group (Chromium included). When its stdin closes without an `exit` (the console
+died), it ends the whole group, so no Chromium outlives the console.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from typing import IO, Any
+
+WORKER_NICE = 5          # below the console, so the screen and the scheduler stay live on busy cores
+ORPHAN_GRACE_S = 3.0     # after the console's pipe closes, time for an orderly exit before the group is killed
+
+
+class EventWriter:
+    def __init__(self, stream: IO[str]):
+        self.stream = stream
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        try:
+            self.stream.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
+            self.stream.flush()
+        except (BrokenPipeError, ValueError):   # the console is gone; the stdin watcher ends us
+            pass
+
+
+def _watch_stdin(loop: asyncio.AbstractEventLoop, commands: "asyncio.Queue[dict[str, Any]]") -> None:
+    """Reads commands in a thread, so that a worker whose event loop is stuck still notices the console's death."""
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            cmd = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        loop.call_soon_threadsafe(commands.put_nowait, cmd)
+        if cmd.get("cmd") == "exit":
+            return
+    loop.call_soon_threadsafe(commands.put_nowait, {"cmd": "exit", "orphaned": True})
+    time.sleep(ORPHAN_GRACE_S)
+    os.killpg(0, signal.SIGKILL)
+
+
+async def serve(emit: EventWriter) -> None:
+    from .runner import EpisodeControl, run_episode
+
+    loop = asyncio.get_running_loop()
+    commands: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    threading.Thread(target=_watch_stdin, args=(loop, commands), daemon=True).start()
+
+    import browser_use  # noqa: F401  (paid once, before the first episode)
+
+    emit({"ev": "ready", "pid": os.getpid()})
+    episode: asyncio.Task[dict[str, Any]] | None = None
+    control = EpisodeControl()
+
+    def finished(t: asyncio.Task[dict[str, Any]]) -> None:
+        nonlocal episode
+        episode = None
+        if t.cancelled():
+            rec: dict[str, Any] = {"status": control.stop_reason or "killed", "error": "cancelled"}
+        elif t.exception() is not None:
+            exc = t.exception()
+            rec = {"status": "error", "error": f"{type(exc).__name__}: {str(exc)[:300]}", "error_kind": "infra"}
+            print("".join(traceback.format_exception(exc)), file=sys.stderr)
+        else:
+            rec = t.result()
+        emit({"ev": "finished", "record": rec})
+
+    while True:
+        cmd = await commands.get()
+        kind = cmd.get("cmd")
+        if kind == "run":
+            if episode is not None:
+                emit({"ev": "log", "level": "error", "message": "run refused: an episode is already running"})
+                continue
+            control = EpisodeControl()
+            emit({"ev": "started", "task_id": cmd["task"]["task_id"]})
+            episode = asyncio.create_task(run_episode(cmd["task"], cmd["spec"], emit, control))
+            episode.add_done_callback(finished)
+        elif kind in ("pause", "resume"):
+            if episode is None:
+                continue
+            control.paused = kind == "pause"
+            if control.arm is not None:
+                getattr(control.arm, kind)()
+            else:
+                control.pending.append(kind)
+            emit({"ev": "paused" if kind == "pause" else "resumed"})
+        elif kind == "stop":
+            if episode is not None and control.cancellable and control.stop_reason is None:
+                control.stop_reason, control.stop_error = cmd.get("reason", "killed"), cmd.get("error")
+                if control.paused and control.arm is not None:
+                    control.arm.resume()   # a paused agent must wake to be cancelled cleanly
+                episode.cancel()
+        elif kind == "exit":
+            if episode is not None:
+                control.stop_reason = control.stop_reason or "killed"
+                control.stop_error = control.stop_error or "interrupted"
+                if control.cancellable:
+                    episode.cancel()
+                try:
+                    await episode
+                except BaseException:
+                    pass
+            return
+
+
+def main() -> None:
+    events = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)                        # stray prints (browser-use's pause banner) go to the log, not the events
+    sys.stdout = sys.stderr
+    scratch = tempfile.mkdtemp(prefix="om2w-worker-")
+    from .browser import browser_use_env
+
+    os.environ.update(browser_use_env(os.path.join(scratch, "config")))
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        os.nice(WORKER_NICE)
+    except OSError:
+        pass
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # the console decides when a worker stops, not the terminal's ^C
+    try:
+        asyncio.run(serve(EventWriter(events)))
+    finally:
+        import shutil
+
+        _end_group_but_me()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _end_group_but_me() -> None:
+    """Every other process of this worker's group (a Chromium that outlived its session) is ended with it."""
+    import psutil
+
+    me, group = os.getpid(), os.getpgid(0)
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if proc.pid != me and os.getpgid(proc.pid) == group:
+                proc.kill()
+        except (psutil.Error, ProcessLookupError, PermissionError):
+            continue
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Where episodes run: `local` keeps one long-lived worker process per slot."""

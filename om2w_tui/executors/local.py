@@ -1,0 +1,124 @@
+"""The local executor: one long-lived worker process per slot, spoken to in JSON lines over its pipes.
+
+Each worker leads a process group of its own (its Chromium included), so `kill()` ends everything it started."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+READY_TIMEOUT_S = 120.0   # import browser_use and answer `ready`; slow on a loaded machine, never minutes
+EXIT_TIMEOUT_S = 15.0
+
+
+class WorkerDied(RuntimeError):
+    pass
+
+
+class WorkerProcess:
+    """One worker process. `events` yields its events; an `exit` event (with the return code) ends the stream."""
+
+    def __init__(self, slot: int, log_path: Path, env: dict[str, str] | None = None):
+        self.slot = slot
+        self.log_path = Path(log_path)
+        self.env = env
+        self.proc: asyncio.subprocess.Process | None = None
+        self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._reader: asyncio.Task[None] | None = None
+        self.exited = False
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    async def start(self) -> None:
+        with open(self.log_path, "ab") as log:
+            self.proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "om2w_tui.episode.worker",
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log,
+                start_new_session=True, env={**os.environ, **(self.env or {})}, limit=1 << 24)
+        self._reader = asyncio.create_task(self._read())
+        try:
+            ev = await asyncio.wait_for(self.next_event(), READY_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            await self.kill()
+            raise WorkerDied(f"worker {self.slot} did not start within {READY_TIMEOUT_S:.0f} s (see {self.log_path})")
+        if ev.get("ev") != "ready":
+            await self.kill()
+            raise WorkerDied(f"worker {self.slot} failed to start (see {self.log_path}): {ev}")
+
+    async def _read(self) -> None:
+        assert self.proc and self.proc.stdout
+        while True:
+            line = await self.proc.stdout.readline()
+            if not line:
+                break
+            try:
+                ev = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(ev, dict):
+                self.events.put_nowait(ev)
+        rc = await self.proc.wait()
+        self.exited = True
+        self.events.put_nowait({"ev": "exit", "rc": rc})
+
+    async def next_event(self) -> dict[str, Any]:
+        return await self.events.get()
+
+    async def send(self, cmd: dict[str, Any]) -> bool:
+        """Send a command; False when the worker is gone."""
+        if self.exited or not self.proc or not self.proc.stdin or self.proc.stdin.is_closing():
+            return False
+        try:
+            self.proc.stdin.write((json.dumps(cmd, ensure_ascii=False, default=str) + "\n").encode())
+            await self.proc.stdin.drain()
+            return True
+        except (BrokenPipeError, ConnectionResetError):
+            return False
+
+    def kill_group(self) -> None:
+        if self.proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+    async def kill(self) -> None:
+        """End the worker and everything in its process group, now."""
+        self.kill_group()
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                await self.proc.wait()
+        if self._reader is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(asyncio.shield(self._reader), 5)
+
+    async def close(self) -> None:
+        """Ask the worker to exit (it stops an episode it runs, keeping its steps); kill it if it does not."""
+        if self.proc is None:
+            return
+        if await self.send({"cmd": "exit"}):
+            try:
+                await asyncio.wait_for(self.proc.wait(), EXIT_TIMEOUT_S)
+            except asyncio.TimeoutError:
+                pass
+        await self.kill()   # the group too: nothing it started may outlive it
+
+
+class LocalExecutor:
+    """Makes worker processes for slots; the scheduler owns and replaces them."""
+
+    def __init__(self, log_dir: Path, env: dict[str, str] | None = None):
+        self.log_dir = Path(log_dir)
+        self.env = env
+
+    async def start_worker(self, slot: int) -> WorkerProcess:
+        w = WorkerProcess(slot, self.log_dir / f"worker_{slot}.log", self.env)
+        await w.start()
+        return w

@@ -1,0 +1,181 @@
+"""From a RunConfig to a running scheduler, the same for every front end.
+
+`preflight` checks everything that can be checked before anything is written (task file, filters, out folder,
+Chromium, the model endpoint); `open_run` starts what the run needs (the offline sites, the oracle), writes the
+manifest `run.json`, and yields a Scheduler. Bad input raises `UsageError`, which front ends show as it is and
+turn into exit code 2."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable
+
+from .config import RunConfig
+from .episode.browser import BrowserNotFound, find_chromium
+from .results import read_results
+from .tasks import Task, TaskFileError, file_sha256, load_tasks, select
+from .trajectory import write_json_atomic
+
+
+class UsageError(ValueError):
+    """Input the run cannot start with; the message names the file, line or flag and what to do."""
+
+
+@dataclass
+class Preflight:
+    config: RunConfig
+    tasks: list[Task]
+    task_file: Path
+    settled: int
+    checks: list[tuple[str, bool, str]] = field(default_factory=list)   # (what, ok, detail)
+
+
+def is_oracle(model: str) -> bool:
+    return model == "oracle" or model.startswith("oracle-")
+
+
+def offline_template_tasks() -> tuple[Path, list[Task]]:
+    from .offline import TASKS_TEMPLATE
+
+    raw = json.loads(TASKS_TEMPLATE.read_text())
+    # the template's websites are placeholders until the sites run: validate the rest with a stand-in address
+    rows = [{**r, "website": r["website"].replace("{", "http://127.0.0.1/").replace("}", "")} for r in raw]
+    return TASKS_TEMPLATE, [Task.from_dict(r) for r in rows]
+
+
+def check_endpoint(base_url: str, model: str, api_key: str, timeout: float = 10.0) -> str:
+    """'' when `GET <base_url>/models` answers and lists `model`; else what is wrong and what to do."""
+    import httpx
+
+    url = base_url.rstrip("/") + "/models"
+    try:
+        r = httpx.get(url, headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout)
+    except httpx.HTTPError as e:
+        return (f"--vllm {base_url}: the endpoint does not answer ({type(e).__name__}). Start the model server "
+                f"(vLLM: `vllm serve ... --served-model-name {model}`) or fix the URL")
+    if r.status_code in (401, 403):
+        return f"--vllm {base_url}: refused the API key (HTTP {r.status_code}); set the variable named by --api-key-env"
+    if r.status_code != 200:
+        return f"--vllm {base_url}: GET /models answered HTTP {r.status_code}; is this an OpenAI-compatible endpoint?"
+    try:
+        served = [m.get("id") for m in r.json().get("data", [])]
+    except (ValueError, AttributeError):
+        return f"--vllm {base_url}: GET /models did not answer JSON; is this an OpenAI-compatible endpoint?"
+    if model not in served:
+        return f"--model {model}: not served by {base_url} (it serves: {', '.join(map(str, served[:8])) or 'nothing'})"
+    return ""
+
+
+def preflight(cfg: RunConfig, *, check_model: bool = True) -> Preflight:
+    """Every check that needs no browser and writes nothing. Raises UsageError with the first problem."""
+    if cfg.workers < 1:
+        raise UsageError(f"--workers {cfg.workers}: must be at least 1")
+    if cfg.timeout <= 0:
+        raise UsageError(f"--timeout {cfg.timeout:g}: must be a positive number of seconds")
+    if cfg.pace_cooldown < 0:
+        raise UsageError(f"--pace-cooldown {cfg.pace_cooldown:g}: must be 0 or more seconds")
+    if cfg.max_steps < 1:
+        raise UsageError(f"--max-steps {cfg.max_steps}: must be at least 1")
+    from .episode.arms import arm_names
+
+    if cfg.arm not in arm_names():
+        raise UsageError(f"--arm {cfg.arm}: no such arm (known: {', '.join(arm_names())})")
+    try:
+        if cfg.bench == "offline" and cfg.tasks is None:
+            task_file, tasks = offline_template_tasks()
+        else:
+            if cfg.tasks is None:
+                raise UsageError(f"--bench {cfg.bench} needs --tasks PATH (the benchmark's task file; "
+                                 f"use --bench offline for the built-in suite)")
+            task_file, tasks = cfg.tasks, load_tasks(cfg.tasks)
+        chosen = select(tasks, task_ids=cfg.task_ids, levels=cfg.levels, sites=cfg.sites, limit=cfg.limit)
+    except TaskFileError as e:
+        raise UsageError(str(e)) from None
+    if not chosen:
+        raise UsageError(f"no task left after the filters (--task-ids/--level/--site/--limit) out of {len(tasks)} "
+                         f"in {task_file}; loosen them")
+    out = cfg.out
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: is a file, not a folder; choose another path")
+    probe = out if out.exists() else next((p for p in out.parents if p.exists()), Path("."))
+    if not os.access(probe, os.W_OK):
+        raise UsageError(f"--out {out}: {probe} is not writable; choose a folder you can write to")
+    try:
+        cfg.chromium = find_chromium(cfg.chromium)
+    except BrowserNotFound as e:
+        raise UsageError(str(e)) from None
+    pre = Preflight(cfg, chosen, Path(task_file), 0)
+    pre.checks += [("task file", True, f"{task_file}: {len(tasks)} tasks, {len(chosen)} selected"),
+                   ("chromium", True, cfg.chromium), ("out folder", True, str(out))]
+    if check_model and not is_oracle(cfg.model):
+        problem = check_endpoint(cfg.vllm, cfg.model, cfg.api_key())
+        if problem:
+            raise UsageError(problem)
+        pre.checks.append(("model endpoint", True, f"{cfg.vllm} serves {cfg.model}"))
+    if out.is_dir():
+        settled = read_results(out).settled()
+        pre.settled = sum(t.task_id in settled for t in chosen)
+    return pre
+
+
+def versions() -> dict[str, str]:
+    v = {"python": platform.python_version()}
+    for pkg in ("om2w-tui", "browser-use", "openai", "playwright", "textual"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            v[pkg] = metadata.version(pkg)
+    return v
+
+
+def write_manifest(pre: Preflight, extra: dict[str, Any] | None = None) -> None:
+    cfg = pre.config
+    path = cfg.out / "run.json"
+    first = None
+    if path.exists():
+        with contextlib.suppress(OSError, ValueError):
+            first = json.loads(path.read_text()).get("first_started_at")
+    now = time.time()
+    write_json_atomic(path, {
+        "config": cfg.to_json(),
+        "task_file": {"path": str(pre.task_file.resolve()), "sha256": file_sha256(pre.task_file),
+                      "selected": len(pre.tasks)},
+        "versions": versions(), "argv": [a for a in sys.argv[1:]], "started_at": now,
+        "first_started_at": first or now, **(extra or {})})
+
+
+@contextlib.asynccontextmanager
+async def open_run(pre: Preflight, sinks: list[Any]) -> AsyncIterator[Any]:
+    """Start the run's services and yield its Scheduler; everything started here is ended on the way out."""
+    from .executors.local import LocalExecutor
+    from .scheduler import Scheduler
+
+    cfg = pre.config
+    tasks = pre.tasks
+    judge: Callable[[dict[str, Any], dict[str, Any]], bool] | None = None
+    with contextlib.ExitStack() as stack:
+        if cfg.bench == "offline":
+            from .offline import OfflineSuite, judge_answer
+
+            suite = stack.enter_context(OfflineSuite())
+            live = {t["task_id"]: t for t in suite.tasks()}
+            tasks = [Task.from_dict(live[t.task_id]) for t in tasks]
+
+            def judge(task: dict[str, Any], rec: dict[str, Any]) -> bool:
+                return bool(rec.get("agent_done")) and judge_answer(task, rec.get("answer"))
+        if is_oracle(cfg.model):
+            from .offline import OracleServer
+
+            all_tasks = suite.tasks() if cfg.bench == "offline" else [t.to_dict() for t in tasks]
+            oracle = stack.enter_context(OracleServer(all_tasks))
+            cfg.vllm = oracle.url
+        cfg.out.mkdir(parents=True, exist_ok=True)
+        write_manifest(pre)
+        executor = LocalExecutor(cfg.out)
+        yield Scheduler(cfg, tasks, executor, sinks, judge=judge)

@@ -1,0 +1,52 @@
+"""Polite pacing per website: one episode at a time on a site, and a cooldown from the end of one to the start of
+the next. Pure bookkeeping on a clock the caller gives (the event loop's), so tests run it in virtual time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class SiteState:
+    busy: bool = False
+    ready_at: float = 0.0      # clock time before which no episode may start here
+    cooldown: float = 0.0      # the site's current cooldown (the run's default unless widened)
+
+
+class SitePacer:
+    def __init__(self, cooldown: float):
+        self.cooldown = float(cooldown)
+        self._sites: dict[str, SiteState] = {}
+
+    def state(self, site: str) -> SiteState:
+        st = self._sites.get(site)
+        if st is None:
+            st = self._sites[site] = SiteState(cooldown=self.cooldown)
+        return st
+
+    def can_start(self, site: str, now: float) -> bool:
+        st = self.state(site)
+        return not st.busy and now >= st.ready_at
+
+    def acquire(self, site: str, now: float) -> None:
+        if not self.can_start(site, now):
+            raise RuntimeError(f"site {site} is busy or cooling down")
+        self.state(site).busy = True
+
+    def release(self, site: str, now: float) -> None:
+        st = self.state(site)
+        st.busy = False
+        st.ready_at = now + st.cooldown
+
+    def release_without_cooldown(self, site: str) -> None:
+        """An episode that never reached the site (the worker failed to start it) leaves no cooldown."""
+        self.state(site).busy = False
+
+    def cooling_until(self, site: str, now: float) -> float | None:
+        st = self.state(site)
+        return st.ready_at if not st.busy and st.ready_at > now else None
+
+    def next_ready(self, sites, now: float) -> float | None:
+        """The earliest time one of `sites` (not busy, cooling) becomes free; None if none is cooling."""
+        times = [st.ready_at for s in sites if not (st := self.state(s)).busy and st.ready_at > now]
+        return min(times) if times else None

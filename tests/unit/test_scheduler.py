@@ -1,0 +1,222 @@
+"""The scheduler alone, with a stand-in worker, in virtual time (looptime): pacing, timeouts, resume, control."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from om2w_tui.config import RunConfig
+from om2w_tui.events import EpisodeFinished, EpisodeStarted
+from om2w_tui.results import read_results
+from om2w_tui.scheduler import Scheduler
+from om2w_tui.tasks import Task
+from tests.fakes import Behaviour, FakeExecutor
+
+pytestmark = pytest.mark.looptime
+
+
+def make_tasks(spec: dict[str, int]) -> list[Task]:
+    """{'a.com': 3, 'b.com': 1} -> tasks a.com-0, a.com-1, ... on those sites."""
+    return [Task(f"{site}-{i}", f"do {i} on {site}", f"https://www.{site}/start", "easy")
+            for site, n in spec.items() for i in range(n)]
+
+
+class Recorder:
+    def __init__(self):
+        self.events = []
+
+    def handle(self, ev):
+        self.events.append(ev)
+
+    def of(self, kind):
+        return [e for e in self.events if isinstance(e, kind)]
+
+
+def config(tmp_path: Path, **kw) -> RunConfig:
+    kw.setdefault("workers", 2)
+    kw.setdefault("pace_cooldown", 120)
+    kw.setdefault("timeout", 1800)
+    return RunConfig(out=tmp_path / "run", **kw)
+
+
+def records(tmp_path: Path) -> list[dict]:
+    return read_results(tmp_path / "run").records
+
+
+async def test_every_task_runs_once_and_records_its_fields(tmp_path):
+    ex, rec = FakeExecutor(), Recorder()
+    tasks = make_tasks({"a.com": 2, "b.com": 2, "c.com": 1})
+    stats = await Scheduler(config(tmp_path), tasks, ex, [rec]).run()
+    rows = records(tmp_path)
+    assert sorted(r["task_id"] for r in rows) == sorted(t.task_id for t in tasks)
+    assert stats.by_status == {"done": 5}
+    for r in rows:
+        assert {"task_id", "arm", "website", "level", "steps", "actions", "screenshots", "answer", "duration_s",
+                "error", "status", "started_at", "finished_at", "attempt", "slot", "model"} <= r.keys()
+        assert r["status"] == "done" and r["steps"] == 3 and r["attempt"] == 1
+        assert r["finished_at"] - r["started_at"] == pytest.approx(30, abs=1.5)
+    assert len(rec.of(EpisodeFinished)) == 5
+
+
+async def test_one_episode_per_site_and_the_cooldown_between(tmp_path):
+    ex = FakeExecutor()
+    await Scheduler(config(tmp_path, workers=3, pace_cooldown=120), make_tasks({"a.com": 3, "b.com": 1}), ex).run()
+    rows = sorted((r for r in records(tmp_path) if r["website"].startswith("https://www.a.com")),
+                  key=lambda r: r["started_at"])
+    assert len(rows) == 3
+    for prev, nxt in zip(rows, rows[1:]):
+        assert nxt["started_at"] >= prev["finished_at"] + 120 - 0.01   # never overlapping, cooldown kept
+
+
+async def test_the_busiest_site_goes_first(tmp_path):
+    ex = FakeExecutor()
+    await Scheduler(config(tmp_path, workers=1, pace_cooldown=0),
+                    make_tasks({"small.com": 1, "big.com": 3}), ex).run()
+    assert ex.runs[0][0].startswith("big.com")
+
+
+async def test_dispatch_waits_for_a_cooldown_without_polling(tmp_path):
+    """Two tasks on one site, one slot: the second starts exactly when the cooldown ends."""
+    ex = FakeExecutor()
+    await Scheduler(config(tmp_path, workers=1, pace_cooldown=300), make_tasks({"a.com": 2}), ex).run()
+    (t1, s1), (t2, s2) = ex.runs
+    assert s2 - s1 == pytest.approx(30 + 300, abs=0.5)
+
+
+async def test_a_timeout_keeps_the_finished_steps(tmp_path):
+    ex = FakeExecutor({"a.com-0": Behaviour(steps=100, step_s=60)})
+    await Scheduler(config(tmp_path, workers=1, timeout=200), make_tasks({"a.com": 1}), ex).run()
+    (r,) = records(tmp_path)
+    assert r["status"] == "timeout" and r["steps"] == 3       # steps at 60, 120, 180 s; the timeout at 200 s
+    assert r["duration_s"] == pytest.approx(200, abs=1.5)
+    assert len(list((tmp_path / "run" / "a.com-0" / "trajectory").iterdir())) == 3
+
+
+async def test_a_worker_that_ignores_the_stop_is_ended_after_the_grace(tmp_path):
+    ex = FakeExecutor({"a.com-0": Behaviour(steps=100, step_s=60, ignore_stop=True)})
+    await Scheduler(config(tmp_path, workers=1, timeout=200, stop_grace=20), make_tasks({"a.com": 1}), ex).run()
+    (r,) = records(tmp_path)
+    assert r["status"] == "timeout" and r["actions"] == 3      # read back from the folder the worker left
+    assert r["duration_s"] == pytest.approx(220, abs=1.5)
+    assert ex.workers[0].exited
+
+
+async def test_a_crashed_worker_is_recorded_as_infra_and_replaced(tmp_path):
+    ex = FakeExecutor({"a.com-0": Behaviour(die_at_step=1)})
+    stats = await Scheduler(config(tmp_path, workers=1, pace_cooldown=0), make_tasks({"a.com": 2}), ex).run()
+    by_id = {r["task_id"]: r for r in records(tmp_path)}
+    assert by_id["a.com-0"]["status"] == "error" and by_id["a.com-0"]["error_kind"] == "infra"
+    assert by_id["a.com-0"]["actions"] == 1
+    assert by_id["a.com-1"]["status"] == "done"
+    assert ex.started == [0, 0] and stats.by_status == {"error": 1, "done": 1}
+
+
+async def test_a_second_run_starts_nothing(tmp_path):
+    tasks = make_tasks({"a.com": 2, "b.com": 1})
+    await Scheduler(config(tmp_path), tasks, FakeExecutor()).run()
+    ex, rec = FakeExecutor(), Recorder()
+    stats = await Scheduler(config(tmp_path), tasks, ex, [rec]).run()
+    assert ex.runs == [] and ex.started == [] and stats.finished == 0 and stats.settled_before == 3
+    assert len(records(tmp_path)) == 3
+
+
+async def test_seed_slot_files_count_as_finished(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "results_3.jsonl").write_text(json.dumps({"task_id": "a.com-0", "steps": 4}) + "\n")
+    ex = FakeExecutor()
+    await Scheduler(config(tmp_path), make_tasks({"a.com": 2}), ex).run()
+    assert [t for t, _ in ex.runs] == ["a.com-1"]
+
+
+async def test_a_stopped_run_reruns_its_interrupted_episodes_keeping_the_earlier_attempt(tmp_path):
+    tasks = make_tasks({"a.com": 1, "b.com": 1})
+    sched = Scheduler(config(tmp_path, pace_cooldown=0), tasks, FakeExecutor())
+
+    async def stop_soon():
+        await asyncio.sleep(15)      # workers start at 1 s, one step done at 11 s
+        sched.stop()
+
+    asyncio.get_running_loop().create_task(stop_soon())
+    await sched.run()
+    first = records(tmp_path)
+    assert {r["status"] for r in first} == {"killed"} and {r["error"] for r in first} == {"interrupted"}
+    ex = FakeExecutor()
+    await Scheduler(config(tmp_path, pace_cooldown=0), tasks, ex).run()
+    assert sorted(t for t, _ in ex.runs) == ["a.com-0", "b.com-0"]
+    latest = read_results(tmp_path / "run").latest()
+    assert all(r["status"] == "done" and r["attempt"] == 2 for r in latest.values())
+    kept = tmp_path / "run" / "a.com-0" / "attempts" / "1"
+    assert (kept / "result.json").exists() and (kept / "trajectory" / "0_full_screenshot.png").exists()
+    assert not [p for p in (tmp_path / "run").iterdir() if p.is_dir() and p.name not in ("a.com-0", "b.com-0")]
+
+
+async def test_paused_dispatch_starts_nothing_until_resumed(tmp_path):
+    ex = FakeExecutor()
+    sched = Scheduler(config(tmp_path, workers=1, pace_cooldown=0), make_tasks({"a.com": 1, "b.com": 1}), ex)
+    sched.dispatch_paused = True
+    loop = asyncio.get_running_loop()
+    loop.call_later(1000, sched.pause_dispatch, False)
+    await sched.run()
+    assert min(t for _, t in ex.runs) >= 1000
+
+
+async def test_a_paused_episode_does_not_use_its_timeout(tmp_path):
+    ex = FakeExecutor({"a.com-0": Behaviour(steps=3, step_s=50)})
+    sched = Scheduler(config(tmp_path, workers=1, timeout=200), make_tasks({"a.com": 1}), ex)
+    loop = asyncio.get_running_loop()
+    loop.call_later(20, sched.pause_episode, 0, True)
+    loop.call_later(520, sched.pause_episode, 0, False)   # 500 s paused: past the 200 s timeout
+    await sched.run()
+    (r,) = records(tmp_path)
+    assert r["status"] == "done" and r["steps"] == 3
+
+
+async def test_more_workers_start_more_episodes_at_once(tmp_path):
+    ex = FakeExecutor()
+    sched = Scheduler(config(tmp_path, workers=1, pace_cooldown=0), make_tasks({"a.com": 1, "b.com": 1,
+                                                                               "c.com": 1}), ex)
+    asyncio.get_running_loop().call_later(5, sched.set_workers, 3)
+    await sched.run()
+    starts = sorted(t for _, t in ex.runs)
+    assert starts[2] < 30     # all three began before the first one (30 s) ended
+
+
+async def test_a_killed_and_requeued_episode_runs_again(tmp_path):
+    ex = FakeExecutor({"a.com-0": Behaviour(steps=5, step_s=10)})
+    sched = Scheduler(config(tmp_path, workers=1, pace_cooldown=0), make_tasks({"a.com": 1}), ex)
+    asyncio.get_running_loop().call_later(25, sched.kill, 0, True)
+    await sched.run()
+    rows = records(tmp_path)
+    assert [(r["status"], r["attempt"]) for r in rows] == [("killed", 1), ("done", 2)]
+    assert rows[0]["actions"] == 2
+
+
+async def test_a_killed_episode_stays_killed(tmp_path):
+    ex = FakeExecutor({"a.com-0": Behaviour(steps=5, step_s=10)})
+    sched = Scheduler(config(tmp_path, workers=1), make_tasks({"a.com": 1}), ex)
+    asyncio.get_running_loop().call_later(25, sched.kill, 0)
+    await sched.run()
+    (r,) = records(tmp_path)
+    assert r["status"] == "killed" and r["error"] == "killed by user"
+    ex2 = FakeExecutor()
+    await Scheduler(config(tmp_path, workers=1), make_tasks({"a.com": 1}), ex2).run()
+    assert ex2.runs == []
+
+
+async def test_every_worker_is_closed_at_the_end(tmp_path):
+    ex = FakeExecutor()
+    await Scheduler(config(tmp_path, workers=3), make_tasks({"a.com": 1, "b.com": 1}), ex).run()
+    assert ex.workers and all(w.closed for w in ex.workers)
+
+
+async def test_events_come_in_order_for_each_episode(tmp_path):
+    rec = Recorder()
+    await Scheduler(config(tmp_path), make_tasks({"a.com": 1}), FakeExecutor(), [rec]).run()
+    kinds = [type(e).__name__ for e in rec.events if type(e).__name__ in ("EpisodeStarted", "EpisodeStep",
+                                                                          "EpisodeFinished")]
+    assert kinds == ["EpisodeStarted", "EpisodeStep", "EpisodeStep", "EpisodeStep", "EpisodeFinished"]
+    assert rec.of(EpisodeStarted)[0].site == "a.com"
