@@ -31,12 +31,24 @@ def _positive_int(flag: str):
     return parse
 
 
+def _count(flag: str):
+    def parse(s: str) -> int:
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} {s}: not a whole number") from None
+        if v < 0:
+            raise argparse.ArgumentTypeError(f"{flag} {s}: must be 0 or more")
+        return v
+    return parse
+
+
 def _seconds(flag: str, allow_zero: bool):
     def parse(s: str) -> float:
         try:
             v = float(s)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} {s}: not a number of seconds") from None
+            raise argparse.ArgumentTypeError(f"{flag} {s}: not a number") from None
         if v < 0 or (v == 0 and not allow_zero):
             raise argparse.ArgumentTypeError(f"{flag} {s}: must be {'0 or more' if allow_zero else 'more than 0'}")
         return v
@@ -57,7 +69,7 @@ def add_run_flags(p: argparse.ArgumentParser, *, demo: bool = False) -> None:
         g.add_argument("--task-ids", type=_csv, default=[], help="comma-separated task ids to run")
         g.add_argument("--level", dest="levels", type=_csv, default=[], help="only these levels (easy,medium,hard)")
         g.add_argument("--site", dest="sites", type=_csv, default=[], help="only tasks on these sites (host names)")
-        g.add_argument("--limit", type=int, default=0, help="at most this many tasks (0: all)")
+        g.add_argument("--limit", type=_count("--limit"), default=0, help="at most this many tasks (0: all)")
     g.add_argument("--out", type=Path, default=None if not demo else None,
                    help="the run's folder: one subfolder per task, results.jsonl, run.json" +
                    (" (default: runs/demo-<time>)" if demo else ""))
@@ -69,12 +81,15 @@ def add_run_flags(p: argparse.ArgumentParser, *, demo: bool = False) -> None:
         m.add_argument("--vllm", default="http://127.0.0.1:8400/v1", help="OpenAI-compatible endpoint (base URL)")
         m.add_argument("--api-key-env", default="OPENAI_API_KEY",
                        help="the environment variable holding the API key (never written anywhere)")
-        m.add_argument("--temperature", type=float, default=0.0)
+        m.add_argument("--temperature", type=_seconds("--temperature", True), default=0.0,
+                       help="sampling temperature (0)")
         m.add_argument("--no-vision", dest="vision", action="store_false",
                        help="send no screenshots to the model (text-only models)")
     m.add_argument("--max-steps", type=_positive_int("--max-steps"), default=30, help="agent steps per episode")
     m.add_argument("--timeout", type=_seconds("--timeout", False), default=1800.0,
                    help="seconds per episode (its finished steps are kept)")
+    m.add_argument("--retries", type=_count("--retries"), default=1,
+                   help="new attempts for an episode the harness failed (browser crash, endpoint down) (1)")
     s = p.add_argument_group("pacing and slots")
     s.add_argument("--workers", type=_positive_int("--workers"), default=2 if demo else 4,
                    help="episodes at once (one worker process each)")
@@ -102,14 +117,14 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         out = args.out or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S")
         return RunConfig(out=out, bench="offline", model="oracle", workers=args.workers,
                          pace_cooldown=args.pace_cooldown, timeout=args.timeout, max_steps=args.max_steps,
-                         chromium=args.chromium)
+                         chromium=args.chromium, retries=args.retries)
     if args.out is None:
         raise SystemExit("om2w-tui run: --out is required (the run's folder)")
     return RunConfig(out=args.out, bench=args.bench, tasks=args.tasks, task_ids=args.task_ids, levels=args.levels,
                      sites=args.sites, limit=args.limit, arm=args.arm, model=args.model, vllm=args.vllm,
                      api_key_env=args.api_key_env, temperature=args.temperature, timeout=args.timeout,
                      max_steps=args.max_steps, pace_cooldown=args.pace_cooldown, workers=args.workers,
-                     chromium=args.chromium, vision=args.vision)
+                     chromium=args.chromium, vision=args.vision, retries=args.retries)
 
 
 def _fail(message: str) -> int:

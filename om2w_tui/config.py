@@ -33,6 +33,9 @@ class RunConfig:
     vision: bool = True
     llm_timeout: float = 120.0
     stop_grace: float = 20.0
+    retries: int = 1               # new attempts for an episode that failed through the harness's fault (infra)
+    breaker_after: int = 3         # infra errors in a row that pause dispatch until the endpoint answers again
+    probe_interval: float = 30.0   # seconds between endpoint probes while the breaker is open
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)

@@ -7,6 +7,7 @@ turn into exit code 2."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -58,7 +59,7 @@ def check_endpoint(base_url: str, model: str, api_key: str, timeout: float = 10.
     url = base_url.rstrip("/") + "/models"
     try:
         r = httpx.get(url, headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout)
-    except httpx.HTTPError as e:
+    except (httpx.HTTPError, httpx.InvalidURL) as e:
         return (f"--vllm {base_url}: the endpoint does not answer ({type(e).__name__}). Start the model server "
                 f"(vLLM: `vllm serve ... --served-model-name {model}`) or fix the URL")
     if r.status_code in (401, 403):
@@ -82,6 +83,8 @@ def preflight(cfg: RunConfig, *, check_model: bool = True) -> Preflight:
         raise UsageError(f"--timeout {cfg.timeout:g}: must be a positive number of seconds")
     if cfg.pace_cooldown < 0:
         raise UsageError(f"--pace-cooldown {cfg.pace_cooldown:g}: must be 0 or more seconds")
+    if cfg.retries < 0:
+        raise UsageError(f"--retries {cfg.retries}: must be 0 or more")
     if cfg.max_steps < 1:
         raise UsageError(f"--max-steps {cfg.max_steps}: must be at least 1")
     from .episode.arms import arm_names
@@ -106,6 +109,8 @@ def preflight(cfg: RunConfig, *, check_model: bool = True) -> Preflight:
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: is a file, not a folder; choose another path")
     probe = out if out.exists() else next((p for p in out.parents if p.exists()), Path("."))
+    if not probe.is_dir():
+        raise UsageError(f"--out {out}: {probe} is a file, not a folder; choose another path")
     if not os.access(probe, os.W_OK):
         raise UsageError(f"--out {out}: {probe} is not writable; choose a folder you can write to")
     try:
@@ -178,4 +183,8 @@ async def open_run(pre: Preflight, sinks: list[Any]) -> AsyncIterator[Any]:
         cfg.out.mkdir(parents=True, exist_ok=True)
         write_manifest(pre)
         executor = LocalExecutor(cfg.out)
-        yield Scheduler(cfg, tasks, executor, sinks, judge=judge)
+
+        async def probe() -> bool:
+            return await asyncio.to_thread(check_endpoint, cfg.vllm, cfg.model, cfg.api_key(), 10.0) == ""
+
+        yield Scheduler(cfg, tasks, executor, sinks, judge=judge, probe=probe)

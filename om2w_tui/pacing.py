@@ -13,9 +13,17 @@ class SiteState:
     cooldown: float = 0.0      # the site's current cooldown (the run's default unless widened)
 
 
+WIDEN_FLOOR_S = 60.0     # a widened cooldown is at least this, even where the run's default is 0
+CAP_FACTOR, CAP_FLOOR_S = 16, 1800.0
+
+
 class SitePacer:
+    """Per site: busy or not, when the next episode may start, and its cooldown, which widens when the site shows
+    a bot check and relaxes after clean episodes (as Scrapy's AutoThrottle adapts its delays)."""
+
     def __init__(self, cooldown: float):
         self.cooldown = float(cooldown)
+        self.cap = max(self.cooldown * CAP_FACTOR, CAP_FLOOR_S)
         self._sites: dict[str, SiteState] = {}
 
     def state(self, site: str) -> SiteState:
@@ -41,6 +49,20 @@ class SitePacer:
     def release_without_cooldown(self, site: str) -> None:
         """An episode that never reached the site (the worker failed to start it) leaves no cooldown."""
         self.state(site).busy = False
+
+    def widen(self, site: str) -> float:
+        """A block seen on the site: double its cooldown (at least WIDEN_FLOOR_S, at most the cap)."""
+        st = self.state(site)
+        st.cooldown = min(self.cap, max(st.cooldown * 2, WIDEN_FLOOR_S))
+        return st.cooldown
+
+    def relax(self, site: str) -> float:
+        """A clean episode on the site: halve a widened cooldown, back to the run's default."""
+        st = self.state(site)
+        if st.cooldown > self.cooldown:
+            halved = st.cooldown / 2
+            st.cooldown = halved if halved >= max(self.cooldown, WIDEN_FLOOR_S) else self.cooldown
+        return st.cooldown
 
     def cooling_until(self, site: str, now: float) -> float | None:
         st = self.state(site)

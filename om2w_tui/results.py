@@ -20,8 +20,26 @@ REQUEUED = "requeued"
 
 
 def settles(record: dict[str, Any]) -> bool:
-    """Whether a task's latest record means it is finished and must not run again."""
-    return not (record.get("status") == "killed" and record.get("error") in (INTERRUPTED, REQUEUED))
+    """Whether a task's latest record means it is finished and must not run again: not when its run was stopped
+    under it, nor when the harness failed it (an infra error is retried, never counted as the agent's)."""
+    if record.get("status") == "killed" and record.get("error") in (INTERRUPTED, REQUEUED):
+        return False
+    return not (record.get("status") == "error" and record.get("error_kind") == "infra")
+
+
+def _finish_time(record: dict[str, Any]) -> float:
+    """A record's finish time for ordering; 0 for a record without one (the seed's) or with one that is no number."""
+    try:
+        return float(record.get("finished_at") or 0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _attempt(record: dict[str, Any]) -> int:
+    try:
+        return max(1, int(record.get("attempt") or 1))
+    except (TypeError, ValueError):
+        return 1
 
 
 @dataclass
@@ -32,7 +50,7 @@ class ResultsLog:
     def latest(self) -> dict[str, dict[str, Any]]:
         """task_id -> its latest record (by finish time; file order breaks ties)."""
         out: dict[str, dict[str, Any]] = {}
-        for rec in sorted(self.records, key=lambda r: r.get("finished_at") or 0):
+        for rec in sorted(self.records, key=_finish_time):
             out[str(rec.get("task_id"))] = rec
         return out
 
@@ -43,7 +61,7 @@ class ResultsLog:
         n: dict[str, int] = {}
         for rec in self.records:
             tid = str(rec.get("task_id"))
-            n[tid] = max(n.get(tid, 0), int(rec.get("attempt") or 1))
+            n[tid] = max(n.get(tid, 0), _attempt(rec))
         return n
 
 

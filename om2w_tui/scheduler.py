@@ -16,7 +16,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Awaitable, Callable, Iterable
 
 from .config import RunConfig
 from .events import (DispatchChanged, EpisodeFinished, EpisodeStarted, EpisodeStep, Log, RunFinished, RunStarted,
@@ -26,6 +26,7 @@ from .results import INTERRUPTED, REQUEUED, ResultsStore, read_results
 from .tasks import Task
 
 Judge = Callable[[dict[str, Any], dict[str, Any]], bool]
+Probe = Callable[[], Awaitable[bool]]
 USER_KILL_GRACE_S = 5.0
 
 
@@ -102,7 +103,7 @@ def record_from_folder(folder: Path) -> dict[str, Any]:
 
 class Scheduler:
     def __init__(self, config: RunConfig, tasks: list[Task], executor: Any, sinks: Iterable[Any] = (),
-                 judge: Judge | None = None, spec_extra: dict[str, Any] | None = None):
+                 judge: Judge | None = None, spec_extra: dict[str, Any] | None = None, probe: Probe | None = None):
         self.cfg = config
         self.tasks = list(tasks)
         self.executor = executor
@@ -115,7 +116,13 @@ class Scheduler:
         self.queue: dict[str, deque[Task]] = {}
         self.slots: dict[int, Slot] = {}
         self.target_workers = max(1, int(config.workers))
-        self.dispatch_paused = False
+        self.user_paused = False
+        self.breaker_open = False
+        self.breaker_reason = ""
+        self.probe = probe
+        self.infra_in_a_row = 0
+        self.streak: list[Task] = []       # the tasks of the current run of infra errors
+        self.retried: dict[str, int] = {}
         self.stopping = False
         self.stats = RunStats()
         self.sites: dict[str, SiteCounts] = {}
@@ -172,9 +179,8 @@ class Scheduler:
         self.out.mkdir(parents=True, exist_ok=True)
         self._load_queue()
         self.emit(RunStarted(self.stats.total, self.stats.settled_before, self.target_workers, str(self.out)))
-        if self.pending():
-            for i in range(self.target_workers):
-                self._add_slot(i)
+        for i in range(self.target_workers if self.pending() else 0):
+            self._add_slot(i, start_worker=i < self.pending())
         try:
             while True:
                 self._dispatch()
@@ -193,15 +199,20 @@ class Scheduler:
         """Wall-clock seconds for records, read off the loop's clock so that records and pacing agree."""
         return self.loop.time() + self._epoch_offset
 
+    @property
+    def dispatch_paused(self) -> bool:
+        return self.user_paused or self.breaker_open
+
     def pending(self) -> int:
         return sum(len(q) for q in self.queue.values())
 
     def running(self) -> list[Episode]:
         return [s.episode for s in self.slots.values() if s.episode is not None]
 
-    def _add_slot(self, i: int) -> Slot:
+    def _add_slot(self, i: int, start_worker: bool = True) -> Slot:
         slot = self.slots[i] = Slot(i)
-        self._ensure_worker(slot)
+        if start_worker:   # a slot with nothing to do yet starts its worker on its first episode
+            self._ensure_worker(slot)
         self.emit(SlotChanged(i, "idle"))
         return slot
 
@@ -364,6 +375,11 @@ class Scheduler:
 
     def _settle(self, ep: Episode, rec: dict[str, Any]) -> None:
         self.store.append(rec)
+        if rec["status"] == "blocked":
+            cooldown = self.pacer.widen(ep.task.site)
+            self.emit(Log("warning", f"{ep.task.site}: {rec['error']}; its cooldown is now {cooldown:g} s"))
+        elif rec["status"] == "done":
+            self.pacer.relax(ep.task.site)
         s = self.stats
         s.finished += 1
         s.by_status[rec["status"]] = s.by_status.get(rec["status"], 0) + 1
@@ -371,7 +387,16 @@ class Scheduler:
             s.judged += 1
             s.correct += rec["correct"]
         counts = self.sites.setdefault(ep.task.site, SiteCounts())
-        if rec["error"] in (INTERRUPTED, REQUEUED):
+        infra = rec["status"] == "error" and rec.get("error_kind") == "infra"
+        self.infra_in_a_row = self.infra_in_a_row + 1 if infra else 0
+        self.streak = self.streak + [ep.task] if infra else []
+        if infra and self.infra_in_a_row >= self.cfg.breaker_after and not self.breaker_open and not self.stopping:
+            self._open_breaker(rec["error"] or "")
+        retry = infra and (self.breaker_open or self.retried.get(ep.task.task_id, 0) < self.cfg.retries)
+        if retry:
+            self.retried[ep.task.task_id] = self.retried.get(ep.task.task_id, 0) + 1
+            self.emit(Log("warning", f"{ep.task.task_id}: {rec['error']} (the harness's fault): trying again"))
+        if rec["error"] in (INTERRUPTED, REQUEUED) or retry:
             self.queue.setdefault(ep.task.site, deque()).appendleft(ep.task)
         else:
             counts.done += 1
@@ -380,10 +405,46 @@ class Scheduler:
                 self.errored[ep.task.task_id] = ep.task
         self.emit(EpisodeFinished(ep.slot, rec))
 
+    # ── the circuit breaker: a failing endpoint pauses dispatch instead of failing every task ──
+    def _open_breaker(self, error: str) -> None:
+        """Pause dispatch and probe the endpoint; the failures that tripped it are the endpoint's, not the tasks':
+        their tries are given back and they run again when it answers."""
+        self.breaker_open = True
+        queued = {t.task_id for q in self.queue.values() for t in q}
+        for task in self.streak:
+            self.retried.pop(task.task_id, None)
+            if task.task_id not in queued:
+                queued.add(task.task_id)
+                self.queue.setdefault(task.site, deque()).appendleft(task)
+        self.breaker_reason = (f"{self.infra_in_a_row} infra errors in a row (last: {error[:160]}); "
+                               f"probing every {self.cfg.probe_interval:g} s")
+        self.emit(DispatchChanged(True, f"circuit breaker: {self.breaker_reason}"))
+        self.loop.call_later(self.cfg.probe_interval, self._start_probe)
+
+    def _start_probe(self) -> None:
+        if self.breaker_open and not self.stopping:
+            t = asyncio.create_task(self._probe_once())
+            self._episodes.add(t)
+            t.add_done_callback(self._episodes.discard)
+
+    async def _probe_once(self) -> None:
+        try:
+            ok = await self.probe() if self.probe is not None else True
+        except Exception:
+            ok = False
+        if not self.breaker_open:
+            return
+        if ok:
+            self.breaker_open, self.breaker_reason, self.infra_in_a_row = False, "", 0
+            self.emit(DispatchChanged(self.dispatch_paused, "circuit breaker closed: the endpoint answers again"))
+            self._wake_up()
+        else:
+            self.loop.call_later(self.cfg.probe_interval, self._start_probe)
+
     # ── control (called by front ends on the event loop) ──
     def pause_dispatch(self, paused: bool = True, reason: str = "") -> None:
-        self.dispatch_paused = paused
-        self.emit(DispatchChanged(paused, reason))
+        self.user_paused = paused
+        self.emit(DispatchChanged(self.dispatch_paused, reason or (self.breaker_reason if self.breaker_open else "")))
         self._wake_up()
 
     def episode_on(self, slot_id: int) -> Episode | None:
@@ -507,4 +568,5 @@ class Scheduler:
             sites.append({"site": name, "state": state, "ready_at": st.ready_at, "left": left,
                           "done": c.done, "errors": c.errors, "total": c.total, "cooldown": st.cooldown})
         return {"now": now, "slots": slots, "sites": sites, "paused": self.dispatch_paused,
+                "user_paused": self.user_paused, "breaker": self.breaker_reason if self.breaker_open else "",
                 "stopping": self.stopping, "summary": self.summary()}

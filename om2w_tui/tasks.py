@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import urlsplit
 
-# a task id becomes a folder name under --out: letters, digits and a few safe marks, not starting with a dot
-_SAFE_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
+# a task id becomes a folder name under --out: letters, digits and a few safe marks, not starting with a dot;
+# spaces inside are fine (WebVoyager's ids are like "BBC News--0"), not at either end
+_SAFE_ID = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9_.\- ]{0,126}[A-Za-z0-9_.\-])?$")
 
 
 class TaskFileError(ValueError):
@@ -69,8 +70,11 @@ def _normalise(row: Any, where: str) -> dict[str, Any]:
     tid = row["task_id"]
     if not isinstance(tid, str) or not _SAFE_ID.match(tid):
         raise TaskFileError(
-            f"{where}: task id {str(tid)[:80]!r} cannot be a folder name: use 1-128 letters, digits, '_', '-' or '.', "
-            f"not starting with '.'")
+            f"{where}: task id {str(tid)[:80]!r} cannot be a folder name: use 1-128 letters, digits, '_', '-', '.' "
+            f"or inner spaces, not starting with '.'")
+    if not isinstance(row["confirmed_task"], str):
+        raise TaskFileError(f"{where}: the task text (confirmed_task) of task {tid} must be a string, "
+                            f"got {type(row['confirmed_task']).__name__}")
     parts = urlsplit(str(row["website"]))
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise TaskFileError(f"{where}: website {str(row['website'])[:120]!r} of task {tid} is not an http(s) URL")
@@ -79,11 +83,7 @@ def _normalise(row: Any, where: str) -> dict[str, Any]:
     return row
 
 
-def _rows_json(path: Path, text: str) -> Iterable[tuple[str, Any]]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise TaskFileError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+def _rows_json(path: Path, data: Any) -> Iterable[tuple[str, Any]]:
     if isinstance(data, dict) and isinstance(data.get("tasks"), list):
         data = data["tasks"]
     if not isinstance(data, list):
@@ -104,12 +104,22 @@ def _rows_jsonl(path: Path, text: str) -> Iterable[tuple[str, Any]]:
 
 
 def parse_tasks(path: Path, text: str) -> list[Task]:
-    """Tasks from a file's text; JSON lines when the name ends in .jsonl or the text is not one JSON value."""
-    stripped = text.lstrip()
-    if not stripped:
+    """Tasks from a file's text; JSON lines when the name ends in .jsonl or the text is several JSON objects."""
+    text = text.removeprefix("\ufeff")   # a byte order mark (files saved by some Windows editors)
+    if not text.strip():
         raise TaskFileError(f"{path}: the file is empty")
-    jsonl = path.suffix == ".jsonl" or (stripped[0] == "{" and "\n{" in stripped.rstrip())
-    rows = _rows_jsonl(path, text) if jsonl else _rows_json(path, text)
+    rows: Iterable[tuple[str, Any]]
+    if path.suffix == ".jsonl":
+        rows = _rows_jsonl(path, text)
+    else:
+        try:
+            rows = _rows_json(path, json.loads(text))
+        except json.JSONDecodeError as e:
+            # one object a line: JSON lines, whatever the file's name (a pretty-printed object is one JSON value)
+            if e.msg == "Extra data" and text.lstrip().startswith("{"):
+                rows = _rows_jsonl(path, text)
+            else:
+                raise TaskFileError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
     tasks: list[Task] = []
     seen: dict[str, str] = {}
     for where, row in rows:
@@ -141,6 +151,8 @@ def load_tasks(path: str | Path) -> list[Task]:
 def select(tasks: list[Task], *, task_ids: Iterable[str] | None = None, levels: Iterable[str] | None = None,
            sites: Iterable[str] | None = None, limit: int = 0) -> list[Task]:
     """The tasks a run takes, in file order: by id, level and site (a site matches its key or a part of it)."""
+    if limit < 0:   # a slice with a negative end would drop tasks from the end without a word
+        raise TaskFileError(f"--limit {limit}: must be 0 (all tasks) or more")
     if task_ids:
         wanted = set(task_ids)
         known = {t.task_id for t in tasks}

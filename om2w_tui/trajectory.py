@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -27,7 +27,10 @@ def write_atomic(path: Path, data: bytes | str) -> None:
     """Write a file so that a reader (or a crash) sees the old content or the new, never a part."""
     path = Path(path)
     raw = data.encode() if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    # not tempfile.mkstemp: its 0600 would make result.json and the screenshots unreadable to others (the evaluator
+    # run by another user); 0666 less the umask, as for any file written plainly
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
@@ -126,8 +129,12 @@ class TrajectoryWriter:
             write_atomic(target, png)
         elif path and Path(path).exists():
             tmp = target.with_name(f".{target.name}.tmp")
-            shutil.copyfile(path, tmp)
-            os.replace(tmp, target)
+            try:
+                shutil.copyfile(path, tmp)
+                os.replace(tmp, target)
+            except OSError:   # the screenshot went away meanwhile: a missing picture must not cost the step
+                tmp.unlink(missing_ok=True)
+                return False
         else:
             return False
         self.n_shots += 1

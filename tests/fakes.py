@@ -18,6 +18,7 @@ class Behaviour:
     answer: str = "ok"
     ignore_stop: bool = False      # a stuck worker: only a kill ends it
     die_at_step: int | None = None  # the process exits mid-episode (a crash)
+    infra_failures: int = 0         # this many runs end as the harness's fault (a model endpoint that is down)
 
 
 @dataclass
@@ -88,6 +89,12 @@ class FakeWorker:
                 self.events.put_nowait({"ev": "step", "step": i + 1, "actions": [actions[-1]], "url": "u"})
         except asyncio.CancelledError:
             status = self.stop_reason or "killed"
+        if b.infra_failures > 0 and status == "done":
+            b.infra_failures -= 1
+            self.events.put_nowait({"ev": "finished", "record": {
+                "status": "error", "error": "model endpoint: Connection error.", "error_kind": "infra",
+                "steps": 0, "actions": 0, "screenshots": 1, "answer": "", "agent_done": False}})
+            return
         self.events.put_nowait({"ev": "finished", "record": {
             "status": status, "steps": len(actions), "actions": len(actions), "screenshots": len(actions),
             "answer": b.answer if status == "done" else "", "agent_done": status == "done"}})

@@ -5,7 +5,9 @@ that runs it; what was done until then is kept and recorded with the stop's reas
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -16,9 +18,14 @@ from typing import Any, Awaitable, Callable
 from ..trajectory import TrajectoryWriter
 from .arms import load_arm
 from .arms.interface import ArmContext, ArmResult
+from .blocking import page_block
 from .browser import make_session
 
 Emit = Callable[[dict[str, Any]], None]
+
+
+class SiteBlocked(Exception):
+    """The site answered with a bot check, a CAPTCHA or a 403/429 instead of its page."""
 
 
 @dataclass
@@ -32,14 +39,26 @@ class EpisodeControl:
     cancellable: bool = True      # false once the episode is writing its end: a stop then changes nothing
 
 
+_INFRA = re.compile(
+    r"connection|timed? ?out|apiconnection|apistatus|internalserver|rate.?limit|\bcdp\b|websocket|target closed|"
+    r"browser (failed|crashed|closed|disconnected)|chrom(e|ium)|model provider|"
+    r"(error code|status[ _]?code)[=: ]*(5\d\d|429)")
+
+
 def classify_error(exc: BaseException) -> str:
     """'infra' when the harness or its services failed (browser, model endpoint, network), else 'agent'."""
-    name = type(exc).__name__
-    text = f"{name} {exc}".lower()
-    infra_words = ("connection", "timeout", "timed out", "apiconnection", "apistatus", "internalserver",
-                   "ratelimit", "rate limit", "cdp", "websocket", "browser", "target closed", "chrome",
-                   "status_code=5", "503", "502", "500", "429", "model provider")
-    return "infra" if any(w in text for w in infra_words) else "agent"
+    return "infra" if _INFRA.search(f"{type(exc).__name__} {exc}".lower()) else "agent"
+
+
+def endpoint_failure(histories: list[Any]) -> str | None:
+    """The model endpoint's error when an agent stopped because its model calls failed (browser-use records them as
+    step errors and gives up after a few), else None. A reply the agent could not parse is the model's own fault."""
+    steps = [st for h in histories for st in getattr(h, "history", [])]
+    if not steps or getattr(steps[-1], "model_output", None) is not None:
+        return None
+    errors = [getattr(r, "error", None) for r in getattr(steps[-1], "result", None) or []]
+    text = next((e for e in errors if e), "")
+    return text[:300] if text and classify_error(RuntimeError(text)) == "infra" else None
 
 
 def instruction_for(task: dict[str, Any], hint_field: str | None = None) -> str:
@@ -87,11 +106,20 @@ async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, co
             or "EMPTY", temperature=float(spec.get("temperature", 0.0)), max_steps=int(spec["max_steps"]),
             step_done=step_done, vision=bool(spec.get("vision", True)), llm_timeout=float(spec.get("llm_timeout", 120)),
             llm_retries=int(spec.get("llm_retries", 2)))
+        blocked = await _bounded(page_block(session), 10)
+        if blocked:
+            raise SiteBlocked(blocked)
         control.arm = load_arm(spec.get("arm", "base"))(ctx)
         for cmd in control.pending:   # a pause that came while the browser started
             getattr(control.arm, cmd)()
         emit({"ev": "running"})
         result = await control.arm.run()
+        if not result.agent_done and (failure := endpoint_failure(result.histories)):
+            status, error, error_kind = "error", f"model endpoint: {failure}", "infra"
+        elif not result.agent_done and (blocked := await _bounded(page_block(session), 10)):
+            status, error = "blocked", blocked
+    except SiteBlocked as e:
+        status, error = "blocked", str(e)
     except asyncio.CancelledError:
         status = control.stop_reason or "killed"
         error = control.stop_error or status
@@ -106,6 +134,8 @@ async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, co
         await _bounded(session.kill(), 10)
     writer.finish(result.answer, final_png, result.histories)
     shutil.rmtree(scratch, ignore_errors=True)
+    with contextlib.suppress(OSError):   # keep the folder to what the evaluator reads unless the agent downloaded
+        (folder / "downloads").rmdir()
     tempfile.tempdir = None
     return {"status": status, "error": error, "error_kind": error_kind, "agent_done": result.agent_done,
             "steps": sum(len(getattr(h, "history", [])) for h in result.histories) or writer.n_steps,

@@ -108,10 +108,14 @@ async def test_a_crashed_worker_is_recorded_as_infra_and_replaced(tmp_path):
     ex = FakeExecutor({"a.com-0": Behaviour(die_at_step=1)})
     stats = await Scheduler(config(tmp_path, workers=1, pace_cooldown=0), make_tasks({"a.com": 2}), ex).run()
     by_id = {r["task_id"]: r for r in records(tmp_path)}
-    assert by_id["a.com-0"]["status"] == "error" and by_id["a.com-0"]["error_kind"] == "infra"
-    assert by_id["a.com-0"]["actions"] == 1
+    rows = records(tmp_path)
+    crash = rows[0]
+    assert crash["task_id"] == "a.com-0" and crash["status"] == "error" and crash["error_kind"] == "infra"
+    assert crash["actions"] == 1 and "worker process exited" in crash["error"]
     assert by_id["a.com-1"]["status"] == "done"
-    assert ex.started == [0, 0] and stats.by_status == {"error": 1, "done": 1}
+    # a.com-0 crashes its worker each time: tried once more (--retries 1), each crash replaced the worker
+    assert ex.started == [0, 0, 0] and stats.by_status == {"error": 2, "done": 1}
+    assert [r["attempt"] for r in rows if r["task_id"] == "a.com-0"] == [1, 2]
 
 
 async def test_a_second_run_starts_nothing(tmp_path):
@@ -157,7 +161,7 @@ async def test_a_stopped_run_reruns_its_interrupted_episodes_keeping_the_earlier
 async def test_paused_dispatch_starts_nothing_until_resumed(tmp_path):
     ex = FakeExecutor()
     sched = Scheduler(config(tmp_path, workers=1, pace_cooldown=0), make_tasks({"a.com": 1, "b.com": 1}), ex)
-    sched.dispatch_paused = True
+    sched.user_paused = True
     loop = asyncio.get_running_loop()
     loop.call_later(1000, sched.pause_dispatch, False)
     await sched.run()
@@ -220,3 +224,51 @@ async def test_events_come_in_order_for_each_episode(tmp_path):
                                                                           "EpisodeFinished")]
     assert kinds == ["EpisodeStarted", "EpisodeStep", "EpisodeStep", "EpisodeStep", "EpisodeFinished"]
     assert rec.of(EpisodeStarted)[0].site == "a.com"
+
+
+async def test_an_infra_error_is_tried_again_as_a_new_attempt(tmp_path):
+    ex = FakeExecutor({"a.com-0": Behaviour(infra_failures=1)})
+    await Scheduler(config(tmp_path, workers=1, pace_cooldown=0), make_tasks({"a.com": 1}), ex).run()
+    rows = records(tmp_path)
+    assert [(r["status"], r["attempt"]) for r in rows] == [("error", 1), ("done", 2)]
+    assert (tmp_path / "run" / "a.com-0" / "attempts" / "1").is_dir()
+
+
+async def test_retries_are_bounded_and_the_task_stays_unsettled(tmp_path):
+    ex = FakeExecutor({"a.com-0": Behaviour(infra_failures=5)})
+    stats = await Scheduler(config(tmp_path, workers=1, pace_cooldown=0, retries=2, breaker_after=99),
+                            make_tasks({"a.com": 1}), ex).run()
+    assert [r["attempt"] for r in records(tmp_path)] == [1, 2, 3]
+    assert stats.by_status == {"error": 3}
+    assert "a.com-0" not in read_results(tmp_path / "run").settled()   # the next launch tries it again
+
+
+async def test_the_breaker_pauses_dispatch_while_the_endpoint_is_down_and_no_task_loses_its_result(tmp_path):
+    """Every episode fails while the 'endpoint' is down (the first 600 s); the breaker stops dispatch after 3 in a
+    row, probes, and resumes when it answers: every task ends done."""
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    down_until = t0 + 600
+    tasks = make_tasks({f"s{i}.com": 1 for i in range(8)})
+    ex = FakeExecutor({t.task_id: Behaviour(infra_failures=99, steps=1, step_s=5) for t in tasks})
+
+    async def probe() -> bool:
+        up = loop.time() >= down_until
+        if up:
+            for b in ex.behaviour.values():
+                b.infra_failures = 0
+        return up
+
+    rec = Recorder()
+    sched = Scheduler(config(tmp_path, workers=2, pace_cooldown=0, retries=1, breaker_after=3, probe_interval=30),
+                      tasks, ex, [rec], probe=probe)
+    await sched.run()
+    latest = read_results(tmp_path / "run").latest()
+    assert {r["status"] for r in latest.values()} == {"done"} and len(latest) == 8
+    paused = [e for e in rec.events if type(e).__name__ == "DispatchChanged"]
+    assert paused[0].paused and "circuit breaker" in paused[0].reason
+    assert not paused[-1].paused and "answers again" in paused[-1].reason
+    failures = [r for r in records(tmp_path) if r["status"] == "error"]
+    assert 3 <= len(failures) <= 4       # the breaker opened after 3 in a row (one more was already running)
+    starts_while_down = [t for _, t in ex.runs if t0 + 20 < t < down_until]
+    assert starts_while_down == []

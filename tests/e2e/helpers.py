@@ -1,0 +1,56 @@
+"""Running the real command line and checking the folders it writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[2]
+RESULT_KEYS = {"task_id", "task", "final_result_response", "action_history", "thoughts"}
+
+
+def cli(*args: str, timeout: float = 600, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "om2w_tui", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def popen(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "om2w_tui", *args], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def records(out: Path) -> list[dict[str, Any]]:
+    path = out / "results.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+
+
+def check_task_folder(folder: Path) -> dict[str, Any]:
+    """The folder as the official evaluator reads it; -> its result.json."""
+    res = json.loads((folder / "result.json").read_text())
+    assert RESULT_KEYS <= res.keys(), folder
+    assert res["task_id"] == folder.name
+    assert all(isinstance(a, str) for a in res["action_history"])
+    assert not any(a.lower().startswith("done") for a in res["action_history"])
+    shots = sorted((folder / "trajectory").iterdir(), key=lambda p: int(re.search(r"\d+", p.name).group()))
+    assert [p.name for p in shots] == [f"{i}_full_screenshot.png" for i in range(len(shots))]
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in shots)
+    return res
+
+
+def chromium_left(marker: str = "om2w-episode-") -> list[int]:
+    """Chromium processes of our episodes still alive (their profile folder carries the marker)."""
+    pids = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if any(marker in part for part in (p.info["cmdline"] or [])):
+                pids.append(p.pid)
+        except psutil.Error:
+            continue
+    return pids

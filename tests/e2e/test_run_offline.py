@@ -1,0 +1,99 @@
+"""The whole product, headless, for real: worker processes, Chromium, the offline sites and the oracle."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from om2w_tui.offline import TASKS_TEMPLATE
+
+from .helpers import check_task_folder, chromium_left, cli, popen, records
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+OFFLINE_IDS = [t["task_id"] for t in json.loads(TASKS_TEMPLATE.read_text())]
+
+
+def by_site(site: str) -> list[str]:
+    return [t["task_id"] for t in json.loads(TASKS_TEMPLATE.read_text()) if t["website"].startswith("{" + site)]
+
+
+def test_the_offline_suite_runs_all_correct_and_a_second_run_adds_nothing(tmp_path):
+    out = tmp_path / "demo"
+    r = cli("run", "--no-ui", "--bench", "offline", "--model", "oracle", "--workers", "2", "--pace-cooldown", "0",
+            "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    recs = records(out)
+    assert sorted(x["task_id"] for x in recs) == sorted(OFFLINE_IDS)
+    wrong = [(x["task_id"], x["status"], x["error"], x["answer"]) for x in recs if not x["correct"]]
+    assert not wrong
+    for x in recs:
+        assert x["status"] == "done" and x["agent_done"] and x["model"] == "oracle" and x["arm"] == "base"
+        res = check_task_folder(out / x["task_id"])
+        assert len(res["action_history"]) == x["actions"] >= 1
+        assert x["screenshots"] == len(list((out / x["task_id"] / "trajectory").iterdir())) >= 2
+        assert (out / x["task_id"] / "history_0.json").exists()
+    assert f"correct: {len(OFFLINE_IDS)} of {len(OFFLINE_IDS)}" in r.stdout
+    assert {p.name for p in out.iterdir() if p.is_dir()} == set(OFFLINE_IDS)   # nothing else the evaluator would read
+    manifest = json.loads((out / "run.json").read_text())
+    assert len(manifest["task_file"]["sha256"]) == 64 and manifest["versions"]["browser-use"].startswith("0.13")
+    assert chromium_left() == []
+
+    again = cli("run", "--no-ui", "--bench", "offline", "--model", "oracle", "--workers", "2", "--out", str(out))
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert len(records(out)) == len(OFFLINE_IDS)
+    assert f"resuming: {len(OFFLINE_IDS)} of {len(OFFLINE_IDS)} already done" in again.stdout
+
+
+def test_a_timeout_keeps_the_partial_trajectory(tmp_path):
+    out = tmp_path / "slow"
+    task = by_site("longpage")[0]
+    r = cli("run", "--no-ui", "--bench", "offline", "--model", "oracle-nodone", "--task-ids", task,
+            "--timeout", "25", "--max-steps", "200", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    (rec,) = records(out)
+    assert rec["status"] == "timeout" and rec["error"] == "timeout"
+    assert rec["actions"] >= 1 and rec["screenshots"] >= 1 and 24 <= rec["duration_s"] < 60
+    res = check_task_folder(out / task)
+    assert len(res["action_history"]) == rec["actions"]
+    assert chromium_left() == []
+
+
+def test_one_site_never_runs_two_episodes_at_once_and_keeps_its_cooldown(tmp_path):
+    out = tmp_path / "paced"
+    ids = by_site("wiki")[:2] + by_site("shop")[:1]
+    r = cli("run", "--no-ui", "--bench", "offline", "--model", "oracle", "--task-ids", ",".join(ids),
+            "--workers", "3", "--pace-cooldown", "4", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    wiki = sorted((x for x in records(out) if x["task_id"] in ids[:2]), key=lambda x: x["started_at"])
+    assert len(wiki) == 2
+    assert wiki[1]["started_at"] >= wiki[0]["finished_at"] + 4 - 0.05
+
+
+def test_ctrl_c_stops_gracefully_keeps_steps_and_the_next_run_finishes(tmp_path):
+    out = tmp_path / "interrupted"
+    task = by_site("longpage")[0]
+    p = popen("run", "--no-ui", "--bench", "offline", "--model", "oracle-slow-1", "--task-ids", task,
+              "--out", str(out))
+    shots = out / task / "trajectory"
+    deadline = time.monotonic() + 120
+    while not (shots.exists() and any(shots.iterdir())):   # wait for the first finished step on disk
+        assert p.poll() is None and time.monotonic() < deadline, p.stderr.read() if p.poll() is not None else ""
+        time.sleep(0.2)
+    p.send_signal(signal.SIGINT)
+    stdout, stderr = p.communicate(timeout=120)
+    assert p.returncode == 130, stderr[-3000:]
+    (rec,) = records(out)
+    assert (rec["status"], rec["error"]) == ("killed", "interrupted") and rec["screenshots"] >= 1
+    check_task_folder(out / task)
+    assert chromium_left() == []
+
+    r = cli("run", "--no-ui", "--bench", "offline", "--model", "oracle", "--task-ids", task, "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    last = records(out)[-1]
+    assert last["status"] == "done" and last["attempt"] == 2 and last["correct"]
+    assert (out / task / "attempts" / "1" / "result.json").exists()
+    check_task_folder(out / task)

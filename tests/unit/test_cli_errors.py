@@ -1,0 +1,247 @@
+"""`om2w-tui run --no-ui` on bad input, as a real process: exit code 2, a message on stderr that names the file,
+line or flag, and nothing written (the --out folder is not even created)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SECRET = "sk-test-secret-never-shown"
+
+
+def good_rows() -> list[dict]:
+    return [{"task_id": "a", "confirmed_task": "do a", "website": "https://a.com/", "level": "easy"},
+            {"task_id": "b", "confirmed_task": "do b", "website": "https://b.com/", "level": "hard"}]
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    """The process's working folder: it must stay as the test left it."""
+    w = tmp_path / "work"
+    w.mkdir()
+    (w / "tasks.json").write_text(json.dumps(good_rows()))
+    return w
+
+
+def listing(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else b"<dir>") for p in folder.rglob("*")}
+
+
+def run_cli(work: Path, *args: str, out: Path | None = None, chromium: str | None = "/bin/true",
+            model: str | None = "oracle") -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("CHROME_PATH", "OM2W_CHROMIUM")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    env["OPENAI_API_KEY"] = SECRET
+    argv = [sys.executable, "-m", "om2w_tui", "run", "--no-ui", "--out", str(out or work / "out")]
+    if chromium:
+        argv += ["--chromium", chromium]
+    if model:
+        argv += ["--model", model]
+    before = listing(work)
+    proc = subprocess.run(argv + list(args), cwd=work, env=env, capture_output=True, text=True, timeout=60)
+    assert listing(work) == before, "the run wrote something"
+    assert SECRET not in proc.stderr + proc.stdout
+    return proc
+
+
+def assert_usage_error(proc: subprocess.CompletedProcess, *parts: str) -> None:
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert proc.stdout == ""
+    for part in parts:
+        assert part in proc.stderr, (part, proc.stderr)
+
+
+def task_file(work: Path, text: str, name: str = "bad.json") -> Path:
+    p = work / name
+    p.write_text(text)
+    return p
+
+
+def test_a_good_preflight_reaches_past_these_checks(work, monkeypatch):
+    """The harness itself: with good input and --model oracle the same flags pass preflight (not a usage error)."""
+    monkeypatch.chdir(work)
+    from om2w_tui.cli import build_parser, config_from_args
+    from om2w_tui.launch import preflight
+
+    args = build_parser().parse_args(["run", "--no-ui", "--out", str(work / "out"), "--chromium", "/bin/true",
+                                      "--model", "oracle", "--tasks", str(work / "tasks.json")])
+    pre = preflight(config_from_args(args))
+    assert [t.task_id for t in pre.tasks] == ["a", "b"] and pre.config.chromium == "/bin/true"
+    assert not (work / "out").exists()
+
+
+def test_missing_tasks_file(work):
+    proc = run_cli(work, "--tasks", str(work / "nope.json"))
+    assert_usage_error(proc, f"{work / 'nope.json'}: no such task file")
+    assert not (work / "out").exists()
+
+
+def test_no_tasks_flag_for_a_benchmark(work):
+    assert_usage_error(run_cli(work), "--tasks")
+
+
+def test_out_is_required(work):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-m", "om2w_tui", "run", "--no-ui", "--tasks", "tasks.json",
+                           "--model", "oracle", "--chromium", "/bin/true"], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert_usage_error(proc, "--out")
+
+
+def test_invalid_json_names_line_and_column(work):
+    p = task_file(work, '[\n {"task_id": "a",\n  "confirmed_task": nope}\n]')
+    assert_usage_error(run_cli(work, "--tasks", str(p)), f"{p}:3:21: invalid JSON")
+    assert not (work / "out").exists()
+
+
+def test_invalid_jsonl_names_the_line(work):
+    p = task_file(work, json.dumps(good_rows()[0]) + "\n{oops\n", "bad.jsonl")
+    assert_usage_error(run_cli(work, "--tasks", str(p)), f"{p}:2:")
+
+
+@pytest.mark.parametrize("text", ['{"task_id": "a"}', "3"])
+def test_json_that_is_not_a_list(work, text):
+    p = task_file(work, text)
+    assert_usage_error(run_cli(work, "--tasks", str(p)), f"{p}: expected a JSON list")
+
+
+def test_missing_fields(work):
+    p = task_file(work, json.dumps([good_rows()[0], {"task_id": "b", "website": "https://b.com/"}]))
+    assert_usage_error(run_cli(work, "--tasks", str(p)), f"{p}: task #2: missing confirmed_task")
+
+
+def test_duplicate_ids(work):
+    p = task_file(work, json.dumps(good_rows() + [good_rows()[0]]))
+    assert_usage_error(run_cli(work, "--tasks", str(p)), f"{p}: task #3: duplicate task id 'a'",
+                       f"first at {p}: task #1")
+
+
+def test_unsafe_id(work):
+    p = task_file(work, json.dumps([{**good_rows()[0], "task_id": "../x"}]))
+    assert_usage_error(run_cli(work, "--tasks", str(p)), f"{p}: task #1", "'../x'", "cannot be a folder name")
+    assert not (work.parent / "x").exists()
+
+
+def test_website_not_http(work):
+    p = task_file(work, json.dumps([{**good_rows()[0], "website": "ftp://x"}]))
+    assert_usage_error(run_cli(work, "--tasks", str(p)), f"{p}: task #1", "'ftp://x'", "http(s)")
+
+
+def test_unknown_task_id(work):
+    assert_usage_error(run_cli(work, "--tasks", "tasks.json", "--task-ids", "nope"),
+                       "--task-ids", "not in the task file: nope")
+
+
+def test_empty_selection_by_level(work):
+    assert_usage_error(run_cli(work, "--tasks", "tasks.json", "--level", "nothing"),
+                       "no task left after the filters", "tasks.json")
+
+
+@pytest.mark.parametrize("flag,value", [("--workers", "0"), ("--workers", "two"), ("--timeout", "-5"),
+                                        ("--timeout", "0"), ("--max-steps", "0"), ("--pace-cooldown", "-1")])
+def test_bad_numbers(work, flag, value):
+    proc = run_cli(work, "--tasks", "tasks.json", flag, value)
+    assert_usage_error(proc, f"{flag} {value}")
+
+
+def test_out_is_an_existing_file(work):
+    out = work / "taken.txt"
+    out.write_text("precious\n")
+    proc = run_cli(work, "--tasks", "tasks.json", out=out)
+    assert_usage_error(proc, f"--out {out}", "not a folder")
+    assert out.read_text() == "precious\n"
+
+
+def test_chromium_not_found(work):
+    proc = run_cli(work, "--tasks", "tasks.json", chromium="/nonexistent")
+    assert_usage_error(proc, "--chromium /nonexistent", "not an executable file")
+
+
+def test_chromium_not_executable(work):
+    assert_usage_error(run_cli(work, "--tasks", "tasks.json", chromium=str(work / "tasks.json")), "--chromium")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_endpoint_that_does_not_answer(work):
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    proc = run_cli(work, "--tasks", "tasks.json", "--vllm", url, model="qwen")
+    assert_usage_error(proc, f"--vllm {url}", "does not answer")
+
+
+class FakeVllm:
+    """GET /v1/models on 127.0.0.1, serving the given model names (or an HTTP status)."""
+
+    def __init__(self, served: list[str], status: int = 200):
+        self.requests: list[tuple[str, str | None]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                outer.requests.append((self.path, self.headers.get("Authorization")))
+                body = json.dumps({"object": "list", "data": [{"id": m, "object": "model"} for m in served]}).encode()
+                code = status if self.path == "/v1/models" else 404
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)
+
+
+def test_model_not_served(work):
+    with FakeVllm(["other"]) as vllm:
+        proc = run_cli(work, "--tasks", "tasks.json", "--vllm", vllm.url, model="qwen")
+    assert_usage_error(proc, "--model qwen", "not served", "other")
+    assert vllm.requests == [("/v1/models", f"Bearer {SECRET}")]
+    assert not (work / "out").exists()
+
+
+def test_endpoint_refuses_the_key(work):
+    with FakeVllm(["qwen"], status=401) as vllm:
+        proc = run_cli(work, "--tasks", "tasks.json", "--vllm", vllm.url, model="qwen")
+    assert_usage_error(proc, f"--vllm {vllm.url}", "HTTP 401", "--api-key-env")
+
+
+def test_negative_limit(work):
+    assert_usage_error(run_cli(work, "--tasks", "tasks.json", "--limit", "-1"), "--limit -1")
+
+
+def test_out_below_an_existing_file(work):
+    blocker = work / "taken.txt"
+    blocker.write_text("precious\n")
+    proc = run_cli(work, "--tasks", "tasks.json", out=blocker / "sub")
+    assert_usage_error(proc, "--out", str(blocker))
+    assert blocker.read_text() == "precious\n"
+
+
+def test_endpoint_url_with_a_bad_port(work):
+    assert_usage_error(run_cli(work, "--tasks", "tasks.json", "--vllm", "http://[::1", model="qwen"), "--vllm")
