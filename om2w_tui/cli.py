@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from .config import BENCHES, RunConfig
+from .config import BENCHES, DEFAULT_VLLM, RunConfig
 
 EXIT_USAGE = 2
 
@@ -78,7 +78,9 @@ def add_run_flags(p: argparse.ArgumentParser, *, demo: bool = False) -> None:
         m.add_argument("--arm", default="base", help="the agent: base (one browser-use Agent) or a plugin arm")
         m.add_argument("--model", default="qwen35-4b",
                        help="served model name (oracle, oracle-slow, ... start the built-in oracle)")
-        m.add_argument("--vllm", default="http://127.0.0.1:8400/v1", help="OpenAI-compatible endpoint (base URL)")
+        m.add_argument("--vllm", default=None,
+                       help=f"OpenAI-compatible endpoint (base URL) ({DEFAULT_VLLM}); with an oracle model and no "
+                            f"--vllm, om2w-tui serves the oracle itself")
         m.add_argument("--api-key-env", default="OPENAI_API_KEY",
                        help="the environment variable holding the API key (never written anywhere)")
         m.add_argument("--temperature", type=_seconds("--temperature", True), default=0.0,
@@ -95,6 +97,11 @@ def add_run_flags(p: argparse.ArgumentParser, *, demo: bool = False) -> None:
                    help="episodes at once (one worker process each)")
     s.add_argument("--pace-cooldown", type=_seconds("--pace-cooldown", True), default=0.0 if demo else 120.0,
                    help="seconds from the end of one episode on a site to the start of the next")
+    f = p.add_argument_group("faults")
+    f.add_argument("--breaker-after", type=_positive_int("--breaker-after"), default=3,
+                   help="infra errors in a row that pause dispatch until the endpoint answers again (3)")
+    f.add_argument("--probe-interval", type=_seconds("--probe-interval", False), default=30.0,
+                   help="seconds between endpoint probes while dispatch is paused by the breaker (30)")
     s.add_argument("--chromium", default=None, help="path to Chromium/Chrome (default: found automatically)")
     p.add_argument("--no-ui", action="store_true", help="no console: plain log lines (for clusters and CI)")
 
@@ -106,6 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_flags(run)
     demo = sub.add_parser("demo", help="the offline suite with the oracle model, into a new folder")
     add_run_flags(demo, demo=True)
+    doctor = sub.add_parser("doctor", help="check a run's settings before starting it (task file, endpoint, browser)")
+    add_run_flags(doctor)
     oracle = sub.add_parser("oracle", help="serve the offline sites and the oracle model server")
     oracle.add_argument("--port", type=int, default=8400, help="the oracle's port (default 8400)")
     oracle.add_argument("--host", default="127.0.0.1")
@@ -117,19 +126,39 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         out = args.out or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S")
         return RunConfig(out=out, bench="offline", model="oracle", workers=args.workers,
                          pace_cooldown=args.pace_cooldown, timeout=args.timeout, max_steps=args.max_steps,
-                         chromium=args.chromium, retries=args.retries)
+                         chromium=args.chromium, retries=args.retries, breaker_after=args.breaker_after,
+                         probe_interval=args.probe_interval)
     if args.out is None:
         raise SystemExit("om2w-tui run: --out is required (the run's folder)")
     return RunConfig(out=args.out, bench=args.bench, tasks=args.tasks, task_ids=args.task_ids, levels=args.levels,
                      sites=args.sites, limit=args.limit, arm=args.arm, model=args.model, vllm=args.vllm,
                      api_key_env=args.api_key_env, temperature=args.temperature, timeout=args.timeout,
                      max_steps=args.max_steps, pace_cooldown=args.pace_cooldown, workers=args.workers,
-                     chromium=args.chromium, vision=args.vision, retries=args.retries)
+                     chromium=args.chromium, vision=args.vision, retries=args.retries,
+                     breaker_after=args.breaker_after, probe_interval=args.probe_interval)
 
 
 def _fail(message: str) -> int:
     print(f"om2w-tui: {message}", file=sys.stderr)
     return EXIT_USAGE
+
+
+def doctor(cfg: RunConfig) -> int:
+    """The preflight checks as a table; exit 0 when a run could start, 2 when not."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from .launch import run_checks
+
+    pre, checks = run_checks(cfg)
+    table = Table(title="om2w-tui doctor", show_lines=False)
+    table.add_column("check")
+    table.add_column("", width=2)
+    table.add_column("detail", overflow="fold")
+    for name, ok, detail in checks:
+        table.add_row(name, "[green]ok[/]" if ok else "[red]no[/]", detail)
+    Console(soft_wrap=False).print(table)
+    return 0 if pre is not None else EXIT_USAGE
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         cfg = config_from_args(args)
     except SystemExit as e:
         return _fail(str(e))
+    if args.command == "doctor":
+        return doctor(cfg)
     from .launch import UsageError, preflight
 
     try:

@@ -9,6 +9,12 @@ from pathlib import Path
 from typing import Any
 
 BENCHES = ("om2w", "webvoyager", "offline")
+DEFAULT_VLLM = "http://127.0.0.1:8400/v1"
+
+
+def is_oracle(model: str) -> bool:
+    """The built-in oracle's names: `oracle` and its fault modes (`oracle-slow-2`, `oracle-500`, ...)."""
+    return model == "oracle" or model.startswith("oracle-")
 
 
 @dataclass
@@ -22,7 +28,7 @@ class RunConfig:
     limit: int = 0
     arm: str = "base"
     model: str = "qwen35-4b"
-    vllm: str = "http://127.0.0.1:8400/v1"
+    vllm: str | None = None        # unset: DEFAULT_VLLM, or for an oracle model the oracle om2w-tui starts
     api_key_env: str = "OPENAI_API_KEY"
     temperature: float = 0.0
     timeout: float = 1800.0
@@ -41,6 +47,15 @@ class RunConfig:
         self.out = Path(self.out)
         if self.tasks is not None:
             self.tasks = Path(self.tasks)
+
+    @property
+    def endpoint(self) -> str:
+        return self.vllm or DEFAULT_VLLM
+
+    @property
+    def builtin_oracle(self) -> bool:
+        """An oracle model with no endpoint given: om2w-tui serves the oracle itself for the run."""
+        return is_oracle(self.model) and not self.vllm
 
     def api_key(self) -> str:
         """The key is read from the environment at the last moment and never stored in the config."""

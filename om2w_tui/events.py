@@ -47,6 +47,7 @@ class EpisodeStep:
 class EpisodeFinished:
     slot: int
     record: dict[str, Any]
+    requeued: bool = False    # the task goes back in the queue (interrupted, requeued, or an infra retry)
 
 
 @dataclass(frozen=True)

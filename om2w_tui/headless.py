@@ -45,9 +45,10 @@ class HeadlessLog:
             resume = f", resuming: {ev.settled} of {ev.total} already done" if ev.settled else ""
             self._print(f"run: {ev.total} tasks, {ev.workers} workers, out {ev.out}{resume}")
         elif isinstance(ev, EpisodeFinished):
-            self.finished += 1
-            self.errors += ev.record["status"] == "error"
-            self._print(episode_line(ev.slot, ev.record))
+            if not ev.requeued:
+                self.finished += 1
+                self.errors += ev.record["status"] == "error"
+            self._print(episode_line(ev.slot, ev.record) + ("  (will run again)" if ev.requeued else ""))
             done = self.settled + self.finished
             self._print(f"progress: {done}/{self.total} done, {self.errors} errors, "
                         f"elapsed {_clock(time.monotonic() - self.t0)}")

@@ -19,7 +19,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 
-from .config import RunConfig
+from .config import RunConfig, is_oracle  # noqa: F401  (is_oracle: for the front ends)
 from .episode.browser import BrowserNotFound, find_chromium
 from .results import read_results
 from .tasks import Task, TaskFileError, file_sha256, load_tasks, select
@@ -37,10 +37,6 @@ class Preflight:
     task_file: Path
     settled: int
     checks: list[tuple[str, bool, str]] = field(default_factory=list)   # (what, ok, detail)
-
-
-def is_oracle(model: str) -> bool:
-    return model == "oracle" or model.startswith("oracle-")
 
 
 def offline_template_tasks() -> tuple[Path, list[Task]]:
@@ -70,27 +66,57 @@ def check_endpoint(base_url: str, model: str, api_key: str, timeout: float = 10.
         served = [m.get("id") for m in r.json().get("data", [])]
     except (ValueError, AttributeError):
         return f"--vllm {base_url}: GET /models did not answer JSON; is this an OpenAI-compatible endpoint?"
-    if model not in served:
+    if model not in served and httpx.get(f"{url}/{model}", headers={"Authorization": f"Bearer {api_key}"},
+                                         timeout=timeout).status_code != 200:
         return f"--model {model}: not served by {base_url} (it serves: {', '.join(map(str, served[:8])) or 'nothing'})"
     return ""
 
 
-def preflight(cfg: RunConfig, *, check_model: bool = True) -> Preflight:
-    """Every check that needs no browser and writes nothing. Raises UsageError with the first problem."""
-    if cfg.workers < 1:
-        raise UsageError(f"--workers {cfg.workers}: must be at least 1")
-    if cfg.timeout <= 0:
-        raise UsageError(f"--timeout {cfg.timeout:g}: must be a positive number of seconds")
-    if cfg.pace_cooldown < 0:
-        raise UsageError(f"--pace-cooldown {cfg.pace_cooldown:g}: must be 0 or more seconds")
-    if cfg.retries < 0:
-        raise UsageError(f"--retries {cfg.retries}: must be 0 or more")
-    if cfg.max_steps < 1:
-        raise UsageError(f"--max-steps {cfg.max_steps}: must be at least 1")
+def probe_endpoint(base_url: str, model: str, api_key: str, timeout: float = 30.0) -> bool:
+    """Whether the model answers a one-token chat completion (the circuit breaker's probe: a server can list its
+    models and still fail every completion)."""
+    import httpx
+
+    try:
+        r = httpx.post(base_url.rstrip("/") + "/chat/completions", timeout=timeout,
+                       headers={"Authorization": f"Bearer {api_key}"},
+                       json={"model": model, "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1})
+    except (httpx.HTTPError, httpx.InvalidURL):
+        return False
+    return r.status_code == 200
+
+
+def _check_settings(cfg: RunConfig) -> str:
     from .episode.arms import arm_names
 
+    if cfg.workers < 1:
+        return f"--workers {cfg.workers}: must be at least 1"
+    if cfg.timeout <= 0:
+        return f"--timeout {cfg.timeout:g}: must be a positive number of seconds"
+    if cfg.pace_cooldown < 0:
+        return f"--pace-cooldown {cfg.pace_cooldown:g}: must be 0 or more seconds"
+    if cfg.retries < 0:
+        return f"--retries {cfg.retries}: must be 0 or more"
+    if cfg.max_steps < 1:
+        return f"--max-steps {cfg.max_steps}: must be at least 1"
     if cfg.arm not in arm_names():
-        raise UsageError(f"--arm {cfg.arm}: no such arm (known: {', '.join(arm_names())})")
+        return f"--arm {cfg.arm}: no such arm (known: {', '.join(arm_names())})"
+    return ""
+
+
+def _check_out(out: Path) -> str:
+    if out.exists() and not out.is_dir():
+        return f"--out {out}: is a file, not a folder; choose another path"
+    probe = out if out.exists() else next((p for p in out.parents if p.exists()), Path("."))
+    if not probe.is_dir():
+        return f"--out {out}: {probe} is a file, not a folder; choose another path"
+    if not os.access(probe, os.W_OK):
+        return f"--out {out}: {probe} is not writable; choose a folder you can write to"
+    return ""
+
+
+def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task]]:
+    """(task file, all its tasks, the selected ones); raises UsageError."""
     try:
         if cfg.bench == "offline" and cfg.tasks is None:
             task_file, tasks = offline_template_tasks()
@@ -105,29 +131,53 @@ def preflight(cfg: RunConfig, *, check_model: bool = True) -> Preflight:
     if not chosen:
         raise UsageError(f"no task left after the filters (--task-ids/--level/--site/--limit) out of {len(tasks)} "
                          f"in {task_file}; loosen them")
-    out = cfg.out
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out}: is a file, not a folder; choose another path")
-    probe = out if out.exists() else next((p for p in out.parents if p.exists()), Path("."))
-    if not probe.is_dir():
-        raise UsageError(f"--out {out}: {probe} is a file, not a folder; choose another path")
-    if not os.access(probe, os.W_OK):
-        raise UsageError(f"--out {out}: {probe} is not writable; choose a folder you can write to")
+    return Path(task_file), tasks, chosen
+
+
+def run_checks(cfg: RunConfig, *, check_model: bool = True) -> tuple[Preflight | None, list[tuple[str, bool, str]]]:
+    """Every check that can be made before a run, each on its own (for `om2w-tui doctor` and the launch screen):
+    -> (the Preflight when all passed, else None; [(what, ok, detail)]). Writes nothing."""
+    checks: list[tuple[str, bool, str]] = []
+
+    def add(name: str, problem: str, ok_detail: str) -> bool:
+        checks.append((name, not problem, problem or ok_detail))
+        return not problem
+
+    add("settings", _check_settings(cfg), f"arm {cfg.arm}, {cfg.workers} workers, timeout {cfg.timeout:g} s, "
+        f"cooldown {cfg.pace_cooldown:g} s, {cfg.max_steps} steps")
+    chosen: list[Task] = []
+    task_file = None
+    try:
+        task_file, tasks, chosen = _load_selection(cfg)
+        add("tasks", "", f"{task_file}: {len(tasks)} tasks, {len(chosen)} selected")
+    except UsageError as e:
+        add("tasks", str(e), "")
+    out_ok = add("out folder", _check_out(cfg.out), str(cfg.out))
     try:
         cfg.chromium = find_chromium(cfg.chromium)
+        add("chromium", "", cfg.chromium)
     except BrowserNotFound as e:
-        raise UsageError(str(e)) from None
-    pre = Preflight(cfg, chosen, Path(task_file), 0)
-    pre.checks += [("task file", True, f"{task_file}: {len(tasks)} tasks, {len(chosen)} selected"),
-                   ("chromium", True, cfg.chromium), ("out folder", True, str(out))]
-    if check_model and not is_oracle(cfg.model):
-        problem = check_endpoint(cfg.vllm, cfg.model, cfg.api_key())
-        if problem:
-            raise UsageError(problem)
-        pre.checks.append(("model endpoint", True, f"{cfg.vllm} serves {cfg.model}"))
-    if out.is_dir():
-        settled = read_results(out).settled()
-        pre.settled = sum(t.task_id in settled for t in chosen)
+        add("chromium", str(e), "")
+    if cfg.builtin_oracle:
+        add("model endpoint", "", f"{cfg.model}: the built-in oracle, started with the run")
+    elif check_model:
+        add("model endpoint", check_endpoint(cfg.endpoint, cfg.model, cfg.api_key()),
+            f"{cfg.endpoint} serves {cfg.model}")
+    settled = 0
+    if out_ok and cfg.out.is_dir() and chosen:
+        done = read_results(cfg.out).settled()
+        settled = sum(t.task_id in done for t in chosen)
+        checks.append(("resume", True, f"{settled} of {len(chosen)} already done in {cfg.out}"))
+    if not all(ok for _, ok, _ in checks) or task_file is None:
+        return None, checks
+    return Preflight(cfg, chosen, task_file, settled, checks), checks
+
+
+def preflight(cfg: RunConfig, *, check_model: bool = True) -> Preflight:
+    """Every check that needs no browser and writes nothing. Raises UsageError with the first problem."""
+    pre, checks = run_checks(cfg, check_model=check_model)
+    if pre is None:
+        raise UsageError(next(detail for _, ok, detail in checks if not ok))
     return pre
 
 
@@ -174,7 +224,7 @@ async def open_run(pre: Preflight, sinks: list[Any]) -> AsyncIterator[Any]:
 
             def judge(task: dict[str, Any], rec: dict[str, Any]) -> bool:
                 return bool(rec.get("agent_done")) and judge_answer(task, rec.get("answer"))
-        if is_oracle(cfg.model):
+        if cfg.builtin_oracle:
             from .offline import OracleServer
 
             all_tasks = suite.tasks() if cfg.bench == "offline" else [t.to_dict() for t in tasks]
@@ -185,6 +235,6 @@ async def open_run(pre: Preflight, sinks: list[Any]) -> AsyncIterator[Any]:
         executor = LocalExecutor(cfg.out)
 
         async def probe() -> bool:
-            return await asyncio.to_thread(check_endpoint, cfg.vllm, cfg.model, cfg.api_key(), 10.0) == ""
+            return await asyncio.to_thread(probe_endpoint, cfg.endpoint, cfg.model, cfg.api_key())
 
         yield Scheduler(cfg, tasks, executor, sinks, judge=judge, probe=probe)

@@ -123,6 +123,8 @@ class Scheduler:
         self.infra_in_a_row = 0
         self.streak: list[Task] = []       # the tasks of the current run of infra errors
         self.retried: dict[str, int] = {}
+        self.storage_error = ""            # the out folder cannot be written: dispatch waits until it can
+        self.unwritten: list[dict[str, Any]] = []
         self.stopping = False
         self.stats = RunStats()
         self.sites: dict[str, SiteCounts] = {}
@@ -192,6 +194,8 @@ class Scheduler:
             if self._cooldown_timer:
                 self._cooldown_timer.cancel()
             await self._end_all()
+        for rec in self.unwritten:   # the last word on records the folder would not take
+            self.emit(Log("error", f"record not written to {self.store.path}: {json.dumps(rec, default=str)}"))
         self.emit(RunFinished(self.summary()))
         return self.stats
 
@@ -201,7 +205,7 @@ class Scheduler:
 
     @property
     def dispatch_paused(self) -> bool:
-        return self.user_paused or self.breaker_open
+        return self.user_paused or self.breaker_open or bool(self.storage_error)
 
     def pending(self) -> int:
         return sum(len(q) for q in self.queue.values())
@@ -267,7 +271,7 @@ class Scheduler:
     # ── one episode ────────────────────────────────────────
     def _spec(self, folder: Path) -> dict[str, Any]:
         c = self.cfg
-        return {"folder": str(folder), "chromium": c.chromium, "model": c.model, "base_url": c.vllm,
+        return {"folder": str(folder), "chromium": c.chromium, "model": c.model, "base_url": c.endpoint,
                 "api_key_env": c.api_key_env, "temperature": c.temperature, "max_steps": c.max_steps,
                 "vision": c.vision, "llm_timeout": c.llm_timeout, "arm": c.arm, **self.spec_extra}
 
@@ -373,8 +377,25 @@ class Scheduler:
             rec["correct"] = bool(self.judge(t.to_dict(), rec))
         return rec
 
+    def _write_records(self, rec: dict[str, Any] | None = None) -> None:
+        """Append a record (and any kept before); when the out folder cannot take it (disk full, unwritable), keep
+        it in memory, stop dispatching and say so: resuming dispatch writes the kept records first."""
+        if rec is not None:
+            self.unwritten.append(rec)
+        try:
+            while self.unwritten:
+                self.store.append(self.unwritten[0])
+                self.unwritten.pop(0)
+        except OSError as e:
+            first = not self.storage_error
+            self.storage_error = (f"cannot write {self.store.path}: {e.strerror or e}; free space or fix the "
+                                  f"folder, then resume dispatch ({len(self.unwritten)} record(s) kept in memory)")
+            if first:
+                self.emit(DispatchChanged(True, self.storage_error))
+            self.emit(Log("error", self.storage_error))
+
     def _settle(self, ep: Episode, rec: dict[str, Any]) -> None:
-        self.store.append(rec)
+        self._write_records(rec)
         if rec["status"] == "blocked":
             cooldown = self.pacer.widen(ep.task.site)
             self.emit(Log("warning", f"{ep.task.site}: {rec['error']}; its cooldown is now {cooldown:g} s"))
@@ -383,9 +404,6 @@ class Scheduler:
         s = self.stats
         s.finished += 1
         s.by_status[rec["status"]] = s.by_status.get(rec["status"], 0) + 1
-        if "correct" in rec:
-            s.judged += 1
-            s.correct += rec["correct"]
         counts = self.sites.setdefault(ep.task.site, SiteCounts())
         infra = rec["status"] == "error" and rec.get("error_kind") == "infra"
         self.infra_in_a_row = self.infra_in_a_row + 1 if infra else 0
@@ -394,16 +412,21 @@ class Scheduler:
             self._open_breaker(rec["error"] or "")
         retry = infra and (self.breaker_open or self.retried.get(ep.task.task_id, 0) < self.cfg.retries)
         if retry:
-            self.retried[ep.task.task_id] = self.retried.get(ep.task.task_id, 0) + 1
+            if not self.breaker_open:   # a failure while the endpoint is known to be down costs the task nothing
+                self.retried[ep.task.task_id] = self.retried.get(ep.task.task_id, 0) + 1
             self.emit(Log("warning", f"{ep.task.task_id}: {rec['error']} (the harness's fault): trying again"))
-        if rec["error"] in (INTERRUPTED, REQUEUED) or retry:
+        requeued = rec["error"] in (INTERRUPTED, REQUEUED) or retry
+        if requeued:
             self.queue.setdefault(ep.task.site, deque()).appendleft(ep.task)
         else:
+            if "correct" in rec:   # judged once per task: its final attempt
+                s.judged += 1
+                s.correct += rec["correct"]
             counts.done += 1
             if rec["status"] == "error":
                 counts.errors += 1
                 self.errored[ep.task.task_id] = ep.task
-        self.emit(EpisodeFinished(ep.slot, rec))
+        self.emit(EpisodeFinished(ep.slot, rec, requeued))
 
     # ── the circuit breaker: a failing endpoint pauses dispatch instead of failing every task ──
     def _open_breaker(self, error: str) -> None:
@@ -444,6 +467,9 @@ class Scheduler:
     # ── control (called by front ends on the event loop) ──
     def pause_dispatch(self, paused: bool = True, reason: str = "") -> None:
         self.user_paused = paused
+        if not paused and self.storage_error:
+            self.storage_error = ""
+            self._write_records()
         self.emit(DispatchChanged(self.dispatch_paused, reason or (self.breaker_reason if self.breaker_open else "")))
         self._wake_up()
 

@@ -41,7 +41,7 @@ class EpisodeControl:
 
 _INFRA = re.compile(
     r"connection|timed? ?out|apiconnection|apistatus|internalserver|rate.?limit|\bcdp\b|websocket|target closed|"
-    r"browser (failed|crashed|closed|disconnected)|chrom(e|ium)|model provider|"
+    r"browser (failed|crashed|closed|disconnected)|chrom(e|ium)|model provider|no space left|read-only file system|"
     r"(error code|status[ _]?code)[=: ]*(5\d\d|429)")
 
 
@@ -78,8 +78,10 @@ async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, co
     """-> the episode's part of its results record (status, steps, actions, screenshots, answer, error ...)."""
     folder = Path(spec["folder"])
     writer = TrajectoryWriter(folder, task["task_id"], task["confirmed_task"])
-    scratch = Path(tempfile.mkdtemp(prefix="om2w-episode-"))
-    tempfile.tempdir = str(scratch)        # browser-use's per-agent leftovers (screenshots too) go here, then away
+    scratch = Path(tempfile.mkdtemp(prefix=f"om2w-episode-{os.environ.get('OM2W_RUN_TAG', 'run')}-"))
+    # browser-use's per-agent leftovers (screenshots too) and Chromium's own temp files go here, then away
+    worker_tmp = os.environ.get("TMPDIR")
+    tempfile.tempdir = os.environ["TMPDIR"] = str(scratch)
     status, error, error_kind = "done", None, None
     result = ArmResult()
     session = None
@@ -131,12 +133,19 @@ async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, co
     final_png = None
     if session is not None:
         final_png = await _bounded(session.take_screenshot(), 10)
+        if final_png is None and status == "done" and not result.agent_done:
+            # browser-use ends an agent whose browser went away as if it had simply stopped: that is our fault
+            status, error, error_kind = "error", "the browser crashed or closed during the episode", "infra"
         await _bounded(session.kill(), 10)
     writer.finish(result.answer, final_png, result.histories)
     shutil.rmtree(scratch, ignore_errors=True)
     with contextlib.suppress(OSError):   # keep the folder to what the evaluator reads unless the agent downloaded
         (folder / "downloads").rmdir()
     tempfile.tempdir = None
+    if worker_tmp is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = worker_tmp
     return {"status": status, "error": error, "error_kind": error_kind, "agent_done": result.agent_done,
             "steps": sum(len(getattr(h, "history", [])) for h in result.histories) or writer.n_steps,
             "actions": len(writer.actions), "screenshots": writer.n_shots, "answer": (result.answer or "")[:500],

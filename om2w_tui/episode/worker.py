@@ -130,6 +130,7 @@ def main() -> None:
     from .browser import browser_use_env
 
     os.environ.update(browser_use_env(os.path.join(scratch, "config")))
+    os.environ["TMPDIR"] = scratch       # Chromium's and browser-use's temp files live and die with the worker
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
 import signal
@@ -111,12 +112,17 @@ class WorkerProcess:
         await self.kill()   # the group too: nothing it started may outlive it
 
 
+def run_tag(out: Path) -> str:
+    """A short name for a run's folder, carried in its Chromium profiles' paths (to find a run's processes)."""
+    return hashlib.sha1(str(Path(out).resolve()).encode()).hexdigest()[:8]
+
+
 class LocalExecutor:
     """Makes worker processes for slots; the scheduler owns and replaces them."""
 
     def __init__(self, log_dir: Path, env: dict[str, str] | None = None):
         self.log_dir = Path(log_dir)
-        self.env = env
+        self.env = {"OM2W_RUN_TAG": run_tag(self.log_dir), **(env or {})}
 
     async def start_worker(self, slot: int) -> WorkerProcess:
         w = WorkerProcess(slot, self.log_dir / f"worker_{slot}.log", self.env)

@@ -31,11 +31,11 @@ def records(out: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
 
 
-def check_task_folder(folder: Path) -> dict[str, Any]:
+def check_task_folder(folder: Path, task_id: str | None = None) -> dict[str, Any]:
     """The folder as the official evaluator reads it; -> its result.json."""
     res = json.loads((folder / "result.json").read_text())
     assert RESULT_KEYS <= res.keys(), folder
-    assert res["task_id"] == folder.name
+    assert res["task_id"] == (task_id or folder.name)
     assert all(isinstance(a, str) for a in res["action_history"])
     assert not any(a.lower().startswith("done") for a in res["action_history"])
     shots = sorted((folder / "trajectory").iterdir(), key=lambda p: int(re.search(r"\d+", p.name).group()))
@@ -44,8 +44,11 @@ def check_task_folder(folder: Path) -> dict[str, Any]:
     return res
 
 
-def chromium_left(marker: str = "om2w-episode-") -> list[int]:
-    """Chromium processes of our episodes still alive (their profile folder carries the marker)."""
+def chromium_left(out: Path) -> list[int]:
+    """Chromium processes of the run in `out` still alive (their profile folder carries the run's tag)."""
+    from om2w_tui.executors.local import run_tag
+
+    marker = f"om2w-episode-{run_tag(out)}-"
     pids = []
     for p in psutil.process_iter(["pid", "cmdline"]):
         try:

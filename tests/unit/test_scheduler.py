@@ -272,3 +272,36 @@ async def test_the_breaker_pauses_dispatch_while_the_endpoint_is_down_and_no_tas
     assert 3 <= len(failures) <= 4       # the breaker opened after 3 in a row (one more was already running)
     starts_while_down = [t for _, t in ex.runs if t0 + 20 < t < down_until]
     assert starts_while_down == []
+
+
+async def test_an_unwritable_results_file_stops_dispatch_and_keeps_the_record(tmp_path, monkeypatch):
+    """The disk fills after the first record: dispatch stops with a message naming the file; once the user
+    resumes (space freed), the kept record is written and the run goes on. No line is half-written."""
+    from om2w_tui.results import ResultsStore
+
+    real_append = ResultsStore.append
+    full = {"on": False, "calls": 0}
+
+    def append(self, record):
+        full["calls"] += 1
+        if full["on"]:
+            raise OSError(28, "No space left on device")
+        real_append(self, record)
+        full["on"] = full["calls"] == 1
+
+    monkeypatch.setattr(ResultsStore, "append", append)
+    rec = Recorder()
+    ex = FakeExecutor()
+    sched = Scheduler(config(tmp_path, workers=1, pace_cooldown=0), make_tasks({"a.com": 1, "b.com": 1,
+                                                                              "c.com": 1}), ex, [rec])
+
+    def free_space():
+        full["on"] = False
+        sched.pause_dispatch(False)
+
+    asyncio.get_running_loop().call_later(500, free_space)
+    await sched.run()
+    stops = [e for e in rec.events if type(e).__name__ == "DispatchChanged" and e.paused]
+    assert stops and "No space left on device" in stops[0].reason and "results.jsonl" in stops[0].reason
+    assert len(ex.runs) == 3 and ex.runs[2][1] >= 500     # nothing started while the disk was full
+    assert sorted(r["task_id"] for r in records(tmp_path)) == ["a.com-0", "b.com-0", "c.com-0"]

@@ -1,0 +1,157 @@
+"""Playing a task's scripted solution: pick the agent's next actions from one request, statelessly.
+
+A solution is an ordered list of rules, most specific (latest page state) first:
+
+    {"when": {"url_contains": "/cart", "text_contains": ["Aurora Desk Lamp", "66.75"]},
+     "do": [{"done": {"text": "The cart total is $66.75.", "success": true}}],
+     "remember": "optional text put in the reply's memory (it comes back in <agent_history>)"}
+
+Conditions (all optional, a string or a list of strings, all must hold):
+  url_contains / url_not_contains             substrings of the current tab's URL
+  text_contains / text_not_contains           in <browser_state> (case- and whitespace-insensitive)
+  history_contains / history_not_contains     in <agent_history> (e.g. a fact the oracle remembered earlier)
+  has_element / lacks_element                 element selectors (see below)
+The first rule whose conditions hold is played. In its actions every `"el": SELECTOR` is replaced with the
+element's `"index"`; a selector is 'key=value' (an attribute as browser-use prints it, `tag`, or `text`,
+which is contained in the element's text) or a dict of several. `navigate` URLs may be relative to the
+current page. When no rule holds or a selector is not on the page, the oracle scrolls down one page, and
+gives up with a failed `done` from step GIVE_UP_AT_STEP (or the agent's last step) on.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urljoin
+
+from .agent_request import AgentRequest, normalise
+
+GIVE_UP_AT_STEP = 20
+SCROLL_DOWN = {"scroll": {"down": True, "pages": 1.0}}
+UNKNOWN_TASK_TEXT = "oracle: unknown task"
+
+
+@dataclass
+class Decision:
+    actions: list[dict[str, Any]]
+    thinking: str
+    memory: str
+    next_goal: str
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def find_task(tasks: list[dict[str, Any]], task_text: str) -> dict[str, Any] | None:
+    """The task whose confirmed_task appears in the request's task text; the longest such text wins."""
+    haystack = normalise(task_text)
+    if not haystack:
+        return None
+    matching = [task for task in tasks if (text := normalise(task.get("confirmed_task", ""))) and text in haystack]
+    return max(matching, key=lambda task: len(task["confirmed_task"]), default=None)
+
+
+def rule_holds(when: dict[str, Any], request: AgentRequest) -> bool:
+    url = request.url or ""
+    text = normalise(request.browser_state)
+    history = normalise(request.history)
+    checks = [
+        all(part in url for part in _as_list(when.get("url_contains"))),
+        not any(part in url for part in _as_list(when.get("url_not_contains"))),
+        all(normalise(part) in text for part in _as_list(when.get("text_contains"))),
+        not any(normalise(part) in text for part in _as_list(when.get("text_not_contains"))),
+        all(normalise(part) in history for part in _as_list(when.get("history_contains"))),
+        not any(normalise(part) in history for part in _as_list(when.get("history_not_contains"))),
+        all(request.find(selector) is not None for selector in _as_list(when.get("has_element"))),
+        not any(request.find(selector) is not None for selector in _as_list(when.get("lacks_element"))),
+    ]
+    return all(checks)
+
+
+class MissingElement(LookupError):
+    pass
+
+
+def resolve_action(action: dict[str, Any], request: AgentRequest) -> dict[str, Any]:
+    """One solution action as browser-use expects it: selectors become indices, relative URLs absolute."""
+    (name, params), = action.items()
+    params = dict(params or {})
+    if "el" in params:
+        selector = params.pop("el")
+        element = request.find(selector)
+        if element is None:
+            raise MissingElement(json.dumps(selector))
+        params = {"index": element.index, **params}
+    if name == "navigate" and request.url and "url" in params:
+        params["url"] = urljoin(request.url, params["url"])
+    return {name: params}
+
+
+def _describe(actions: list[dict[str, Any]]) -> str:
+    compact = [f"{name} {json.dumps(params, separators=(',', ':'))}" for action in actions for name, params in action.items()]
+    return ", ".join(compact)
+
+
+def give_up_or_scroll(request: AgentRequest, reason: str, *, allow_done: bool = True) -> Decision:
+    step, maximum = request.step, request.max_steps
+    out_of_steps = step is not None and (step >= GIVE_UP_AT_STEP or (maximum is not None and step >= maximum))
+    if allow_done and out_of_steps:
+        return Decision(
+            actions=[{"done": {"text": f"oracle: gave up at step {step}: {reason}", "success": False}}],
+            thinking=f"Oracle: {reason}; no steps left to look further.",
+            memory=f"Gave up: {reason}.",
+            next_goal="Report failure.",
+        )
+    return Decision(
+        actions=[SCROLL_DOWN],
+        thinking=f"Oracle: {reason}; scrolling to look further.",
+        memory=f"Looking for the next element: {reason}.",
+        next_goal="Scroll down one page.",
+    )
+
+
+def decide(tasks: list[dict[str, Any]], request: AgentRequest, *, allow_done: bool = True) -> Decision:
+    """The next actions for this request. With allow_done=False every `done` becomes a scroll."""
+    decision = _decide(tasks, request, allow_done=allow_done)
+    if not allow_done:
+        decision.actions = [SCROLL_DOWN if "done" in action else action for action in decision.actions]
+    return decision
+
+
+def _decide(tasks: list[dict[str, Any]], request: AgentRequest, *, allow_done: bool) -> Decision:
+    task = find_task(tasks, request.task_text)
+    if task is None:
+        return Decision(
+            actions=[{"done": {"text": UNKNOWN_TASK_TEXT, "success": False}}],
+            thinking="Oracle: this task is not one of the offline tasks.",
+            memory="Unknown task.",
+            next_goal="Stop.",
+        )
+    if not task.get("solution"):
+        return Decision(
+            actions=[{"done": {"text": f'oracle: no known solution for task {task.get("task_id")}', "success": False}}],
+            thinking="Oracle: this task has no scripted solution.",
+            memory="No solution to play.",
+            next_goal="Stop.",
+        )
+    for number, rule in enumerate(task["solution"], start=1):
+        if not rule_holds(rule.get("when") or {}, request):
+            continue
+        try:
+            actions = [resolve_action(action, request) for action in rule.get("do") or []]
+        except MissingElement as missing:
+            reason = f"element {missing} of rule {number} is not on the page"
+            return give_up_or_scroll(request, reason, allow_done=allow_done)
+        if not actions:
+            continue
+        return Decision(
+            actions=actions,
+            thinking=f'Oracle for {task["task_id"]}: rule {number} holds on {request.url}.',
+            memory=rule.get("remember") or f"Rule {number} of the solution holds on {request.url}.",
+            next_goal=_describe(actions),
+        )
+    return give_up_or_scroll(request, "no rule of the solution holds on this page", allow_done=allow_done)

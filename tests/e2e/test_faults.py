@@ -1,0 +1,193 @@
+"""Faults caused for real: Chromium killed, the model server stopped, a site that hangs or blocks, the console
+killed. Each must be survived, recorded, and (where it is the harness's fault) retried; nothing lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import psutil
+import pytest
+
+from .helpers import REPO, check_task_folder, chromium_left, cli, popen, records
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+MULTI_STEP = "offline_shop_cart_05"        # seven steps with the oracle
+
+
+def wait_for(predicate, timeout: float, proc: subprocess.Popen | None = None, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the run ended before {what}: {proc.stderr.read()[-2000:] if proc.stderr else ''}")
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def first_step_on_disk(out: Path, task: str) -> bool:
+    shots = out / task / "trajectory"
+    return shots.exists() and any(p.name[0].isdigit() for p in shots.iterdir())
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_chromium_killed_mid_episode_is_an_infra_error_retried_with_its_steps_kept(tmp_path):
+    out = tmp_path / "crash"
+    p = popen("run", "--no-ui", "--bench", "offline", "--model", "oracle-slow-1", "--task-ids", MULTI_STEP,
+              "--pace-cooldown", "0", "--out", str(out))
+    wait_for(lambda: first_step_on_disk(out, MULTI_STEP), 120, p, "the first step")
+    victims = chromium_left(out)
+    assert victims
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+    stdout, stderr = p.communicate(timeout=300)
+    assert p.returncode == 0, stderr[-3000:]
+    first, second = records(out)
+    assert (first["status"], first["error_kind"], first["attempt"]) == ("error", "infra", 1)
+    assert first["screenshots"] >= 1
+    assert (second["status"], second["attempt"], second["correct"]) == ("done", 2, True)
+    kept = check_task_folder(out / MULTI_STEP / "attempts" / "1", MULTI_STEP)
+    assert kept["action_history"]
+    check_task_folder(out / MULTI_STEP)
+    assert chromium_left(out) == []
+
+
+def test_a_model_server_that_goes_down_costs_no_task_its_result(tmp_path):
+    """The oracle runs as its own process; it is killed mid-run and started again later on the same port.
+    The breaker pauses dispatch, probes, and resumes: every task ends done and correct."""
+    port = free_port()
+    oracle_cmd = [sys.executable, "-m", "om2w_tui", "oracle", "--port", str(port)]
+
+    def start_oracle() -> subprocess.Popen:
+        proc = subprocess.Popen(oracle_cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda: socket.socket().connect_ex(("127.0.0.1", port)) == 0, 60, proc, "the oracle")
+        return proc
+
+    oracle = start_oracle()
+    out = tmp_path / "down"
+    ids = ["offline_wiki_port_06", "offline_booking_rates_11", "offline_longpage_automated_14",
+           "offline_shop_search_01"]
+    p = popen("run", "--no-ui", "--bench", "offline", "--model", "oracle", "--vllm", f"http://127.0.0.1:{port}/v1",
+              "--task-ids", ",".join(ids), "--workers", "1", "--pace-cooldown", "0", "--breaker-after", "2",
+              "--probe-interval", "2", "--out", str(out))
+    try:
+        wait_for(lambda: len(records(out)) >= 1, 180, p, "the first record")
+        oracle.kill()
+        oracle.wait()
+        wait_for(lambda: sum(r["status"] == "error" for r in records(out)) >= 2, 240, p, "two infra errors")
+        time.sleep(4)   # the breaker is open and probing a server that is still down
+        assert p.poll() is None
+        oracle = start_oracle()
+        stdout, stderr = p.communicate(timeout=300)
+    finally:
+        oracle.kill()
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, stderr[-3000:]
+    assert "circuit breaker" in stdout and "answers again" in stdout
+    latest = {r["task_id"]: r for r in records(out)}
+    assert sorted(latest) == sorted(ids)
+    assert all(r["status"] == "done" and r["correct"] for r in latest.values()), latest
+    errors = [r for r in records(out) if r["status"] == "error"]
+    assert errors and all(r["error_kind"] == "infra" and "model endpoint" in r["error"] for r in errors)
+
+
+class _Blocker(BaseHTTPRequestHandler):
+    """Pages that a bot wall would show, and one that never answers."""
+
+    def do_GET(self):   # noqa: N802
+        pages = {
+            "/cloudflare": (200, "<html><head><title>Just a moment...</title></head><body>"
+                                 "<div id='cf-challenge-running'>Checking your browser</div></body></html>"),
+            "/forbidden": (403, "<html><body><h1>Forbidden</h1></body></html>"),
+            "/captcha": (200, "<html><body><form><iframe src='https://www.google.com/recaptcha/api2/anchor?k=x'>"
+                              "</iframe></form></body></html>"),
+        }
+        if self.path == "/hang":
+            time.sleep(300)
+            return
+        code, body = pages.get(self.path, (404, "no"))
+        self.send_response(code)
+        self.send_header("Content-Type", "text/html")
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def blocker():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Blocker)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_bot_walls_are_recorded_as_blocked(tmp_path, blocker):
+    tasks = tmp_path / "tasks.json"
+    tasks.write_text(json.dumps([
+        {"task_id": f"wall_{name}", "confirmed_task": f"Find the price on the {name} page",
+         "website": f"{blocker}/{name}", "level": "easy"} for name in ("cloudflare", "forbidden", "captcha")]))
+    out = tmp_path / "walls"
+    r = cli("run", "--no-ui", "--tasks", str(tasks), "--model", "oracle", "--workers", "2", "--pace-cooldown", "0",
+            "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = {x["task_id"]: (x["status"], x["error"]) for x in records(out)}
+    assert got == {"wall_cloudflare": ("blocked", "Cloudflare challenge"),
+                   "wall_forbidden": ("blocked", "HTTP 403 on the main document"),
+                   "wall_captcha": ("blocked", "reCAPTCHA")}
+    assert "its cooldown is now" in r.stdout      # the site's pacing widened
+    for tid in got:
+        check_task_folder(out / tid)
+
+
+def test_a_site_that_hangs_is_ended_by_the_timeout(tmp_path, blocker):
+    tasks = tmp_path / "tasks.json"
+    tasks.write_text(json.dumps([{"task_id": "hangs", "confirmed_task": "Read the page",
+                                  "website": f"{blocker}/hang", "level": "easy"}]))
+    out = tmp_path / "hang"
+    t0 = time.monotonic()
+    r = cli("run", "--no-ui", "--tasks", str(tasks), "--model", "oracle", "--timeout", "8", "--retries", "0",
+            "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    (rec,) = records(out)
+    assert rec["status"] == "timeout" and rec["duration_s"] < 40
+    assert time.monotonic() - t0 < 90
+    check_task_folder(out / "hangs")
+    assert chromium_left(out) == []
+
+
+def test_the_console_killed_outright_loses_nothing_and_leaves_no_chromium(tmp_path):
+    out = tmp_path / "sigkill"
+    ids = [MULTI_STEP, "offline_wiki_changelog_09"]
+    p = popen("run", "--no-ui", "--bench", "offline", "--model", "oracle-slow-1", "--task-ids", ",".join(ids),
+              "--workers", "2", "--pace-cooldown", "0", "--out", str(out))
+    wait_for(lambda: all(first_step_on_disk(out, t) for t in ids), 180, p, "a step of each episode")
+    workers = [c for c in psutil.Process(p.pid).children(recursive=True)]
+    p.kill()                                           # SIGKILL: no handler runs in the console
+    p.wait()
+    psutil.wait_procs(workers, timeout=20)
+    wait_for(lambda: chromium_left(out) == [], 20, None, "the orphaned Chromium to be ended")
+    assert records(out) == []                          # nothing finished, nothing half-written
+    r = cli("run", "--no-ui", "--bench", "offline", "--model", "oracle", "--task-ids", ",".join(ids),
+            "--workers", "2", "--pace-cooldown", "0", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    recs = records(out)
+    assert sorted(x["task_id"] for x in recs) == sorted(ids) and all(x["correct"] for x in recs)
+    for t in ids:
+        check_task_folder(out / t)
+        assert check_task_folder(out / t / "attempts" / "1", t)["action_history"]   # the killed attempt, kept aside
