@@ -1,106 +1,261 @@
-"""The console app. The engine runs as one worker owned by the app; its events reach the screen as messages."""
+"""The console app. The engine runs as one worker owned by the app; its events reach the screens as messages.
+
+`make_app` builds it the same way for the command line and for tests: with a Preflight it opens the dashboard and
+starts the run; without one it opens the launch form. Quitting stops the run gracefully and waits for the engine
+to end (every episode recorded, every process ended) before the app exits."""
 
 from __future__ import annotations
 
+import time
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable
 
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import App, SystemCommand
 from textual.binding import Binding
-from textual.message import Message
-from textual.widgets import DataTable, Footer, Header, Log, Static
+from textual.screen import Screen
+from textual.widgets import Input
+from textual.worker import Worker, WorkerState
 
-from ..events import EpisodeFinished, EpisodeStep, RunFinished, RunStarted, SlotChanged
-from ..launch import Preflight, open_run
+from ..launch import Preflight, UsageError, open_run, preflight
+from ..results import read_results
+from .launch_values import last_launch_path, load_values, save_values, values_from_config
+from .messages import EngineSink
+from .screens.dashboard import RUN_COMMANDS, DashboardScreen
+from .screens.episode import EpisodeScreen
+from .screens.launch import LaunchScreen
+from .screens.quit import ConfirmQuit
 
 STYLES = Path(__file__).parent / "styles"
-
-
-class EngineEvent(Message):
-    def __init__(self, event: object) -> None:
-        super().__init__()
-        self.event = event
-
-
-class AppSink:
-    """The scheduler's sink for the app: every event becomes a message on the app's queue."""
-
-    def __init__(self, app: App[Any]):
-        self.app = app
-
-    def handle(self, event: object) -> None:
-        self.app.post_message(EngineEvent(event))
+EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+Clock = Callable[[], float]
 
 
 class ConsoleApp(App[int]):
     TITLE = "om2w-tui"
-    CSS_PATH = [STYLES / "app.tcss"]
-    BINDINGS = [Binding("q", "quit_run", "Quit", id="quit", priority=True)]
+    CSS_PATH = [STYLES / "app.tcss", STYLES / "launch.tcss", STYLES / "dashboard.tcss", STYLES / "episode.tcss"]
+    BINDINGS = [
+        Binding("q", "quit_run", "Quit", id="quit", priority=True),
+        Binding("ctrl+c", "interrupt", "Stop", id="interrupt", show=False, priority=True),
+    ]
 
-    def __init__(self, pre: Preflight | None):
+    def __init__(self, pre: Preflight | None, *, clock: Clock | None = None,
+                 preflight_fn: Callable[[Any], Preflight] | None = None, image_renderer: str = "auto",
+                 start_engine: bool = True, last_launch: Path | None = None, sinks: Iterable[Any] = (),
+                 auto_check: bool = True, cursor_blink: bool = True):
         super().__init__()
         self.pre = pre
-        self.scheduler: Any = None
+        self.clock: Clock = clock or time.time
+        self.preflight_fn = preflight_fn or preflight
+        self.image_renderer = image_renderer
+        self.start_engine = start_engine
+        self.last_launch = last_launch
+        self.extra_sinks = list(sinks)
+        self.auto_check = auto_check
+        self.cursor_blink = cursor_blink
+        self.sink = EngineSink()
+        self.scheduler: Any = None          # the live Scheduler while the engine runs
+        self.dashboard: DashboardScreen | None = None
+        self.engine: Worker[Any] | None = None
+        self.quitting = False
+        self.failed = False
+        self.exit_code = EXIT_OK
+        self._tasks: dict[str, str] = {}
 
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield Static("", id="progress")
-        table: DataTable[str] = DataTable(id="slots")
-        table.border_title = "Slots"
-        yield table
-        log = Log(id="steps", max_lines=500)
-        log.border_title = "Steps"
-        yield log
-        yield Footer()
-
+    # ── screens ────────────────────────────────────────────
     def on_mount(self) -> None:
-        self.query_one("#slots", DataTable).add_columns("slot", "state", "task", "step")
-        if self.pre is None:
-            self.query_one("#progress", Static).update(
-                "No run given. Start one with `om2w-tui run ...` or `om2w-tui demo`.")
+        if self.pre is not None:
+            self.start_run(self.pre, None)
+        else:
+            self.push_screen(LaunchScreen(load_values(self.last_launch), auto_check=self.auto_check,
+                                          cursor_blink=self.cursor_blink))
+
+    def start_run(self, pre: Preflight, values: dict[str, str] | None) -> None:
+        """Open the dashboard for `pre` and start the engine (the launch form's values are remembered)."""
+        self.pre = pre
+        cfg = pre.config
+        try:
+            save_values(self.last_launch, values or values_from_config(cfg))
+        except OSError as e:
+            self.notify(f"could not remember this launch: {e}", severity="warning")
+        self._tasks = {t.task_id: t.confirmed_task for t in pre.tasks}
+        self.dashboard = DashboardScreen(Path(cfg.out).name or str(cfg.out), len(pre.tasks), cfg.max_steps)
+        self.sink.target = self.dashboard
+        if isinstance(self.screen, LaunchScreen):
+            self.switch_screen(self.dashboard)
+        else:
+            self.push_screen(self.dashboard)
+        self.call_after_refresh(self._load_earlier_records, Path(cfg.out))
+        if self.start_engine:
+            self.engine = self.run_engine(pre)
+
+    def _load_earlier_records(self, out: Path) -> None:
+        if self.dashboard is None:
             return
-        self.run_engine()
+        try:
+            records = read_results(out).records if out.is_dir() else []
+        except OSError:
+            records = []
+        self.dashboard.add_earlier_records(records)
 
-    @work(exclusive=True, exit_on_error=False)
-    async def run_engine(self) -> None:
-        assert self.pre is not None
-        async with open_run(self.pre, [AppSink(self)]) as scheduler:
+    def open_episode(self, task_id: str, record: dict[str, Any] | None) -> None:
+        if self.pre is None:
+            return
+        running = self.dashboard is not None and any(
+            s.task_id == task_id for s in self.dashboard.state.slots.values())
+        self.push_screen(EpisodeScreen(Path(self.pre.config.out) / task_id, task_id, record=record,
+                                       task_text=self._tasks.get(task_id, ""), renderer=self.image_renderer,
+                                       running=running))
+
+    def episode_changed(self, task_id: str, record: dict[str, Any] | None = None) -> None:
+        """A step or the end of `task_id`'s episode: an open view of it reads its folder again."""
+        for screen in self.screen_stack:
+            if isinstance(screen, EpisodeScreen) and screen.task_id == task_id:
+                screen.reload(record, running=record is None)
+
+    # ── the engine ─────────────────────────────────────────
+    @work(exclusive=True, exit_on_error=False, group="engine", name="engine")
+    async def run_engine(self, pre: Preflight) -> None:
+        async with open_run(pre, [self.sink, *self.extra_sinks]) as scheduler:
             self.scheduler = scheduler
-            await scheduler.run()
+            if self.quitting:      # quit while the run's services started
+                scheduler.stop()
+            try:
+                await scheduler.run()
+            finally:
+                self.scheduler = None
 
-    def on_engine_event(self, message: EngineEvent) -> None:
-        ev = message.event
-        table = self.query_one("#slots", DataTable)
-        if isinstance(ev, RunStarted):
-            self.query_one("#progress", Static).update(f"{ev.settled}/{ev.total} done  out {ev.out}")
-        elif isinstance(ev, SlotChanged):
-            key = str(ev.slot)
-            if ev.state == "retired":
-                if key in table.rows:
-                    table.remove_row(key)
-                return
-            if key not in table.rows:
-                table.add_row(key, ev.state, ev.task_id or "", "", key=key)
-            else:
-                table.update_cell(key, table.ordered_columns[1].key, ev.state)
-                table.update_cell(key, table.ordered_columns[2].key, ev.task_id or "")
-        elif isinstance(ev, EpisodeStep):
-            self.query_one("#steps", Log).write_line(f"[{ev.slot}] {ev.task_id} #{ev.step} {'; '.join(ev.actions)}")
-            if str(ev.slot) in table.rows:
-                table.update_cell(str(ev.slot), table.ordered_columns[3].key, str(ev.step))
-        elif isinstance(ev, EpisodeFinished):
-            r = ev.record
-            self.query_one("#steps", Log).write_line(f"[{ev.slot}] {r['task_id']} finished: {r['status']}")
-        elif isinstance(ev, RunFinished):
-            s = ev.summary
-            self.query_one("#progress", Static).update(f"finished: {s['finished']} episodes; {s['by_status']}")
+    def pull_snapshot(self) -> bool:
+        """Post the scheduler's snapshot to the dashboard; False when no run is live."""
+        if self.scheduler is None:
+            return False
+        self.sink.snapshot(self.scheduler.snapshot(), self.clock())
+        return True
+
+    @property
+    def engine_running(self) -> bool:
+        return self.engine is not None and not self.engine.is_finished
+
+    @property
+    def stopping(self) -> bool:
+        return self.quitting
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker is not self.engine or event.state not in (
+                WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
+            return
+        self.scheduler = None
+        why = ""
+        if event.state == WorkerState.ERROR:
+            err = event.worker.error
+            why = str(err) if isinstance(err, UsageError) else f"the run failed: {type(err).__name__}: {err}"
+            self.failed = True
+            self.notify(why, severity="error", timeout=30)
+        if self.dashboard is not None:
+            phase = {WorkerState.ERROR: "failed", WorkerState.CANCELLED: "stopped"}.get(event.state, "finished")
+            self.dashboard.engine_stopped(phase, why)
+        self.refresh_bindings()
+        if self.quitting:
+            self._exit_with_code()
+
+    def _exit_with_code(self) -> None:
+        code = self.exit_code if self.exit_code != EXIT_OK else (EXIT_FAILED if self.failed else EXIT_OK)
+        self.exit(code, return_code=code)
+
+    # ── quitting ───────────────────────────────────────────
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "quit_run":
+            # q is a letter too: on the form it types (escape or ctrl+q quit there)
+            return not isinstance(self.focused, Input) and not isinstance(self.screen, LaunchScreen)
+        return True
 
     def action_quit_run(self) -> None:
-        if self.scheduler is not None and self.scheduler.running():
+        if isinstance(self.screen, ConfirmQuit):
+            self.screen.dismiss(True)
+            return
+        if self.quitting:
+            return
+        if not self.engine_running:
+            self._exit_with_code()
+            return
+        running = len(self.scheduler.running()) if self.scheduler is not None else 0
+        if running:
+            self.push_screen(ConfirmQuit(running), self._quit_answered)
+        else:
+            self._stop_then_exit(EXIT_OK)
+
+    async def action_quit(self) -> None:
+        self.action_quit_run()
+
+    def _quit_answered(self, yes: bool | None) -> None:
+        if yes:
+            self._stop_then_exit(EXIT_OK)
+
+    def action_interrupt(self) -> None:
+        """ctrl+c: stop gracefully, without asking; a second one ends the episodes' processes at once."""
+        if isinstance(self.screen, ConfirmQuit):
+            self.screen.dismiss(False)
+        if not self.engine_running:
+            self._exit_with_code()
+        elif not self.quitting:
+            self._stop_then_exit(EXIT_INTERRUPTED)
+        else:
+            self._force_stop()
+
+    def _stop_then_exit(self, code: int) -> None:
+        self.quitting = True
+        self.exit_code = code
+        if self.scheduler is not None:
             self.scheduler.stop()
-        self.exit(0)
+        if self.dashboard is not None:
+            self.dashboard.stopping()
+        self.refresh_bindings()
+
+    def _force_stop(self) -> None:
+        # the scheduler has no command for this yet: end each slot's worker process group, as the headless
+        # front end does on a second Ctrl-C
+        for slot in list(getattr(self.scheduler, "slots", {}).values()):
+            worker = getattr(slot, "worker", None)
+            if worker is not None:
+                worker.kill_group()
+        self.notify("ending the episodes' processes now", severity="warning")
+
+    # ── command palette ────────────────────────────────────
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        if isinstance(screen, DashboardScreen):
+            for action, title, help_text in RUN_COMMANDS:
+                if screen.check_action(action, ()) is True:
+                    yield SystemCommand(title, help_text, partial(screen.run_action, action))
+        elif isinstance(screen, LaunchScreen):
+            yield SystemCommand("Launch", "Check the form and start the run", screen.action_launch)
+            yield SystemCommand("Check", "Run the preflight checks for the form's values", screen.action_check)
+        yield SystemCommand("Quit", "Stop the run gracefully (asks first while episodes run) and quit",
+                            self.action_quit_run)
+        for cmd in super().get_system_commands(screen):
+            if cmd.title != "Quit":
+                yield cmd
+
+
+def make_app(pre: Preflight | None, *, clock: Clock | None = None,
+             preflight_fn: Callable[[Any], Preflight] | None = None, image_renderer: str = "auto",
+             start_engine: bool = True, last_launch: Path | None | bool = True, sinks: Iterable[Any] = (),
+             auto_check: bool = True, cursor_blink: bool = True) -> ConsoleApp:
+    """The console app, built the same way for the command line and tests.
+
+    pre: a checked run to open on the dashboard, or None for the launch form. clock: epoch seconds (tests freeze
+    it). preflight_fn: the launch form's check. image_renderer: auto | halfcell | unicode. start_engine: False
+    for a dashboard fed by hand (tests). last_launch: where the launch form's values are remembered (True: the
+    XDG default, None/False: nowhere). sinks: more engine sinks (a test recorder)."""
+    path = last_launch_path() if last_launch is True else (last_launch or None)
+    return ConsoleApp(pre, clock=clock, preflight_fn=preflight_fn, image_renderer=image_renderer,
+                      start_engine=start_engine, last_launch=path, sinks=sinks, auto_check=auto_check,
+                      cursor_blink=cursor_blink)
 
 
 def run_console(pre: Preflight | None) -> int:
-    return ConsoleApp(pre).run() or 0
+    app = make_app(pre)
+    result = app.run()
+    if result is None:
+        return int(app.return_code or 0)
+    return int(result)
