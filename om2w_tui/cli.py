@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from .config import BENCHES, DEFAULT_VLLM, RunConfig
+from .config import BENCHES, DEFAULT_VLLM, SCHEMAS, RunConfig
 
 EXIT_USAGE = 2
 
@@ -90,6 +90,8 @@ def add_run_flags(p: argparse.ArgumentParser, *, demo: bool = False) -> None:
     m.add_argument("--max-steps", type=_positive_int("--max-steps"), default=30, help="agent steps per episode")
     m.add_argument("--timeout", type=_seconds("--timeout", False), default=1800.0,
                    help="seconds per episode (its finished steps are kept)")
+    m.add_argument("--trajectory-schema", choices=SCHEMAS, default="v1",
+                   help="result.json layout: v1 (the evaluator's classic) or v2 (online-mind2web-v2 steps)")
     m.add_argument("--retries", type=_count("--retries"), default=1,
                    help="new attempts for an episode the harness failed (browser crash, endpoint down) (1)")
     s = p.add_argument_group("pacing and slots")
@@ -118,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     oracle = sub.add_parser("oracle", help="serve the offline sites and the oracle model server")
     oracle.add_argument("--port", type=int, default=8400, help="the oracle's port (default 8400)")
     oracle.add_argument("--host", default="127.0.0.1")
+    from . import tools_cli
+
+    tools_cli.register(sub)
     return ap
 
 
@@ -127,7 +132,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         return RunConfig(out=out, bench="offline", model="oracle", workers=args.workers,
                          pace_cooldown=args.pace_cooldown, timeout=args.timeout, max_steps=args.max_steps,
                          chromium=args.chromium, retries=args.retries, breaker_after=args.breaker_after,
-                         probe_interval=args.probe_interval)
+                         probe_interval=args.probe_interval, trajectory_schema=args.trajectory_schema)
     if args.out is None:
         raise SystemExit("om2w-tui run: --out is required (the run's folder)")
     return RunConfig(out=args.out, bench=args.bench, tasks=args.tasks, task_ids=args.task_ids, levels=args.levels,
@@ -135,7 +140,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                      api_key_env=args.api_key_env, temperature=args.temperature, timeout=args.timeout,
                      max_steps=args.max_steps, pace_cooldown=args.pace_cooldown, workers=args.workers,
                      chromium=args.chromium, vision=args.vision, retries=args.retries,
-                     breaker_after=args.breaker_after, probe_interval=args.probe_interval)
+                     breaker_after=args.breaker_after, probe_interval=args.probe_interval,
+                     trajectory_schema=args.trajectory_schema)
 
 
 def _fail(message: str) -> int:
@@ -167,6 +173,11 @@ def main(argv: list[str] | None = None) -> int:
         from .offline.oracle import main as oracle_main
 
         return oracle_main(["--port", str(args.port), "--host", args.host]) or 0
+    from . import tools_cli
+
+    code = tools_cli.run(args)
+    if code is not None:
+        return code
     if args.command is None:
         from .ui.app import run_console
 

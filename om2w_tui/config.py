@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 BENCHES = ("om2w", "webvoyager", "offline")
+SCHEMAS = ("v1", "v2")
 DEFAULT_VLLM = "http://127.0.0.1:8400/v1"
 
 
@@ -37,6 +38,7 @@ class RunConfig:
     workers: int = 4
     chromium: str | None = None
     vision: bool = True
+    trajectory_schema: str = "v1"  # v1: the evaluator's result.json; v2: "online-mind2web-v2" steps
     llm_timeout: float = 120.0
     stop_grace: float = 20.0
     retries: int = 1               # new attempts for an episode that failed through the harness's fault (infra)

@@ -96,9 +96,13 @@ def record_from_folder(folder: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         res = {}
     shots = folder / "trajectory"
-    return {"steps": len(res.get("action_history") or []), "actions": len(res.get("action_history") or []),
+    actions = res.get("action_history") or []
+    if res.get("schema_version"):   # v2: entries, the last one possibly TASK_COMPLETE
+        actions = [a for a in actions if not str(a.get("action", "")).startswith("TASK_COMPLETE")]
+    return {"steps": len(actions), "actions": len(actions),
             "screenshots": len(list(shots.glob("*_full_screenshot.png"))) if shots.exists() else 0,
-            "answer": (res.get("final_result_response") or "")[:500], "agent_done": False}
+            "answer": (res.get("final_result_response") or res.get("agent_final_answer") or "")[:500],
+            "agent_done": False}
 
 
 class Scheduler:
@@ -273,7 +277,8 @@ class Scheduler:
         c = self.cfg
         return {"folder": str(folder), "chromium": c.chromium, "model": c.model, "base_url": c.endpoint,
                 "api_key_env": c.api_key_env, "temperature": c.temperature, "max_steps": c.max_steps,
-                "vision": c.vision, "llm_timeout": c.llm_timeout, "arm": c.arm, **self.spec_extra}
+                "vision": c.vision, "llm_timeout": c.llm_timeout, "arm": c.arm, "schema": c.trajectory_schema,
+                **self.spec_extra}
 
     async def _episode(self, slot: Slot, ep: Episode) -> None:
         site = ep.task.site
@@ -371,6 +376,8 @@ class Scheduler:
                "error_kind": part.get("error_kind"), "steps": int(part.get("steps") or 0),
                "actions": int(part.get("actions") or 0), "screenshots": int(part.get("screenshots") or 0),
                "answer": part.get("answer") or "", "agent_done": bool(part.get("agent_done")),
+               "prompt_tokens": int(part.get("prompt_tokens") or 0),
+               "completion_tokens": int(part.get("completion_tokens") or 0),
                "duration_s": round(finished - ep.started_at, 1), "started_at": round(ep.started_at, 3),
                "finished_at": round(finished, 3), "attempt": ep.attempt, "slot": ep.slot}
         if self.judge is not None:

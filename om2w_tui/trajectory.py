@@ -103,28 +103,53 @@ def step_actions(step: Any, skip: Iterable[str] = ()) -> tuple[list[str], list[s
     return actions, thoughts
 
 
-class TrajectoryWriter:
-    """Writes one episode's folder step by step."""
+V2_SCHEMA = "online-mind2web-v2"
 
-    def __init__(self, folder: Path, task_id: str, task_text: str):
+
+class TrajectoryWriter:
+    """Writes one episode's folder step by step, in the v1 layout (`result.json` with `action_history` and
+    `thoughts` as lists of strings) or the v2 layout (`"schema_version": "online-mind2web-v2"`, one entry per
+    action with its screenshot, URL and thought, the answer in `agent_final_answer`, closed by TASK_COMPLETE)."""
+
+    def __init__(self, folder: Path, task_id: str, task_text: str, schema: str = "v1",
+                 reference_length: int | None = None):
+        if schema not in ("v1", "v2"):
+            raise ValueError(f"unknown trajectory schema {schema!r}")
         self.folder = Path(folder)
         self.shots = self.folder / "trajectory"
-        self.task_id, self.task_text = task_id, task_text
+        self.task_id, self.task_text, self.schema = task_id, task_text, schema
+        self.reference_length = reference_length
         self.actions: list[str] = []
         self.thoughts: list[str] = []
+        self.steps_v2: list[dict[str, Any]] = []
         self.answer = ""
+        self.finished = False
         self.n_shots = 0
         self.n_steps = 0
         self.shots.mkdir(parents=True, exist_ok=True)
         self._write_result()
 
+    def _shot_name(self, i: int) -> str:
+        return f"{i}_full_screenshot.png"
+
     def _write_result(self) -> None:
-        write_json_atomic(self.folder / "result.json", {
-            "task_id": self.task_id, "task": self.task_text, "final_result_response": self.answer,
-            "action_history": self.actions, "thoughts": self.thoughts})
+        if self.schema == "v1":
+            doc: dict[str, Any] = {"task_id": self.task_id, "task": self.task_text,
+                                   "final_result_response": self.answer, "action_history": self.actions,
+                                   "thoughts": self.thoughts}
+        else:
+            history = list(self.steps_v2)
+            if self.finished:
+                shot = self._shot_name(self.n_shots - 1) if self.n_shots else None
+                history.append({"action": f"TASK_COMPLETE -> ANSWER: {self.answer}", "thought": None,
+                                "screenshot": shot, "url": history[-1]["url"] if history else ""})
+            doc = {"schema_version": V2_SCHEMA, "task": self.task_text, "task_id": self.task_id,
+                   "agent_final_answer": self.answer, "reference_length": self.reference_length,
+                   "action_history": [{"step": i, **entry} for i, entry in enumerate(history)]}
+        write_json_atomic(self.folder / "result.json", doc)
 
     def add_screenshot(self, png: bytes | None = None, path: str | Path | None = None) -> bool:
-        target = self.shots / f"{self.n_shots}_full_screenshot.png"
+        target = self.shots / self._shot_name(self.n_shots)
         if png:
             write_atomic(target, png)
         elif path and Path(path).exists():
@@ -143,10 +168,13 @@ class TrajectoryWriter:
     def add_step(self, step: Any, skip: Iterable[str] = ()) -> list[str]:
         """Record a finished browser-use step: its screenshot, its action lines; -> the lines."""
         state = getattr(step, "state", None)
-        self.add_screenshot(path=getattr(state, "screenshot_path", None))
+        index = self.n_shots
+        shot = self._shot_name(index) if self.add_screenshot(path=getattr(state, "screenshot_path", None)) else None
         actions, thoughts = step_actions(step, skip)
         self.actions += actions
         self.thoughts += thoughts
+        url = str(getattr(state, "url", "") or "")
+        self.steps_v2 += [{"action": a, "thought": t, "screenshot": shot, "url": url} for a, t in zip(actions, thoughts)]
         self.n_steps += 1
         self._write_result()
         return actions
@@ -155,6 +183,7 @@ class TrajectoryWriter:
         self.answer = answer or ""
         if final_png:
             self.add_screenshot(png=final_png)
+        self.finished = True
         self._write_result()
         for i, h in enumerate(histories):
             try:

@@ -77,7 +77,8 @@ async def _bounded(coro: Awaitable[Any], seconds: float) -> Any:
 async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, control: EpisodeControl) -> dict[str, Any]:
     """-> the episode's part of its results record (status, steps, actions, screenshots, answer, error ...)."""
     folder = Path(spec["folder"])
-    writer = TrajectoryWriter(folder, task["task_id"], task["confirmed_task"])
+    writer = TrajectoryWriter(folder, task["task_id"], task["confirmed_task"], schema=spec.get("schema", "v1"),
+                              reference_length=task.get("reference_length"))
     scratch = Path(tempfile.mkdtemp(prefix=f"om2w-episode-{os.environ.get('OM2W_RUN_TAG', 'run')}-"))
     # browser-use's per-agent leftovers (screenshots too) and Chromium's own temp files go here, then away
     worker_tmp = os.environ.get("TMPDIR")
@@ -149,4 +150,5 @@ async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, co
     return {"status": status, "error": error, "error_kind": error_kind, "agent_done": result.agent_done,
             "steps": sum(len(getattr(h, "history", [])) for h in result.histories) or writer.n_steps,
             "actions": len(writer.actions), "screenshots": writer.n_shots, "answer": (result.answer or "")[:500],
+            "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
             "finished": time.time()}

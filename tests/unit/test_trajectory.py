@@ -267,3 +267,40 @@ def test_write_atomic_files_are_readable_like_plain_files(tmp_path):
     p = tmp_path / "atomic"
     write_atomic(p, "x")
     assert (os.stat(p).st_mode & 0o777) == (os.stat(plain).st_mode & 0o777)
+
+
+def test_v2_layout_names_each_actions_screenshot_and_closes_with_task_complete(tmp_path):
+    import json
+    from types import SimpleNamespace
+
+    from om2w_tui.trajectory import TrajectoryWriter
+
+    png = tmp_path / "shot.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\nfake")
+
+    class Act:
+        def __init__(self, d):
+            self.d = d
+
+        def model_dump(self, exclude_none=True):
+            return self.d
+
+    def step(actions, url):
+        return SimpleNamespace(state=SimpleNamespace(screenshot_path=str(png), interacted_element=[None] * len(actions),
+                                                     url=url),
+                               model_output=SimpleNamespace(action=[Act(a) for a in actions], next_goal="go"))
+
+    w = TrajectoryWriter(tmp_path / "t1", "t1", "Find it", schema="v2", reference_length=4)
+    w.add_step(step([{"navigate": {"url": "https://a.b/"}}, {"scroll": {"down": True}}], "https://a.b/start"))
+    w.add_step(step([{"done": {"text": "42", "success": True}}], "https://a.b/page"))
+    w.finish("42", b"\x89PNG\r\n\x1a\nfinal")
+    doc = json.loads((tmp_path / "t1" / "result.json").read_text())
+    assert doc["schema_version"] == "online-mind2web-v2" and doc["agent_final_answer"] == "42"
+    assert doc["reference_length"] == 4 and doc["task"] == "Find it" and doc["task_id"] == "t1"
+    hist = doc["action_history"]
+    assert [h["step"] for h in hist] == [0, 1, 2]
+    assert [h["action"] for h in hist] == ["NAVIGATE -> https://a.b/", "SCROLL DOWN", "TASK_COMPLETE -> ANSWER: 42"]
+    assert [h["screenshot"] for h in hist] == ["0_full_screenshot.png", "0_full_screenshot.png",
+                                               "2_full_screenshot.png"]
+    assert all((tmp_path / "t1" / "trajectory" / h["screenshot"]).exists() for h in hist)
+    assert hist[0]["url"] == "https://a.b/start" and hist[0]["thought"] == "go"

@@ -35,15 +35,24 @@ class BaseArm:
                            max_failures=3, **c.agent_kwargs)
         history = await self.agent.run(max_steps=c.max_steps, on_step_end=self._report_new_steps)
         await self._report_new_steps()
-        return ArmResult(histories=[history], answer=history.final_result() if history.is_done() else None,
-                         agent_done=history.is_done())
+        result = ArmResult(histories=[history], answer=history.final_result() if history.is_done() else None,
+                           agent_done=history.is_done())
+        return await self._with_usage(result)
+
+    async def _with_usage(self, result: ArmResult) -> ArmResult:
+        try:
+            usage = await self.agent.token_cost_service.get_usage_summary()
+            result.prompt_tokens, result.completion_tokens = usage.total_prompt_tokens, usage.total_completion_tokens
+        except Exception:   # usage is a nicety: an episode's record must not fail on it
+            pass
+        return result
 
     async def partial(self) -> ArmResult:
         """What the agent did before it was stopped: every step it finished."""
         if self.agent is None:
             return ArmResult()
         await self._report_new_steps()
-        return ArmResult(histories=[self.agent.history])
+        return await self._with_usage(ArmResult(histories=[self.agent.history]))
 
     def pause(self) -> None:
         if self.agent is not None:

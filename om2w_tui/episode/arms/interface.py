@@ -29,3 +29,5 @@ class ArmResult:
     histories: list[Any] = field(default_factory=list)   # browser-use AgentHistoryList objects, in order
     answer: str | None = None
     agent_done: bool = False
+    prompt_tokens: int = 0        # as the endpoint reported them, over every model call of the episode
+    completion_tokens: int = 0
