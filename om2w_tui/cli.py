@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import asyncio
 import sys
 import time
@@ -87,9 +88,23 @@ def add_run_flags(p: argparse.ArgumentParser, *, demo: bool = False) -> None:
                        help="sampling temperature (0)")
         m.add_argument("--no-vision", dest="vision", action="store_false",
                        help="send no screenshots to the model (text-only models)")
+    if not demo:
+        a = p.add_argument_group("arms and training rows")
+        a.add_argument("--planner-name", default=None, help="--arm agent: the planner's served model (--model)")
+        a.add_argument("--adapters", default="drag,io,select,rest,reasoning",
+                       help="--arm agent: specialist families served under their own names")
+        a.add_argument("--fallback", default=None, help="--arm agent: the model for other families (--model)")
+        a.add_argument("--planner-turns", type=_positive_int("--planner-turns"), default=8,
+                       help="--arm agent: the planner's turns (8)")
+        a.add_argument("--record-rows", action="store_true",
+                       help="record every model call as a training row in <out>/<task>/rows/")
+        a.add_argument("--hint-field", default=None,
+                       help="a task field appended to the instruction while acting, stripped from the rows")
     m.add_argument("--max-steps", type=_positive_int("--max-steps"), default=30, help="agent steps per episode")
     m.add_argument("--timeout", type=_seconds("--timeout", False), default=1800.0,
                    help="seconds per episode (its finished steps are kept)")
+    m.add_argument("--llm-timeout", type=_seconds("--llm-timeout", False), default=120.0,
+                   help="seconds for one model call before it is retried (120)")
     m.add_argument("--trajectory-schema", choices=SCHEMAS, default="v1",
                    help="result.json layout: v1 (the evaluator's classic) or v2 (online-mind2web-v2 steps)")
     m.add_argument("--retries", type=_count("--retries"), default=1,
@@ -127,21 +142,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
+    """Every RunConfig field the command's flags name (flag dest == field name); the demo fixes the rest."""
+    given = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig) if hasattr(args, f.name)}
     if args.command == "demo":
-        out = args.out or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S")
-        return RunConfig(out=out, bench="offline", model="oracle", workers=args.workers,
-                         pace_cooldown=args.pace_cooldown, timeout=args.timeout, max_steps=args.max_steps,
-                         chromium=args.chromium, retries=args.retries, breaker_after=args.breaker_after,
-                         probe_interval=args.probe_interval, trajectory_schema=args.trajectory_schema)
-    if args.out is None:
-        raise SystemExit("om2w-tui run: --out is required (the run's folder)")
-    return RunConfig(out=args.out, bench=args.bench, tasks=args.tasks, task_ids=args.task_ids, levels=args.levels,
-                     sites=args.sites, limit=args.limit, arm=args.arm, model=args.model, vllm=args.vllm,
-                     api_key_env=args.api_key_env, temperature=args.temperature, timeout=args.timeout,
-                     max_steps=args.max_steps, pace_cooldown=args.pace_cooldown, workers=args.workers,
-                     chromium=args.chromium, vision=args.vision, retries=args.retries,
-                     breaker_after=args.breaker_after, probe_interval=args.probe_interval,
-                     trajectory_schema=args.trajectory_schema)
+        given.update(out=args.out or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S"), bench="offline",
+                     model="oracle")
+    elif args.out is None:
+        raise SystemExit(f"om2w-tui {args.command}: --out is required (the run's folder)")
+    return RunConfig(**given)
 
 
 def _fail(message: str) -> int:

@@ -41,6 +41,12 @@ class RunConfig:
     trajectory_schema: str = "v1"  # v1: the evaluator's result.json; v2: "online-mind2web-v2" steps
     llm_timeout: float = 120.0
     stop_grace: float = 20.0
+    record_rows: bool = False      # every model call recorded as a training row under <task>/rows/
+    hint_field: str | None = None  # a task field appended to the instruction while acting, stripped from rows
+    planner_name: str | None = None       # --arm agent: the planner's served model (default: --model)
+    adapters: str = "drag,io,select,rest,reasoning"   # --arm agent: specialist families served under their names
+    fallback: str | None = None           # --arm agent: the model for a family not in adapters (default: --model)
+    planner_turns: int = 8                # --arm agent: the planner's turns
     retries: int = 1               # new attempts for an episode that failed through the harness's fault (infra)
     breaker_after: int = 3         # infra errors in a row that pause dispatch until the endpoint answers again
     probe_interval: float = 30.0   # seconds between endpoint probes while the breaker is open
@@ -58,6 +64,11 @@ class RunConfig:
     def builtin_oracle(self) -> bool:
         """An oracle model with no endpoint given: om2w-tui serves the oracle itself for the run."""
         return is_oracle(self.model) and not self.vllm
+
+    def arm_options(self) -> dict[str, Any]:
+        return {"planner_name": self.planner_name or self.model, "fallback": self.fallback or self.model,
+                "adapters": [a for a in self.adapters.split(",") if a.strip() and a.strip() != "none"],
+                "planner_turns": self.planner_turns}
 
     def api_key(self) -> str:
         """The key is read from the environment at the last moment and never stored in the config."""

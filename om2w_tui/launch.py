@@ -22,7 +22,7 @@ from typing import Any, AsyncIterator, Callable
 from .config import RunConfig, is_oracle  # noqa: F401  (is_oracle: for the front ends)
 from .episode.browser import BrowserNotFound, find_chromium
 from .results import read_results
-from .tasks import Task, TaskFileError, file_sha256, load_tasks, select
+from .tasks import Task, TaskFileError, file_sha256, load_tasks, parse_tasks, select
 from .trajectory import write_json_atomic
 
 
@@ -39,13 +39,29 @@ class Preflight:
     checks: list[tuple[str, bool, str]] = field(default_factory=list)   # (what, ok, detail)
 
 
-def offline_template_tasks() -> tuple[Path, list[Task]]:
-    from .offline import TASKS_TEMPLATE
+def _stand_in(name: str) -> str:
+    return f"http://{name}.offline.invalid"
 
-    raw = json.loads(TASKS_TEMPLATE.read_text())
-    # the template's websites are placeholders until the sites run: validate the rest with a stand-in address
-    rows = [{**r, "website": r["website"].replace("{", "http://127.0.0.1/").replace("}", "")} for r in raw]
-    return TASKS_TEMPLATE, [Task.from_dict(r) for r in rows]
+
+def offline_tasks(path: Path | None = None) -> tuple[Path, list[Task]]:
+    """The offline suite's tasks (the shipped file, or a file of the same kind): their `{shop}`-style placeholders
+    become stand-in addresses until the sites run and `live_offline_task` puts the real ones in."""
+    from .offline import SITE_NAMES, TASKS_TEMPLATE
+
+    path = Path(path or TASKS_TEMPLATE)
+    if not path.exists():
+        raise TaskFileError(f"{path}: no such task file")
+    text = path.read_text(encoding="utf-8")
+    for name in SITE_NAMES:
+        text = text.replace("{" + name + "}", _stand_in(name))
+    return path, parse_tasks(path, text)
+
+
+def live_offline_task(task: Task, base_urls: dict[str, str]) -> Task:
+    raw = json.dumps(task.to_dict())
+    for name, url in base_urls.items():
+        raw = raw.replace(_stand_in(name), url)
+    return Task.from_dict(json.loads(raw))
 
 
 def check_endpoint(base_url: str, model: str, api_key: str, timeout: float = 10.0) -> str:
@@ -118,8 +134,8 @@ def _check_out(out: Path) -> str:
 def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task]]:
     """(task file, all its tasks, the selected ones); raises UsageError."""
     try:
-        if cfg.bench == "offline" and cfg.tasks is None:
-            task_file, tasks = offline_template_tasks()
+        if cfg.bench == "offline":
+            task_file, tasks = offline_tasks(cfg.tasks)
         else:
             if cfg.tasks is None:
                 raise UsageError(f"--bench {cfg.bench} needs --tasks PATH (the benchmark's task file; "
@@ -205,6 +221,16 @@ def write_manifest(pre: Preflight, extra: dict[str, Any] | None = None) -> None:
         "first_started_at": first or now, **(extra or {})})
 
 
+def reference_judge(task: dict[str, Any], rec: dict[str, Any]) -> bool | None:
+    """Tasks that carry `reference_answer` (the offline suite's, or any file's) are judged on the spot: the agent
+    finished and its answer holds every reference string. None for a task without one."""
+    if "reference_answer" not in task:
+        return None
+    from .offline import judge_answer
+
+    return bool(rec.get("agent_done")) and judge_answer(task, rec.get("answer"))
+
+
 @contextlib.asynccontextmanager
 async def open_run(pre: Preflight, sinks: list[Any]) -> AsyncIterator[Any]:
     """Start the run's services and yield its Scheduler; everything started here is ended on the way out."""
@@ -213,28 +239,27 @@ async def open_run(pre: Preflight, sinks: list[Any]) -> AsyncIterator[Any]:
 
     cfg = pre.config
     tasks = pre.tasks
-    judge: Callable[[dict[str, Any], dict[str, Any]], bool] | None = None
+    judge: Callable[[dict[str, Any], dict[str, Any]], bool | None] | None = None
     with contextlib.ExitStack() as stack:
         if cfg.bench == "offline":
-            from .offline import OfflineSuite, judge_answer
+            from .offline import OfflineSuite
 
             suite = stack.enter_context(OfflineSuite())
-            live = {t["task_id"]: t for t in suite.tasks()}
-            tasks = [Task.from_dict(live[t.task_id]) for t in tasks]
-
-            def judge(task: dict[str, Any], rec: dict[str, Any]) -> bool:
-                return bool(rec.get("agent_done")) and judge_answer(task, rec.get("answer"))
+            tasks = [live_offline_task(t, suite.base_urls) for t in tasks]
+        if any("reference_answer" in t.raw for t in tasks):
+            judge = reference_judge
         if cfg.builtin_oracle:
             from .offline import OracleServer
 
             all_tasks = suite.tasks() if cfg.bench == "offline" else [t.to_dict() for t in tasks]
-            oracle = stack.enter_context(OracleServer(all_tasks))
-            cfg.vllm = oracle.url
+            endpoint = stack.enter_context(OracleServer(all_tasks)).url
+        else:
+            endpoint = cfg.endpoint
         cfg.out.mkdir(parents=True, exist_ok=True)
-        write_manifest(pre)
+        write_manifest(pre, {"endpoint": endpoint})
         executor = LocalExecutor(cfg.out)
 
         async def probe() -> bool:
-            return await asyncio.to_thread(probe_endpoint, cfg.endpoint, cfg.model, cfg.api_key())
+            return await asyncio.to_thread(probe_endpoint, endpoint, cfg.model, cfg.api_key())
 
-        yield Scheduler(cfg, tasks, executor, sinks, judge=judge, probe=probe)
+        yield Scheduler(cfg, tasks, executor, sinks, judge=judge, probe=probe, spec_extra={"base_url": endpoint})

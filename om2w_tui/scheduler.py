@@ -25,7 +25,7 @@ from .pacing import SitePacer
 from .results import INTERRUPTED, REQUEUED, ResultsStore, read_results
 from .tasks import Task
 
-Judge = Callable[[dict[str, Any], dict[str, Any]], bool]
+Judge = Callable[[dict[str, Any], dict[str, Any]], "bool | None"]
 Probe = Callable[[], Awaitable[bool]]
 USER_KILL_GRACE_S = 5.0
 
@@ -278,6 +278,7 @@ class Scheduler:
         return {"folder": str(folder), "chromium": c.chromium, "model": c.model, "base_url": c.endpoint,
                 "api_key_env": c.api_key_env, "temperature": c.temperature, "max_steps": c.max_steps,
                 "vision": c.vision, "llm_timeout": c.llm_timeout, "arm": c.arm, "schema": c.trajectory_schema,
+                "record_rows": c.record_rows, "hint_field": c.hint_field, "arm_options": c.arm_options(),
                 **self.spec_extra}
 
     async def _episode(self, slot: Slot, ep: Episode) -> None:
@@ -380,8 +381,12 @@ class Scheduler:
                "completion_tokens": int(part.get("completion_tokens") or 0),
                "duration_s": round(finished - ep.started_at, 1), "started_at": round(ep.started_at, 3),
                "finished_at": round(finished, 3), "attempt": ep.attempt, "slot": ep.slot}
-        if self.judge is not None:
-            rec["correct"] = bool(self.judge(t.to_dict(), rec))
+        for key in ("rows", "hint_left"):   # with --record-rows
+            if key in part:
+                rec[key] = part[key]
+        verdict = self.judge(t.to_dict(), rec) if self.judge is not None else None
+        if verdict is not None:
+            rec["correct"] = bool(verdict)
         return rec
 
     def _write_records(self, rec: dict[str, Any] | None = None) -> None:

@@ -179,6 +179,16 @@ class TrajectoryWriter:
         self._write_result()
         return actions
 
+    def add_plain_step(self, actions: list[str], thought: str = "", png: bytes | None = None, url: str = "") -> None:
+        """A step an arm describes itself (no browser-use history): its action lines and what it saw."""
+        index = self.n_shots
+        shot = self._shot_name(index) if self.add_screenshot(png=png) else None
+        self.actions += actions
+        self.thoughts += [thought[:400]] * len(actions)
+        self.steps_v2 += [{"action": a, "thought": thought[:400], "screenshot": shot, "url": url} for a in actions]
+        self.n_steps += 1
+        self._write_result()
+
     def finish(self, answer: str | None, final_png: bytes | None, histories: Iterable[Any] = ()) -> None:
         self.answer = answer or ""
         if final_png:

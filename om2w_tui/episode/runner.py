@@ -20,6 +20,7 @@ from .arms import load_arm
 from .arms.interface import ArmContext, ArmResult
 from .blocking import page_block
 from .browser import make_session
+from .rows import CallLog, write_rows
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -94,6 +95,11 @@ async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, co
         emit({"ev": "step", "step": writer.n_steps, "actions": lines, "url": getattr(state, "url", "") or "",
               "thought": str(getattr(mo, "next_goal", "") or "")[:300]})
 
+    async def record_step(actions: list[str], thought: str = "", png: bytes | None = None, url: str = "") -> None:
+        writer.add_plain_step(list(actions), thought, png, url)
+        emit({"ev": "step", "step": writer.n_steps, "actions": list(actions), "url": url, "thought": thought[:300]})
+
+    call_log = CallLog() if spec.get("record_rows") else None
     try:
         session = make_session(spec["chromium"], folder / "downloads", scratch / "profile")
         try:
@@ -105,10 +111,12 @@ async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, co
             raise RuntimeError(f"browser failed to start or open {task['website']}: {type(e).__name__}: {e}") from e
         ctx = ArmContext(
             task=task, instruction=instruction_for(task, spec.get("hint_field")), session=session,
-            model=spec["model"], base_url=spec["base_url"], api_key=os.environ.get(spec.get("api_key_env") or "", "")
-            or "EMPTY", temperature=float(spec.get("temperature", 0.0)), max_steps=int(spec["max_steps"]),
-            step_done=step_done, vision=bool(spec.get("vision", True)), llm_timeout=float(spec.get("llm_timeout", 120)),
-            llm_retries=int(spec.get("llm_retries", 2)))
+            model=spec["model"], base_url=spec["base_url"],
+            api_key=os.environ.get(spec.get("api_key_env") or "", "") or "EMPTY",
+            temperature=float(spec.get("temperature", 0.0)), max_steps=int(spec["max_steps"]),
+            step_done=step_done, record_step=record_step, vision=bool(spec.get("vision", True)),
+            llm_timeout=float(spec.get("llm_timeout", 120)), llm_retries=int(spec.get("llm_retries", 2)),
+            options=dict(spec.get("arm_options") or {}), call_log=call_log)
         blocked = await _bounded(page_block(session), 10)
         if blocked:
             raise SiteBlocked(blocked)
@@ -139,6 +147,11 @@ async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, co
             status, error, error_kind = "error", "the browser crashed or closed during the episode", "infra"
         await _bounded(session.kill(), 10)
     writer.finish(result.answer, final_png, result.histories)
+    rows: dict[str, Any] = {}
+    if call_log is not None:
+        hint_field = spec.get("hint_field")
+        n, left = write_rows(folder / "rows", task, call_log, task.get(hint_field) if hint_field else None)
+        rows = {"rows": n, "hint_left": left}
     shutil.rmtree(scratch, ignore_errors=True)
     with contextlib.suppress(OSError):   # keep the folder to what the evaluator reads unless the agent downloaded
         (folder / "downloads").rmdir()
@@ -151,4 +164,4 @@ async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, co
             "steps": sum(len(getattr(h, "history", [])) for h in result.histories) or writer.n_steps,
             "actions": len(writer.actions), "screenshots": writer.n_shots, "answer": (result.answer or "")[:500],
             "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
-            "finished": time.time()}
+            "finished": time.time(), **rows}

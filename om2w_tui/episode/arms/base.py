@@ -17,8 +17,13 @@ class BaseArm:
         from browser_use import ChatOpenAI
 
         c = self.ctx
-        return ChatOpenAI(model=c.model, base_url=c.base_url, api_key=c.api_key, temperature=c.temperature,
-                          timeout=c.llm_timeout, max_retries=c.llm_retries)
+        llm = ChatOpenAI(model=c.model, base_url=c.base_url, api_key=c.api_key, temperature=c.temperature,
+                         timeout=c.llm_timeout, max_retries=c.llm_retries)
+        if c.call_log is not None:   # --record-rows
+            from ..rows import record_calls
+
+            record_calls(llm, c.call_log)
+        return llm
 
     async def _report_new_steps(self, agent: Any = None) -> None:
         steps = self.agent.history.history

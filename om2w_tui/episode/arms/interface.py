@@ -1,5 +1,10 @@
-"""What an arm is given and what it returns. A plugin arm is a class taking an `ArmContext`, with
-`async run() -> ArmResult`, `async partial() -> ArmResult` (what it did before a stop), `pause()` and `resume()`."""
+"""What an arm is given and what it returns.
+
+A plugin arm is a class registered under the entry point group `om2w_tui.arms`, constructed with an `ArmContext`,
+with `async run() -> ArmResult`, `async partial() -> ArmResult` (what it did before a stop: the runner calls it
+after cancelling `run`), `pause()` and `resume()`. It reports steps as they happen, either browser-use history
+steps (`ctx.step_done(step)`) or plain ones (`await ctx.record_step(["SCROLL DOWN"], thought, png)`); each lands
+on disk at once, so a timeout or a kill keeps it."""
 
 from __future__ import annotations
 
@@ -18,10 +23,13 @@ class ArmContext:
     temperature: float
     max_steps: int
     step_done: Callable[[Any], Awaitable[None]]   # report one finished browser-use history step
+    record_step: Callable[..., Awaitable[None]] | None = None   # (actions, thought="", png=None, url="")
     vision: bool = True
     llm_timeout: float = 120.0
     llm_retries: int = 2
     agent_kwargs: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)     # the arm's own settings (planner name, adapters ...)
+    call_log: Any = None          # with --record-rows: a rows.CallLog every model call is recorded into
 
 
 @dataclass

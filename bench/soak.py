@@ -1,0 +1,220 @@
+"""Soak: many episodes of the offline suite with faults injected at random, then an account of what was lost.
+
+    .venv/bin/python bench/soak.py [--episodes 64] [--workers 2] [--seed 7] [--keep DIR]
+
+Faults, all real: a chaos proxy in front of the oracle answers some model calls with HTTP 500 and lets others
+hang past the client's timeout; a killer ends a random Chromium of the run now and then; a few tasks start on a
+page that never answers. The run is the real command line (`om2w-tui run --no-ui`). At the end it prints: tasks
+with exactly one final record, records per status, task folders that conform to the evaluator's layout, Chromium
+processes left (must be 0), and the cost of the faults (wall time against a clean run of the same tasks, when
+--baseline is given).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from om2w_tui.executors.local import run_tag  # noqa: E402
+from om2w_tui.offline import OfflineSuite, OracleServer  # noqa: E402
+from om2w_tui.results import read_results, settles  # noqa: E402
+
+
+class ChaosProxy:
+    """Forwards chat completions to the oracle; some get HTTP 500, some hang for `hang_s`."""
+
+    def __init__(self, upstream: str, rng: random.Random, p500: float, phang: float, hang_s: float):
+        self.upstream, self.rng, self.p500, self.phang, self.hang_s = upstream.rstrip("/"), rng, p500, phang, hang_s
+        self.counts: Counter[str] = Counter()
+        self.lock = threading.Lock()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _forward(self, body: bytes | None) -> None:
+                path = self.path[len("/v1"):] if self.path.startswith("/v1") else self.path
+                req = urllib.request.Request(proxy.upstream + path, data=body, method=self.command,
+                                             headers={"Content-Type": "application/json"})
+                try:
+                    with urllib.request.urlopen(req, timeout=120) as r:
+                        code, data = r.status, r.read()
+                except urllib.error.HTTPError as e:
+                    code, data = e.code, e.read()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):  # noqa: N802
+                self._forward(None)
+
+            def do_POST(self):  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with proxy.lock:
+                    roll = proxy.rng.random()
+                if self.path.endswith("/chat/completions") and roll < proxy.p500:
+                    proxy.counts["http_500"] += 1
+                    data = b'{"error": {"message": "chaos: injected 500", "type": "server_error"}}'
+                    self.send_response(500)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                if self.path.endswith("/chat/completions") and roll < proxy.p500 + proxy.phang:
+                    proxy.counts["hang"] += 1
+                    time.sleep(proxy.hang_s)
+                proxy.counts["forwarded"] += 1
+                self._forward(body)
+
+            def log_message(self, *args):
+                pass
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request, client_address):   # a client that gave up on a hang: expected
+                pass
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+
+
+def chromium_of(out: Path) -> list[psutil.Process]:
+    marker = f"om2w-episode-{run_tag(out)}-"
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            cmd = p.info["cmdline"] or []
+            if any(marker in part for part in cmd) and not any(part.startswith("--type=") for part in cmd):
+                found.append(p)
+        except psutil.Error:
+            continue
+    return found
+
+
+def killer(out: Path, rng: random.Random, every_s: float, stop: threading.Event, kills: Counter[str]) -> None:
+    while not stop.wait(every_s * (0.5 + rng.random())):
+        browsers = chromium_of(out)
+        if browsers:
+            try:
+                rng.choice(browsers).kill()
+                kills["chromium_killed"] += 1
+            except psutil.Error:
+                pass
+
+
+def make_tasks(suite: OfflineSuite, episodes: int, hanging: int) -> list[dict]:
+    base = suite.tasks()
+    rows = []
+    for k in range(episodes - hanging):
+        t = dict(base[k % len(base)])
+        t["task_id"] = f"{t['task_id']}__r{k // len(base)}"
+        rows.append({key: t[key] for key in ("task_id", "confirmed_task", "website", "level", "reference_answer")})
+    urls = list(suite.base_urls.values())
+    for k in range(hanging):
+        rows.append({"task_id": f"hangs_{k}", "confirmed_task": "Read the page that never loads",
+                     "website": f"{urls[k % len(urls)]}/hang", "level": "easy", "reference_answer": ["-"]})
+    return rows
+
+
+def conforming(folder: Path) -> bool:
+    try:
+        res = json.loads((folder / "result.json").read_text())
+        shots = list((folder / "trajectory").iterdir())
+        return ({"task_id", "task", "final_result_response", "action_history", "thoughts"} <= res.keys()
+                and all(re.search(r"\d", p.name) for p in shots) and res["task_id"] == folder.name)
+    except (OSError, ValueError):
+        return False
+
+
+def run(args: argparse.Namespace, out: Path, tasks_file: Path, model_url: str) -> float:
+    cmd = [sys.executable, "-m", "om2w_tui", "run", "--no-ui", "--tasks", str(tasks_file), "--model", "oracle",
+           "--vllm", model_url, "--workers", str(args.workers), "--pace-cooldown", "0", "--timeout", "30",
+           "--llm-timeout", "10", "--retries", "3", "--breaker-after", "6", "--probe-interval", "3",
+           "--out", str(out)]
+    t0 = time.monotonic()
+    subprocess.run(cmd, cwd=REPO, stdout=open(out.parent / f"{out.name}.log", "w"), stderr=subprocess.STDOUT,
+                   check=True, timeout=3600)
+    return time.monotonic() - t0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--episodes", type=int, default=64)
+    ap.add_argument("--hanging", type=int, default=3, help="tasks whose start page never answers")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--p500", type=float, default=0.04)
+    ap.add_argument("--phang", type=float, default=0.02)
+    ap.add_argument("--kill-every", type=float, default=25.0, help="mean seconds between Chromium kills")
+    ap.add_argument("--baseline", action="store_true", help="also run the same tasks without faults and compare")
+    ap.add_argument("--keep", type=Path, default=None, help="keep the run folders here")
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    work = Path(args.keep or tempfile.mkdtemp(prefix="om2w-soak-"))
+    work.mkdir(parents=True, exist_ok=True)
+    with OfflineSuite() as suite, OracleServer(suite.tasks()) as oracle:
+        rows = make_tasks(suite, args.episodes, args.hanging)
+        tasks_file = work / "soak_tasks.json"
+        tasks_file.write_text(json.dumps(rows))
+        baseline_s = None
+        if args.baseline:
+            clean = work / "clean"
+            shutil.rmtree(clean, ignore_errors=True)
+            baseline_s = run(args, clean, tasks_file, oracle.url)
+        proxy = ChaosProxy(oracle.url, rng, args.p500, args.phang, hang_s=15)
+        out = work / "soak"
+        shutil.rmtree(out, ignore_errors=True)
+        stop, kills = threading.Event(), Counter()
+        threading.Thread(target=killer, args=(out, rng, args.kill_every, stop, kills), daemon=True).start()
+        try:
+            soak_s = run(args, out, tasks_file, proxy.url)
+        finally:
+            stop.set()
+            proxy.stop()
+    log = read_results(out)
+    latest = log.latest()
+    settling = Counter(r["task_id"] for r in log.records if settles(r))
+    ids = [r["task_id"] for r in rows]
+    exactly_one = sum(settling[t] == 1 for t in ids)
+    twice = sorted(t for t in ids if settling[t] > 1)
+    folders = [p for p in out.iterdir() if p.is_dir()]
+    print(f"soak: {len(ids)} tasks, {args.workers} workers, seed {args.seed}, folder {work}")
+    print(f"faults injected: {dict(proxy.counts)} model calls, {dict(kills)}, {args.hanging} hanging start pages")
+    print(f"records: {len(log.records)} attempts; per status {dict(Counter(r['status'] for r in log.records))}")
+    print(f"final records per status: {dict(Counter(r['status'] for r in latest.values()))}")
+    print(f"tasks with exactly one final record: {exactly_one} of {len(ids)}; with several: {twice or 'none'}")
+    print(f"task folders: {len(folders)}, conforming: {sum(conforming(f) for f in folders)}, "
+          f"not a task: {sorted(f.name for f in folders if f.name not in set(ids))}")
+    correct = sum(bool(r.get("correct")) for r in latest.values())
+    print(f"correct (reference judge on the final record): {correct} of {len(ids) - args.hanging} solvable")
+    print(f"chromium processes left: {len(chromium_of(out))}")
+    print(f"wall time: soak {soak_s:.0f} s" + (f", clean {baseline_s:.0f} s, ratio {soak_s / baseline_s:.2f}x"
+                                              if baseline_s else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""Training rows: every model call of an episode, recorded with a privileged hint stripped.
+
+`<out>/<task_id>/rows/` holds `rows.jsonl` (task_id, step, segment, macro, op, family, messages, target), the images
+of the messages as PNG files (each replaced in the messages by its file name) and `episode.json` (task_id,
+instruction, start_url, steps, source, hint_left). A hint appended to the instruction while acting is removed
+from every recorded message and reply; `hint_left` says whether any of it survived anywhere in a row.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from ..trajectory import write_atomic, write_json_atomic
+
+# the op's family, as the training mix names them; the rest (click, navigate, scroll, go_back, tabs ...) navigate
+ROW_FAMILY = {"input": "Text entry", "send_keys": "Text entry", "select_dropdown": "Discrete selection",
+              "done": "Reasoning base"}
+_DATA_URL = re.compile(r"^data:image/(png|jpeg|jpg|webp);base64,(.*)$", re.S)
+HINT_PROBE_CHARS = 60
+
+
+@dataclass
+class CallLog:
+    """What the recording client saw: one entry per model call, in order."""
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+
+def record_calls(llm: Any, log: CallLog) -> Any:
+    """Make browser-use's ChatOpenAI record each call's messages, response format and reply into `log`."""
+    real = llm.get_client()
+
+    async def create(**params: Any) -> Any:
+        reply = await real.chat.completions.create(**params)
+        log.calls.append({"messages": copy.deepcopy(params.get("messages")),
+                          "response_format": params.get("response_format"),
+                          "content": reply.choices[0].message.content if reply.choices else ""})
+        return reply
+
+    client = SimpleNamespace(chat=SimpleNamespace(completions=SimpleNamespace(create=create)))
+    llm.get_client = lambda: client
+    return llm
+
+
+def _strip_text(text: str, full: str, short: str, hint: str | None) -> str:
+    text = text.replace(full, short)
+    return text.replace(hint, "") if hint else text
+
+
+def _messages_with_files(messages: list[dict[str, Any]], rows_dir: Path, step: int, full: str, short: str,
+                         hint: str | None) -> list[dict[str, Any]]:
+    out = []
+    n_img = 0
+    for m in messages:
+        m = dict(m)
+        content = m.get("content")
+        if isinstance(content, str):
+            m["content"] = _strip_text(content, full, short, hint)
+        elif isinstance(content, list):
+            parts = []
+            for part in content:
+                part = dict(part) if isinstance(part, dict) else part
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    part["text"] = _strip_text(part["text"], full, short, hint)
+                url = part.get("image_url", {}).get("url") if isinstance(part, dict) else None
+                match = _DATA_URL.match(url) if isinstance(url, str) else None
+                if match:
+                    name = f"step_{step}_{n_img}.{'jpg' if match.group(1) in ('jpeg', 'jpg') else match.group(1)}"
+                    write_atomic(rows_dir / name, base64.b64decode(match.group(2)))
+                    part = {**part, "image_url": {**part["image_url"], "url": name}}
+                    n_img += 1
+                parts.append(part)
+            m["content"] = parts
+        out.append(m)
+    return out
+
+
+def _op(content: str) -> str:
+    try:
+        actions = json.loads(content).get("action") or [{}]
+        return next(iter(actions[0])) if actions and actions[0] else ""
+    except (ValueError, AttributeError, TypeError, StopIteration):
+        return ""
+
+
+def write_rows(rows_dir: Path, task: dict[str, Any], log: CallLog, hint: str | None) -> tuple[int, bool]:
+    """-> (rows written, whether any hint text is left in a row). Only the agent's own calls become rows (those
+    with a response format); each image is a file beside rows.jsonl."""
+    rows_dir.mkdir(parents=True, exist_ok=True)
+    short = task["confirmed_task"]
+    full = short + (f"\n\n{hint}" if hint else "")
+    probe = hint[:HINT_PROBE_CHARS] if hint else None
+    rows, left = [], False
+    for i, call in enumerate(c for c in log.calls if c.get("response_format")):
+        target = _strip_text(call.get("content") or "", full, short, hint)
+        op = _op(call.get("content") or "")
+        row = {"task_id": task["task_id"], "step": i, "segment": 0, "macro": None, "op": op,
+               "family": ROW_FAMILY.get(op, "Navigation"),
+               "messages": _messages_with_files(call.get("messages") or [], rows_dir, i, full, short, hint),
+               "target": target}
+        if probe and probe in json.dumps(row, ensure_ascii=False):
+            left = True
+        rows.append(row)
+    write_atomic(rows_dir / "rows.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    write_json_atomic(rows_dir / "episode.json", {
+        "task_id": task["task_id"], "instruction": short, "start_url": task["website"], "steps": len(rows),
+        "source": task.get("source", ""), "hint_left": left})
+    return len(rows), left
