@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
-from ..trajectory import TrajectoryWriter
+from ..trajectory import TrajectoryWriter, write_json_atomic
 from .arms import load_arm
 from .arms.interface import ArmContext, ArmResult
 from .blocking import page_block
@@ -147,6 +147,8 @@ async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, co
             status, error, error_kind = "error", "the browser crashed or closed during the episode", "infra"
         await _bounded(session.kill(), 10)
     writer.finish(result.answer, final_png, result.histories)
+    for name, doc in result.files.items():
+        write_json_atomic(folder / name, doc)
     rows: dict[str, Any] = {}
     if call_log is not None:
         hint_field = spec.get("hint_field")

@@ -1,7 +1,8 @@
 """The oracle: an OpenAI-compatible chat-completions server that plays the offline tasks' known solutions.
 
 Routes: `GET /v1/models`, `GET /v1/models/<id>`, `POST /v1/chat/completions`, `GET /health`.
-The model name picks the behaviour (see MODES): `oracle` plays normally; the others inject faults.
+The model name picks the behaviour (see MODES): `oracle` plays normally; `oracle-judge` plays the judge of
+`om2w-tui judge` (see `judge_reply`); the others inject faults.
 Run standalone (sites + oracle) with `python -m om2w_tui.offline.oracle --port P`.
 """
 
@@ -17,8 +18,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from .agent_request import AgentRequest
-from .player import decide
+from .agent_request import AgentRequest, message_text, normalise
+from ..episode.arms.planner import FAMILIES
+from .planner_play import planner_reply
+from .player import decide, find_task
 from .serving import BackgroundServer, QuietHandler
 
 SLOW_DEFAULT_SECONDS = 3.0
@@ -30,7 +33,11 @@ MODES: dict[str, str] = {
     "oracle-badjson": "answers 200 with message content that is not JSON",
     "oracle-nodone": "plays the solutions but scrolls where it would call done",
     "oracle-flaky": "every other request (the 1st, 3rd, ...) gets HTTP 500",
+    "oracle-judge": "plays the judge of `om2w-tui judge` (key points, screenshot scores, verdicts); plays "
+                    "agent requests as `oracle`",
+    "oracle-judge-flaky": "oracle-judge, but every other request (the 1st, 3rd, ...) gets HTTP 500",
 }
+JUDGE_MODES = ("oracle-judge", "oracle-judge-flaky")
 _SLOW_WITH_DELAY = re.compile(r"oracle-slow-(?P<seconds>\d+(?:\.\d*)?|\.\d+)")
 
 
@@ -90,6 +97,81 @@ def agent_reply(tasks: list[dict[str, Any]], request: AgentRequest, *, allow_don
     return json.dumps(reply, ensure_ascii=False)
 
 
+# ------------------------------------------------------------------------------------------------ the judge
+#
+# `om2w-tui judge` (om2w_tui/judge.py) asks for a reply format in its system prompts; a request is known by it:
+#   "Verdict: NOT SUCCESS"  a WebVoyager-style verdict  -> "Verdict: SUCCESS" or "Verdict: NOT SUCCESS"
+#   "Status: failure"       a WebJudge outcome          -> "Status: success" or "Status: failure"
+#   "Score: <1-5>"          one screenshot's relevance  -> "Score: 5" for the trajectory's last screenshot,
+#                           4 for the one before it, 2 for the others (the user text says "screenshot i of n")
+#   "Key points:"           the task's key points       -> the task's clauses, numbered
+# The verdict is success iff the task (found by its text after "Task:") is an offline task with reference answers
+# and every one of them appears in the request's text from its "Action history:" or "Agent's final answer" heading
+# on: that is, in what the judge was shown of the agent's actions and answer (never in the task or key points).
+# The oracle sees no pixels: in plain WebJudge mode the answer is not shown, so an information task fails.
+
+_TASK_LINE = re.compile(r"Task:\s*(?P<task>.*?)(?:\n\n|$)", re.DOTALL)
+_SHOT_OF = re.compile(r"screenshot (?P<i>\d+) of (?P<n>\d+)", re.IGNORECASE)
+_EVIDENCE = re.compile(r"Action history:|Agent's final answer")
+
+
+def _texts(body: dict[str, Any]) -> tuple[str, str]:
+    """(system text, user text) of a request: every text part of each role, joined."""
+    system, user = [], []
+    for message in body.get("messages") or []:
+        if isinstance(message, dict):
+            (system if message.get("role") == "system" else user).append(message_text(message.get("content")))
+    return "\n".join(system), "\n".join(user)
+
+
+def judge_prompt_chars(body: dict[str, Any]) -> int:
+    system, user = _texts(body)
+    return len(system) + len(user)
+
+
+def _key_points(task_text: str) -> str:
+    parts = [p.strip(" .") for p in re.split(r",\s*|;\s*|\.\s+|\s+and\s+|\s+then\s+", task_text)]
+    return "\n".join(f"{i}. {p}" for i, p in enumerate((p for p in parts if p), 1))
+
+
+def judge_reply(tasks: list[dict[str, Any]], body: dict[str, Any]) -> str | None:
+    """The judge's reply to a request of `om2w-tui judge`, or None when the request is not one."""
+    system, user = _texts(body)
+    match = _TASK_LINE.search(user)
+    task_text = match["task"].strip() if match else ""
+    if "Verdict: NOT SUCCESS" in system or "Status: failure" in system:
+        task = find_task(tasks, task_text)
+        evidence = _EVIDENCE.search(user)
+        seen = normalise(user[evidence.start():]) if evidence else ""
+        references = (task or {}).get("reference_answer") or []
+        references = [references] if isinstance(references, str) else references
+        missing = [r for r in references if normalise(r) not in seen]
+        ok = task is not None and bool(references) and not missing
+        if task is None:
+            why = "this is not one of the offline tasks"
+        elif not references:
+            why = f"task {task['task_id']} has no reference answer"
+        elif missing:
+            why = f"the evidence shown does not contain {', '.join(repr(m) for m in missing)}"
+        else:
+            why = f"every reference answer of {task['task_id']} is in the evidence shown"
+        if "Verdict: NOT SUCCESS" in system:
+            return f"Thoughts: oracle: {why}.\nVerdict: {'SUCCESS' if ok else 'NOT SUCCESS'}"
+        return f"Thoughts: oracle: {why}.\nStatus: {'success' if ok else 'failure'}"
+    if "Score: <1-5>" in system:
+        shot = _SHOT_OF.search(user)
+        if shot is None:
+            score, why = 3, "no position given"
+        else:
+            i, n = int(shot["i"]), int(shot["n"])
+            score = 5 if i == n else 4 if i == n - 1 else 2
+            why = f"screenshot {i} of {n}"
+        return f"Reasoning: oracle: {why}.\nScore: {score}"
+    if "Key points:" in system:
+        return "Key points:\n" + (_key_points(task_text) or "1. (no task text)")
+    return None
+
+
 def _model_entry(name: str) -> dict[str, Any]:
     return {"id": name, "object": "model", "created": 0, "owned_by": "om2w-tui"}
 
@@ -103,10 +185,10 @@ class OracleHandler(QuietHandler):
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
         if path == "/v1/models":
-            self.send_json(200, {"object": "list", "data": [_model_entry(name) for name in MODES]})
+            self.send_json(200, {"object": "list", "data": [_model_entry(name) for name in (*MODES, *FAMILIES)]})
         elif path.startswith("/v1/models/"):
             name = path.removeprefix("/v1/models/")
-            if parse_mode(name) is None:
+            if parse_mode(name) is None and name not in FAMILIES:
                 self.send_json(404, model_not_found(name))
             else:
                 self.send_json(200, _model_entry(name))
@@ -134,16 +216,25 @@ class OracleHandler(QuietHandler):
         except ValueError as error:
             return 400, openai_error(f"Invalid JSON body: {error}", "invalid_request_error")
         model = str(body.get("model", ""))
-        mode = parse_mode(model)
+        # the `agent` arm's specialist families are served as adapters of the same oracle
+        mode = parse_mode(model) or (parse_mode("oracle") if model in FAMILIES else None)
         if mode is None:
             return 404, model_not_found(model)
         if mode.name == "oracle-hang":
             self.wait_until_stopped()
             raise _Dropped
-        if mode.name == "oracle-500" or (mode.name == "oracle-flaky" and self.app.next_flaky_fails()):
+        flaky = mode.name in ("oracle-flaky", "oracle-judge-flaky")
+        if mode.name == "oracle-500" or (flaky and self.app.next_flaky_fails()):
             return 500, openai_error("oracle: injected server error", "server_error", "internal_error")
         if mode.delay and self.server.stopping.wait(mode.delay):
             raise _Dropped
+        if mode.name in JUDGE_MODES:
+            judged = judge_reply(self.app.tasks, body)
+            if judged is not None:
+                return 200, chat_completion(model, judged, judge_prompt_chars(body))
+        planned = planner_reply(self.app.tasks, body)
+        if planned is not None:
+            return 200, chat_completion(model, planned, len(json.dumps(body)))
         request = AgentRequest.from_body(body)
         if mode.name == "oracle-badjson":
             content = "oracle: this reply is deliberately not JSON {"

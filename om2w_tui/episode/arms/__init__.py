@@ -8,7 +8,7 @@ from typing import Any
 
 
 def arm_names() -> list[str]:
-    return sorted({ep.name for ep in entry_points(group="om2w_tui.arms")} | {"base"})
+    return sorted({ep.name for ep in entry_points(group="om2w_tui.arms")} | {"base", "agent"})
 
 
 def load_arm(name: str) -> Any:
@@ -17,6 +17,10 @@ def load_arm(name: str) -> Any:
         from .base import BaseArm
 
         return BaseArm
+    if name == "agent":
+        from .planner import PlannerArm
+
+        return PlannerArm
     for ep in entry_points(group="om2w_tui.arms"):
         if ep.name == name:
             return ep.load()

@@ -39,3 +39,4 @@ class ArmResult:
     agent_done: bool = False
     prompt_tokens: int = 0        # as the endpoint reported them, over every model call of the episode
     completion_tokens: int = 0
+    files: dict[str, Any] = field(default_factory=dict)   # more JSON files for the episode's folder, by name

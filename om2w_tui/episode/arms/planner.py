@@ -1,0 +1,203 @@
+"""The `agent` arm: a planner model that looks at the page and either delegates a subtask to a specialist
+browser-use Agent in the same browser, scrolls to read, or answers.
+
+A specialist is chosen by family (drag, io, select, rest, reasoning): the family's own served model (a LoRA
+adapter named after it) when it is in `adapters`, else `fallback`. `max_steps` is the specialists' total budget of
+site actions; `planner_turns` caps the planner. The trajectory holds the planner's own steps (the page it looked
+at, the scrolls it made to read an answer) and the specialists' steps in the order they ran; the delegation itself
+is never an action. Besides the histories it writes `planner_history.json` and `subtasks.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any
+
+from .interface import ArmContext, ArmResult
+
+FAMILIES = ("drag", "io", "select", "rest", "reasoning")
+PLANNER_MARKER = "You are the planner of an om2w-tui agent team."
+PLANNER_SYSTEM = PLANNER_MARKER + """
+You see a web task, the page the browser shows now, and what your specialists did so far. Each turn, choose one:
+- delegate a subtask to a specialist who acts in the same browser. Families: drag (drag and drop, sliders),
+  io (typing into fields, forms), select (dropdowns, date pickers, options), rest (clicking, navigating, searching),
+  reasoning (reading the page and working out an answer). Give a subtask small enough for one specialist.
+- scroll the page to read more of it yourself ("down" or "up").
+- answer, when the task is done or its answer is on the page or in the specialists' reports.
+Reply with one JSON object and nothing else:
+{"thought": "...", "decision": "delegate", "family": "rest", "subtask": "..."}
+{"thought": "...", "decision": "scroll", "direction": "down"}
+{"thought": "...", "decision": "answer", "answer": "..."}"""
+
+
+def parse_decision(text: str) -> dict[str, Any]:
+    """The planner's JSON decision; tolerant of code fences and prose around one JSON object."""
+    text = (text or "").strip()
+    match = re.search(r"\{.*\}", text, re.S)
+    try:
+        data = json.loads(match.group(0) if match else text)
+    except (ValueError, AttributeError):
+        return {"decision": "invalid", "raw": text[:500]}
+    return data if isinstance(data, dict) else {"decision": "invalid", "raw": text[:500]}
+
+
+class PlannerArm:
+    def __init__(self, ctx: ArmContext):
+        self.ctx = ctx
+        opts = ctx.options
+        self.planner_name = opts.get("planner_name") or ctx.model
+        self.adapters = set(opts.get("adapters") or [])
+        self.fallback = opts.get("fallback") or ctx.model
+        self.turns = int(opts.get("planner_turns") or 8)
+        self.planner_log: list[dict[str, Any]] = []
+        self.trace: list[dict[str, Any]] = []
+        self.histories: list[Any] = []      # finished specialists' histories
+        self.current: Any = None            # the specialist running now
+        self._reported = 0
+        self.answer: str | None = None
+        self.prompt_tokens = self.completion_tokens = 0
+
+    def model_for(self, family: str) -> str:
+        return family if family in self.adapters else self.fallback
+
+    # ── the planner's own turn ──────────────────────────────
+    async def _ask_planner(self, client: Any, png: bytes | None, url: str) -> tuple[dict[str, Any], str]:
+        c = self.ctx
+        reports = "\n".join(f"{i + 1}. [{t['family']}] {t['subtask']} -> "
+                            f"{'done' if t['done'] else 'not done'}: {t['result'] or '(no report)'}"
+                            for i, t in enumerate(self.trace)) or "(none yet)"
+        used = sum(t["steps"] for t in self.trace)
+        text = (f"<task>{c.instruction}</task>\n<url>{url}</url>\n<specialist_reports>\n{reports}\n"
+                f"</specialist_reports>\n<budget>{max(0, c.max_steps - used)} site actions left</budget>")
+        content: Any = text
+        if png and c.vision:
+            import base64
+
+            content = [{"type": "text", "text": text},
+                       {"type": "image_url", "image_url": {"url": "data:image/png;base64," +
+                                                           base64.b64encode(png).decode()}}]
+        messages = [{"role": "system", "content": PLANNER_SYSTEM}, {"role": "user", "content": content}]
+        reply = await client.chat.completions.create(model=self.planner_name, messages=messages,
+                                                      temperature=c.temperature)
+        if reply.usage:
+            self.prompt_tokens += reply.usage.prompt_tokens or 0
+            self.completion_tokens += reply.usage.completion_tokens or 0
+        raw = reply.choices[0].message.content or ""
+        if c.call_log is not None:
+            c.call_log.calls.append({"messages": messages, "response_format": None, "content": raw})
+        return parse_decision(raw), raw
+
+    async def _look(self) -> tuple[bytes | None, str]:
+        session = self.ctx.session
+        try:
+            png = await session.take_screenshot()
+        except Exception:
+            png = None
+        try:
+            url = await session.get_current_page_url()
+        except Exception:
+            url = ""
+        return png, url
+
+    async def _scroll(self, down: bool) -> None:
+        page = await self.ctx.session.get_current_page()
+        if page is not None:
+            await page.evaluate(f"() => window.scrollBy(0, {'1' if down else '-1'} * window.innerHeight * 0.8)")
+
+    # ── a specialist ────────────────────────────────────────
+    async def _report_steps(self, agent: Any = None) -> None:
+        if self.current is None:
+            return
+        steps = self.current.history.history
+        while self._reported < len(steps):
+            await self.ctx.step_done(steps[self._reported])
+            self._reported += 1
+
+    async def _delegate(self, family: str, subtask: str, budget: int) -> dict[str, Any]:
+        from browser_use import Agent, ChatOpenAI
+
+        c = self.ctx
+        model = self.model_for(family)
+        llm = ChatOpenAI(model=model, base_url=c.base_url, api_key=c.api_key, temperature=c.temperature,
+                         timeout=c.llm_timeout, max_retries=c.llm_retries)
+        entry = {"family": family, "model": model, "subtask": subtask, "started_at": time.time(), "steps": 0,
+                 "done": False, "result": None, "ended_at": None}
+        self.trace.append(entry)
+        self.current = Agent(task=subtask, llm=llm, browser_session=c.session, use_vision=c.vision, use_judge=False,
+                             enable_signal_handler=False, directly_open_url=False, max_failures=3, **c.agent_kwargs)
+        self._reported = 0
+        history = await self.current.run(max_steps=budget, on_step_end=self._report_steps)
+        await self._report_steps()
+        await self._add_usage(self.current)
+        entry.update(steps=len(history.history), done=history.is_done(), ended_at=time.time(),
+                     result=(history.final_result() if history.is_done() else None))
+        self.histories.append(history)
+        self.current = None
+        return entry
+
+    async def _add_usage(self, agent: Any) -> None:
+        try:
+            usage = await agent.token_cost_service.get_usage_summary()
+            self.prompt_tokens += usage.total_prompt_tokens
+            self.completion_tokens += usage.total_completion_tokens
+        except Exception:
+            pass
+
+    # ── the episode ─────────────────────────────────────────
+    async def run(self) -> ArmResult:
+        from openai import AsyncOpenAI
+
+        c = self.ctx
+        client = AsyncOpenAI(base_url=c.base_url, api_key=c.api_key, timeout=c.llm_timeout, max_retries=c.llm_retries)
+        for turn in range(self.turns):
+            used = sum(t["steps"] for t in self.trace)
+            png, url = await self._look()
+            started = time.time()
+            decision, raw = await self._ask_planner(client, png, url)
+            kind = decision.get("decision")
+            thought = str(decision.get("thought") or "")
+            self.planner_log.append({"turn": turn, "started_at": started, "ended_at": time.time(), "url": url,
+                                     "decision": decision, "reply": raw})
+            if kind == "answer":
+                self.answer = str(decision.get("answer") or "")
+                await c.record_step([], thought, png, url)      # the page the answer was read from
+                break
+            if kind == "scroll":
+                down = str(decision.get("direction", "down")).lower() != "up"
+                await c.record_step([f"SCROLL {'DOWN' if down else 'UP'}"], thought, png, url)
+                await self._scroll(down)
+                continue
+            if kind == "delegate" and used < c.max_steps:
+                family = str(decision.get("family") or "rest").lower()
+                family = family if family in FAMILIES else "rest"
+                await c.record_step([], thought, png, url)      # what the planner looked at before delegating
+                await self._delegate(family, str(decision.get("subtask") or c.instruction), c.max_steps - used)
+                continue
+            if kind == "delegate":   # the specialists' budget is spent: the planner must answer from here
+                continue
+            self.planner_log[-1]["error"] = "the planner's reply was not a decision"
+        return self._result()
+
+    def _result(self) -> ArmResult:
+        histories = self.histories + ([self.current.history] if self.current is not None else [])
+        return ArmResult(histories=histories, answer=self.answer, agent_done=self.answer is not None,
+                         prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
+                         files={"planner_history.json": {"planner": self.planner_name, "turns": self.planner_log},
+                                "subtasks.json": {"trace": self.trace}})
+
+    async def partial(self) -> ArmResult:
+        """A stop keeps the finished specialists and the one running, with every step they took."""
+        await self._report_steps()
+        if self.current is not None and self.trace and self.trace[-1]["ended_at"] is None:
+            self.trace[-1].update(steps=len(self.current.history.history), ended_at=time.time(), stopped=True)
+        return self._result()
+
+    def pause(self) -> None:
+        if self.current is not None:
+            self.current.pause()
+
+    def resume(self) -> None:
+        if self.current is not None:
+            self.current.resume()

@@ -1,0 +1,51 @@
+"""--arm agent: a planner delegating to specialist browser-use Agents, the oracle playing both, for real."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .helpers import check_task_folder, cli, records
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+
+
+def test_the_planner_delegates_and_its_steps_merge_into_a_conforming_trajectory(tmp_path):
+    out = tmp_path / "agent"
+    ids = ["offline_wiki_port_06", "offline_booking_reserve_12"]
+    r = cli("run", "--no-ui", "--bench", "offline", "--model", "oracle", "--arm", "agent", "--adapters", "rest,io",
+            "--task-ids", ",".join(ids), "--workers", "2", "--pace-cooldown", "0", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    recs = {x["task_id"]: x for x in records(out)}
+    assert set(recs) == set(ids)
+    for tid in ids:
+        rec = recs[tid]
+        assert rec["arm"] == "agent" and rec["status"] == "done" and rec["correct"], rec
+        folder = out / tid
+        res = check_task_folder(folder)
+        assert res["action_history"] and not any("delegate" in a.lower() for a in res["action_history"])
+        trace = json.loads((folder / "subtasks.json").read_text())["trace"]
+        assert [(t["family"], t["model"], t["done"]) for t in trace] == [("rest", "rest", True)]
+        turns = json.loads((folder / "planner_history.json").read_text())["turns"]
+        assert [t["decision"]["decision"] for t in turns] == ["delegate", "answer"]
+        assert turns[0]["ended_at"] <= trace[0]["started_at"] <= trace[0]["ended_at"] <= turns[1]["started_at"]
+        assert (folder / "history_0.json").exists()
+        # the planner's looks (before delegating, before answering) are screenshots too, merged in order
+        assert rec["screenshots"] == rec["steps"] + 2 + 1
+    assert recs["offline_wiki_port_06"]["prompt_tokens"] > 0
+
+
+def test_a_family_outside_the_adapters_uses_the_fallback_and_a_timeout_keeps_the_running_specialist(tmp_path):
+    out = tmp_path / "agent-timeout"
+    tid = "offline_shop_cart_05"
+    r = cli("run", "--no-ui", "--bench", "offline", "--model", "oracle", "--arm", "agent", "--adapters", "none",
+            "--fallback", "oracle-slow-1.5", "--task-ids", tid, "--timeout", "9", "--retries", "0",
+            "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    (rec,) = records(out)
+    assert rec["status"] == "timeout" and rec["actions"] >= 1
+    trace = json.loads((out / tid / "subtasks.json").read_text())["trace"]
+    assert trace[0]["model"] == "oracle-slow-1.5" and trace[0].get("stopped") is True and trace[0]["steps"] >= 1
+    assert (out / tid / "history_0.json").exists()
+    check_task_folder(out / tid)
