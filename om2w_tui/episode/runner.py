@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable
@@ -165,5 +164,4 @@ async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, co
     return {"status": status, "error": error, "error_kind": error_kind, "agent_done": result.agent_done,
             "steps": sum(len(getattr(h, "history", [])) for h in result.histories) or writer.n_steps,
             "actions": len(writer.actions), "screenshots": writer.n_shots, "answer": (result.answer or "")[:500],
-            "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
-            "finished": time.time(), **rows}
+            "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens, **rows}

@@ -100,3 +100,21 @@ def test_ctrl_c_stops_gracefully_keeps_steps_and_the_next_run_finishes(tmp_path)
     assert last["status"] == "done" and last["attempt"] == 2 and last["correct"]
     assert (out / task / "attempts" / "1" / "result.json").exists()
     check_task_folder(out / task)
+
+
+def test_the_installed_package_runs_from_any_folder(tmp_path):
+    """From a folder that is not the checkout, the installed package (in CI a wheel install) must carry its
+    offline sites, tasks and styles."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "om2w_tui", "run", "--no-ui", "--bench", "offline", "--model", "oracle",
+                        "--task-ids", "offline_booking_rates_11", "--out", "here"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    (rec,) = records(tmp_path / "here")
+    assert rec["correct"]
+    styles = subprocess.run([sys.executable, "-c", "import om2w_tui.ui.app as a, pathlib; "
+                             "print(all(pathlib.Path(p).exists() for p in a.ConsoleApp.CSS_PATH))"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert styles.stdout.strip() == "True", styles.stderr[-2000:]
