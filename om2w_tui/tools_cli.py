@@ -10,12 +10,32 @@ from typing import Callable
 COMMANDS: dict[str, tuple[Callable[[argparse._SubParsersAction], None], Callable[[argparse.Namespace], int]]] = {}
 
 
+_loaded = False
+
+
+def _load() -> None:
+    """Register the result-side tools; their modules import nothing heavy at import time (openai, httpx and rich
+    are imported when a command runs), so `om2w-tui run` pays next to nothing for them."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from . import conformance, judge, report, taskfiles
+
+    COMMANDS.setdefault("judge", (judge.add_arguments, judge.run))
+    COMMANDS.setdefault("report", (report.add_arguments, report.run))
+    COMMANDS.setdefault("tasks", (taskfiles.add_arguments, taskfiles.run))
+    COMMANDS.setdefault("check", (conformance.add_arguments, conformance.run))
+
+
 def register(sub: argparse._SubParsersAction) -> None:
+    _load()
     for add, _ in COMMANDS.values():
         add(sub)
 
 
 def run(args: argparse.Namespace) -> int | None:
     """The exit code of a tools command, or None when `args` is not one."""
+    _load()
     entry = COMMANDS.get(args.command)
     return entry[1](args) if entry else None

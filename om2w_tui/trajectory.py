@@ -23,13 +23,14 @@ NOT_ACTIONS = {"done"}
 _KEEP_ATTRS = ("id", "aria-label", "name", "placeholder", "title", "href", "role", "type", "value", "alt")
 
 
-def write_atomic(path: Path, data: bytes | str) -> None:
-    """Write a file so that a reader (or a crash) sees the old content or the new, never a part."""
+def write_atomic(path: Path, data: bytes | str, tmp_dir: Path | None = None) -> None:
+    """Write a file so that a reader (or a crash) sees the old content or the new, never a part. `tmp_dir` (on the
+    same file system) keeps the half-written file out of a folder whose every file is read, like `trajectory/`."""
     path = Path(path)
     raw = data.encode() if isinstance(data, str) else data
     # not tempfile.mkstemp: its 0600 would make result.json and the screenshots unreadable to others (the evaluator
     # run by another user); 0666 less the umask, as for any file written plainly
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp"
+    tmp = Path(tmp_dir or path.parent) / f".{path.name}.{secrets.token_hex(8)}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -123,7 +124,6 @@ class TrajectoryWriter:
         self.thoughts: list[str] = []
         self.steps_v2: list[dict[str, Any]] = []
         self.answer = ""
-        self.finished = False
         self.n_shots = 0
         self.n_steps = 0
         self.shots.mkdir(parents=True, exist_ok=True)
@@ -138,11 +138,12 @@ class TrajectoryWriter:
                                    "final_result_response": self.answer, "action_history": self.actions,
                                    "thoughts": self.thoughts}
         else:
+            # the evaluator drops the last step's action: a TASK_COMPLETE step always closes the list (with an
+            # empty answer until the episode ends), so a folder cut short by a kill is still whole
             history = list(self.steps_v2)
-            if self.finished:
-                shot = self._shot_name(self.n_shots - 1) if self.n_shots else None
-                history.append({"action": f"TASK_COMPLETE -> ANSWER: {self.answer}", "thought": None,
-                                "screenshot": shot, "url": history[-1]["url"] if history else ""})
+            shot = self._shot_name(self.n_shots - 1) if self.n_shots else None
+            history.append({"action": f"TASK_COMPLETE -> ANSWER: {self.answer}", "thought": None,
+                            "screenshot": shot, "url": history[-1]["url"] if history else ""})
             doc = {"schema_version": V2_SCHEMA, "task": self.task_text, "task_id": self.task_id,
                    "agent_final_answer": self.answer, "reference_length": self.reference_length,
                    "action_history": [{"step": i, **entry} for i, entry in enumerate(history)]}
@@ -151,9 +152,9 @@ class TrajectoryWriter:
     def add_screenshot(self, png: bytes | None = None, path: str | Path | None = None) -> bool:
         target = self.shots / self._shot_name(self.n_shots)
         if png:
-            write_atomic(target, png)
+            write_atomic(target, png, tmp_dir=self.folder)
         elif path and Path(path).exists():
-            tmp = target.with_name(f".{target.name}.tmp")
+            tmp = self.folder / f".{target.name}.tmp"   # beside trajectory/: the evaluator reads every file in it
             try:
                 shutil.copyfile(path, tmp)
                 os.replace(tmp, target)
@@ -193,7 +194,6 @@ class TrajectoryWriter:
         self.answer = answer or ""
         if final_png:
             self.add_screenshot(png=final_png)
-        self.finished = True
         self._write_result()
         for i, h in enumerate(histories):
             try:

@@ -304,3 +304,25 @@ def test_v2_layout_names_each_actions_screenshot_and_closes_with_task_complete(t
                                                "2_full_screenshot.png"]
     assert all((tmp_path / "t1" / "trajectory" / h["screenshot"]).exists() for h in hist)
     assert hist[0]["url"] == "https://a.b/start" and hist[0]["thought"] == "go"
+
+
+def test_a_screenshot_write_cut_short_leaves_nothing_in_trajectory(tmp_path, monkeypatch):
+    """The evaluator reads every file in trajectory/: a half-written screenshot must never be one of them."""
+    import os
+
+    import pytest
+
+    from om2w_tui import trajectory as tr
+
+    w = tr.TrajectoryWriter(tmp_path / "t", "t", "task")
+
+    def crash(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tr.os, "replace", crash)
+    with pytest.raises(OSError):
+        w.add_screenshot(png=b"\x89PNG\r\n\x1a\n" + b"x" * 100)
+    assert list((tmp_path / "t" / "trajectory").iterdir()) == []
+    assert not [p for p in (tmp_path / "t").iterdir() if p.name.endswith(".tmp")]   # and no leftover beside it
+    monkeypatch.setattr(tr.os, "replace", os.replace)
+    assert w.add_screenshot(png=b"\x89PNG\r\n\x1a\nok") and w.n_shots == 1

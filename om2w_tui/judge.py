@@ -1,0 +1,487 @@
+"""Judging a finished run with a model: the WebJudge method of the Online-Mind2Web paper, and a WebVoyager-style
+single call. Prompts are our own words; the method and the output file follow the official evaluator.
+
+WebJudge (`--mode webjudge`), per task:
+  1. key points: the model lists what the task requires (from the task text alone);
+  2. key screenshots: the model scores every screenshot 1-5 for how much it shows about the key points (one vision
+     call per screenshot, the PNG as a data URL); those scoring at least --score-threshold are kept, at most
+     MAX_KEPT (the highest scores, the later ones on a tie), shown in the order they were taken;
+  3. outcome: one call with the task, the key points, the action history and the kept screenshots; the reply ends
+     in `Status: success` or `Status: failure`.
+  As in the official method the agent's final answer is not shown to the judge (an agent's own claims give false
+  positives); `--include-answer` shows it, marked as a claim that only the evidence can confirm (mode
+  `webjudge-answer`, in a file of its own).
+WebVoyager (`--mode webvoyager`): one call with the task, the agent's final answer and its last screenshots; the
+  reply ends in `Verdict: SUCCESS` or `Verdict: NOT SUCCESS`.
+
+Output: `<out>/<mode>_<model>_score_threshold_<t>_auto_eval_results.json` (the official evaluator's name; a file,
+never a folder, so the run's folder stays one subfolder per task), one JSON line per judged task; the tasks already
+in it are skipped, so the same command resumes. The folder is read with `conformance.read_run`, exactly as the
+official evaluator reads it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import random
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .conformance import Episode, read_run
+
+MODES = ("webjudge", "webvoyager")
+MAX_KEPT = 50
+EXIT_USAGE = 2
+RESULTS_SUFFIX = "_auto_eval_results.json"
+
+# The reply formats the prompts ask for; the oracle's judge mode (offline/oracle.py) recognises a request by them.
+KEY_POINTS_FORMAT = "Key points:\n1. <first key point>\n2. <second key point>\n..."
+SCORE_FORMAT = "Reasoning: <one or two sentences>\nScore: <1-5>"
+VERDICT_FORMAT = "Thoughts: <your reasoning, key point by key point>\nStatus: success  OR  Status: failure"
+WEBVOYAGER_FORMAT = "Thoughts: <your reasoning>\nVerdict: SUCCESS  OR  Verdict: NOT SUCCESS"
+
+KEY_POINTS_SYSTEM = f"""You help to evaluate web agents. You are given a task that a web agent was asked to carry \
+out on a website. List its key points: the requirements an outcome must meet for the task to count as done. \
+Include every explicit constraint of the task (the item or information wanted, quantities, filters, sort orders, \
+dates, places, price limits, what has to be reported or submitted). Keep each key point short and in the task's \
+own words, and add nothing the task does not ask for.
+
+Reply in this form:
+{KEY_POINTS_FORMAT}"""
+
+SCORE_SYSTEM = f"""You help to evaluate web agents. You are shown one screenshot taken while a web agent worked on \
+a task, together with the task and its key points. Rate how much this screenshot tells about the key points: \
+progress toward them, whether they are met, or that they cannot be met (for example the right search or filters \
+applied, a list of results, an item's details, a confirmation page, or the information the task asks for).
+1: nothing relevant to the key points.
+2: on topic, but no real evidence.
+3: relevant, with some evidence for a key point.
+4: strong evidence for one or more key points.
+5: clear evidence that settles one or more key points.
+
+Reply in this form:
+{SCORE_FORMAT}"""
+
+VERDICT_SYSTEM = f"""You decide whether a web agent completed a task. You are given the task, its key points, the \
+actions the agent took (one a line, in order) and the screenshots judged relevant, in the order they were taken.
+Rules:
+- Judge by the evidence: the actions and the screenshots. A key point is met only when the evidence shows it.
+- Every key point must be met. Filters, sort orders, dates, quantities, places and limits must be exactly the ones \
+the task asks for; a near match is a failure.
+- When the task asks for information, that information must be shown in the evidence.
+- When the task cannot be done as asked (say the item does not exist), the agent succeeds only if the evidence \
+shows it searched properly and found that it cannot be done.
+- An agent's final answer, where one is given, is its own claim: it counts only as far as the evidence supports it.
+
+Reply in this form:
+{VERDICT_FORMAT}"""
+
+WEBVOYAGER_SYSTEM = f"""You decide whether a web agent completed a task. You are given the task, the agent's \
+final answer, and the last screenshots of its attempt. The screenshots are the evidence: where the answer and the \
+screenshots disagree, trust the screenshots. Every part of the task must be done; an answer that the screenshots \
+do not support is not a success.
+
+Reply in this form:
+{WEBVOYAGER_FORMAT}"""
+
+
+class JudgeFatal(RuntimeError):
+    """A failure that no retry or other task can fix (bad key, unknown model): the whole run stops."""
+
+
+@dataclass
+class Settings:
+    model: str
+    mode: str = "webjudge"
+    score_threshold: int = 3
+    include_answer: bool = False
+    last_screenshots: int = 3
+    workers: int = 4
+    retries: int = 5
+    backoff: float = 2.0
+    request_timeout: float = 300.0
+    temperature: float | None = None   # None: not sent (reasoning models such as o4-mini take only their default)
+
+    @property
+    def mode_name(self) -> str:
+        return "webjudge-answer" if self.mode == "webjudge" and self.include_answer else self.mode
+
+
+def safe_model_name(model: str) -> str:
+    """The model's name as it can stand in a file name (`org/model` -> `org-model`): never a path."""
+    name = re.sub(r"[^A-Za-z0-9._+-]+", "-", model).strip("-.")
+    return name or "model"
+
+
+def output_path(out: Path, s: Settings) -> Path:
+    return Path(out) / f"{s.mode_name}_{safe_model_name(s.model)}_score_threshold_{s.score_threshold}{RESULTS_SUFFIX}"
+
+
+def read_judged(path: Path) -> dict[str, dict[str, Any]]:
+    """task_id -> its line in a judge output file (the last one wins); a torn line (a crash mid-write) is skipped."""
+    got: dict[str, dict[str, Any]] = {}
+    if not path.exists():
+        return got
+    for line in path.read_bytes().split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if isinstance(rec, dict) and rec.get("task_id") is not None:
+            got[str(rec["task_id"])] = rec
+    return got
+
+
+def append_line(path: Path, record: dict[str, Any]) -> None:
+    """One whole JSON line, appended in one write and synced (O_APPEND keeps it whole)."""
+    if path.exists() and path.stat().st_size:
+        with open(path, "rb+") as f:        # end a torn last line first, so the new record starts on its own line
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) != b"\n":
+                f.write(b"\n")
+    data = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------------------------------- replies
+
+
+def parse_key_points(text: str) -> str:
+    m = re.search(r"key\s*points\s*:", text, re.IGNORECASE)
+    return (text[m.end():] if m else text).strip()
+
+
+def parse_score(text: str) -> int:
+    """The last `Score: N` (1-5) of a reply; 0 when there is none (the screenshot is then not kept)."""
+    found = re.findall(r"score\s*[:=]?\s*\**\s*([1-5])\b", text, re.IGNORECASE)
+    return int(found[-1]) if found else 0
+
+
+def parse_status(text: str) -> int:
+    """1 for a reply whose last `Status:` is success, else 0 (no status counts as failure)."""
+    found = re.findall(r"status\s*:\s*[\W_]*(success|failure|fail)", text, re.IGNORECASE)
+    return 1 if found and found[-1].lower() == "success" else 0
+
+
+def parse_webvoyager(text: str) -> int:
+    if re.search(r"NOT\s+SUCCESS", text):
+        return 0
+    return 1 if re.search(r"\bSUCCESS\b", text) else 0
+
+
+# ---------------------------------------------------------------------------------------------------- prompts
+
+
+def image_part(path: Path) -> dict[str, Any]:
+    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    return {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}}
+
+
+def numbered(actions: list[str]) -> str:
+    return "\n".join(f"{i}. {a}" for i, a in enumerate(actions, 1)) or "(no actions)"
+
+
+def key_points_messages(task: str) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": KEY_POINTS_SYSTEM}, {"role": "user", "content": f"Task: {task}"}]
+
+
+def score_messages(task: str, key_points: str, shot: Path, index: int, total: int) -> list[dict[str, Any]]:
+    text = (f"Task: {task}\n\nKey points:\n{key_points}\n\n"
+            f"This is screenshot {index} of {total} of the agent's trajectory.")
+    return [{"role": "system", "content": SCORE_SYSTEM},
+            {"role": "user", "content": [{"type": "text", "text": text}, image_part(shot)]}]
+
+
+def verdict_messages(ep: Episode, key_points: str, kept: list[tuple[int, Path]], total: int,
+                     include_answer: bool) -> tuple[list[dict[str, Any]], str]:
+    text = f"Task: {ep.task}\n\nKey points:\n{key_points}\n\nAction history:\n{numbered(ep.action_history)}"
+    if include_answer:
+        text += f"\n\nAgent's final answer (its own claim, not evidence):\n{ep.final_result_response or '(none)'}"
+    if kept:
+        which = ", ".join(str(i) for i, _ in kept)
+        text += f"\n\nThe {len(kept)} screenshots below were judged relevant (screenshots {which} of {total})."
+    else:
+        text += f"\n\nNo screenshot was judged relevant ({total} in the trajectory)."
+    parts: list[dict[str, Any]] = [{"type": "text", "text": text}] + [image_part(p) for _, p in kept]
+    return [{"role": "system", "content": VERDICT_SYSTEM}, {"role": "user", "content": parts}], text
+
+
+def webvoyager_messages(ep: Episode, last: int) -> tuple[list[dict[str, Any]], str]:
+    shots = ep.screenshots[-last:] if last > 0 else []
+    text = f"Task: {ep.task}\n\nAgent's final answer:\n{ep.final_result_response or '(none)'}"
+    text += (f"\n\nThe last {len(shots)} screenshots (of {len(ep.screenshots)}) follow." if shots
+             else "\n\nThe trajectory has no screenshots.")
+    parts: list[dict[str, Any]] = [{"type": "text", "text": text}] + [image_part(p) for p in shots]
+    return [{"role": "system", "content": WEBVOYAGER_SYSTEM}, {"role": "user", "content": parts}], text
+
+
+# ---------------------------------------------------------------------------------------------------- calls
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "calls": self.calls}
+
+
+class Caller:
+    """Chat calls with bounded concurrency and retries with backoff on 5xx, 429, timeouts and connection errors."""
+
+    def __init__(self, client: Any, s: Settings, sleep: Callable[[float], Any] = asyncio.sleep):
+        self.client, self.s, self.sleep = client, s, sleep
+        self.sem = asyncio.Semaphore(s.workers)
+        self.retried = 0
+
+    async def __call__(self, messages: list[dict[str, Any]], usage: Usage) -> str:
+        import openai
+
+        attempt = 0
+        while True:
+            try:
+                extra = {} if self.s.temperature is None else {"temperature": self.s.temperature}
+                async with self.sem:
+                    r = await self.client.chat.completions.create(model=self.s.model, messages=messages, **extra)
+            except (openai.AuthenticationError, openai.PermissionDeniedError) as e:
+                raise JudgeFatal(f"the endpoint refused the API key (HTTP {e.status_code}): set the variable named "
+                                 f"by --api-key-env") from None
+            except openai.NotFoundError as e:
+                raise JudgeFatal(f"the endpoint does not serve --judge-model {self.s.model} (HTTP 404: "
+                                 f"{_message(e)})") from None
+            except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError) as e:
+                attempt += 1
+                if attempt > self.s.retries:
+                    raise RuntimeError(f"gave up after {attempt} tries: {type(e).__name__}: {_message(e)}") from None
+                self.retried += 1
+                delay = min(60.0, self.s.backoff * 2 ** (attempt - 1)) * (0.75 + 0.5 * random.random())
+                await self.sleep(delay)
+                continue
+            except openai.APIStatusError as e:
+                raise RuntimeError(f"HTTP {e.status_code}: {_message(e)}") from None
+            usage.calls += 1
+            if r.usage is not None:
+                usage.prompt_tokens += r.usage.prompt_tokens or 0
+                usage.completion_tokens += r.usage.completion_tokens or 0
+            content = r.choices[0].message.content if r.choices else None
+            return content or ""
+
+
+def _message(e: Exception) -> str:
+    body = getattr(e, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])[:300]
+    return str(e)[:300]
+
+
+def select_kept(scores: list[int], threshold: int, limit: int = MAX_KEPT) -> list[int]:
+    """Indices (0-based) of the screenshots kept: score >= threshold, at most `limit` (the highest scores, the later
+    screenshot on a tie), in trajectory order."""
+    passing = [i for i, sc in enumerate(scores) if sc >= threshold]
+    best = sorted(passing, key=lambda i: (scores[i], i), reverse=True)[:limit]
+    return sorted(best)
+
+
+async def judge_episode(ep: Episode, s: Settings, call: Caller) -> dict[str, Any]:
+    """One task's judgement, as the line of the output file."""
+    usage = Usage()
+    rec: dict[str, Any] = {
+        "task_id": ep.task_id, "task": ep.task, "mode": s.mode_name, "judge_model": s.model,
+        "score_threshold": s.score_threshold, "schema": ep.schema,
+        "action_history": ep.action_history, "thoughts": ep.thoughts,
+        "final_result_response": ep.final_result_response, "screenshots": len(ep.screenshots),
+    }
+    if s.mode == "webvoyager":
+        messages, text = webvoyager_messages(ep, s.last_screenshots)
+        response = await call(messages, usage)
+        label = parse_webvoyager(response)
+        system = WEBVOYAGER_SYSTEM
+    else:
+        key_points = parse_key_points(await call(key_points_messages(ep.task), usage))
+        total = len(ep.screenshots)
+        replies = await asyncio.gather(*(call(score_messages(ep.task, key_points, p, i + 1, total), usage)
+                                         for i, p in enumerate(ep.screenshots)))
+        scores = [parse_score(r) for r in replies]
+        kept = select_kept(scores, s.score_threshold)
+        rec["key_points"] = key_points
+        rec["image_judge_record"] = [{"screenshot": p.name, "score": sc, "response": r}
+                                     for p, sc, r in zip(ep.screenshots, scores, replies)]
+        rec["kept_screenshots"] = [ep.screenshots[i].name for i in kept]
+        messages, text = verdict_messages(ep, key_points, [(i + 1, ep.screenshots[i]) for i in kept], total,
+                                          s.include_answer)
+        response = await call(messages, usage)
+        label = parse_status(response)
+        system = VERDICT_SYSTEM
+    rec.update({"input_text": text, "system_msg": system, "response": response,
+                "evaluation_details": {"response": response, "predicted_label": label},
+                "predicted_label": label, "usage": usage.as_dict(), "judged_at": time.time()})
+    return rec
+
+
+@dataclass
+class JudgeOutcome:
+    path: Path
+    tasks: int                     # task folders in the run
+    judged: int = 0                # judged by this call
+    skipped: int = 0               # already in the output file
+    unreadable: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    successes: int = 0             # over every line of the output file
+    in_file: int = 0
+
+
+async def judge_run(out: Path, s: Settings, client: Any, *, task_ids: list[str] | None = None,
+                    log: Callable[[str], None] = print, sleep: Callable[[float], Any] = asyncio.sleep) -> JudgeOutcome:
+    out = Path(out)
+    run = read_run(out)
+    path = output_path(out, s)
+    outcome = JudgeOutcome(path, len(run.task_dirs))
+    done = read_judged(path)
+    names = run.task_dirs if not task_ids else [t for t in run.task_dirs if t in set(task_ids)]
+    for t in sorted(set(task_ids or ()) - set(run.task_dirs)):
+        log(f"--task-ids: no task folder {t} in {out}")
+    unreadable = {d for d in names if d not in run.episodes}
+    outcome.unreadable = sorted(unreadable)
+    for p in run.problems:
+        if any(p.startswith(f"{d}:") for d in unreadable):
+            log(f"cannot judge: {p}")
+    todo = [run.episodes[d] for d in names if d in run.episodes and d not in done]
+    outcome.skipped = sum(1 for d in names if d in done)
+    if outcome.skipped:
+        log(f"resuming: {outcome.skipped} task(s) already judged in {path.name}")
+    call = Caller(client, s, sleep)
+    task_sem = asyncio.Semaphore(max(1, s.workers))
+    n_total = len(todo)
+    counter = 0
+
+    async def one(ep: Episode) -> None:
+        nonlocal counter
+        async with task_sem:
+            try:
+                rec = await judge_episode(ep, s, call)
+            except JudgeFatal:
+                raise
+            except Exception as e:   # noqa: BLE001 - one task's failure must not cost the others
+                outcome.failed[ep.task_id] = f"{type(e).__name__}: {e}" if not isinstance(e, RuntimeError) else str(e)
+                counter += 1
+                log(f"[{counter}/{n_total}] {ep.task_id}  not judged: {outcome.failed[ep.task_id]}")
+                return
+            append_line(path, rec)
+            outcome.judged += 1
+            counter += 1
+            kept = f"  kept {len(rec['kept_screenshots'])}/{rec['screenshots']} screenshots" \
+                if "kept_screenshots" in rec else ""
+            log(f"[{counter}/{n_total}] {ep.task_id}  {'success' if rec['predicted_label'] == 1 else 'failure'}{kept}")
+
+    jobs = [asyncio.ensure_future(one(ep)) for ep in todo]
+    try:
+        await asyncio.gather(*jobs)
+    finally:
+        for j in jobs:
+            j.cancel()
+        await asyncio.gather(*jobs, return_exceptions=True)
+    final = read_judged(path)
+    in_run = {d: r for d, r in final.items() if d in set(run.task_dirs)}
+    outcome.in_file = len(in_run)
+    outcome.successes = sum(1 for r in in_run.values() if r.get("predicted_label") == 1)
+    return outcome
+
+
+# ---------------------------------------------------------------------------------------------------- CLI
+
+
+def add_arguments(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("judge", help="judge a finished run with a model (WebJudge or WebVoyager-style)",
+                       description="Judge every task folder of a run with an OpenAI-compatible model, as the "
+                                   "official Online-Mind2Web evaluator does; resumable.")
+    p.add_argument("out", type=Path, help="the run's folder (one subfolder per task)")
+    p.add_argument("--judge-model", required=True, help="the judge model's served name (e.g. o4-mini)")
+    p.add_argument("--judge-url", required=True, help="the judge endpoint's OpenAI base URL (e.g. https://api.openai.com/v1)")
+    p.add_argument("--mode", choices=MODES, default="webjudge", help="webjudge (the paper's method) | webvoyager")
+    p.add_argument("--workers", type=_positive, default=4, help="model calls at once (4)")
+    p.add_argument("--score-threshold", type=int, default=3, choices=range(1, 6), metavar="1-5",
+                   help="keep screenshots scoring at least this (3)")
+    p.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                   help="the environment variable holding the judge's API key (OPENAI_API_KEY)")
+    p.add_argument("--include-answer", action="store_true",
+                   help="webjudge: also show the agent's final answer, as a claim (mode webjudge-answer)")
+    p.add_argument("--last-screenshots", type=int, default=3, help="webvoyager: how many last screenshots (3)")
+    p.add_argument("--task-ids", default="", help="comma-separated: judge only these task folders")
+    p.add_argument("--temperature", type=float, default=None,
+                   help="sampling temperature (default: not sent, the endpoint's default; o4-mini takes no other)")
+    p.add_argument("--retries", type=int, default=5, help="retries of one call on 5xx/429/connection errors (5)")
+    p.add_argument("--backoff", type=float, default=2.0, help=argparse.SUPPRESS)
+    p.add_argument("--request-timeout", type=float, default=300.0, help=argparse.SUPPRESS)
+
+
+def _positive(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s}: not a whole number") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{s}: must be at least 1")
+    return v
+
+
+def run(args: argparse.Namespace) -> int:
+    out: Path = args.out
+    if not out.is_dir():
+        print(f"om2w-tui judge: {out}: no such folder (give a run's --out folder)", file=sys.stderr)
+        return EXIT_USAGE
+    s = Settings(model=args.judge_model, mode=args.mode, score_threshold=args.score_threshold,
+                 include_answer=args.include_answer, last_screenshots=args.last_screenshots, workers=args.workers,
+                 retries=max(0, args.retries), backoff=max(0.0, args.backoff), request_timeout=args.request_timeout,
+                 temperature=args.temperature)
+    task_ids = [t.strip() for t in args.task_ids.split(",") if t.strip()]
+    from openai import AsyncOpenAI
+
+    key = os.environ.get(args.api_key_env, "") or "EMPTY"
+
+    async def go() -> JudgeOutcome:
+        client = AsyncOpenAI(base_url=args.judge_url, api_key=key, max_retries=0, timeout=s.request_timeout)
+        try:
+            return await judge_run(out, s, client, task_ids=task_ids, log=lambda m: print(m, flush=True))
+        finally:
+            await client.close()
+
+    print(f"judge: {s.mode_name} with {s.model} at {args.judge_url}, threshold {s.score_threshold}, "
+          f"{s.workers} workers -> {output_path(out, s).name}", flush=True)
+    try:
+        res = asyncio.run(go())
+    except JudgeFatal as e:
+        print(f"om2w-tui judge: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("om2w-tui judge: interrupted; the tasks judged so far are kept, run again to resume", file=sys.stderr)
+        return 130
+    if res.tasks == 0:
+        print(f"om2w-tui judge: {out}: no task folders", file=sys.stderr)
+        return EXIT_USAGE
+    rate = 100.0 * res.successes / res.tasks
+    print(f"judged {res.judged} now, {res.skipped} before; {len(res.failed)} failed, {len(res.unreadable)} unreadable")
+    print(f"success: {res.successes} of {res.tasks} task folders ({rate:.1f}%; {res.in_file} judged) -> {res.path}")
+    if res.failed or res.unreadable:
+        print("some tasks were not judged: run the same command again to resume "
+              "(`om2w-tui check OUT` lists what the evaluator cannot read)", file=sys.stderr)
+        return 1
+    return 0

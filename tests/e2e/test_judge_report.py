@@ -1,0 +1,307 @@
+"""Judging and reporting finished runs.
+
+The first part needs no browser: run folders built by hand, judged by the oracle's judge mode (`oracle-judge`)
+served on 127.0.0.1. The second part (marked e2e) runs the real command line for every kind of episode (done,
+timeout, killed, error, blocked), checks that the official evaluator would read each folder as written, then
+judges and reports them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from om2w_tui.cli import main as cli_main
+from om2w_tui.conformance import check_run
+from om2w_tui.judge import (Caller, Settings, Usage, output_path, parse_score, parse_status, parse_webvoyager,
+                            read_judged, select_kept)
+from om2w_tui.offline.oracle import OracleServer
+from om2w_tui.offline.suite import load_task_templates
+from om2w_tui.report import compare, summarize
+
+from .helpers import cli, popen, records
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+TEMPLATES = {t["task_id"]: t for t in load_task_templates()}
+RIGHT, WRONG = "offline_booking_rates_11", "offline_longpage_footer_15"
+
+
+def write_task(out: Path, tid: str, answer: str, shots: int = 4) -> None:
+    folder = out / tid
+    (folder / "trajectory").mkdir(parents=True)
+    (folder / "result.json").write_text(json.dumps({
+        "task_id": tid, "task": TEMPLATES[tid]["confirmed_task"], "final_result_response": answer,
+        "action_history": ['<a id="nav"> Next -> CLICK', "SCROLL DOWN"], "thoughts": ["a", "b"]}))
+    for i in range(shots):
+        (folder / "trajectory" / f"{i}_full_screenshot.png").write_bytes(PNG)
+
+
+@pytest.fixture(scope="module")
+def judge_server():
+    with OracleServer(load_task_templates()) as server:
+        yield server
+
+
+@pytest.fixture
+def run_dir(tmp_path) -> Path:
+    out = tmp_path / "run"
+    write_task(out, RIGHT, "A Deluxe room costs $189.00 per night.", shots=4)
+    write_task(out, WRONG, "I could not find it.", shots=3)
+    return out
+
+
+def judge(out: Path, server: OracleServer, *extra: str, model: str = "oracle-judge") -> int:
+    return cli_main(["judge", str(out), "--judge-model", model, "--judge-url", server.url, "--backoff", "0", *extra])
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+# ============================================================================================== no browser
+
+
+def test_reply_parsing():
+    assert parse_status("Thoughts: fine.\nStatus: **Success**") == 1
+    assert parse_status("Status: success?\nOn reflection... Status: failure") == 0
+    assert parse_status("I think it worked.") == 0
+    assert parse_score("Reasoning: x\nScore: 4") == 4 and parse_score("Score: 9") == 0 and parse_score("") == 0
+    assert parse_webvoyager("Verdict: SUCCESS") == 1 and parse_webvoyager("Verdict: NOT SUCCESS") == 0
+    assert select_kept([5, 1, 3, 2, 4], 3) == [0, 2, 4]
+    assert select_kept([3] * 60 + [5], 3) == list(range(11, 61))          # at most 50: the best, then the latest
+    assert len(select_kept([4] * 80, 3)) == 50
+
+
+def test_the_output_file_is_a_file_in_the_run_folder_whatever_the_model_name(tmp_path):
+    path = output_path(tmp_path, Settings(model="openai/o4-mini", score_threshold=3))
+    assert path.parent == tmp_path and path.name == "webjudge_openai-o4-mini_score_threshold_3_auto_eval_results.json"
+    assert output_path(tmp_path, Settings(model="../x", mode="webvoyager")).parent == tmp_path
+
+
+def test_webjudge_scores_screenshots_keeps_the_relevant_ones_and_does_not_show_the_answer(run_dir, judge_server,
+                                                                                          capsys):
+    assert judge(run_dir, judge_server) == 0
+    path = run_dir / "webjudge_oracle-judge_score_threshold_3_auto_eval_results.json"
+    got = {r["task_id"]: r for r in lines(path)}
+    right = got[RIGHT]
+    assert right["key_points"].startswith("1. What is the nightly rate")
+    assert [x["score"] for x in right["image_judge_record"]] == [2, 2, 4, 5]
+    assert right["kept_screenshots"] == ["2_full_screenshot.png", "3_full_screenshot.png"]
+    assert "189" not in right["input_text"] and "Action history:\n1. <a id=\"nav\"> Next -> CLICK" in right["input_text"]
+    assert right["predicted_label"] == 0 == got[WRONG]["predicted_label"]    # the oracle sees no pixels
+    assert right["usage"]["calls"] == 1 + 4 + 1 and right["usage"]["prompt_tokens"] > 0
+    assert check_run(run_dir) == []                                        # a file beside the tasks, never a folder
+    out = capsys.readouterr().out
+    assert "success: 0 of 2 task folders" in out
+
+
+def test_with_the_answer_shown_the_verdict_follows_the_reference_answers(run_dir, judge_server):
+    assert judge(run_dir, judge_server, "--include-answer", "--score-threshold", "5") == 0
+    got = {r["task_id"]: r for r in lines(run_dir / "webjudge-answer_oracle-judge_score_threshold_5_auto_eval_results.json")}
+    assert (got[RIGHT]["predicted_label"], got[WRONG]["predicted_label"]) == (1, 0)
+    assert got[RIGHT]["kept_screenshots"] == ["3_full_screenshot.png"]
+    assert "Status: success" in got[RIGHT]["response"] and got[RIGHT]["mode"] == "webjudge-answer"
+    s = summarize(run_dir)
+    assert s["success"]["source"] == "judge" and s["success"]["overall"]["successes"] == 1
+
+
+def test_webvoyager_mode_is_one_call_with_the_answer_and_the_last_screenshots(run_dir, judge_server):
+    before = judge_server.calls
+    assert judge(run_dir, judge_server, "--mode", "webvoyager", "--last-screenshots", "2") == 0
+    assert judge_server.calls - before == 2
+    got = {r["task_id"]: r for r in lines(run_dir / "webvoyager_oracle-judge_score_threshold_3_auto_eval_results.json")}
+    assert (got[RIGHT]["predicted_label"], got[WRONG]["predicted_label"]) == (1, 0)
+    assert "The last 2 screenshots (of 4) follow." in got[RIGHT]["input_text"]
+
+
+def test_judging_resumes_and_a_torn_line_is_judged_again(run_dir, judge_server, capsys):
+    assert judge(run_dir, judge_server, "--mode", "webvoyager") == 0
+    path = run_dir / "webvoyager_oracle-judge_score_threshold_3_auto_eval_results.json"
+    first = path.read_bytes()
+    calls = judge_server.calls
+    assert judge(run_dir, judge_server, "--mode", "webvoyager") == 0
+    assert judge_server.calls == calls and path.read_bytes() == first
+    assert "resuming: 2 task(s) already judged" in capsys.readouterr().out
+    kept, torn = first.splitlines(keepends=True)
+    path.write_bytes(kept + torn[:40])                                     # a crash in the middle of a line
+    assert judge(run_dir, judge_server, "--mode", "webvoyager") == 0
+    assert judge_server.calls == calls + 1
+    assert sorted(read_judged(path)) == sorted([RIGHT, WRONG])
+
+
+def test_server_errors_are_retried(run_dir, judge_server):
+    assert judge(run_dir, judge_server, "--mode", "webvoyager", model="oracle-judge-flaky") == 0
+    got = read_judged(run_dir / "webvoyager_oracle-judge-flaky_score_threshold_3_auto_eval_results.json")
+    assert got[RIGHT]["predicted_label"] == 1
+
+
+def test_a_server_that_keeps_failing_costs_the_task_not_the_file(run_dir, judge_server, capsys):
+    assert judge(run_dir, judge_server, "--retries", "1", model="oracle-500") == 1
+    out, err = capsys.readouterr()
+    assert "not judged: gave up after 2 tries: InternalServerError" in out and "run the same command again" in err
+    assert not (run_dir / "webjudge_oracle-500_score_threshold_3_auto_eval_results.json").exists()
+
+
+def test_an_unknown_model_stops_the_run_at_once(run_dir, judge_server, capsys):
+    assert judge(run_dir, judge_server, model="gpt-nope") == 2
+    assert "does not serve --judge-model gpt-nope" in capsys.readouterr().err
+    assert not list(run_dir.glob("*auto_eval_results.json"))
+
+
+def test_a_folder_the_evaluator_cannot_read_is_reported_not_judged(run_dir, judge_server, capsys):
+    (run_dir / "logs").mkdir()
+    assert judge(run_dir, judge_server, "--mode", "webvoyager") == 1
+    out = capsys.readouterr().out
+    assert "cannot judge: logs: no result.json" in out and "success: 1 of 3 task folders" in out
+
+
+def test_a_v2_folder_is_judged_from_its_steps(tmp_path, judge_server):
+    out = tmp_path / "v2"
+    folder = out / RIGHT
+    (folder / "trajectory").mkdir(parents=True)
+    steps = []
+    for i, action in enumerate(["link -> CLICK", "TASK_COMPLETE -> ANSWER: $189.00 a night"]):
+        (folder / "trajectory" / f"{i:04d}.png").write_bytes(PNG)
+        steps.append({"step": i, "screenshot": f"{i:04d}.png", "url": "", "action": action, "thought": None})
+    (folder / "result.json").write_text(json.dumps({
+        "schema_version": "online-mind2web-v2", "task_id": RIGHT, "task": TEMPLATES[RIGHT]["confirmed_task"],
+        "agent_final_answer": "$189.00 a night", "reference_length": 3, "action_history": steps}))
+    assert check_run(out) == []
+    assert judge(out, judge_server) == 0 and judge(out, judge_server, "--include-answer") == 0
+    plain = read_judged(out / "webjudge_oracle-judge_score_threshold_3_auto_eval_results.json")[RIGHT]
+    shown = read_judged(out / "webjudge-answer_oracle-judge_score_threshold_3_auto_eval_results.json")[RIGHT]
+    assert plain["action_history"] == ["link -> CLICK"] and plain["schema"] == "v2"   # the answer step is dropped
+    assert (plain["predicted_label"], shown["predicted_label"]) == (0, 1)
+    assert [x["screenshot"] for x in plain["image_judge_record"]] == ["0000.png", "0001.png"]
+
+
+def test_missing_folder_is_a_usage_error(tmp_path, judge_server, capsys):
+    assert judge(tmp_path / "nope", judge_server) == 2
+
+
+async def test_calls_are_bounded_by_workers():
+    in_flight, peak, release = 0, 0, asyncio.Event()
+
+    class Completions:
+        async def create(self, **kw):
+            nonlocal in_flight, peak
+            in_flight += 1
+            peak = max(peak, in_flight)
+            await release.wait()
+            in_flight -= 1
+
+            class R:
+                usage = None
+                choices = [type("C", (), {"message": type("M", (), {"content": "ok"})()})()]
+            return R()
+
+    client = type("Client", (), {"chat": type("Chat", (), {"completions": Completions()})()})()
+    call = Caller(client, Settings(model="m", workers=2))
+    jobs = [asyncio.ensure_future(call([], Usage())) for _ in range(6)]
+    for _ in range(50):
+        await asyncio.sleep(0)
+    assert in_flight == 2
+    release.set()
+    assert await asyncio.gather(*jobs) == ["ok"] * 6 and peak == 2
+
+
+# ============================================================================================== real runs
+
+
+class _Wall(BaseHTTPRequestHandler):
+    def do_GET(self):   # noqa: N802
+        body = (b"<html><head><title>Just a moment...</title></head><body>"
+                b"<div id='cf-challenge-running'>Checking your browser</div></body></html>")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def wall():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Wall)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def offline(*args: str) -> list[str]:
+    return ["run", "--no-ui", "--bench", "offline", "--pace-cooldown", "0", *args]
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(600)
+def test_every_kind_of_episode_is_read_by_the_official_evaluator_then_judged_and_reported(tmp_path, wall,
+                                                                                        judge_server):
+    runs = {k: tmp_path / k for k in ("done", "timeout", "killed", "error", "blocked")}
+    # the timeout run takes its 20 s while the others run
+    slow = popen(*offline("--model", "oracle-nodone", "--task-ids", WRONG, "--timeout", "20", "--max-steps", "200",
+                          "--out", str(runs["timeout"])))
+    try:
+        r = cli(*offline("--model", "oracle", "--task-ids", f"{RIGHT},{WRONG}", "--workers", "2",
+                         "--out", str(runs["done"])))
+        assert r.returncode == 0, r.stderr[-3000:]
+        r = cli(*offline("--model", "oracle-500", "--task-ids", RIGHT, "--retries", "0", "--breaker-after", "99",
+                         "--out", str(runs["error"])))
+        assert r.returncode == 0, r.stderr[-3000:]
+        tasks = tmp_path / "wall.json"
+        tasks.write_text(json.dumps([{"task_id": "wall_cloudflare", "confirmed_task": "Find the price on the page",
+                                      "website": f"{wall}/", "level": "easy"}]))
+        r = cli("run", "--no-ui", "--tasks", str(tasks), "--model", "oracle", "--pace-cooldown", "0",
+                "--out", str(runs["blocked"]))
+        assert r.returncode == 0, r.stderr[-3000:]
+        p = popen(*offline("--model", "oracle-slow-1", "--task-ids", WRONG, "--out", str(runs["killed"])))
+        shots = runs["killed"] / WRONG / "trajectory"
+        deadline = time.monotonic() + 120
+        while not (shots.exists() and any(x.name[0].isdigit() for x in shots.iterdir())):
+            assert p.poll() is None and time.monotonic() < deadline, "the killed run ended before its first step"
+            time.sleep(0.2)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 130, err[-3000:]
+        _, err = slow.communicate(timeout=180)
+        assert slow.returncode == 0, err[-3000:]
+    finally:
+        for proc in (slow,):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+    expected = {"done": {"done"}, "timeout": {"timeout"}, "killed": {"killed"}, "error": {"error"},
+                "blocked": {"blocked"}}
+    for kind, out in runs.items():
+        assert {x["status"] for x in records(out)} == expected[kind], (kind, records(out))
+        assert check_run(out) == [], kind
+
+    # judge the finished runs (the oracle sees the answer only where it is shown)
+    for out in runs.values():
+        assert judge(out, judge_server, "--include-answer") == 0, out
+    s = {k: summarize(out) for k, out in runs.items()}
+    assert s["done"]["success"]["overall"] == {"successes": 2, "tasks": 2, "rate": 1.0}
+    for kind in ("timeout", "killed", "error", "blocked"):
+        assert s[kind]["success"]["overall"]["successes"] == 0, kind
+        assert s[kind]["status"][kind] == 1
+    assert s["error"]["errors"][0]["message"] == "model endpoint: Error code: <n> - oracle: injected server error"
+    assert s["blocked"]["errors"][0]["message"] == "Cloudflare challenge"
+    assert s["done"]["metrics"]["prompt_tokens"]["n"] == 2
+    c = compare([s["done"], s["timeout"]])
+    assert c["runs"] == ["base/oracle", "base/oracle-nodone"]
+    overall = c["rows"][0]
+    assert overall["delta_pp"][1] == pytest.approx(-100.0) and c["paired"]["tasks"] == 1
+
+    r = cli("report", *(str(out) for out in runs.values()), "--format", "md")
+    assert r.returncode == 0, r.stderr
+    assert "| overall | 100.0% (2/2) |" in r.stdout and "## comparison" in r.stdout

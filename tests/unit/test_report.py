@@ -1,0 +1,233 @@
+"""Run summaries and comparisons: computed from folders built by hand, then rendered in every format."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from om2w_tui.cli import main as cli_main
+from om2w_tui.report import (compare, normalise_error, quantile, summarize, to_csv, to_json, to_markdown)
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
+REPO = Path(__file__).resolve().parents[2]
+
+
+def task_folder(out: Path, tid: str, actions: int = 2, answer: str = "") -> None:
+    (out / tid / "trajectory").mkdir(parents=True)
+    (out / tid / "result.json").write_text(json.dumps({
+        "task_id": tid, "task": f"task {tid}", "final_result_response": answer,
+        "action_history": [f"SCROLL DOWN {i}" for i in range(actions)], "thoughts": []}))
+    (out / tid / "trajectory" / "0_full_screenshot.png").write_bytes(PNG)
+
+
+def record(tid: str, status: str = "done", **kw) -> dict:
+    rec = {"task_id": tid, "arm": "base", "model": "m", "website": "https://www.shop.test/", "level": "easy",
+           "status": status, "error": None, "error_kind": None, "steps": 3, "actions": 2, "screenshots": 3,
+           "answer": "", "agent_done": status == "done", "duration_s": 10.0, "started_at": 0,
+           "finished_at": 1.0, "attempt": 1, "slot": 0}
+    rec.update(kw)
+    return rec
+
+
+def make_run(out: Path, records: list[dict], *, arm: str = "base", model: str = "m",
+             tasks: list[dict] | None = None) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    for r in records:
+        if not (out / r["task_id"]).exists():
+            task_folder(out, r["task_id"], actions=r.get("actions", 2))
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    manifest: dict = {"config": {"arm": arm, "model": model, "bench": "om2w"}}
+    if tasks is not None:
+        tf = out.parent / f"{out.name}-tasks.json"
+        tf.write_text(json.dumps(tasks))
+        manifest["task_file"] = {"path": str(tf), "sha256": "x"}
+    (out / "run.json").write_text(json.dumps(manifest))
+    return out
+
+
+def judge_file(out: Path, labels: dict[str, int], name: str = "webjudge_o4-mini_score_threshold_3") -> Path:
+    path = out / f"{name}_auto_eval_results.json"
+    path.write_text("".join(json.dumps({"task_id": t, "predicted_label": v, "mode": "webjudge",
+                                        "judge_model": "o4-mini"}) + "\n" for t, v in labels.items()))
+    return path
+
+
+# ------------------------------------------------------------------------------------------ pieces
+
+
+@pytest.mark.parametrize("a, b", [
+    ("model endpoint http://127.0.0.1:41234/v1 failed: Connection refused (errno 111)",
+     "model endpoint http://127.0.0.1:39999/v1 failed: Connection refused (errno 104)"),
+    ("worker 3 died after 12.5 s", "worker 0 died after 3 s"),
+    ("browser at 127.0.0.1:9222 lost target 3F2A9C1B7D", "browser at 127.0.0.1:40111 lost target 0A1B2C3D4E5F"),
+    ("no file /tmp/run-1/x/result.json", "no file /home/u/runs/7/result.json"),
+    ("session 123e4567-e89b-12d3-a456-426614174000 closed", "session 00000000-1111-2222-3333-444444444444 closed"),
+])
+def test_errors_that_differ_only_in_numbers_ids_urls_and_ports_group_together(a, b):
+    assert normalise_error(a) == normalise_error(b)
+    assert any(ch.isalpha() for ch in normalise_error(a))
+
+
+def test_different_errors_stay_apart_and_empty_ones_are_named():
+    assert normalise_error("HTTP 500 from the model") != normalise_error("Cloudflare challenge")
+    assert normalise_error("model endpoint http://h:1/v1: HTTP 500") == "model endpoint <url>: HTTP <n>"
+    assert normalise_error(None) == "(no message)"
+
+
+def test_quantiles_interpolate_like_numpy():
+    assert quantile([], 0.5) is None
+    assert quantile([4.0], 0.9) == 4.0
+    assert quantile([1, 2, 3, 4], 0.5) == 2.5
+    assert quantile(list(range(1, 11)), 0.9) == pytest.approx(9.1)
+
+
+# ------------------------------------------------------------------------------------------ one run
+
+
+@pytest.fixture
+def run_a(tmp_path) -> Path:
+    tasks = [{"task_id": f"t{i}", "confirmed_task": "x", "website": w, "level": lv}
+             for i, (w, lv) in enumerate([("https://www.shop.test/", "easy"), ("https://shop.test/", "easy"),
+                                          ("https://wiki.test/", "medium"), ("https://wiki.test/", "hard"),
+                                          ("https://wiki.test/", "hard")])]
+    recs = [
+        record("t0", correct=True, steps=2, duration_s=10.0, prompt_tokens=100, completion_tokens=10),
+        record("t1", correct=False, steps=4, duration_s=20.0, prompt_tokens=300, completion_tokens=30),
+        record("t2", "error", error="model endpoint http://127.0.0.1:4000/v1: HTTP 500", error_kind="infra",
+               correct=False, finished_at=0.5, steps=1, level="medium"),
+        record("t2", correct=True, steps=6, duration_s=30.0, attempt=2, finished_at=2.0, level="medium"),
+        record("t3", "timeout", error="timeout", correct=False, steps=9, duration_s=1800.0, level="hard"),
+        record("t4", "error", error="model endpoint http://127.0.0.1:4001/v1: HTTP 502", error_kind="infra",
+               correct=False, steps=1, duration_s=5.0, level="hard"),
+    ]
+    return make_run(tmp_path / "a", recs, arm="base", model="qwen", tasks=tasks)
+
+
+def test_summary_of_an_offline_style_run(run_a):
+    s = summarize(run_a)
+    assert s["name"] == "base/qwen" and s["tasks"] == 5 and s["attempts"] == 6
+    succ = s["success"]
+    assert succ["source"] == "correct"
+    assert succ["overall"] == {"successes": 2, "tasks": 5, "rate": 0.4}
+    assert list(succ["by_level"]) == ["easy", "medium", "hard"]
+    assert succ["by_level"]["easy"]["successes"] == 1 and succ["by_level"]["hard"]["rate"] == 0.0
+    assert succ["by_site"]["shop.test"]["tasks"] == 2 and succ["by_site"]["wiki.test"]["successes"] == 1
+    assert s["status"]["done"] == 3 and s["status"]["timeout"] == 1 and s["status"]["error"] == 1
+    steps = s["metrics"]["steps"]
+    assert steps["n"] == 5 and steps["median"] == 4 and steps["p90"] == pytest.approx(7.8)
+    assert s["metrics"]["prompt_tokens"] == {"n": 2, "median": 200.0, "p90": 280.0, "total": 400.0}
+    (infra, timeout) = s["errors"]
+    assert (infra["count"], infra["task_count"], infra["kind"]) == (2, 2, "infra")
+    assert infra["message"] == "model endpoint <url>: HTTP <n>" and infra["tasks"] == ["t2", "t4"]
+    assert timeout["status"] == "timeout" and timeout["tasks"] == ["t3"]
+    assert s["conformance"]["problems"] == 0
+
+
+def test_a_judge_file_decides_success_and_divides_by_every_task(run_a):
+    judge_file(run_a, {"t0": 1, "t1": 1, "t2": 0})
+    s = summarize(run_a)
+    assert s["success"]["source"] == "judge" and s["success"]["judge"]["judged"] == 3
+    assert s["success"]["overall"] == {"successes": 2, "tasks": 5, "rate": 0.4}
+    assert s["per_task"]["t3"]["success"] is None          # not judged: counted as not a success
+
+
+def test_the_newest_judge_file_wins_unless_one_is_given(run_a):
+    old = judge_file(run_a, {"t0": 1, "t1": 1, "t2": 1}, "webvoyager_gpt-4o_score_threshold_3")
+    new = judge_file(run_a, {"t0": 0})
+    os.utime(old, (1_000_000, 1_000_000))
+    assert summarize(run_a)["success"]["overall"]["successes"] == 0
+    assert summarize(run_a, old)["success"]["overall"]["successes"] == 3
+    with pytest.raises(FileNotFoundError):
+        summarize(run_a, run_a / "nope.json")
+    assert new.exists()
+
+
+def test_a_folder_from_another_harness(tmp_path):
+    out = tmp_path / "foreign"
+    task_folder(out, "aaa", actions=3)
+    task_folder(out, "bbb", actions=5)
+    task_folder(out, "ccc", actions=0)
+    judge_file(out, {"aaa": 1, "bbb": 0, "zzz": 1})
+    s = summarize(out)
+    assert s["name"] == "foreign" and not s["has_results"] and not s["has_manifest"]
+    assert s["tasks"] == 3 and s["status"] == {"done": 0, "timeout": 0, "killed": 0, "error": 0, "blocked": 0,
+                                               "folder": 3}
+    assert s["metrics"]["steps"]["median"] == 3 and s["metrics"]["duration_s"]["n"] == 0
+    assert s["success"]["overall"] == {"successes": 1, "tasks": 3, "rate": 1 / 3}
+    assert any("not in this run" in w for w in s["warnings"])
+    assert s["success"]["by_level"] == {"-": {"successes": 1, "tasks": 3, "rate": 1 / 3}}
+
+
+def test_no_success_measure_is_said_plainly(tmp_path):
+    out = tmp_path / "plain"
+    task_folder(out, "a")
+    s = summarize(out)
+    assert s["success"]["source"] is None
+    assert "no judge file" in to_markdown([s], None)
+
+
+# ------------------------------------------------------------------------------------------ several runs
+
+
+def test_compare_gives_the_difference_per_level_against_the_first_run(run_a, tmp_path):
+    levels = ["easy", "easy", "medium", "hard"]
+    recs = [record(f"t{i}", correct=ok, level=lv) for i, (ok, lv) in enumerate(zip([True, True, True, False], levels))]
+    tasks = [{"task_id": f"t{i}", "confirmed_task": "x", "website": "https://wiki.test/", "level": lv}
+             for i, lv in enumerate(levels)]
+    run_b = make_run(tmp_path / "b", recs, arm="agent", model="qwen", tasks=tasks)
+    c = compare([summarize(run_a), summarize(run_b)])
+    assert c["runs"] == ["base/qwen", "agent/qwen"] and c["baseline"] == "base/qwen"
+    rows = {r["group"]: r for r in c["rows"]}
+    assert rows["overall"]["delta_pp"][1] == pytest.approx(100 * (3 / 4 - 2 / 5))
+    assert rows["level easy"]["delta_pp"] == [None, pytest.approx(50.0)]
+    assert rows["level medium"]["delta_pp"][1] == pytest.approx(0.0)
+    assert c["paired"]["tasks"] == 4
+    assert [v["successes"] for v in c["paired"]["values"]] == [2, 3]
+    assert c["status"]["done"] == [3, 4]
+
+
+def test_runs_with_the_same_name_are_told_apart_by_folder(run_a, tmp_path):
+    other = make_run(tmp_path / "again", [record("t0", correct=True)], arm="base", model="qwen")
+    assert compare([summarize(run_a), summarize(other)])["runs"] == ["base/qwen (a)", "base/qwen (again)"]
+
+
+def test_every_format_renders(run_a, tmp_path):
+    run_b = make_run(tmp_path / "b", [record("t0", correct=True)], arm="agent", model="qwen")
+    sums = [summarize(run_a), summarize(run_b)]
+    c = compare(sums)
+    md = to_markdown(sums, c)
+    assert "| overall | 40.0% (2/5) |" in md and "## comparison" in md and "+60.0 pp" in md
+    rows = list(csv.DictReader(io.StringIO(to_csv(sums, c))))
+    assert {"run": "base/qwen", "section": "success", "group": "overall", "metric": "rate", "value": "0.4"}.items() \
+        <= next(r for r in rows if r["group"] == "overall" and r["metric"] == "rate").items()
+    assert any(r["section"] == "delta_pp" and r["group"] == "overall" for r in rows)
+    data = json.loads(to_json(sums, c))
+    assert data["runs"][0]["success"]["overall"]["rate"] == 0.4 and data["compare"]["baseline"] == "base/qwen"
+
+
+def test_the_report_command(run_a, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    assert cli_main(["report", str(run_a), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["runs"][0]["tasks"] == 5
+    assert cli_main(["report", str(run_a)]) == 0
+    table = capsys.readouterr().out
+    assert "base/qwen" in table and "40.0% (2/5)" in table and "model endpoint <url>: HTTP <n>" in table
+    assert cli_main(["report", str(tmp_path / "nope")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+    assert cli_main(["report", str(run_a), "--judge", "missing.json"]) == 2
+
+
+def test_the_tools_import_neither_rich_nor_textual_until_a_table_is_printed():
+    code = ("import sys; import om2w_tui.report as r, om2w_tui.judge, om2w_tui.conformance, om2w_tui.taskfiles, "
+            "om2w_tui.tools_cli as t; t._load(); r.summarize(sys.argv[1]); "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('rich', 'textual', 'openai', 'httpx')]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    r = subprocess.run([sys.executable, "-c", code, str(REPO)], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
