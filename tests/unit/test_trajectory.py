@@ -308,8 +308,6 @@ def test_v2_layout_names_each_actions_screenshot_and_closes_with_task_complete(t
 
 def test_a_screenshot_write_cut_short_leaves_nothing_in_trajectory(tmp_path, monkeypatch):
     """The evaluator reads every file in trajectory/: a half-written screenshot must never be one of them."""
-    import os
-
     import pytest
 
     from om2w_tui import trajectory as tr
@@ -324,5 +322,5 @@ def test_a_screenshot_write_cut_short_leaves_nothing_in_trajectory(tmp_path, mon
         w.add_screenshot(png=b"\x89PNG\r\n\x1a\n" + b"x" * 100)
     assert list((tmp_path / "t" / "trajectory").iterdir()) == []
     assert not [p for p in (tmp_path / "t").iterdir() if p.name.endswith(".tmp")]   # and no leftover beside it
-    monkeypatch.setattr(tr.os, "replace", os.replace)
+    monkeypatch.undo()
     assert w.add_screenshot(png=b"\x89PNG\r\n\x1a\nok") and w.n_shots == 1
