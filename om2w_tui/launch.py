@@ -206,6 +206,8 @@ def versions() -> dict[str, str]:
 
 
 def write_manifest(pre: Preflight, extra: dict[str, Any] | None = None) -> None:
+    from .taskfiles import refresh_note
+
     cfg = pre.config
     path = cfg.out / "run.json"
     first = None
@@ -217,6 +219,7 @@ def write_manifest(pre: Preflight, extra: dict[str, Any] | None = None) -> None:
         "config": cfg.to_json(),
         "task_file": {"path": str(pre.task_file.resolve()), "sha256": file_sha256(pre.task_file),
                       "selected": len(pre.tasks)},
+        "task_refresh": refresh_note(pre.task_file),
         "versions": versions(), "argv": [a for a in sys.argv[1:]], "started_at": now,
         "first_started_at": first or now, **(extra or {})})
 

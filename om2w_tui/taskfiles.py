@@ -480,7 +480,7 @@ def refresh_file(src: Path, dst: Path, today: dt.date, sites: Iterable[str] = DE
     from .tasks import TaskFileError, parse_tasks
     from .trajectory import write_atomic
 
-    src, dst = Path(src), Path(dst)
+    src, dst, sites = Path(src), Path(dst), list(sites)
     if not src.is_file():
         raise RefreshError(f"{src}: no such file")
     if dst.resolve() == src.resolve() or (dst.exists() and os.path.samefile(src, dst)):
@@ -522,7 +522,30 @@ def refresh_file(src: Path, dst: Path, today: dt.date, sites: Iterable[str] = DE
         raise RefreshError(f"the refreshed file would not load as a task file: {e}") from None
     dst.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(dst, data)
+    from .tasks import file_sha256
+
+    # beside the refreshed file: what it was made from, so a run that uses it records the refresh in run.json
+    write_atomic(refresh_note_path(dst), json.dumps({
+        "source": str(src.resolve()), "source_sha256": file_sha256(src), "today": today.isoformat(),
+        "sites": sorted(sites), "task_ids": chosen_ids, "sha256": file_sha256(dst), "changes": changes},
+        indent=1, ensure_ascii=False, default=str))
     return changes
+
+
+def refresh_note_path(task_file: Path) -> Path:
+    return Path(task_file).with_name(Path(task_file).name + ".refresh.json")
+
+
+def refresh_note(task_file: Path) -> dict[str, Any] | None:
+    """The note `refresh-dates` left beside a task file it wrote, if it still describes that file."""
+    from .tasks import file_sha256
+
+    path = refresh_note_path(task_file)
+    try:
+        note = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return note if note.get("sha256") == file_sha256(task_file) else None
 
 
 # ============================================================================================== CLI

@@ -296,3 +296,30 @@ def test_not_found_not_a_task_file_no_network_and_an_existing_file(tmp_path, mir
     assert code == 2 and "--force" in err
     code, out, err = fetch(base, "om2w", "--to", str(tmp_path), "--force", capsys=capsys)
     assert code == 0 and (tmp_path / "Online_Mind2Web.json").read_bytes() == SMALL
+
+
+def test_a_run_on_a_refreshed_file_records_the_refresh_in_its_manifest(tmp_path):
+    import datetime as dt
+    import json as _json
+
+    from om2w_tui.config import RunConfig
+    from om2w_tui.launch import preflight, write_manifest
+    from om2w_tui.taskfiles import refresh_file
+
+    src = tmp_path / "wv.jsonl"
+    src.write_text(_json.dumps({"web_name": "Booking", "id": "Booking--1", "web": "https://www.booking.com/",
+                                "ques": "Find a hotel in Paris for February 14-21, 2024."}) + "\n" +
+                   _json.dumps({"web_name": "ArXiv", "id": "ArXiv--1", "web": "https://arxiv.org/",
+                                "ques": "Papers submitted in January 2024."}) + "\n")
+    dst = tmp_path / "wv.refreshed.jsonl"
+    changes = refresh_file(src, dst, dt.date(2026, 11, 30))
+    assert changes and "2027" in dst.read_text() and "January 2024" in dst.read_text()
+    cfg = RunConfig(out=tmp_path / "run", bench="webvoyager", tasks=dst, model="oracle", chromium="/bin/true")
+    pre = preflight(cfg)
+    cfg.out.mkdir()
+    write_manifest(pre)
+    note = _json.loads((cfg.out / "run.json").read_text())["task_refresh"]
+    assert note["source"] == str(src.resolve()) and note["today"] == "2026-11-30" and note["changes"]
+    dst.write_text(dst.read_text() + "\n")          # edited by hand since: the note no longer describes it
+    write_manifest(preflight(cfg))
+    assert _json.loads((cfg.out / "run.json").read_text())["task_refresh"] is None
