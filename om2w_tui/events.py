@@ -14,6 +14,7 @@ class RunStarted:
     settled: int          # of those, already finished in the out folder (resume)
     workers: int
     out: str
+    started_at: float = 0.0   # epoch seconds
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class EpisodeStep:
     actions: list[str]
     url: str = ""
     thought: str = ""
+    screenshot: str | None = None   # the file in trajectory/ this step wrote (what the page looked like)
 
 
 @dataclass(frozen=True)

@@ -79,9 +79,7 @@ async def run_headless(pre: Preflight, stream: IO[str] | None = None) -> int:
                 sink._print("stopping: running episodes end keeping their steps (Ctrl-C again to end them now)")
                 scheduler.stop()
             else:
-                for slot in list(scheduler.slots.values()):
-                    if slot.worker is not None:
-                        slot.worker.kill_group()
+                scheduler.stop(force=True)
 
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, interrupt)

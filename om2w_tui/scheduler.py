@@ -184,7 +184,8 @@ class Scheduler:
         self._epoch_offset = time.time() - self.started_mono
         self.out.mkdir(parents=True, exist_ok=True)
         self._load_queue()
-        self.emit(RunStarted(self.stats.total, self.stats.settled_before, self.target_workers, str(self.out)))
+        self.emit(RunStarted(self.stats.total, self.stats.settled_before, self.target_workers, str(self.out),
+                             self.epoch()))
         for i in range(self.target_workers if self.pending() else 0):
             self._add_slot(i, start_worker=i < self.pending())
         try:
@@ -325,7 +326,7 @@ class Scheduler:
             if kind == "step":
                 ep.steps = int(ev.get("step") or ep.steps + 1)
                 self.emit(EpisodeStep(slot.id, ep.task.task_id, ep.steps, list(ev.get("actions") or []),
-                                      ev.get("url", ""), ev.get("thought", "")))
+                                      ev.get("url", ""), ev.get("thought", ""), ev.get("screenshot")))
             elif kind == "running":
                 if ep.state == "starting":
                     self._set_state(ep, "running")
@@ -546,8 +547,13 @@ class Scheduler:
         self._wake_up()
         return n
 
-    def stop(self) -> None:
-        """Stop the run gracefully: no new episodes; running ones end keeping their steps and run again next time."""
+    def stop(self, force: bool = False) -> None:
+        """Stop the run gracefully: no new episodes; running ones end keeping their steps and run again next time.
+        `force` (a second Ctrl-C) ends every worker's process group now; the steps on disk are kept all the same."""
+        if force:
+            for slot in self.slots.values():
+                if slot.worker is not None:
+                    slot.worker.kill_group()
         if self.stopping:
             return
         self.stopping = True
@@ -597,7 +603,7 @@ class Scheduler:
             slots.append({"slot": s.id, "state": ep.state if ep else ("retiring" if s.retired else "idle"),
                           "task_id": ep.task.task_id if ep else None, "site": ep.task.site if ep else None,
                           "level": ep.task.level if ep else None, "step": ep.steps if ep else 0,
-                          "started_at": ep.started_at if ep else None})
+                          "started_at": ep.started_at if ep else None, "attempt": ep.attempt if ep else None})
         sites = []
         for name, c in self.sites.items():
             st = self.pacer.state(name)
@@ -606,5 +612,6 @@ class Scheduler:
             sites.append({"site": name, "state": state, "ready_at": st.ready_at, "left": left,
                           "done": c.done, "errors": c.errors, "total": c.total, "cooldown": st.cooldown})
         return {"now": now, "slots": slots, "sites": sites, "paused": self.dispatch_paused,
+                "target_workers": self.target_workers, "errors": len(self.errored),
                 "user_paused": self.user_paused, "breaker": self.breaker_reason if self.breaker_open else "",
                 "stopping": self.stopping, "summary": self.summary()}

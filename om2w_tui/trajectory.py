@@ -124,6 +124,7 @@ class TrajectoryWriter:
         self.thoughts: list[str] = []
         self.steps_v2: list[dict[str, Any]] = []
         self.answer = ""
+        self.last_shot: str | None = None     # the screenshot file of the latest step, if it had one
         self.n_shots = 0
         self.n_steps = 0
         self.shots.mkdir(parents=True, exist_ok=True)
@@ -171,6 +172,7 @@ class TrajectoryWriter:
         state = getattr(step, "state", None)
         index = self.n_shots
         shot = self._shot_name(index) if self.add_screenshot(path=getattr(state, "screenshot_path", None)) else None
+        self.last_shot = shot
         actions, thoughts = step_actions(step, skip)
         self.actions += actions
         self.thoughts += thoughts
@@ -184,6 +186,7 @@ class TrajectoryWriter:
         """A step an arm describes itself (no browser-use history): its action lines and what it saw."""
         index = self.n_shots
         shot = self._shot_name(index) if self.add_screenshot(png=png) else None
+        self.last_shot = shot
         self.actions += actions
         self.thoughts += [thought[:400]] * len(actions)
         self.steps_v2 += [{"action": a, "thought": thought[:400], "screenshot": shot, "url": url} for a in actions]

@@ -92,11 +92,12 @@ async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, co
         state = getattr(step, "state", None)
         mo = getattr(step, "model_output", None)
         emit({"ev": "step", "step": writer.n_steps, "actions": lines, "url": getattr(state, "url", "") or "",
-              "thought": str(getattr(mo, "next_goal", "") or "")[:300]})
+              "thought": str(getattr(mo, "next_goal", "") or "")[:300], "screenshot": writer.last_shot})
 
     async def record_step(actions: list[str], thought: str = "", png: bytes | None = None, url: str = "") -> None:
         writer.add_plain_step(list(actions), thought, png, url)
-        emit({"ev": "step", "step": writer.n_steps, "actions": list(actions), "url": url, "thought": thought[:300]})
+        emit({"ev": "step", "step": writer.n_steps, "actions": list(actions), "url": url, "thought": thought[:300],
+              "screenshot": writer.last_shot})
 
     call_log = CallLog() if spec.get("record_rows") else None
     try:

@@ -18,7 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
-from ..launch import Preflight, UsageError, open_run, preflight
+from ..launch import Preflight, UsageError, open_run, run_checks
 from ..results import read_results
 from .launch_values import last_launch_path, load_values, save_values, values_from_config
 from .messages import EngineSink
@@ -30,6 +30,8 @@ from .screens.quit import ConfirmQuit
 STYLES = Path(__file__).parent / "styles"
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 Clock = Callable[[], float]
+# the launch form's preflight: a config -> (the Preflight when every check passed, else None; [(what, ok, detail)])
+ChecksFn = Callable[[Any], "tuple[Preflight | None, list[tuple[str, bool, str]]]"]
 
 
 class ConsoleApp(App[int]):
@@ -41,13 +43,13 @@ class ConsoleApp(App[int]):
     ]
 
     def __init__(self, pre: Preflight | None, *, clock: Clock | None = None,
-                 preflight_fn: Callable[[Any], Preflight] | None = None, image_renderer: str = "auto",
+                 checks_fn: ChecksFn | None = None, image_renderer: str = "auto",
                  start_engine: bool = True, last_launch: Path | None = None, sinks: Iterable[Any] = (),
                  auto_check: bool = True, cursor_blink: bool = True):
         super().__init__()
         self.pre = pre
         self.clock: Clock = clock or time.time
-        self.preflight_fn = preflight_fn or preflight
+        self.checks_fn: ChecksFn = checks_fn or run_checks
         self.image_renderer = image_renderer
         self.start_engine = start_engine
         self.last_launch = last_launch
@@ -104,14 +106,23 @@ class ConsoleApp(App[int]):
             return
         running = self.dashboard is not None and any(
             s.task_id == task_id for s in self.dashboard.state.slots.values())
-        self.push_screen(EpisodeScreen(Path(self.pre.config.out) / task_id, task_id, record=record,
-                                       task_text=self._tasks.get(task_id, ""), renderer=self.image_renderer,
-                                       running=running))
+        folder = Path(self.pre.config.out) / task_id
+        if record is not None and self.dashboard is not None:
+            # an earlier attempt's files were moved to <task>/attempts/<n> when the next one began
+            attempt = int(record.get("attempt") or 1)
+            later = running or any(int(r.get("attempt") or 1) > attempt and r.get("task_id") == task_id
+                                   for r in self.dashboard.known_records())
+            if later and (folder / "attempts" / str(attempt)).is_dir():
+                folder = folder / "attempts" / str(attempt)
+        self.push_screen(EpisodeScreen(folder, task_id, record=record, task_text=self._tasks.get(task_id, ""),
+                                       renderer=self.image_renderer, running=running and record is None))
 
     def episode_changed(self, task_id: str, record: dict[str, Any] | None = None) -> None:
         """A step or the end of `task_id`'s episode: an open view of it reads its folder again."""
         for screen in self.screen_stack:
-            if isinstance(screen, EpisodeScreen) and screen.task_id == task_id:
+            # a view of an earlier attempt (under attempts/) has nothing new to read
+            if isinstance(screen, EpisodeScreen) and screen.task_id == task_id \
+                    and screen.folder.parent.name != "attempts":
                 screen.reload(record, running=record is None)
 
     # ── the engine ─────────────────────────────────────────
@@ -213,12 +224,8 @@ class ConsoleApp(App[int]):
         self.refresh_bindings()
 
     def _force_stop(self) -> None:
-        # the scheduler has no command for this yet: end each slot's worker process group, as the headless
-        # front end does on a second Ctrl-C
-        for slot in list(getattr(self.scheduler, "slots", {}).values()):
-            worker = getattr(slot, "worker", None)
-            if worker is not None:
-                worker.kill_group()
+        if self.scheduler is not None:
+            self.scheduler.stop(force=True)
         self.notify("ending the episodes' processes now", severity="warning")
 
     # ── command palette ────────────────────────────────────
@@ -237,18 +244,18 @@ class ConsoleApp(App[int]):
                 yield cmd
 
 
-def make_app(pre: Preflight | None, *, clock: Clock | None = None,
-             preflight_fn: Callable[[Any], Preflight] | None = None, image_renderer: str = "auto",
-             start_engine: bool = True, last_launch: Path | None | bool = True, sinks: Iterable[Any] = (),
-             auto_check: bool = True, cursor_blink: bool = True) -> ConsoleApp:
+def make_app(pre: Preflight | None, *, clock: Clock | None = None, checks_fn: ChecksFn | None = None,
+             image_renderer: str = "auto", start_engine: bool = True, last_launch: Path | None | bool = True,
+             sinks: Iterable[Any] = (), auto_check: bool = True, cursor_blink: bool = True) -> ConsoleApp:
     """The console app, built the same way for the command line and tests.
 
     pre: a checked run to open on the dashboard, or None for the launch form. clock: epoch seconds (tests freeze
-    it). preflight_fn: the launch form's check. image_renderer: auto | halfcell | unicode. start_engine: False
-    for a dashboard fed by hand (tests). last_launch: where the launch form's values are remembered (True: the
-    XDG default, None/False: nowhere). sinks: more engine sinks (a test recorder)."""
+    it). checks_fn: the launch form's preflight (launch.run_checks). image_renderer: auto | halfcell | unicode.
+    start_engine: False for a dashboard fed by hand (tests). last_launch: where the launch form's values are
+    remembered (True: the XDG default; None or False: nowhere). sinks: more engine sinks (a test recorder).
+    auto_check, cursor_blink: the form checks as you type; the text cursor blinks (tests turn both off)."""
     path = last_launch_path() if last_launch is True else (last_launch or None)
-    return ConsoleApp(pre, clock=clock, preflight_fn=preflight_fn, image_renderer=image_renderer,
+    return ConsoleApp(pre, clock=clock, checks_fn=checks_fn, image_renderer=image_renderer,
                       start_engine=start_engine, last_launch=path, sinks=sinks, auto_check=auto_check,
                       cursor_blink=cursor_blink)
 

@@ -1,0 +1,1 @@
+"""The console's screens: launch form, dashboard, episode view, quit dialog."""

@@ -1,0 +1,44 @@
+"""A screenshot shown in the terminal: textual-image's widget, as graphics where the terminal supports them
+(Kitty's protocol, Sixel) and as coloured half-cells or unicode blocks where it does not.
+
+textual-image asks the terminal what it supports when it is imported, which is impossible once Textual runs:
+the console imports this module before the app starts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PIL import Image as PILImage
+from textual_image.widget import HalfcellImage, UnicodeImage, get_cell_size
+from textual_image.widget import Image as AutoImage
+
+RENDERERS: dict[str, Any] = {"auto": AutoImage, "halfcell": HalfcellImage, "unicode": UnicodeImage}
+# graphics protocols get more pixels than block characters can show
+MAX_PIXELS = {"auto": (1600, 1600), "halfcell": (480, 480), "unicode": (480, 480)}
+
+
+def screenshot_widget(renderer: str, **kw: Any) -> Any:
+    """The image widget for `renderer` (auto | halfcell | unicode), sized to fit its box keeping the aspect ratio."""
+    widget = RENDERERS[renderer](**kw)
+    widget.add_class("screenshot")
+    return widget
+
+
+def load_screenshot(path: Any, renderer: str) -> PILImage.Image:
+    """Read a PNG and scale it down to what the renderer can use (in a thread: it is the slow part)."""
+    with PILImage.open(path) as im:
+        im = im.convert("RGB")
+    im.thumbnail(MAX_PIXELS.get(renderer, MAX_PIXELS["auto"]))
+    return im
+
+
+def fit_cells(image_px: tuple[int, int], box: tuple[int, int]) -> tuple[int, int]:
+    """The largest (columns, rows) inside `box` that keeps the image's aspect ratio on this terminal's cells."""
+    (w, h), (cols, rows) = image_px, box
+    if w <= 0 or h <= 0 or cols <= 0 or rows <= 0:
+        return 0, 0
+    cell = get_cell_size()
+    fit_rows = round(cols * cell.width * h / w / cell.height)
+    if fit_rows <= rows:
+        return cols, max(1, fit_rows)
+    return max(1, round(rows * cell.height * w / h / cell.width)), rows

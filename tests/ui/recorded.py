@@ -1,0 +1,205 @@
+"""A recorded run for the console's deterministic tests: the engine events and snapshots of a short run on the
+offline suite (two slots, four sites), a frozen clock, a stand-in scheduler that records the commands it gets,
+and an episode folder with small PNG screenshots written by the test."""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from om2w_tui.config import RunConfig
+from om2w_tui.events import (DispatchChanged, EpisodeFinished, EpisodeStarted, EpisodeStep, RunStarted,
+                             SlotChanged)
+from om2w_tui.launch import Preflight
+from om2w_tui.tasks import Task
+
+T0 = 1_750_000_000.0          # the frozen clock's start (epoch seconds)
+LOOP0 = 5_000.0               # the engine's loop clock at T0
+SHOP, WIKI, BOOKING, LONG = "127.0.0.1:41001", "127.0.0.1:41002", "127.0.0.1:41003", "127.0.0.1:41004"
+
+
+class FrozenClock:
+    """A clock that moves only when told to."""
+
+    def __init__(self, t: float = T0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+
+
+@dataclass
+class StubScheduler:
+    """Stands where the Scheduler stands for the controls: its state as the dashboard reads it, and every
+    command it receives."""
+
+    dispatch_paused: bool = True       # as the recorded run left it
+    target_workers: int = 2
+    errored: dict[str, Any] = field(default_factory=dict)
+    commands: list[tuple[Any, ...]] = field(default_factory=list)
+    episodes: int = 2
+
+    def pause_dispatch(self, paused: bool = True, reason: str = "") -> None:
+        self.dispatch_paused = paused
+        self.commands.append(("pause_dispatch", paused))
+
+    def pause_episode(self, slot: int, paused: bool = True) -> bool:
+        self.commands.append(("pause_episode", slot, paused))
+        return True
+
+    def kill(self, slot: int, requeue: bool = False) -> bool:
+        self.commands.append(("kill", slot, requeue))
+        return True
+
+    def set_workers(self, n: int) -> None:
+        self.target_workers = max(1, n)
+        self.commands.append(("set_workers", self.target_workers))
+
+    def retry_errors(self) -> int:
+        n = len(self.errored)
+        self.errored.clear()
+        self.commands.append(("retry_errors",))
+        return n
+
+    def stop(self) -> None:
+        self.commands.append(("stop",))
+
+    def running(self) -> list[Any]:
+        return [object()] * self.episodes
+
+    def snapshot(self) -> dict[str, Any]:
+        return {**snapshot(), "paused": self.dispatch_paused}
+
+
+def tasks() -> list[Task]:
+    rows = [("offline_shop_search_01", SHOP, "easy"), ("offline_shop_filter_03", SHOP, "medium"),
+            ("offline_wiki_port_06", WIKI, "easy"), ("offline_wiki_wal_07", WIKI, "medium"),
+            ("offline_booking_rates_11", BOOKING, "easy"), ("offline_longpage_automated_14", LONG, "easy")]
+    return [Task(tid, f"Do the task {tid}.", f"http://{site}/", level) for tid, site, level in rows]
+
+
+def preflight_for(out: Path) -> Preflight:
+    cfg = RunConfig(out=out, bench="offline", model="oracle", workers=2, pace_cooldown=90, max_steps=30)
+    return Preflight(cfg, tasks(), Path("tasks.json"), settled=1,
+                     checks=[("task file", True, "tasks.json: 16 tasks, 6 selected")])
+
+
+def record(task_id: str, site: str, status: str = "done", steps: int = 3, answer: str = "", correct: bool = True,
+           finished: float = T0, duration: float = 14.2, attempt: int = 1, slot: int = 0,
+           error: str | None = None) -> dict[str, Any]:
+    return {"task_id": task_id, "arm": "base", "website": f"http://{site}/", "level": "easy", "model": "oracle",
+            "status": status, "error": error, "error_kind": None, "steps": steps, "actions": steps,
+            "screenshots": steps + 1, "answer": answer, "agent_done": status == "done", "duration_s": duration,
+            "started_at": finished - duration, "finished_at": finished, "attempt": attempt, "slot": slot,
+            "correct": correct}
+
+
+def events() -> list[Any]:
+    """What the scheduler told its sinks during the first 40 seconds of the recorded run."""
+    return [
+        RunStarted(total=6, settled=1, workers=2, out="/runs/demo"),
+        SlotChanged(0, "idle"), SlotChanged(1, "idle"),
+        EpisodeStarted(0, "offline_shop_search_01", SHOP, "easy", 1, T0 - 40),
+        SlotChanged(0, "starting", "offline_shop_search_01"),
+        EpisodeStarted(1, "offline_wiki_port_06", WIKI, "easy", 1, T0 - 38),
+        SlotChanged(1, "starting", "offline_wiki_port_06"),
+        SlotChanged(0, "running", "offline_shop_search_01"),
+        EpisodeStep(0, "offline_shop_search_01", 1, ['<input id="q" name="q"> Search products -> TYPE: kettle'],
+                    f"http://{SHOP}/"),
+        SlotChanged(1, "running", "offline_wiki_port_06"),
+        EpisodeStep(1, "offline_wiki_port_06", 1, ['<a href="/docs/config"> Configuration -> CLICK'],
+                    f"http://{WIKI}/"),
+        EpisodeStep(0, "offline_shop_search_01", 2, ['<button id="search-button"> Search -> CLICK'],
+                    f"http://{SHOP}/search?q=kettle"),
+        EpisodeStep(0, "offline_shop_search_01", 3, ['<a id="product-link-kettle-copper"> Copper Kettle -> CLICK'],
+                    f"http://{SHOP}/search?q=kettle"),
+        EpisodeFinished(0, record("offline_shop_search_01", SHOP, answer="The Copper Pour-Over Kettle costs $42.50.",
+                                  finished=T0 - 25, duration=15.0)),
+        SlotChanged(0, "idle"),
+        EpisodeStarted(0, "offline_booking_rates_11", BOOKING, "easy", 1, T0 - 20),
+        SlotChanged(0, "starting", "offline_booking_rates_11"),
+        SlotChanged(0, "running", "offline_booking_rates_11"),
+        EpisodeStep(1, "offline_wiki_port_06", 2, ["SCROLL DOWN"], f"http://{WIKI}/docs/config"),
+        EpisodeStep(0, "offline_booking_rates_11", 1, ['<a href="/rooms"> Rooms -> CLICK'], f"http://{BOOKING}/"),
+        SlotChanged(1, "paused", "offline_wiki_port_06"),
+        DispatchChanged(True, ""),
+    ]
+
+
+def snapshot() -> dict[str, Any]:
+    """The scheduler's snapshot at T0 (loop clock LOOP0): the shop cools down for another 65 s."""
+    return {
+        "now": LOOP0,
+        "slots": [
+            {"slot": 0, "state": "running", "task_id": "offline_booking_rates_11", "site": BOOKING, "level": "easy",
+             "step": 1, "started_at": T0 - 20},
+            {"slot": 1, "state": "paused", "task_id": "offline_wiki_port_06", "site": WIKI, "level": "easy",
+             "step": 2, "started_at": T0 - 38},
+        ],
+        "sites": [
+            {"site": SHOP, "state": "cooling", "ready_at": LOOP0 + 65, "left": 1, "done": 1, "errors": 0, "total": 2,
+             "cooldown": 90},
+            {"site": WIKI, "state": "running", "ready_at": 0.0, "left": 1, "done": 0, "errors": 0, "total": 2,
+             "cooldown": 90},
+            {"site": BOOKING, "state": "running", "ready_at": 0.0, "left": 0, "done": 0, "errors": 0, "total": 1,
+             "cooldown": 90},
+            {"site": LONG, "state": "free", "ready_at": 0.0, "left": 0, "done": 1, "errors": 0, "total": 1,
+             "cooldown": 90},
+        ],
+        "paused": True, "stopping": False,
+        "summary": {"total": 6, "settled_before": 1, "finished": 1, "by_status": {"done": 1}, "pending": 2},
+    }
+
+
+def earlier_records() -> list[dict[str, Any]]:
+    """results.jsonl of the folder before this run: one task done (the resume)."""
+    return [record("offline_longpage_automated_14", LONG, answer="It was automated in 1987.", finished=T0 - 3600,
+                   duration=21.0, slot=1)]
+
+
+# ── an episode folder ──────────────────────────────────────
+def png(width: int, height: int, colour: tuple[int, int, int], band: tuple[int, int, int]) -> bytes:
+    """A small PNG: a page of `colour` with a header band of `band` (what a screenshot of a site looks like)."""
+    rows = b""
+    for y in range(height):
+        c = band if y < height // 5 else colour
+        line = bytes(c) * width
+        if height // 3 < y < height // 3 + 3:   # a line of "text"
+            ink = width // 2
+            line = bytes(c) * (width // 8) + bytes((40, 40, 40)) * ink + bytes(c) * (width - width // 8 - ink)
+        rows += b"\x00" + line
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows, 9)) + chunk(b"IEND", b""))
+
+
+def write_episode(out: Path, task_id: str = "offline_shop_search_01") -> Path:
+    folder = out / task_id
+    (folder / "trajectory").mkdir(parents=True, exist_ok=True)
+    result = {
+        "task_id": task_id,
+        "task": 'Search Northwind Market for "kettle" and tell me the price of the Copper Pour-Over Kettle.',
+        "final_result_response": "The Copper Pour-Over Kettle costs $42.50.",
+        "action_history": ['<input id="q" name="q"> Search products -> TYPE: kettle',
+                           '<button id="search-button"> Search -> CLICK',
+                           '<a id="product-link-kettle-copper"> Copper Pour-Over Kettle -> CLICK'],
+        "thoughts": ["The search box is at the top: type the product name.", "Run the search.",
+                     "The kettle is the first result: open it to read its price."],
+    }
+    (folder / "result.json").write_text(json.dumps(result, indent=1))
+    (folder / "history_0.json").write_text("{}")
+    colours = [((250, 250, 245), (30, 90, 160)), ((245, 250, 250), (30, 90, 160)),
+               ((250, 245, 240), (160, 60, 30)), ((240, 250, 240), (30, 130, 60))]
+    for i, (page, band) in enumerate(colours):
+        (folder / "trajectory" / f"{i}_full_screenshot.png").write_bytes(png(64, 36, page, band))
+    return folder

@@ -1,0 +1,236 @@
+"""The dashboard driven by a recorded run and a stand-in scheduler: what each key sends, what the footer and the
+command palette offer, the panels, the quit dialog, the episode view. Fast: no browser (tests/ui/test_console_e2e.py
+runs the real thing)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from textual.command import CommandList
+
+from om2w_tui.events import DispatchChanged, EpisodeStep, RunFinished, SlotChanged
+from om2w_tui.ui.app import ConsoleApp, make_app
+from om2w_tui.ui.screens.dashboard import DashboardScreen
+from om2w_tui.ui.screens.episode import EpisodeScreen
+from om2w_tui.ui.screens.quit import ConfirmQuit
+from om2w_tui.ui.widgets.panels import EpisodesTable, SitesTable, SlotsTable, StepsLog
+
+from . import recorded as R
+
+
+def build(tmp_path: Path, **kw) -> tuple[ConsoleApp, R.FrozenClock, R.StubScheduler]:
+    out = tmp_path / "demo"
+    out.mkdir(exist_ok=True)
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in R.earlier_records()))
+    clock = R.FrozenClock(R.T0 - 40)
+    app = make_app(R.preflight_for(out), clock=clock, start_engine=False, last_launch=None,
+                   image_renderer="unicode", **kw)
+    stub = R.StubScheduler()
+    app.scheduler = stub
+    return app, clock, stub
+
+
+async def feed(pilot, app: ConsoleApp, clock: R.FrozenClock) -> None:
+    """The recorded run through the engine's own sink: RunStarted 40 s before T0, the rest at T0."""
+    await pilot.pause()
+    evs = R.events()
+    app.sink.handle(evs[0])
+    await pilot.pause()
+    clock.t = R.T0
+    for ev in evs[1:]:
+        app.sink.handle(ev)
+    app.sink.snapshot(R.snapshot(), clock())
+    await pilot.pause()
+
+
+def shown_keys(app: ConsoleApp) -> dict[str, str]:
+    return {b.binding.action: b.binding.description for b in app.screen.active_bindings.values()
+            if b.enabled and b.binding.show}
+
+
+def cells(table, key: str) -> list[str]:
+    return [str(c) for c in table.get_row(key)]
+
+
+async def test_panels_show_the_recorded_run(tmp_path):
+    app, clock, _ = build(tmp_path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await feed(pilot, app, clock)
+        slots = app.screen.query_one(SlotsTable)
+        assert cells(slots, "0") == ["0", "offline_booking_rates_11", "127.0.0.1:41003", "easy", "1/30", "0:20",
+                                     "running"]
+        assert cells(slots, "1")[-1] == "paused"
+        sites = app.screen.query_one(SitesTable)
+        assert cells(sites, R.SHOP)[1] == "cooling 1:05"
+        clock.advance(30.4)    # a skipped tick changes nothing: the countdown reads the deadline
+        app.screen.render_all()
+        assert cells(sites, R.SHOP)[1] == "cooling 0:35"
+        assert cells(slots, "0")[5] == "0:50"
+        clock.advance(40)
+        app.screen.render_all()
+        assert cells(sites, R.SHOP)[1] == "free"
+        episodes = app.screen.query_one(EpisodesTable)
+        assert [episodes.records[str(episodes.coordinate_to_cell_key((i, 0)).row_key.value)]["task_id"]
+                for i in range(episodes.row_count)] == ["offline_shop_search_01", "offline_longpage_automated_14"]
+        titles = {w.border_title for w in app.screen.query(".panel")}
+        assert titles == {"Slots", "Sites", "Steps", "Episodes"}
+        log_text = "\n".join(app.screen.query_one(StepsLog).lines)
+        assert "[0] offline_shop_search_01 #2 http://127.0.0.1:41001/search?q=kettle" in log_text
+        assert "dispatch paused" in log_text
+
+
+async def test_each_key_sends_its_command_to_the_selected_slot(tmp_path):
+    app, clock, stub = build(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await feed(pilot, app, clock)
+        keys = shown_keys(app)
+        # dispatch is paused: p resumes; slot 0 runs: space pauses it
+        assert keys["resume_dispatch"] == "Resume all" and "pause_dispatch" not in keys
+        assert "pause_episode" in keys and "resume_episode" not in keys and "retry_errors" not in keys
+        await pilot.press("p", "space", "k", "K", "plus", "minus")
+        await pilot.press("down", "space")          # slot 1 is paused: space resumes it
+        await pilot.pause()
+        assert stub.commands == [("pause_dispatch", False), ("pause_episode", 0, True), ("kill", 0, False),
+                                 ("kill", 0, True), ("set_workers", 3), ("set_workers", 2),
+                                 ("pause_episode", 1, False)]
+        stub.commands.clear()
+        stub.errored["x"] = object()
+        app.sink.handle(DispatchChanged(False, ""))
+        app.sink.handle(SlotChanged(1, "stopping", "offline_wiki_port_06"))
+        await pilot.pause()
+        keys = shown_keys(app)
+        assert keys["pause_dispatch"] == "Pause all" and "retry_errors" in keys
+        assert not {"kill", "requeue", "pause_episode", "resume_episode"} & keys.keys()   # slot 1 is stopping
+        await pilot.press("k", "r", "p")
+        assert stub.commands == [("retry_errors",), ("pause_dispatch", True)]
+
+
+async def test_one_slot_cannot_go_below_one_and_nothing_applies_once_the_run_is_over(tmp_path):
+    app, clock, stub = build(tmp_path)
+    stub.target_workers = 1
+    async with app.run_test(size=(80, 24)) as pilot:
+        await feed(pilot, app, clock)
+        assert "fewer_slots" not in shown_keys(app)
+        await pilot.press("minus")
+        assert stub.commands == []
+        app.sink.handle(RunFinished({"finished": 1, "pending": 0}))
+        await pilot.pause()
+        keys = shown_keys(app)
+        assert not {"pause_dispatch", "resume_dispatch", "kill", "more_slots"} & keys.keys()
+        assert "quit_run" in keys
+
+
+async def test_the_command_palette_offers_what_applies(tmp_path):
+    app, clock, stub = build(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await feed(pilot, app, clock)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Resume the run" in titles and "Pause the run" not in titles
+        assert "Kill the selected episode" in titles and "Retry errored tasks" not in titles
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Add a slot")
+        hits = app.screen.query_one(CommandList)
+        for _ in range(100):     # the palette searches in the background
+            if hits.option_count and "Add a slot" in str(hits.get_option_at_index(0).prompt):
+                break
+            await pilot.pause(0.05)
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert stub.commands == [("set_workers", 3)]
+
+
+async def test_the_steps_panel_follows_all_slots_or_the_selected_one(tmp_path):
+    app, clock, _ = build(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await feed(pilot, app, clock)
+        log = app.screen.query_one(StepsLog)
+        await pilot.press("down", "s")
+        assert log.border_subtitle == "slot 1 · offline_wiki_port_06"
+        assert log.lines[:2] == ["#1 http://127.0.0.1:41002/", "    <a href=\"/docs/config\"> Configuration -> CLICK"]
+        app.sink.handle(EpisodeStep(0, "offline_booking_rates_11", 2, ["TYPE: elsewhere"], "http://x/"))
+        app.sink.handle(EpisodeStep(1, "offline_wiki_port_06", 3, ["GO BACK"], "http://y/"))
+        await pilot.pause()
+        assert log.lines[-2:] == ["#3 http://y/", "    GO BACK"] and "elsewhere" not in "\n".join(log.lines)
+        assert app.screen.query_one(SlotsTable).get_row("0")[4] == "2/30"
+        await pilot.press("s")
+        assert log.border_subtitle == "all slots"
+
+
+async def test_quit_asks_while_episodes_run_then_stops_and_waits_for_the_engine(tmp_path):
+    app, clock, stub = build(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await feed(pilot, app, clock)
+        engine_done = asyncio.Event()
+
+        async def engine() -> None:
+            await engine_done.wait()
+
+        app.engine = app.run_worker(engine(), exit_on_error=False)
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmQuit)
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen) and stub.commands == []
+        await pilot.press("q", "q")      # q twice: ask, then yes
+        await pilot.pause()
+        assert stub.commands == [("stop",)] and app.is_running
+        assert "STOPPING" in str(app.screen.query_one("#run-badge").render())
+        assert not {"pause_dispatch", "resume_dispatch", "kill", "more_slots"} & shown_keys(app).keys()
+        engine_done.set()
+        for _ in range(50):
+            if not app.is_running:
+                break
+            await asyncio.sleep(0.05)
+    assert app.return_code == 0
+
+
+async def test_ctrl_c_stops_without_asking_and_exits_130(tmp_path):
+    app, clock, stub = build(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await feed(pilot, app, clock)
+        engine_done = asyncio.Event()
+        app.engine = app.run_worker(engine_done.wait(), exit_on_error=False)
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert stub.commands == [("stop",)] and not isinstance(app.screen, ConfirmQuit)
+        engine_done.set()
+        for _ in range(50):
+            if not app.is_running:
+                break
+            await asyncio.sleep(0.05)
+    assert app.return_code == 130
+
+
+async def test_the_episode_view_steps_through_screenshots_and_follows_a_running_episode(tmp_path):
+    app, clock, _ = build(tmp_path)
+    folder = R.write_episode(tmp_path / "demo", "offline_booking_rates_11")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await feed(pilot, app, clock)
+        await pilot.press("enter")       # slot 0 runs offline_booking_rates_11
+        await settle(pilot)
+        view = app.screen
+        assert isinstance(view, EpisodeScreen) and view.running
+        assert view.shown == 3 and "4/4" in view.query_one("#ep-shot-box").border_subtitle
+        await pilot.press("left", "left")
+        assert view.shown == 1 and "2/4 · 1_full_screenshot.png · step 2" in view.query_one(
+            "#ep-shot-box").border_subtitle
+        await pilot.press("right", "right")
+        assert view.shown == 3
+        # a new step on disk and its event: the view follows the new last screenshot
+        (folder / "trajectory" / "4_full_screenshot.png").write_bytes(R.png(64, 36, (0, 0, 0), (255, 0, 0)))
+        app.sink.handle(EpisodeStep(0, "offline_booking_rates_11", 4, ["SCROLL DOWN"], "http://x/"))
+        await settle(pilot)
+        assert view.shown == 4 and "5/5" in view.query_one("#ep-shot-box").border_subtitle
+        await pilot.press("escape")
+        assert isinstance(app.screen, DashboardScreen)
+
+
+async def settle(pilot) -> None:
+    """Let the episode view's file and image reads (threads) land."""
+    for _ in range(4):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()

@@ -1,0 +1,114 @@
+"""The launch form: remembered values, the preflight shown inline, launching into the dashboard."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from textual.widgets import Input, Static
+
+from om2w_tui.config import RunConfig
+from om2w_tui.launch import Preflight
+from om2w_tui.tasks import Task
+from om2w_tui.ui.app import make_app
+from om2w_tui.ui.launch_values import DEFAULTS
+from om2w_tui.ui.screens.dashboard import DashboardScreen
+from om2w_tui.ui.screens.launch import LaunchScreen
+
+
+def remembered(tmp_path: Path, **values: str) -> Path:
+    path = tmp_path / "cfg" / "om2w-tui" / "last_launch.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({**DEFAULTS, **values}))
+    return path
+
+
+class FakePreflight:
+    """Stands for launch.run_checks: records the configs it is given; finds what it is told to."""
+
+    def __init__(self, settled: int = 0, total: int = 3, problems: tuple[tuple[str, str], ...] = ()):
+        self.settled, self.total, self.problems = settled, total, problems
+        self.seen: list[RunConfig] = []
+
+    def __call__(self, cfg: RunConfig) -> tuple[Preflight | None, list[tuple[str, bool, str]]]:
+        self.seen.append(cfg)
+        checks = [("settings", True, f"arm base, {cfg.workers} workers"),
+                  ("tasks", True, f"tasks.json: {self.total} tasks, {self.total} selected"),
+                  ("out folder", True, str(cfg.out))]
+        checks += [(what, False, detail) for what, detail in self.problems]
+        if self.settled:
+            checks.append(("resume", True, f"{self.settled} of {self.total} already done in {cfg.out}"))
+        if self.problems:
+            return None, checks
+        tasks = [Task(f"t{i}", "do it", "http://example.com/") for i in range(self.total)]
+        return Preflight(cfg, tasks, Path("tasks.json"), self.settled, checks), checks
+
+
+async def checked(pilot) -> str:
+    for _ in range(4):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+    screen = pilot.app.screen
+    return str(screen.query_one("#preflight-report", Static).render()) if isinstance(screen, LaunchScreen) else ""
+
+
+async def test_the_form_opens_with_the_last_launch_and_says_how_much_is_done(tmp_path):
+    path = remembered(tmp_path, model="qwen3-vl", workers="6", out="runs/big", api_key_env="NO_SUCH_KEY_VAR")
+    check = FakePreflight(settled=120, total=300)
+    app = make_app(None, checks_fn=check, last_launch=path, start_engine=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        report = await checked(pilot)
+        assert isinstance(app.screen, LaunchScreen)
+        assert app.screen.query_one("#f-model", Input).value == "qwen3-vl"
+        assert "resuming: 120 of 300 done" in report
+        assert "$NO_SUCH_KEY_VAR is not set" in report
+        assert check.seen[-1].workers == 6 and check.seen[-1].out == Path("runs/big")
+
+
+async def test_a_problem_is_shown_inline_next_to_its_field_and_nothing_starts(tmp_path):
+    path = remembered(tmp_path, model="qwen", vllm="http://127.0.0.1:9/v1")
+    problems = (("model endpoint", "--vllm http://127.0.0.1:9/v1: the endpoint does not answer (ConnectError). "
+                                   "Start the model server"),
+                ("out folder", "--out /x/y: /x is not writable; choose a folder you can write to"))
+    app = make_app(None, checks_fn=FakePreflight(problems=problems), last_launch=path, start_engine=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await checked(pilot)
+        await pilot.press("ctrl+s")
+        report = await checked(pilot)
+        assert "✘ model endpoint: --vllm http://127.0.0.1:9/v1: the endpoint does not answer" in report
+        assert "✘ out folder: --out /x/y: /x is not writable" in report      # every problem at once
+        assert app.screen.query_one("#f-vllm").has_class("-problem")
+        assert app.screen.query_one("#f-out").has_class("-problem")
+        assert not app.screen.query_one("#f-model").has_class("-problem")
+        assert isinstance(app.screen, LaunchScreen)
+
+
+async def test_a_value_the_form_cannot_read_is_caught_before_the_preflight(tmp_path):
+    check = FakePreflight()
+    app = make_app(None, checks_fn=check, last_launch=remembered(tmp_path), start_engine=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await checked(pilot)
+        n = len(check.seen)
+        app.screen.query_one("#f-out", Input).value = ""
+        await pilot.press("ctrl+r")
+        report = await checked(pilot)
+        assert "✘ out folder" in report and app.screen.query_one("#f-out").has_class("-problem")
+        assert len(check.seen) == n
+
+
+async def test_typing_q_in_a_field_types_it_and_launch_opens_the_dashboard_and_remembers(tmp_path):
+    path = remembered(tmp_path)
+    check = FakePreflight(total=2)
+    app = make_app(None, checks_fn=check, last_launch=path, start_engine=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await checked(pilot)
+        out = app.screen.query_one("#f-out", Input)
+        out.value = ""
+        out.focus()
+        await pilot.press(*"runs/q1")
+        assert out.value == "runs/q1" and app.is_running
+        await pilot.press("ctrl+s")
+        await checked(pilot)
+        assert isinstance(app.screen, DashboardScreen)
+        assert check.seen[-1].out == Path("runs/q1")
+    assert json.loads(path.read_text())["out"] == "runs/q1"

@@ -1,0 +1,61 @@
+"""The launch form's values: parsing, remembering (no secrets), where they live."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from om2w_tui.config import RunConfig
+from om2w_tui.ui.launch_values import (DEFAULTS, FormError, config_from_values, field_of_problem, last_launch_path,
+                                       load_values, save_values, values_from_config)
+
+
+def test_the_last_launch_lives_under_xdg_config_home_or_dot_config():
+    assert last_launch_path({"XDG_CONFIG_HOME": "/x/cfg", "HOME": "/home/u"}) == Path(
+        "/x/cfg/om2w-tui/last_launch.json")
+    assert last_launch_path({"HOME": "/home/u"}) == Path("/home/u/.config/om2w-tui/last_launch.json")
+
+
+def test_values_round_trip_through_a_config_and_the_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("MY_KEY", "sk-secret-value")
+    cfg = RunConfig(out=tmp_path / "run", bench="webvoyager", tasks=tmp_path / "wv.jsonl", task_ids=["a", "b"],
+                    levels=["easy"], sites=["example.com"], limit=3, model="qwen", vllm="http://h:1/v1",
+                    api_key_env="MY_KEY", timeout=600, max_steps=12, pace_cooldown=30, workers=5)
+    path = tmp_path / "cfg" / "last_launch.json"
+    save_values(path, values_from_config(cfg))
+    text = path.read_text()
+    assert "sk-secret-value" not in text and json.loads(text)["api_key_env"] == "MY_KEY"
+    again = config_from_values(load_values(path))
+    assert again.to_json() == {**cfg.to_json(), "chromium": None}
+
+
+def test_a_missing_or_broken_file_gives_the_defaults(tmp_path):
+    assert load_values(tmp_path / "none.json") == DEFAULTS
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert load_values(bad) == DEFAULTS
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps({"bench": "nope", "workers": 7, "api_key": "leak?"}))
+    values = load_values(odd)
+    assert values["bench"] == DEFAULTS["bench"] and values["workers"] == "7" and "api_key" not in values
+
+
+@pytest.mark.parametrize("key,value,says", [
+    ("workers", "0", "at least 1"), ("workers", "two", "not a whole number"),
+    ("timeout", "0", "more than 0"), ("pace_cooldown", "-1", "0 or more"), ("out", " ", "out folder"),
+    ("max_steps", "", "not a whole number"),
+])
+def test_a_value_that_cannot_be_read_names_its_field(key, value, says):
+    with pytest.raises(FormError) as e:
+        config_from_values({**DEFAULTS, key: value})
+    assert e.value.key == key and says in str(e.value)
+
+
+def test_a_preflight_problem_is_pinned_to_its_field():
+    assert field_of_problem("--vllm http://x/v1: the endpoint does not answer (ConnectError).") == "vllm"
+    assert field_of_problem("--model m: not served by http://x/v1") == "model"
+    assert field_of_problem("--out /root: is a file, not a folder") == "out"
+    assert field_of_problem("no task left after the filters (--task-ids/--level/--site/--limit)") == "task_ids"
+    assert field_of_problem("Chromium not found") is None
