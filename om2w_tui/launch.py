@@ -225,13 +225,13 @@ def write_manifest(pre: Preflight, extra: dict[str, Any] | None = None) -> None:
 
 
 def reference_judge(task: dict[str, Any], rec: dict[str, Any]) -> bool | None:
-    """Tasks that carry `reference_answer` (the offline suite's, or any file's) are judged on the spot: the agent
-    finished and its answer holds every reference string. None for a task without one."""
+    """Tasks that carry `reference_answer` (the offline suite's, or any file's) are judged on the spot: the episode
+    ended well, the agent said it was done, and its answer holds every reference string. None without one."""
     if "reference_answer" not in task:
         return None
     from .offline import judge_answer
 
-    return bool(rec.get("agent_done")) and judge_answer(task, rec.get("answer"))
+    return rec.get("status") == "done" and bool(rec.get("agent_done")) and judge_answer(task, rec.get("answer"))
 
 
 @contextlib.asynccontextmanager

@@ -17,6 +17,8 @@ STATUSES = ("done", "timeout", "killed", "error", "blocked")
 INTERRUPTED = "interrupted"
 # an episode killed by its user to be run again
 REQUEUED = "requeued"
+# how an episode ended by its model endpoint's failures is worded: the circuit breaker counts these
+ENDPOINT_ERROR = "model endpoint: "
 
 
 def settles(record: dict[str, Any]) -> bool:

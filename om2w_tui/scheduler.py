@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import re
 import shutil
 import time
 from collections import deque
@@ -22,12 +24,14 @@ from .config import RunConfig
 from .events import (DispatchChanged, EpisodeFinished, EpisodeStarted, EpisodeStep, Log, RunFinished, RunStarted,
                      SlotChanged)
 from .pacing import SitePacer
-from .results import INTERRUPTED, REQUEUED, ResultsStore, read_results
+from .results import ENDPOINT_ERROR, INTERRUPTED, REQUEUED, ResultsStore, read_results
 from .tasks import Task
 
 Judge = Callable[[dict[str, Any], dict[str, Any]], "bool | None"]
 Probe = Callable[[], Awaitable[bool]]
 USER_KILL_GRACE_S = 5.0
+STORAGE_PROBE_BYTES = 1 << 20     # dispatch resumes when the out folder takes this much again
+_STORAGE_ERROR = re.compile(r"no space left on device|read-only file system|disk quota exceeded|errno 28\b", re.I)
 
 
 @dataclass
@@ -390,25 +394,58 @@ class Scheduler:
             rec["correct"] = bool(verdict)
         return rec
 
-    def _write_records(self, rec: dict[str, Any] | None = None) -> None:
+    def _write_records(self, rec: dict[str, Any] | None = None) -> bool:
         """Append a record (and any kept before); when the out folder cannot take it (disk full, unwritable), keep
-        it in memory, stop dispatching and say so: resuming dispatch writes the kept records first."""
+        it in memory and stop dispatching until it can (the storage probe, or the user resuming, tries again)."""
         if rec is not None:
             self.unwritten.append(rec)
         try:
             while self.unwritten:
                 self.store.append(self.unwritten[0])
                 self.unwritten.pop(0)
+            return True
         except OSError as e:
-            first = not self.storage_error
-            self.storage_error = (f"cannot write {self.store.path}: {e.strerror or e}; free space or fix the "
-                                  f"folder, then resume dispatch ({len(self.unwritten)} record(s) kept in memory)")
-            if first:
-                self.emit(DispatchChanged(True, self.storage_error))
-            self.emit(Log("error", self.storage_error))
+            self._storage_fault(f"cannot write {self.store.path}: {e.strerror or e}")
+            return False
+
+    def _storage_fault(self, problem: str) -> None:
+        first = not self.storage_error
+        self.storage_error = (f"{problem}; free space or fix the folder: dispatch resumes when it can be written "
+                              f"({len(self.unwritten)} record(s) kept in memory)")
+        if first:
+            self.emit(DispatchChanged(True, self.storage_error))
+            self.loop.call_later(self.cfg.probe_interval, self._probe_storage)
+        self.emit(Log("error", self.storage_error))
+
+    def _probe_storage(self) -> None:
+        """Dispatch waits while the out folder cannot take a record and a screenshot's worth of bytes."""
+        if not self.storage_error or self.stopping:
+            return
+        probe = self.out / ".om2w-space-probe"
+        try:
+            with open(probe, "wb") as f:
+                f.write(b"\0" * STORAGE_PROBE_BYTES)
+                f.flush()
+                os.fsync(f.fileno())
+            writable = True
+        except OSError:
+            writable = False
+        finally:
+            with contextlib.suppress(OSError):
+                probe.unlink()
+        if writable and self._write_records():
+            self.storage_error = ""
+            self.emit(DispatchChanged(self.dispatch_paused, "the out folder can be written again"))
+            self._wake_up()
+        else:
+            self.loop.call_later(self.cfg.probe_interval, self._probe_storage)
 
     def _settle(self, ep: Episode, rec: dict[str, Any]) -> None:
         self._write_records(rec)
+        # the folder failed, not the task: it runs again, costing no try, once the folder can be written
+        storage = rec["status"] == "error" and bool(_STORAGE_ERROR.search(rec.get("error") or ""))
+        if storage:
+            self._storage_fault(f"episode {ep.task.task_id} could not write its folder: {rec['error']}")
         if rec["status"] == "blocked":
             cooldown = self.pacer.widen(ep.task.site)
             self.emit(Log("warning", f"{ep.task.site}: {rec['error']}; its cooldown is now {cooldown:g} s"))
@@ -418,17 +455,21 @@ class Scheduler:
         s.finished += 1
         s.by_status[rec["status"]] = s.by_status.get(rec["status"], 0) + 1
         counts = self.sites.setdefault(ep.task.site, SiteCounts())
-        infra = rec["status"] == "error" and rec.get("error_kind") == "infra"
-        self.infra_in_a_row = self.infra_in_a_row + 1 if infra else 0
-        self.streak = self.streak + [ep.task] if infra else []
-        if infra and self.infra_in_a_row >= self.cfg.breaker_after and not self.breaker_open and not self.stopping:
+        infra = rec["status"] == "error" and rec.get("error_kind") == "infra" and not storage
+        # the breaker watches the model endpoint: a run of its failures is the endpoint's, not the tasks'
+        endpoint = infra and str(rec.get("error") or "").startswith(ENDPOINT_ERROR)
+        self.infra_in_a_row = self.infra_in_a_row + 1 if endpoint else 0
+        self.streak = self.streak + [ep.task] if endpoint else []
+        if endpoint and self.infra_in_a_row >= self.cfg.breaker_after and not self.breaker_open \
+                and not self.stopping:
             self._open_breaker(rec["error"] or "")
-        retry = infra and (self.breaker_open or self.retried.get(ep.task.task_id, 0) < self.cfg.retries)
+        free = endpoint and self.breaker_open   # a failure while the endpoint is known to be down costs no try
+        retry = infra and (free or self.retried.get(ep.task.task_id, 0) < self.cfg.retries)
         if retry:
-            if not self.breaker_open:   # a failure while the endpoint is known to be down costs the task nothing
+            if not free:
                 self.retried[ep.task.task_id] = self.retried.get(ep.task.task_id, 0) + 1
             self.emit(Log("warning", f"{ep.task.task_id}: {rec['error']} (the harness's fault): trying again"))
-        requeued = rec["error"] in (INTERRUPTED, REQUEUED) or retry
+        requeued = rec["error"] in (INTERRUPTED, REQUEUED) or retry or storage
         if requeued:
             self.queue.setdefault(ep.task.site, deque()).appendleft(ep.task)
         else:
@@ -481,8 +522,7 @@ class Scheduler:
     def pause_dispatch(self, paused: bool = True, reason: str = "") -> None:
         self.user_paused = paused
         if not paused and self.storage_error:
-            self.storage_error = ""
-            self._write_records()
+            self._probe_storage()
         self.emit(DispatchChanged(self.dispatch_paused, reason or (self.breaker_reason if self.breaker_open else "")))
         self._wake_up()
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
+from ..results import ENDPOINT_ERROR
 from ..trajectory import TrajectoryWriter, write_json_atomic
 from .arms import load_arm
 from .arms.interface import ArmContext, ArmResult
@@ -126,7 +127,7 @@ async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, co
         emit({"ev": "running"})
         result = await control.arm.run()
         if not result.agent_done and (failure := endpoint_failure(result.histories)):
-            status, error, error_kind = "error", f"model endpoint: {failure}", "infra"
+            status, error, error_kind = "error", f"{ENDPOINT_ERROR}{failure}", "infra"
         elif not result.agent_done and (blocked := await _bounded(page_block(session), 10)):
             status, error = "blocked", blocked
     except SiteBlocked as e:
@@ -137,31 +138,35 @@ async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, co
     except Exception as e:
         status, error, error_kind = "error", f"{type(e).__name__}: {str(e)[:300]}", classify_error(e)
     control.cancellable = False
-    if control.arm is not None and not result.histories:
-        result = await _bounded(control.arm.partial(), 10) or ArmResult()
-    final_png = None
-    if session is not None:
-        final_png = await _bounded(session.take_screenshot(), 10)
-        if final_png is None and status == "done" and not result.agent_done:
-            # browser-use ends an agent whose browser went away as if it had simply stopped: that is our fault
-            status, error, error_kind = "error", "the browser crashed or closed during the episode", "infra"
-        await _bounded(session.kill(), 10)
-    writer.finish(result.answer, final_png, result.histories)
-    for name, doc in result.files.items():
-        write_json_atomic(folder / name, doc)
     rows: dict[str, Any] = {}
-    if call_log is not None:
-        hint_field = spec.get("hint_field")
-        n, left = write_rows(folder / "rows", task, call_log, task.get(hint_field) if hint_field else None)
-        rows = {"rows": n, "hint_left": left}
-    shutil.rmtree(scratch, ignore_errors=True)
-    with contextlib.suppress(OSError):   # keep the folder to what the evaluator reads unless the agent downloaded
-        (folder / "downloads").rmdir()
-    tempfile.tempdir = None
-    if worker_tmp is None:
-        os.environ.pop("TMPDIR", None)
-    else:
-        os.environ["TMPDIR"] = worker_tmp
+    try:
+        if control.arm is not None and not result.histories:
+            result = await _bounded(control.arm.partial(), 10) or ArmResult()
+        final_png = None
+        if session is not None:
+            final_png = await _bounded(session.take_screenshot(), 10)
+            if final_png is None and status == "done" and not result.agent_done:
+                # browser-use ends an agent whose browser went away as if it had simply stopped: that is our fault
+                status, error, error_kind = "error", "the browser crashed or closed during the episode", "infra"
+            await _bounded(session.kill(), 10)
+        writer.finish(result.answer, final_png, result.histories)
+        for name, doc in result.files.items():
+            write_json_atomic(folder / name, doc)
+        if call_log is not None:
+            hint_field = spec.get("hint_field")
+            n, left = write_rows(folder / "rows", task, call_log, task.get(hint_field) if hint_field else None)
+            rows = {"rows": n, "hint_left": left}
+    except OSError as e:   # the folder could not take the end of the episode (disk full): the record says so
+        status, error, error_kind = "error", f"{type(e).__name__}: {e}", "infra"
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        with contextlib.suppress(OSError):   # keep the folder to what the evaluator reads unless the agent downloaded
+            (folder / "downloads").rmdir()
+        tempfile.tempdir = None
+        if worker_tmp is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = worker_tmp
     return {"status": status, "error": error, "error_kind": error_kind, "agent_done": result.agent_done,
             "steps": sum(len(getattr(h, "history", [])) for h in result.histories) or writer.n_steps,
             "actions": len(writer.actions), "screenshots": writer.n_shots, "answer": (result.answer or "")[:500],

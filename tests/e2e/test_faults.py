@@ -191,3 +191,43 @@ def test_the_console_killed_outright_loses_nothing_and_leaves_no_chromium(tmp_pa
     for t in ids:
         check_task_folder(out / t)
         assert check_task_folder(out / t / "attempts" / "1", t)["action_history"]   # the killed attempt, kept aside
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real, tiny file system (tmpfs) that fills up; the test grows it later to free space."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1200k", "tmpfs", str(mount)], capture_output=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.decode().strip()}); needs root")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def test_a_full_disk_stops_dispatch_loses_nothing_and_resumes_when_space_is_freed(small_disk):
+    from om2w_tui.conformance import check_run
+
+    out = small_disk / "run"
+    ids = ["offline_shop_cart_05", "offline_wiki_admin_10", "offline_booking_rates_11", "offline_longpage_footer_15"]
+    p = popen("run", "--no-ui", "--bench", "offline", "--model", "oracle", "--task-ids", ",".join(ids),
+              "--workers", "1", "--pace-cooldown", "0", "--probe-interval", "1", "--out", str(out))
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(p.stdout.readline, "")), daemon=True)
+    reader.start()
+    try:
+        wait_for(lambda: any("free space or fix the folder" in x for x in lines), 240, p, "the disk-full message")
+        assert p.poll() is None                                       # waiting, not failing
+        subprocess.run(["mount", "-o", "remount,size=256m", str(small_disk)], check=True)
+        p.wait(timeout=300)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    reader.join(timeout=10)
+    assert p.returncode == 0, p.stderr.read()[-3000:]
+    assert any("can be written again" in x for x in lines)
+    every = records(out)                                             # every line parses: none half-written
+    latest = {r["task_id"]: r for r in every}
+    assert sorted(latest) == sorted(ids) and all(r["status"] == "done" and r["correct"] for r in latest.values())
+    assert check_run(out) == []
+    assert not list(out.glob(".om2w-space-probe"))
