@@ -11,14 +11,18 @@ from .helpers import check_task_folder, cli, records
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 
-def test_the_planner_delegates_and_its_steps_merge_into_a_conforming_trajectory(tmp_path):
+def test_the_planner_runs_the_offline_suite_and_its_steps_merge_into_conforming_trajectories(tmp_path):
+    from om2w_tui.conformance import check_run
+    from om2w_tui.offline import TASKS_TEMPLATE
+
     out = tmp_path / "agent"
-    ids = ["offline_wiki_port_06", "offline_booking_reserve_12"]
+    ids = [t["task_id"] for t in json.loads(TASKS_TEMPLATE.read_text())]
     r = cli("run", "--no-ui", "--bench", "offline", "--model", "oracle", "--arm", "agent", "--adapters", "rest,io",
-            "--task-ids", ",".join(ids), "--workers", "2", "--pace-cooldown", "0", "--out", str(out))
+            "--workers", "2", "--pace-cooldown", "0", "--out", str(out))
     assert r.returncode == 0, r.stderr[-3000:]
-    recs = {x["task_id"]: x for x in records(out)}
+    recs = {x["task_id"]: x for x in records(out)}     # the latest attempt of each
     assert set(recs) == set(ids)
+    assert check_run(out) == []
     for tid in ids:
         rec = recs[tid]
         assert rec["arm"] == "agent" and rec["status"] == "done" and rec["correct"], rec
