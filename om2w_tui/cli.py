@@ -15,49 +15,13 @@ import sys
 import time
 from pathlib import Path
 
+from .argtypes import count as _count
+from .argtypes import csv as _csv
+from .argtypes import positive_int as _positive_int
+from .argtypes import seconds as _seconds
 from .config import BENCHES, DEFAULT_VLLM, SCHEMAS, RunConfig
 
 EXIT_USAGE = 2
-
-
-def _positive_int(flag: str):
-    def parse(s: str) -> int:
-        try:
-            v = int(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} {s}: not a whole number") from None
-        if v < 1:
-            raise argparse.ArgumentTypeError(f"{flag} {s}: must be at least 1")
-        return v
-    return parse
-
-
-def _count(flag: str):
-    def parse(s: str) -> int:
-        try:
-            v = int(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} {s}: not a whole number") from None
-        if v < 0:
-            raise argparse.ArgumentTypeError(f"{flag} {s}: must be 0 or more")
-        return v
-    return parse
-
-
-def _seconds(flag: str, allow_zero: bool):
-    def parse(s: str) -> float:
-        try:
-            v = float(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} {s}: not a number") from None
-        if v < 0 or (v == 0 and not allow_zero):
-            raise argparse.ArgumentTypeError(f"{flag} {s}: must be {'0 or more' if allow_zero else 'more than 0'}")
-        return v
-    return parse
-
-
-def _csv(s: str) -> list[str]:
-    return [x.strip() for x in s.split(",") if x.strip()]
 
 
 def add_run_flags(p: argparse.ArgumentParser, *, demo: bool = False) -> None:

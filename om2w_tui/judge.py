@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from .argtypes import positive_int
 from .conformance import Episode, read_run
 
 MODES = ("webjudge", "webvoyager")
@@ -417,7 +418,7 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--judge-model", required=True, help="the judge model's served name (e.g. o4-mini)")
     p.add_argument("--judge-url", required=True, help="the judge endpoint's OpenAI base URL (e.g. https://api.openai.com/v1)")
     p.add_argument("--mode", choices=MODES, default="webjudge", help="webjudge (the paper's method) | webvoyager")
-    p.add_argument("--workers", type=_positive, default=4, help="model calls at once (4)")
+    p.add_argument("--workers", type=positive_int("--workers"), default=4, help="model calls at once (4)")
     p.add_argument("--score-threshold", type=int, default=3, choices=range(1, 6), metavar="1-5",
                    help="keep screenshots scoring at least this (3)")
     p.add_argument("--api-key-env", default="OPENAI_API_KEY",
@@ -431,16 +432,6 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--retries", type=int, default=5, help="retries of one call on 5xx/429/connection errors (5)")
     p.add_argument("--backoff", type=float, default=2.0, help=argparse.SUPPRESS)
     p.add_argument("--request-timeout", type=float, default=300.0, help=argparse.SUPPRESS)
-
-
-def _positive(s: str) -> int:
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{s}: not a whole number") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{s}: must be at least 1")
-    return v
 
 
 def run(args: argparse.Namespace) -> int:
