@@ -12,17 +12,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from om2w_tui.episode.browser import browser_use_env  # noqa: E402
+
 # browser-use reads these at import: no network, no logging takeover, its leftovers in a folder of ours.
 _BROWSER_USE_DIR = Path(tempfile.gettempdir()) / f"om2w-offline-oracle-{os.getpid()}"  # made by the fixture
-for _name, _value in {
-    "ANONYMIZED_TELEMETRY": "false",
-    "BROWSER_USE_CLOUD_SYNC": "false",
-    "BROWSER_USE_CLOUD_HINTS": "false",
-    "BROWSER_USE_VERSION_CHECK": "false",
-    "BROWSER_USE_DISABLE_EXTENSIONS": "1",
-    "BROWSER_USE_SETUP_LOGGING": "false",
-    "BROWSER_USE_CONFIG_DIR": str(_BROWSER_USE_DIR / "config"),
-}.items():
+for _name, _value in browser_use_env(_BROWSER_USE_DIR / "config").items():
     os.environ.setdefault(_name, _value)
 
 from om2w_tui.offline import OfflineSuite, OracleServer, judge_answer  # noqa: E402
