@@ -520,6 +520,8 @@ def add_arguments(sub: Any) -> None:
     p.add_argument("--judge", type=Path, action="append", default=[],
                    help="the judge output file to take success from (default: the newest *_auto_eval_results.json "
                         "in each folder); give it once per OUT, in order, or once for all")
+    p.add_argument("--ui", action="store_true",
+                   help="open the report in the console (one OUT): charts, failures and their episodes")
     p.add_argument("--no-per-task", action="store_true", help=argparse.SUPPRESS)
 
 
@@ -531,6 +533,9 @@ def run(args: Any) -> int:
     if judges and len(judges) not in (1, len(outs)):
         print(f"om2w-tui report: --judge given {len(judges)} times for {len(outs)} runs; give it once per run "
               f"or once", file=sys.stderr)
+        return 2
+    if getattr(args, "ui", False) and len(outs) != 1:
+        print(f"om2w-tui report: --ui shows one run; {len(outs)} given", file=sys.stderr)
         return 2
     summaries = []
     for i, out in enumerate(outs):
@@ -545,6 +550,10 @@ def run(args: Any) -> int:
         except FileNotFoundError as e:
             print(f"om2w-tui report: {e}", file=sys.stderr)
             return 2
+    if getattr(args, "ui", False):
+        from .ui.app import run_console   # the console only when asked for: the report itself needs no Textual
+
+        return run_console(None, report=outs[0], judge=judge)
     comparison = compare(summaries) if len(summaries) > 1 else None
     if args.format == "table":
         print_table(summaries, comparison)

@@ -1,8 +1,9 @@
 """The console app. The engine runs as one worker owned by the app; its events reach the screens as messages.
 
 `make_app` builds it the same way for the command line and for tests: with a Preflight it opens the dashboard and
-starts the run; without one it opens the launch form. Quitting stops the run gracefully and waits for the engine
-to end (every episode recorded, every process ended) before the app exits."""
+starts the run; with a finished run's folder it opens that run's report; with neither, the launch form. Quitting
+stops the run gracefully and waits for the engine to end (every episode recorded, every process ended) before the
+app exits."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from .screens.dashboard import RUN_COMMANDS, DashboardScreen
 from .screens.episode import EpisodeScreen
 from .screens.launch import LaunchScreen
 from .screens.quit import ConfirmQuit
+from .screens.report import REPORT_COMMANDS, ReportScreen
 
 STYLES = Path(__file__).parent / "styles"
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
@@ -36,7 +38,8 @@ ChecksFn = Callable[[Any], "tuple[Preflight | None, list[tuple[str, bool, str]]]
 
 class ConsoleApp(App[int]):
     TITLE = "om2w-tui"
-    CSS_PATH = [STYLES / "app.tcss", STYLES / "launch.tcss", STYLES / "dashboard.tcss", STYLES / "episode.tcss"]
+    CSS_PATH = [STYLES / "app.tcss", STYLES / "launch.tcss", STYLES / "dashboard.tcss", STYLES / "episode.tcss",
+                STYLES / "report.tcss"]
     BINDINGS = [
         Binding("q", "quit_run", "Quit", id="quit", priority=True),
         Binding("ctrl+c", "interrupt", "Stop", id="interrupt", show=False, priority=True),
@@ -45,9 +48,12 @@ class ConsoleApp(App[int]):
     def __init__(self, pre: Preflight | None, *, clock: Clock | None = None,
                  checks_fn: ChecksFn | None = None, image_renderer: str = "auto",
                  start_engine: bool = True, last_launch: Path | None = None, sinks: Iterable[Any] = (),
-                 auto_check: bool = True, cursor_blink: bool = True):
+                 auto_check: bool = True, cursor_blink: bool = True, report: Path | None = None,
+                 judge: Path | None = None):
         super().__init__()
         self.pre = pre
+        self.report_out = report
+        self.judge = judge
         self.clock: Clock = clock or time.time
         self.checks_fn: ChecksFn = checks_fn or run_checks
         self.image_renderer = image_renderer
@@ -69,6 +75,8 @@ class ConsoleApp(App[int]):
     def on_mount(self) -> None:
         if self.pre is not None:
             self.start_run(self.pre, None)
+        elif self.report_out is not None:
+            self.push_screen(ReportScreen(self.report_out, judge=self.judge, standalone=True))
         else:
             self.push_screen(LaunchScreen(load_values(self.last_launch), auto_check=self.auto_check,
                                           cursor_blink=self.cursor_blink))
@@ -101,12 +109,19 @@ class ConsoleApp(App[int]):
             records = []
         self.dashboard.add_earlier_records(records)
 
+    def open_report(self) -> None:
+        """The report of the run going on (or just ended); it follows the run's finished episodes."""
+        if self.pre is not None:
+            self.push_screen(ReportScreen(Path(self.pre.config.out), live=True, total=len(self.pre.tasks),
+                                          judge=self.judge))
+
     def open_episode(self, task_id: str, record: dict[str, Any] | None) -> None:
-        if self.pre is None:
+        out = Path(self.pre.config.out) if self.pre is not None else self.report_out
+        if out is None:
             return
         running = self.dashboard is not None and any(
             s.task_id == task_id for s in self.dashboard.state.slots.values())
-        folder = Path(self.pre.config.out) / task_id
+        folder = out / task_id
         if record is not None and self.dashboard is not None:
             # an earlier attempt's files were moved to <task>/attempts/<n> when the next one began
             attempt = int(record.get("attempt") or 1)
@@ -124,6 +139,8 @@ class ConsoleApp(App[int]):
             if isinstance(screen, EpisodeScreen) and screen.task_id == task_id \
                     and screen.folder.parent.name != "attempts":
                 screen.reload(record, running=record is None)
+            elif isinstance(screen, ReportScreen) and record is not None:
+                screen.episode_finished()
 
     # ── the engine ─────────────────────────────────────────
     @work(exclusive=True, exit_on_error=False, group="engine", name="engine")
@@ -234,6 +251,10 @@ class ConsoleApp(App[int]):
             for action, title, help_text in RUN_COMMANDS:
                 if screen.check_action(action, ()) is True:
                     yield SystemCommand(title, help_text, partial(screen.run_action, action))
+        elif isinstance(screen, ReportScreen):
+            for action, title, help_text in REPORT_COMMANDS:
+                if screen.check_action(action, ()) is True:
+                    yield SystemCommand(title, help_text, partial(screen.run_action, action))
         elif isinstance(screen, LaunchScreen):
             yield SystemCommand("Launch", "Check the form and start the run", screen.action_launch)
             yield SystemCommand("Check", "Run the preflight checks for the form's values", screen.action_check)
@@ -246,22 +267,26 @@ class ConsoleApp(App[int]):
 
 def make_app(pre: Preflight | None, *, clock: Clock | None = None, checks_fn: ChecksFn | None = None,
              image_renderer: str = "auto", start_engine: bool = True, last_launch: Path | None | bool = True,
-             sinks: Iterable[Any] = (), auto_check: bool = True, cursor_blink: bool = True) -> ConsoleApp:
+             sinks: Iterable[Any] = (), auto_check: bool = True, cursor_blink: bool = True,
+             report: Path | None = None, judge: Path | None = None) -> ConsoleApp:
     """The console app, built the same way for the command line and tests.
 
     pre: a checked run to open on the dashboard, or None for the launch form. clock: epoch seconds (tests freeze
     it). checks_fn: the launch form's preflight (launch.run_checks). image_renderer: auto | halfcell | unicode.
     start_engine: False for a dashboard fed by hand (tests). last_launch: where the launch form's values are
     remembered (True: the XDG default; None or False: nowhere). sinks: more engine sinks (a test recorder).
-    auto_check, cursor_blink: the form checks as you type; the text cursor blinks (tests turn both off)."""
+    auto_check, cursor_blink: the form checks as you type; the text cursor blinks (tests turn both off).
+    report: with no `pre`, a finished run's folder to open the report of. judge: the judge file the report takes
+    success from (default: the newest in the folder)."""
     path = last_launch_path() if last_launch is True else (last_launch or None)
     return ConsoleApp(pre, clock=clock, checks_fn=checks_fn, image_renderer=image_renderer,
                       start_engine=start_engine, last_launch=path, sinks=sinks, auto_check=auto_check,
-                      cursor_blink=cursor_blink)
+                      cursor_blink=cursor_blink, report=report, judge=judge)
 
 
-def run_console(pre: Preflight | None) -> int:
-    app = make_app(pre)
+def run_console(pre: Preflight | None, *, report: Path | None = None, judge: Path | None = None) -> int:
+    """The console on `pre`'s run, on the report of the finished run in `report`, or on the launch form."""
+    app = make_app(pre, report=report, judge=judge)
     result = app.run()
     if result is None:
         return int(app.return_code or 0)

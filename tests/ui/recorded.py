@@ -45,6 +45,7 @@ class StubScheduler:
     errored: dict[str, Any] = field(default_factory=dict)
     commands: list[tuple[Any, ...]] = field(default_factory=list)
     episodes: int = 2
+    steps: dict[int, int] = field(default_factory=dict)   # slot -> step, where a test moved an episode on
 
     def pause_dispatch(self, paused: bool = True, reason: str = "") -> None:
         self.dispatch_paused = paused
@@ -75,7 +76,9 @@ class StubScheduler:
         return [object()] * self.episodes
 
     def snapshot(self) -> dict[str, Any]:
-        return {**snapshot(), "paused": self.dispatch_paused}
+        snap = {**snapshot(), "paused": self.dispatch_paused}
+        snap["slots"] = [{**s, "step": self.steps.get(s["slot"], s["step"])} for s in snap["slots"]]
+        return snap
 
 
 def tasks() -> list[Task]:

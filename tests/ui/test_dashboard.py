@@ -143,13 +143,14 @@ async def test_the_command_palette_offers_what_applies(tmp_path):
 
 
 async def test_the_steps_panel_follows_all_slots_or_the_selected_one(tmp_path):
-    app, clock, _ = build(tmp_path)
+    app, clock, stub = build(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await feed(pilot, app, clock)
         log = app.screen.query_one(StepsLog)
         await pilot.press("down", "s")
         assert log.border_subtitle == "slot 1 · offline_wiki_port_06"
         assert log.lines[:2] == ["#1 http://127.0.0.1:41002/", "    <a href=\"/docs/config\"> Configuration -> CLICK"]
+        stub.steps.update({0: 2, 1: 3})     # the scheduler's state moves on with the steps it reports
         app.sink.handle(EpisodeStep(0, "offline_booking_rates_11", 2, ["TYPE: elsewhere"], "http://x/"))
         app.sink.handle(EpisodeStep(1, "offline_wiki_port_06", 3, ["GO BACK"], "http://y/"))
         await pilot.pause()

@@ -40,6 +40,7 @@ RUN_COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("fewer_slots", "Remove a slot", "Run one episode fewer at once (a busy slot retires when its episode ends)"),
     ("retry_errors", "Retry errored tasks", "Put the tasks that ended in error back in the queue"),
     ("open_episode", "Open the selected episode", "Task, actions, thoughts, answer, files and screenshots"),
+    ("open_report", "Open the report", "Success by level and site, statuses, medians, errors and failures"),
     ("steps_all", "Show every slot's steps", "The Steps panel follows all slots"),
     ("steps_selected", "Show the selected slot's steps", "The Steps panel follows the selected slot"),
 )
@@ -60,6 +61,7 @@ class DashboardScreen(Screen[None]):
         Binding("r", "retry_errors", "Retry", id="retry-errors"),
         Binding("s", "steps_all", "All steps", id="steps-all", show=False),
         Binding("s", "steps_selected", "Slot steps", id="steps-selected", show=False),
+        Binding("R", "open_report", "Report", key_display="R", id="open-report", show=False),
     ]
 
     def __init__(self, name: str, total: int, max_steps: int):
@@ -379,6 +381,9 @@ class DashboardScreen(Screen[None]):
         self.steps_scope = "selected"
         self._show_steps()
         self.refresh_bindings()
+
+    def action_open_report(self) -> None:
+        self.console_app.open_report()
 
     def action_open_episode(self) -> None:
         self._open(self.focused)

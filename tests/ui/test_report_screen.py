@@ -1,0 +1,279 @@
+"""The report screen on a finished run's folder built by hand (result.json, trajectory PNGs, results.jsonl with
+`correct`) and on the recorded live run: the numbers it shows are summarize()'s, `enter` on a failure opens its
+episode, finished episodes refresh it (throttled), `om2w-tui report OUT --ui` opens it; snapshots at 80x24 and
+160x45."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.command import CommandList
+
+from om2w_tui.cli import main as cli_main
+from om2w_tui.events import EpisodeFinished
+from om2w_tui.report import fmt_rate, summarize
+from om2w_tui.ui.app import ConsoleApp, make_app
+from om2w_tui.ui.screens.dashboard import DashboardScreen
+from om2w_tui.ui.screens.episode import EpisodeScreen
+from om2w_tui.ui.screens.report import ErrorsTable, FailuresTable, ReportScreen
+from om2w_tui.ui.widgets.rate_chart import RateChart
+
+from . import recorded as R
+from .test_dashboard import build, feed
+
+SIZES = pytest.mark.parametrize("size", [(80, 24), (160, 45)], ids=["80x24", "160x45"])
+
+# (task id, site, level, status, correct, steps, duration, error, error kind, answer)
+RUN = [
+    ("amazon_kettle_price_01", "https://www.amazon.com/", "easy", "done", True, 4, 31.0, None, None,
+     "The Copper Pour-Over Kettle costs $42.50."),
+    ("amazon_cart_two_items_02", "https://www.amazon.com/", "medium", "done", False, 9, 74.5, None, None,
+     "I added the kettle to the cart."),
+    ("amazon_return_policy_03", "https://www.amazon.com/", "hard", "timeout", False, 30, 1800.0, "timeout", None,
+     ""),
+    ("wikipedia_wal_mode_04", "https://en.wikipedia.org/", "easy", "done", True, 3, 22.0, None, None,
+     "WAL stands for write-ahead logging."),
+    ("wikipedia_port_default_05", "https://en.wikipedia.org/", "medium", "done", True, 5, 40.0, None, None,
+     "The default port is 5432."),
+    ("booking_cheapest_room_06", "https://www.booking.com/", "medium", "error", False, 2, 12.0,
+     "model endpoint http://127.0.0.1:41234/v1 failed: HTTP 500", "infra", ""),
+    ("booking_cancel_07", "https://www.booking.com/", "hard", "error", False, 1, 8.0,
+     "model endpoint http://127.0.0.1:39999/v1 failed: HTTP 502", "infra", ""),
+    ("kayak_flight_08", "https://www.kayak.com/", "hard", "blocked", False, 1, 6.0, "Cloudflare challenge",
+     "site", ""),
+]
+
+
+def rec(row: tuple[Any, ...], finished: float, attempt: int = 1) -> dict[str, Any]:
+    tid, site, level, status, correct, steps, duration, error, kind, answer = row
+    return {"task_id": tid, "arm": "base", "website": site, "level": level, "model": "qwen3-vl-8b",
+            "status": status, "error": error, "error_kind": kind, "steps": steps, "actions": steps,
+            "screenshots": steps + 1, "answer": answer, "agent_done": status == "done", "duration_s": duration,
+            "started_at": finished - duration, "finished_at": finished, "attempt": attempt, "slot": 0,
+            "prompt_tokens": 1200 * steps, "completion_tokens": 90 * steps, "correct": correct}
+
+
+def write_task(out: Path, row: tuple[Any, ...], shots: int = 2) -> None:
+    tid, answer = row[0], row[9]
+    folder = out / tid
+    (folder / "trajectory").mkdir(parents=True, exist_ok=True)
+    actions = [f"<a id=\"link-{i}\"> Step {i} -> CLICK" for i in range(shots - 1)]
+    (folder / "result.json").write_text(json.dumps({
+        "task_id": tid, "task": f"Do the task {tid}.", "final_result_response": answer,
+        "action_history": actions, "thoughts": [f"thought {i}" for i in range(len(actions))]}))
+    for i in range(shots):
+        (folder / "trajectory" / f"{i}_full_screenshot.png").write_bytes(
+            R.png(32, 18, (250, 250, 245), (30, 90 + 20 * i, 160)))
+
+
+def finished_run(tmp_path: Path) -> Path:
+    """A finished run of eight tasks on four sites, one retried after an infra error."""
+    out = tmp_path / "om2w-qwen3"
+    out.mkdir()
+    records = [rec(RUN[6], R.T0 - 900)]       # booking_cancel_07's first attempt, retried
+    for n, row in enumerate(RUN):
+        write_task(out, row)
+        records.append(rec(row, R.T0 - 800 + 60 * n, attempt=2 if row[0] == "booking_cancel_07" else 1))
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (out / "run.json").write_text(json.dumps({"config": {"arm": "base", "model": "qwen3-vl-8b", "bench": "om2w"}}))
+    return out
+
+
+def report_app(out: Path) -> ConsoleApp:
+    return make_app(None, report=out, clock=R.FrozenClock(), last_launch=None, image_renderer="unicode",
+                    start_engine=False, cursor_blink=False)
+
+
+async def settle(pilot) -> None:
+    """Let the report's computation and the episode view's reads (threads) land."""
+    for _ in range(200):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        report = pilot.app.screen
+        if not isinstance(report, ReportScreen) or (report.data is not None or report.problem):
+            break
+    for _ in range(3):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+def shown_keys(app: ConsoleApp) -> dict[str, str]:
+    return {b.binding.action: b.binding.description for b in app.screen.active_bindings.values()
+            if b.enabled and b.binding.show}
+
+
+def row_keys(table) -> list[str]:
+    return [str(table.coordinate_to_cell_key((i, 0)).row_key.value) for i in range(table.row_count)]
+
+
+@SIZES
+async def test_the_report_shows_summarize_numbers(tmp_path, size):
+    out = finished_run(tmp_path)
+    s = summarize(out)
+    app = report_app(out)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ReportScreen) and screen.data is not None
+        by_level = screen.query_one("#by-level", RateChart)
+        by_site = screen.query_one("#by-site", RateChart)
+        assert [k for k, _ in by_level.rates] == ["easy", "medium", "hard"]
+        assert by_level.rates == list(s["success"]["by_level"].items())
+        assert by_site.rates == list(s["success"]["by_site"].items())
+        # each bar's label: the group, its rate and its successes of its tasks
+        easy, medium, hard = by_level.labels
+        assert easy.split() == ["easy", "100%", "2/2"] and medium.split() == ["medium", "33%", "1/3"]
+        assert hard.split() == ["hard", "0%", "0/3"]
+        assert by_site.labels[0].split() == ["amazon.com", "33%", "1/3"] and len(by_site.labels) == 4
+        for label, (site, v) in zip(by_site.labels, s["success"]["by_site"].items()):
+            assert label.split()[-2:] == [f"{100 * v['rate']:.0f}%", f"{v['successes']}/{v['tasks']}"]
+        drawn = str(by_level.query_one("PlotextPlot").render())
+        assert "medium  33% 1/3" in drawn and "100%" in drawn
+
+        summary = str(screen.query_one("#report-summary").render())
+        assert fmt_rate(s["success"]["overall"]) == "37.5% (3/8)" and "37.5% (3/8)" in summary
+        for status in ("done", "timeout", "error", "blocked"):
+            assert status in summary
+        assert s["metrics"]["steps"]["median"] == 3.5 and "3.5" in summary
+        assert s["metrics"]["duration_s"]["median"] == 26.5 and "0:26" in summary
+
+        failures = screen.query_one(FailuresTable)
+        assert row_keys(failures) == [t for t, v in s["per_task"].items() if not v["success"]]
+        assert len(row_keys(failures)) == 5 and failures.border_subtitle == "5 of 8 tasks"
+        cells = [str(c) for c in failures.get_row("booking_cancel_07")]
+        assert cells[1:3] == ["✗", "error"] and cells[3].startswith("model endpoint")
+        assert [str(c) for c in failures.get_row("amazon_cart_two_items_02")][4].startswith("I added the")
+
+        errors = screen.query_one(ErrorsTable)
+        assert [(g["count"], g["task_count"]) for g in errors.groups.values()] == \
+            [(g["count"], g["task_count"]) for g in s["errors"]] == [(3, 2), (1, 1), (1, 1)]
+        first = [str(c) for c in errors.get_row(row_keys(errors)[0])]
+        assert first[:3] == ["3", "error", "infra"] and first[3].startswith("model endpoint <url> failed")
+
+
+async def test_enter_on_a_failure_opens_its_episode_and_escape_comes_back(tmp_path):
+    out = finished_run(tmp_path)
+    app = report_app(out)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        report = app.screen
+        keys = shown_keys(app)
+        assert keys["open_failure"] == "Open" and keys["refresh_report"] == "Refresh" and "quit_run" in keys
+        assert "back" not in keys           # opened on the report: nothing to go back to (q quits)
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        view = app.screen
+        assert isinstance(view, EpisodeScreen) and view.task_id == "amazon_return_policy_03"
+        assert view.folder == out / "amazon_return_policy_03" and view.record["status"] == "timeout"
+        assert len(view.files.shots) == 2
+        await pilot.press("escape")
+        assert app.screen is report
+        # enter on an error group opens its first task's latest attempt
+        await pilot.press("tab", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, EpisodeScreen) and app.screen.task_id == "booking_cancel_07"
+        assert app.screen.record["attempt"] == 2
+        await pilot.press("escape", "q")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+async def test_the_live_report_opens_from_the_dashboard_and_follows_finished_episodes(tmp_path):
+    app, clock, _ = build(tmp_path)
+    out = tmp_path / "demo"
+    async with app.run_test(size=(160, 45)) as pilot:
+        await feed(pilot, app, clock)
+        # offline_shop_search_01 finished in the recorded run: as the scheduler does, its record is on disk
+        shop = R.record("offline_shop_search_01", R.SHOP, answer="The Copper Pour-Over Kettle costs $42.50.",
+                        finished=R.T0 - 25, duration=15.0)
+        with open(out / "results.jsonl", "a") as f:
+            f.write(json.dumps(shop) + "\n")
+        await pilot.press("R")
+        await settle(pilot)
+        report = app.screen
+        assert isinstance(report, ReportScreen) and report.live and report.computed == 1
+        assert "running" in str(report.query_one("#report-title").render())
+        assert report.data.summary["success"]["overall"] == {"successes": 2, "tasks": 2, "rate": 1.0}
+        assert report.query_one(FailuresTable).row_count == 0
+        report.throttle_s = 1.0
+        # two episodes end at once: one computation, after the throttle's delay
+        wiki = R.record("offline_wiki_port_06", R.WIKI, status="timeout", error="timeout", correct=False,
+                        finished=R.T0 + 5, slot=1)
+        booking = R.record("offline_booking_rates_11", R.BOOKING, answer="Room 12", correct=False,
+                           finished=R.T0 + 6)
+        with open(out / "results.jsonl", "a") as f:
+            f.write(json.dumps(wiki) + "\n" + json.dumps(booking) + "\n")
+        report._last_started = time.monotonic()     # as if it had just been computed
+        app.sink.handle(EpisodeFinished(1, wiki))
+        app.sink.handle(EpisodeFinished(0, booking))
+        await pilot.pause()
+        assert report.computed == 1 and report._due is not None
+        for _ in range(100):       # the throttle's timer: one computation for both, a second after the last
+            if report.computed == 2:
+                break
+            await asyncio.sleep(0.05)
+        await settle(pilot)
+        assert report.computed == 2
+        assert row_keys(report.query_one(FailuresTable)) == ["offline_booking_rates_11", "offline_wiki_port_06"]
+        assert report.data.summary["success"]["overall"]["successes"] == 2
+        assert report.query_one("#by-level", RateChart).labels[0].split() == ["easy", "50%", "2/4"]
+        assert shown_keys(app)["back"] == "Back"
+        await pilot.press("escape")
+        assert isinstance(app.screen, DashboardScreen)
+
+
+async def test_the_command_palette_opens_the_report(tmp_path):
+    app, clock, _ = build(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await feed(pilot, app, clock)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Open the report")
+        hits = app.screen.query_one(CommandList)
+        for _ in range(100):     # the palette searches in the background
+            if hits.option_count and "Open the report" in str(hits.get_option_at_index(0).prompt):
+                break
+            await pilot.pause(0.05)
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ReportScreen)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Refresh the report" in titles and "Back to the dashboard" in titles
+        assert "Open the selected episode" not in titles      # nothing failed yet
+
+
+def test_report_ui_opens_the_console_on_the_report(tmp_path, monkeypatch):
+    out = finished_run(tmp_path)
+    seen: list[Any] = []
+
+    async def drive(app: ConsoleApp) -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            screen = app.screen
+            seen.append((type(screen), screen.out, screen.data.summary["tasks"]))
+            await pilot.press("escape")      # opened on the report: escape quits like q
+            await pilot.pause()
+
+    def run(self: ConsoleApp, *args: Any, **kw: Any) -> int:
+        asyncio.run(drive(self))
+        return self.return_code or 0
+
+    monkeypatch.setattr(ConsoleApp, "run", run)
+    assert cli_main(["report", str(out), "--ui"]) == 0
+    assert seen == [(ReportScreen, out, 8)]
+    assert cli_main(["report", str(out), str(out), "--ui"]) == 2
+
+
+@SIZES
+def test_report_snapshot(snap_compare, tmp_path, size):
+    out = finished_run(tmp_path)
+
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+
+    assert snap_compare(report_app(out), terminal_size=size, run_before=run_before)
