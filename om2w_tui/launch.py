@@ -19,7 +19,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 
-from .config import RunConfig, is_oracle  # noqa: F401  (is_oracle: for the front ends)
+from .config import RunConfig
 from .episode.browser import BrowserNotFound, find_chromium
 from .results import read_results
 from .tasks import Task, TaskFileError, file_sha256, load_tasks, parse_tasks, select

@@ -30,7 +30,7 @@ import json
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import urlsplit
@@ -552,8 +552,6 @@ def refresh_note(task_file: Path) -> dict[str, Any] | None:
 
 
 def add_arguments(sub: Any) -> None:
-    import argparse
-
     p = sub.add_parser("tasks", help="task files: fetch the official ones, refresh past booking dates")
     tsub = p.add_subparsers(dest="tasks_command", metavar="{fetch,refresh-dates}")
     f = tsub.add_parser("fetch", help="download an official task file, check and validate it",
