@@ -1,8 +1,8 @@
 """Summaries of finished runs, one or several side by side: `om2w-tui report OUT [OUT ...]`.
 
 The computation is plain functions over plain data, for the command line and for a screen of the console:
-`summarize(out) -> dict` for one run folder, `compare([summary, ...]) -> dict` for several; `render(...)` writes
-them as a table (rich, imported only there), Markdown, CSV or JSON.
+`summarize(out) -> dict` for one run folder, `compare([summary, ...]) -> dict` for several; the command writes
+them as a table (rich, in `ui/report_table.py`: the engine imports no rich), Markdown, CSV or JSON.
 
 A run folder is anything in the Online-Mind2Web v1 (or v2) layout. With om2w-tui's `results.jsonl` and `run.json`
 the summary has statuses, durations, tokens and errors; a folder written by another harness has only its task
@@ -479,33 +479,6 @@ def to_json(summaries: list[dict[str, Any]], comparison: dict[str, Any] | None) 
     return json.dumps({"runs": summaries, "compare": comparison}, indent=1, ensure_ascii=False, default=str) + "\n"
 
 
-def print_table(summaries: list[dict[str, Any]], comparison: dict[str, Any] | None, console: Any = None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = console or Console()
-    for s in summaries:
-        console.rule(f"[bold]{_title(s)}")
-        for n in _notes(s):
-            console.print(f"  {n}", highlight=False, markup=False)
-        for title, header, rows in sections(s, site_limit=25):
-            t = Table(title=title, title_justify="left", show_edge=False, min_width=40)
-            for h in header:
-                t.add_column(h, overflow="fold")
-            for r in rows:
-                t.add_row(*r)
-            console.print(t)
-    if comparison:
-        console.rule("[bold]comparison")
-        for title, header, rows in compare_sections(comparison):
-            t = Table(title=title, title_justify="left", show_edge=False, min_width=40)
-            for h in header:
-                t.add_column(h, overflow="fold")
-            for r in rows:
-                t.add_row(*r)
-            console.print(t)
-
-
 # ------------------------------------------------------------------------------------------ CLI
 
 
@@ -556,6 +529,8 @@ def run(args: Any) -> int:
         return run_console(None, report=outs[0], judge=judge)
     comparison = compare(summaries) if len(summaries) > 1 else None
     if args.format == "table":
+        from .ui.report_table import print_table
+
         print_table(summaries, comparison)
     elif args.format == "md":
         sys.stdout.write(to_markdown(summaries, comparison))

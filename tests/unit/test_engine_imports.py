@@ -14,7 +14,9 @@ REPO = Path(__file__).resolve().parents[2]
 ENGINE = ["om2w_tui.tasks", "om2w_tui.sites", "om2w_tui.pacing", "om2w_tui.results", "om2w_tui.config",
           "om2w_tui.events", "om2w_tui.trajectory", "om2w_tui.scheduler", "om2w_tui.launch",
           "om2w_tui.executors.local", "om2w_tui.episode.worker", "om2w_tui.episode.runner",
-          "om2w_tui.episode.browser", "om2w_tui.episode.arms"]
+          "om2w_tui.episode.browser", "om2w_tui.episode.arms", "om2w_tui.episode.arms.planner",
+          "om2w_tui.episode.rows", "om2w_tui.episode.blocking", "om2w_tui.offline", "om2w_tui.report",
+          "om2w_tui.judge", "om2w_tui.conformance", "om2w_tui.taskfiles", "om2w_tui.tools_cli", "om2w_tui.argtypes"]
 
 PROBE = """
 import importlib, json, sys
