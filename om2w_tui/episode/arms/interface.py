@@ -40,3 +40,43 @@ class ArmResult:
     prompt_tokens: int = 0        # as the endpoint reported them, over every model call of the episode
     completion_tokens: int = 0
     files: dict[str, Any] = field(default_factory=dict)   # more JSON files for the episode's folder, by name
+
+
+class StepReporter:
+    """Reports each step of a browser-use Agent's history once, as it lands (use `report` as `on_step_end`)."""
+
+    def __init__(self, ctx: ArmContext):
+        self.ctx = ctx
+        self.agent: Any = None
+        self.reported = 0
+
+    def follow(self, agent: Any) -> Any:
+        self.agent, self.reported = agent, 0
+        return agent
+
+    async def report(self, _agent: Any = None) -> None:
+        if self.agent is None:
+            return
+        steps = self.agent.history.history
+        while self.reported < len(steps):
+            await self.ctx.step_done(steps[self.reported])
+            self.reported += 1
+
+
+async def agent_usage(agent: Any) -> tuple[int, int]:
+    """(prompt, completion) tokens of an Agent's model calls; (0, 0) when they cannot be read (usage is a nicety:
+    an episode's record must not fail on it)."""
+    try:
+        usage = await agent.token_cost_service.get_usage_summary()
+        return usage.total_prompt_tokens, usage.total_completion_tokens
+    except Exception:
+        return 0, 0
+
+
+def new_agent(ctx: ArmContext, task: str, llm: Any) -> Any:
+    """A browser-use Agent in the episode's browser, set up for a harness: no judge call, no signal handlers, no
+    synthetic first step for a URL in the task text."""
+    from browser_use import Agent
+
+    return Agent(task=task, llm=llm, browser_session=ctx.session, use_vision=ctx.vision, use_judge=False,
+                 enable_signal_handler=False, directly_open_url=False, max_failures=3, **ctx.agent_kwargs)

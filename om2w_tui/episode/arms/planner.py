@@ -15,7 +15,7 @@ import re
 import time
 from typing import Any
 
-from .interface import ArmContext, ArmResult
+from .interface import ArmContext, ArmResult, StepReporter, agent_usage, new_agent
 
 FAMILIES = ("drag", "io", "select", "rest", "reasoning")
 PLANNER_MARKER = "You are the planner of an om2w-tui agent team."
@@ -55,7 +55,7 @@ class PlannerArm:
         self.trace: list[dict[str, Any]] = []
         self.histories: list[Any] = []      # finished specialists' histories
         self.current: Any = None            # the specialist running now
-        self._reported = 0
+        self.steps = StepReporter(ctx)
         self.answer: str | None = None
         self.prompt_tokens = self.completion_tokens = 0
 
@@ -107,16 +107,8 @@ class PlannerArm:
             await page.evaluate(f"() => window.scrollBy(0, {'1' if down else '-1'} * window.innerHeight * 0.8)")
 
     # ── a specialist ────────────────────────────────────────
-    async def _report_steps(self, agent: Any = None) -> None:
-        if self.current is None:
-            return
-        steps = self.current.history.history
-        while self._reported < len(steps):
-            await self.ctx.step_done(steps[self._reported])
-            self._reported += 1
-
     async def _delegate(self, family: str, subtask: str, budget: int) -> dict[str, Any]:
-        from browser_use import Agent, ChatOpenAI
+        from browser_use import ChatOpenAI
 
         c = self.ctx
         model = self.model_for(family)
@@ -125,25 +117,17 @@ class PlannerArm:
         entry = {"family": family, "model": model, "subtask": subtask, "started_at": time.time(), "steps": 0,
                  "done": False, "result": None, "ended_at": None}
         self.trace.append(entry)
-        self.current = Agent(task=subtask, llm=llm, browser_session=c.session, use_vision=c.vision, use_judge=False,
-                             enable_signal_handler=False, directly_open_url=False, max_failures=3, **c.agent_kwargs)
-        self._reported = 0
-        history = await self.current.run(max_steps=budget, on_step_end=self._report_steps)
-        await self._report_steps()
-        await self._add_usage(self.current)
+        self.current = self.steps.follow(new_agent(c, subtask, llm))
+        history = await self.current.run(max_steps=budget, on_step_end=self.steps.report)
+        await self.steps.report()
+        prompt, completion = await agent_usage(self.current)
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion
         entry.update(steps=len(history.history), done=history.is_done(), ended_at=time.time(),
                      result=(history.final_result() if history.is_done() else None))
         self.histories.append(history)
         self.current = None
         return entry
-
-    async def _add_usage(self, agent: Any) -> None:
-        try:
-            usage = await agent.token_cost_service.get_usage_summary()
-            self.prompt_tokens += usage.total_prompt_tokens
-            self.completion_tokens += usage.total_completion_tokens
-        except Exception:
-            pass
 
     # ── the episode ─────────────────────────────────────────
     async def run(self) -> ArmResult:
@@ -189,7 +173,7 @@ class PlannerArm:
 
     async def partial(self) -> ArmResult:
         """A stop keeps the finished specialists and the one running, with every step they took."""
-        await self._report_steps()
+        await self.steps.report()
         if self.current is not None and self.trace and self.trace[-1]["ended_at"] is None:
             self.trace[-1].update(steps=len(self.current.history.history), ended_at=time.time(), stopped=True)
         return self._result()
