@@ -70,6 +70,14 @@ class RunConfig:
                 "adapters": [a for a in self.adapters.split(",") if a.strip() and a.strip() != "none"],
                 "planner_turns": self.planner_turns}
 
+    def worker_spec(self, folder: Path) -> dict[str, Any]:
+        """What a worker needs to run one episode of this run into `folder` (no secrets: the key's variable name)."""
+        return {"folder": str(folder), "chromium": self.chromium, "model": self.model, "base_url": self.endpoint,
+                "api_key_env": self.api_key_env, "temperature": self.temperature, "max_steps": self.max_steps,
+                "vision": self.vision, "llm_timeout": self.llm_timeout, "arm": self.arm,
+                "schema": self.trajectory_schema, "record_rows": self.record_rows, "hint_field": self.hint_field,
+                "arm_options": self.arm_options()}
+
     def api_key(self) -> str:
         """The key is read from the environment at the last moment and never stored in the config."""
         return os.environ.get(self.api_key_env, "") or "EMPTY"

@@ -279,12 +279,7 @@ class Scheduler:
 
     # ── one episode ────────────────────────────────────────
     def _spec(self, folder: Path) -> dict[str, Any]:
-        c = self.cfg
-        return {"folder": str(folder), "chromium": c.chromium, "model": c.model, "base_url": c.endpoint,
-                "api_key_env": c.api_key_env, "temperature": c.temperature, "max_steps": c.max_steps,
-                "vision": c.vision, "llm_timeout": c.llm_timeout, "arm": c.arm, "schema": c.trajectory_schema,
-                "record_rows": c.record_rows, "hint_field": c.hint_field, "arm_options": c.arm_options(),
-                **self.spec_extra}
+        return {**self.cfg.worker_spec(folder), **self.spec_extra}
 
     async def _episode(self, slot: Slot, ep: Episode) -> None:
         site = ep.task.site
