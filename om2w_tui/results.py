@@ -3,6 +3,8 @@ scheduler alone. Resume reads every `results*.jsonl` of the folder (the seed's `
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import logging
 import os
@@ -72,6 +74,8 @@ def read_results(out: Path) -> ResultsLog:
     with a warning rather than failing the run."""
     res = ResultsLog()
     for path in sorted(Path(out).glob("results*.jsonl")):
+        if not path.is_file():
+            continue
         with open(path, "rb") as f:
             lines = f.read().split(b"\n")
         for n, line in enumerate(lines, 1):
@@ -105,10 +109,30 @@ class ResultsStore:
                     f.write(b"\n")
 
     def append(self, record: dict[str, Any]) -> None:
-        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
+        """Append one whole line or nothing: a short write (a nearly full disk returns one instead of raising) is
+        cut back off and raised as the OSError it is, so a torn line is never counted as written."""
+        line = record_line(record)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, line)   # one write of the whole line: O_APPEND keeps it in one piece
-            os.fsync(fd)
+            size = os.fstat(fd).st_size
+            written = 0
+            try:
+                while written < len(line):
+                    n = os.write(fd, line[written:])
+                    if n <= 0:
+                        raise OSError(errno.ENOSPC, "No space left on device (short write)", str(self.path))
+                    written += n
+                os.fsync(fd)
+            except OSError:
+                if written:
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(fd, size)
+                raise
         finally:
             os.close(fd)
+
+
+def record_line(record: dict[str, Any]) -> bytes:
+    """A record as one UTF-8 JSON line. Model output is arbitrary text: a lone surrogate in it is written as its
+    JSON escape (backslashreplace gives exactly `\\udXXX`, valid only inside a JSON string, where it is)."""
+    return (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8", "backslashreplace")

@@ -17,6 +17,9 @@ from urllib.parse import urlsplit
 # a task id becomes a folder name under --out: letters, digits and a few safe marks, not starting with a dot;
 # spaces inside are fine (WebVoyager's ids are like "BBC News--0"), not at either end
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9_.\- ]{0,126}[A-Za-z0-9_.\-])?$")
+# the run's own files beside the task folders: a task folder of one of these names would shadow it (and a folder
+# named like a results file would break every later launch)
+_RUN_FILES = re.compile(r"^(run\.json|results.*\.jsonl|worker_.*\.log|.*_auto_eval_results\.json)$", re.I)
 
 
 class TaskFileError(ValueError):
@@ -72,15 +75,36 @@ def _normalise(row: Any, where: str) -> dict[str, Any]:
         raise TaskFileError(
             f"{where}: task id {str(tid)[:80]!r} cannot be a folder name: use 1-128 letters, digits, '_', '-', '.' "
             f"or inner spaces, not starting with '.'")
-    if not isinstance(row["confirmed_task"], str):
-        raise TaskFileError(f"{where}: the task text (confirmed_task) of task {tid} must be a string, "
-                            f"got {type(row['confirmed_task']).__name__}")
+    if _RUN_FILES.match(tid):
+        raise TaskFileError(f"{where}: task id {tid!r} is the name of one of the run's own files in the out folder "
+                            f"(run.json, results*.jsonl, worker_*.log, *_auto_eval_results.json): rename the task")
+    _check_types(row, tid, where)
     parts = urlsplit(str(row["website"]))
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise TaskFileError(f"{where}: website {str(row['website'])[:120]!r} of task {tid} is not an http(s) URL")
     if row.get("level") is not None:
         row = {**row, "level": str(row["level"])}
     return row
+
+
+def _check_types(row: dict[str, Any], tid: str, where: str) -> None:
+    """Fields the harness reads must have the type it reads them as, or the run would fail far from the file."""
+    def bad(name: str, want: str) -> TaskFileError:
+        return TaskFileError(f"{where}: {name} of task {tid} must be {want}, got {type(row[name]).__name__} "
+                             f"{json.dumps(row[name], default=str)[:60]}")
+
+    for name in ("confirmed_task", "website"):
+        if not isinstance(row[name], str):
+            raise bad(name, "a string")
+    if row.get("level") is not None and not isinstance(row["level"], (str, int)):
+        raise bad("level", "a string")
+    ref = row.get("reference_answer")
+    if ref is not None and not (isinstance(ref, str) or (isinstance(ref, list)
+                                                           and all(isinstance(x, str) for x in ref))):
+        raise bad("reference_answer", "a string or a list of strings")
+    steps = row.get("max_steps")
+    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
+        raise bad("max_steps", "a whole number of 1 or more")
 
 
 def _rows_json(path: Path, data: Any) -> Iterable[tuple[str, Any]]:

@@ -27,6 +27,13 @@ WORKER_NICE = 5          # below the console, so the screen and the scheduler st
 ORPHAN_GRACE_S = 3.0     # after the console's pipe closes, time for an orderly exit before the group is killed
 
 
+def event_stream(fd: int) -> IO[str]:
+    """The events' text stream on `fd`. Model output is arbitrary text: a lone surrogate in it must not make a
+    `finished` event unwritable (it would be dropped, and the episode end as a timeout), so it goes out as its JSON
+    escape (backslashreplace writes exactly `\\udXXX`, which only occurs inside a JSON string)."""
+    return os.fdopen(fd, "w", buffering=1, encoding="utf-8", errors="backslashreplace")
+
+
 class EventWriter:
     def __init__(self, stream: IO[str]):
         self.stream = stream
@@ -123,7 +130,7 @@ async def serve(emit: EventWriter) -> None:
 
 
 def main() -> None:
-    events = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    events = event_stream(os.dup(1))
     os.dup2(2, 1)                        # stray prints (browser-use's pause banner) go to the log, not the events
     sys.stdout = sys.stderr
     scratch = tempfile.mkdtemp(prefix="om2w-worker-")
