@@ -169,7 +169,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_ui:
         from .headless import run_headless
 
-        return asyncio.run(run_headless(pre))
+        try:
+            return asyncio.run(run_headless(pre))
+        except UsageError as e:   # found only as the run opens (another run took the out folder meanwhile)
+            return _fail(str(e))
     from .ui.app import run_console
 
     return run_console(pre)

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .redact import redact_url
+
 BENCHES = ("om2w", "webvoyager", "offline")
 SCHEMAS = ("v1", "v2")
 DEFAULT_VLLM = "http://127.0.0.1:8400/v1"
@@ -87,4 +89,5 @@ class RunConfig:
         for k, v in d.items():
             if isinstance(v, Path):
                 d[k] = str(v)
+        d["vllm"] = redact_url(self.vllm)   # credentials in a URL are never recorded
         return d

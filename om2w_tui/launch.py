@@ -21,7 +21,9 @@ from typing import Any, AsyncIterator, Callable
 
 from .config import RunConfig
 from .episode.browser import BrowserNotFound, find_chromium
+from .redact import redact_url
 from .results import read_results
+from .runlock import OutFolderBusy, RunLock, check_free
 from .tasks import Task, TaskFileError, file_sha256, load_tasks, parse_tasks, select
 from .trajectory import write_json_atomic
 
@@ -69,6 +71,7 @@ def check_endpoint(base_url: str, model: str, api_key: str, timeout: float = 10.
     import httpx
 
     url = base_url.rstrip("/") + "/models"
+    base_url = redact_url(base_url) or base_url   # as shown in the messages below
     try:
         r = httpx.get(url, headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout)
     except (httpx.HTTPError, httpx.InvalidURL) as e:
@@ -128,7 +131,7 @@ def _check_out(out: Path) -> str:
         return f"--out {out}: {probe} is a file, not a folder; choose another path"
     if not os.access(probe, os.W_OK):
         return f"--out {out}: {probe} is not writable; choose a folder you can write to"
-    return ""
+    return check_free(out)
 
 
 def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task]]:
@@ -259,7 +262,11 @@ async def open_run(pre: Preflight, sinks: list[Any]) -> AsyncIterator[Any]:
         else:
             endpoint = cfg.endpoint
         cfg.out.mkdir(parents=True, exist_ok=True)
-        write_manifest(pre, {"endpoint": endpoint})
+        try:   # before anything is written: a second run over this folder is refused
+            stack.enter_context(RunLock(cfg.out))
+        except OutFolderBusy as e:
+            raise UsageError(str(e)) from None
+        write_manifest(pre, {"endpoint": redact_url(endpoint)})
         executor = LocalExecutor(cfg.out)
 
         async def probe() -> bool:
