@@ -50,6 +50,8 @@ class EpisodeFinished:
     slot: int
     record: dict[str, Any]
     requeued: bool = False    # the task goes back in the queue (interrupted, requeued, or an infra retry)
+    done: int | None = None   # tasks of the run's selection settled now (resumed ones included)
+    errors: int | None = None  # of those, ended in error
 
 
 @dataclass(frozen=True)

@@ -45,11 +45,14 @@ class HeadlessLog:
             resume = f", resuming: {ev.settled} of {ev.total} already done" if ev.settled else ""
             self._print(f"run: {ev.total} tasks, {ev.workers} workers, out {ev.out}{resume}")
         elif isinstance(ev, EpisodeFinished):
-            if not ev.requeued:
-                self.finished += 1
-                self.errors += ev.record["status"] == "error"
+            if ev.done is not None and ev.errors is not None:   # the scheduler's count: retries and resumes included
+                done, self.errors = ev.done, ev.errors
+            else:
+                if not ev.requeued:
+                    self.finished += 1
+                    self.errors += ev.record["status"] == "error"
+                done = self.settled + self.finished
             self._print(episode_line(ev.slot, ev.record) + ("  (will run again)" if ev.requeued else ""))
-            done = self.settled + self.finished
             self._print(f"progress: {done}/{self.total} done, {self.errors} errors, "
                         f"elapsed {_clock(time.monotonic() - self.t0)}")
         elif isinstance(ev, DispatchChanged):
@@ -64,6 +67,9 @@ class HeadlessLog:
             if "correct" in s:
                 self._print(f"correct: {s['correct']} of {s['judged']} (reference judge)")
             self._print(f"results: {s['out']}/results.jsonl")
+            if s.get("unwritten"):
+                self._print(f"error: {s['unwritten']} record(s) could not be written to {s['out']}/results.jsonl "
+                            f"(listed above); those tasks run again next time")
 
 
 async def run_headless(pre: Preflight, stream: IO[str] | None = None) -> int:
@@ -88,5 +94,7 @@ async def run_headless(pre: Preflight, stream: IO[str] | None = None) -> int:
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
+    if scheduler.stats.unwritten:   # records lost to a full disk: the run did not keep its word
+        return 1
     # an episode's error is a result, not a failure of the run
     return 130 if interrupts else 0

@@ -15,6 +15,9 @@ class SiteState:
 
 WIDEN_FLOOR_S = 60.0     # a widened cooldown is at least this, even where the run's default is 0
 CAP_FACTOR, CAP_FLOOR_S = 16, 1800.0
+# asyncio may run a timer up to its clock's resolution early: a site due within this is ready, so a wake-up at
+# the cooldown's end never finds it 'not yet' and sets the same timer again forever
+CLOCK_SLACK_S = 1e-3
 
 
 class SitePacer:
@@ -34,7 +37,7 @@ class SitePacer:
 
     def can_start(self, site: str, now: float) -> bool:
         st = self.state(site)
-        return not st.busy and now >= st.ready_at
+        return not st.busy and now >= st.ready_at - CLOCK_SLACK_S
 
     def acquire(self, site: str, now: float) -> None:
         if not self.can_start(site, now):
@@ -57,11 +60,11 @@ class SitePacer:
         return st.cooldown
 
     def relax(self, site: str) -> float:
-        """A clean episode on the site: halve a widened cooldown, back to the run's default."""
+        """A clean episode on the site: a widened cooldown comes back towards the run's default gradually (its
+        excess over the default halves with each clean episode), so one lucky episode does not undo a block."""
         st = self.state(site)
-        if st.cooldown > self.cooldown:
-            halved = st.cooldown / 2
-            st.cooldown = halved if halved >= max(self.cooldown, WIDEN_FLOOR_S) else self.cooldown
+        excess = (st.cooldown - self.cooldown) / 2
+        st.cooldown = self.cooldown + excess if excess >= max(1.0, self.cooldown * 0.05) else self.cooldown
         return st.cooldown
 
     def cooling_until(self, site: str, now: float) -> float | None:
@@ -70,5 +73,5 @@ class SitePacer:
 
     def next_ready(self, sites, now: float) -> float | None:
         """The earliest time one of `sites` (not busy, cooling) becomes free; None if none is cooling."""
-        times = [st.ready_at for s in sites if not (st := self.state(s)).busy and st.ready_at > now]
+        times = [st.ready_at for s in sites if not (st := self.state(s)).busy and st.ready_at - CLOCK_SLACK_S > now]
         return min(times) if times else None

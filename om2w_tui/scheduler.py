@@ -24,12 +24,13 @@ from .config import RunConfig
 from .events import (DispatchChanged, EpisodeFinished, EpisodeStarted, EpisodeStep, Log, RunFinished, RunStarted,
                      SlotChanged)
 from .pacing import SitePacer
-from .results import ENDPOINT_ERROR, INTERRUPTED, REQUEUED, ResultsStore, read_results
+from .results import ENDPOINT_ERROR, INTERRUPTED, REQUEUED, STATUSES, ResultsStore, read_results
 from .tasks import Task
 
 Judge = Callable[[dict[str, Any], dict[str, Any]], "bool | None"]
 Probe = Callable[[], Awaitable[bool]]
 USER_KILL_GRACE_S = 5.0
+FREE_RESTARTS = 3                 # an episode whose worker vanished before taking it is put back this often for free
 STORAGE_PROBE_BYTES = 1 << 20     # dispatch resumes when the out folder takes this much again
 _STORAGE_ERROR = re.compile(r"no space left on device|read-only file system|disk quota exceeded|errno 28\b", re.I)
 
@@ -48,6 +49,10 @@ class Episode:
     state: str = "starting"
     timer: asyncio.TimerHandle | None = None
     kill_timer: asyncio.TimerHandle | None = None
+    stop_requested: asyncio.Event = field(default_factory=asyncio.Event)
+    sent: bool = False                 # the worker has been handed the task (the timeout runs from here)
+    put_back: bool = False             # it ends without a record and goes back in the queue (never ran)
+    killed_worker: bool = False        # its worker's process group was ended by the kill timer
 
 
 @dataclass
@@ -74,6 +79,7 @@ class RunStats:
     by_status: dict[str, int] = field(default_factory=dict)
     correct: int = 0
     judged: int = 0
+    unwritten: int = 0                 # records the out folder never took (the run was stopped while it was full)
 
 
 def prepare_folder(folder: Path) -> None:
@@ -99,6 +105,8 @@ def record_from_folder(folder: Path) -> dict[str, Any]:
         res = json.loads((folder / "result.json").read_text())
     except (OSError, ValueError):
         res = {}
+    if not isinstance(res, dict):
+        res = {}
     shots = folder / "trajectory"
     actions = res.get("action_history") or []
     if res.get("schema_version"):   # v2: entries, the last one possibly TASK_COMPLETE
@@ -110,6 +118,9 @@ def record_from_folder(folder: Path) -> dict[str, Any]:
 
 
 class Scheduler:
+    """The run. Every task is in exactly one place at a time: the queue, a slot, or settled (its record written or
+    waiting to be). `_settle` is the only way out of a slot, and it runs whatever the episode raised."""
+
     def __init__(self, config: RunConfig, tasks: list[Task], executor: Any, sinks: Iterable[Any] = (),
                  judge: Judge | None = None, spec_extra: dict[str, Any] | None = None, probe: Probe | None = None):
         self.cfg = config
@@ -129,10 +140,11 @@ class Scheduler:
         self.breaker_reason = ""
         self.probe = probe
         self.infra_in_a_row = 0
-        self.streak: list[Task] = []       # the tasks of the current run of infra errors
+        self.streak: list[Task] = []       # the tasks of the current run of endpoint errors, each once
         self.retried: dict[str, int] = {}
+        self.free_restarts: dict[str, int] = {}   # episodes whose worker vanished before taking them
         self.storage_error = ""            # the out folder cannot be written: dispatch waits until it can
-        self.unwritten: list[dict[str, Any]] = []
+        self.unwritten: deque[dict[str, Any]] = deque()
         self.stopping = False
         self.stats = RunStats()
         self.sites: dict[str, SiteCounts] = {}
@@ -142,7 +154,15 @@ class Scheduler:
         self._epoch_offset = 0.0
         self._wake: asyncio.Event | None = None
         self._cooldown_timer: asyncio.TimerHandle | None = None
-        self._episodes: set[asyncio.Task[None]] = set()
+        self._queued: set[str] = set()
+        self._running: set[str] = set()
+        self._settled: set[str] = set()
+        self._settled_before: set[str] = set()
+        self._writer: asyncio.Task[None] | None = None
+        self._probe_timer: asyncio.TimerHandle | None = None
+        self._probing = False
+        self._ended = False
+        self._background: set[asyncio.Task[Any]] = set()   # every task the scheduler starts, awaited at the end
 
     # ── sinks ──────────────────────────────────────────────
     def emit(self, event: object) -> None:
@@ -162,6 +182,14 @@ class Scheduler:
         if self._wake is not None:
             self._wake.set()
 
+    def _spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
+        """A background task the scheduler owns: kept referenced, and awaited before the run ends."""
+        t = asyncio.ensure_future(coro)
+        self._background.add(t)
+        t.add_done_callback(self._background.discard)
+        t.add_done_callback(lambda t: t.cancelled() or t.exception())
+        return t
+
     def _load_queue(self) -> None:
         prior = read_results(self.out)
         for w in prior.warnings:
@@ -174,12 +202,10 @@ class Scheduler:
             counts.total += 1
             if t.task_id in settled:
                 self.stats.settled_before += 1
-                counts.done += 1
-                if latest[t.task_id].get("status") == "error":
-                    counts.errors += 1
-                    self.errored[t.task_id] = t
+                self._settled_before.add(t.task_id)
+                self._mark_settled(t, latest[t.task_id].get("status") == "error")
             else:
-                self.queue.setdefault(t.site, deque()).append(t)
+                self._enqueue(t)
         self.stats.total = len(self.tasks)
 
     async def run(self) -> RunStats:
@@ -195,7 +221,7 @@ class Scheduler:
         try:
             while True:
                 self._dispatch()
-                if not self.running() and (self.stopping or not self.pending()):
+                if self._over():
                     break
                 await self._wake.wait()
                 self._wake.clear()
@@ -203,10 +229,20 @@ class Scheduler:
             if self._cooldown_timer:
                 self._cooldown_timer.cancel()
             await self._end_all()
+        self.stats.unwritten = len(self.unwritten)
         for rec in self.unwritten:   # the last word on records the folder would not take
             self.emit(Log("error", f"record not written to {self.store.path}: {json.dumps(rec, default=str)}"))
         self.emit(RunFinished(self.summary()))
         return self.stats
+
+    def _over(self) -> bool:
+        """The run ends when nothing runs and nothing is left to start (or it is stopping), and every record is on
+        disk; while the out folder is full it waits for space, unless its user stops it."""
+        if self.running() or (self.pending() and not self.stopping):
+            return False
+        if self._writer is not None and not self._writer.done():
+            return False
+        return not self.unwritten or self.stopping
 
     def epoch(self) -> float:
         """Wall-clock seconds for records, read off the loop's clock so that records and pacing agree."""
@@ -222,6 +258,44 @@ class Scheduler:
     def running(self) -> list[Episode]:
         return [s.episode for s in self.slots.values() if s.episode is not None]
 
+    # ── where a task is: queued, running, settled ──────────
+    def _enqueue(self, task: Task, front: bool = False) -> bool:
+        """Queue a task that is neither queued, running nor settled; False (and nothing done) otherwise."""
+        tid = task.task_id
+        if tid in self._queued or tid in self._settled or tid in self._running:
+            return False
+        q = self.queue.setdefault(task.site, deque())
+        q.appendleft(task) if front else q.append(task)
+        self._queued.add(tid)
+        return True
+
+    def _mark_settled(self, task: Task, error: bool) -> None:
+        self._settled.add(task.task_id)
+        counts = self.sites.setdefault(task.site, SiteCounts())
+        counts.done += 1
+        if error:
+            counts.errors += 1
+            self.errored[task.task_id] = task
+
+    def _unsettle(self, task: Task) -> None:
+        """A settled task goes back to being work: its counts (this run's, or a run before's) are given back."""
+        tid = task.task_id
+        if tid not in self._settled:
+            return
+        self._settled.discard(tid)
+        counts = self.sites.setdefault(task.site, SiteCounts())
+        counts.done -= 1
+        if self.errored.pop(tid, None) is not None:
+            counts.errors -= 1
+        if tid in self._settled_before:
+            self._settled_before.discard(tid)
+            self.stats.settled_before -= 1
+
+    def done_count(self) -> tuple[int, int]:
+        """(tasks settled, of which errors) over the run's selection."""
+        return (sum(c.done for c in self.sites.values()), sum(c.errors for c in self.sites.values()))
+
+    # ── slots and their workers ────────────────────────────
     def _add_slot(self, i: int, start_worker: bool = True) -> Slot:
         slot = self.slots[i] = Slot(i)
         if start_worker:   # a slot with nothing to do yet starts its worker on its first episode
@@ -229,17 +303,28 @@ class Scheduler:
         self.emit(SlotChanged(i, "idle"))
         return slot
 
+    @staticmethod
+    def _usable(worker: Any) -> bool:
+        return not getattr(worker, "exited", False) and not getattr(worker, "killed", False)
+
     def _ensure_worker(self, slot: Slot) -> asyncio.Task[Any]:
-        """The slot's worker, started once in the background (so imports overlap) and again if it died."""
+        """The slot's worker, started once in the background (so imports overlap) and again if it died or was
+        killed (a killed worker's exit is seen late: it is never handed another episode)."""
         start = slot.worker_start
         usable = start is not None and (not start.done() or (
-            not start.cancelled() and start.exception() is None and not getattr(start.result(), "exited", False)))
+            not start.cancelled() and start.exception() is None and self._usable(start.result())))
         if not usable:
             slot.worker = None
             slot.worker_start = asyncio.create_task(self.executor.start_worker(slot.id))
             slot.worker_start.add_done_callback(lambda t: t.cancelled() or t.exception())
         assert slot.worker_start is not None
         return slot.worker_start
+
+    def _kill_worker(self, slot: Slot | None, worker: Any) -> None:
+        """End a worker's process group now; the slot gets a new worker for its next episode."""
+        worker.kill_group()
+        if slot is not None and slot.worker is worker:
+            slot.worker = None
 
     # ── dispatch ───────────────────────────────────────────
     def _pick_site(self, now: float) -> str | None:
@@ -262,6 +347,7 @@ class Scheduler:
             if site is None:
                 break
             task = self.queue[site].popleft()
+            self._queued.discard(task.task_id)
             self._start(slot, task, now)
         if any(s.episode is None and not s.retired for s in self.slots.values()):
             nxt = self.pacer.next_ready([s for s, q in self.queue.items() if q], now)
@@ -273,78 +359,125 @@ class Scheduler:
         attempt = self.attempts.get(task.task_id, 0) + 1
         self.attempts[task.task_id] = attempt
         ep = slot.episode = Episode(task, attempt, slot.id, started_at=self.epoch())
-        t = asyncio.create_task(self._episode(slot, ep))
-        self._episodes.add(t)
-        t.add_done_callback(self._episodes.discard)
+        self._running.add(task.task_id)
+        self._spawn(self._episode(slot, ep))
 
     # ── one episode ────────────────────────────────────────
     def _spec(self, folder: Path) -> dict[str, Any]:
         return {**self.cfg.worker_spec(folder), **self.spec_extra}
 
     async def _episode(self, slot: Slot, ep: Episode) -> None:
+        """Run one attempt and settle it. Whatever raises, the site is released, the slot freed, the task either
+        recorded or queued again, and the loop woken."""
         site = ep.task.site
-        reached = False
+        part: dict[str, Any] | None = None
         try:
             self.emit(EpisodeStarted(slot.id, ep.task.task_id, site, ep.task.level, ep.attempt, ep.started_at))
             self.emit(SlotChanged(slot.id, "starting", ep.task.task_id))
-            part, reached = await self._drive(slot, ep)
+            part = await self._drive(slot, ep)
         except Exception as e:
             part = {"status": "error", "error": f"harness: {type(e).__name__}: {str(e)[:300]}", "error_kind": "infra"}
         finally:
             for h in (ep.timer, ep.kill_timer):
                 if h:
                     h.cancel()
-            if reached:
-                self.pacer.release(site, self.loop.time())
-            else:
-                self.pacer.release_without_cooldown(site)
-            slot.episode = None
-        record = self._record(ep, part)
-        self._settle(ep, record)
-        if slot.retired:
-            await self._retire(slot)
-        else:
-            self.emit(SlotChanged(slot.id, "idle"))
-        self._wake_up()
+            self._running.discard(ep.task.task_id)
+            try:
+                if part is None or ep.put_back:
+                    self._put_back(ep, part)
+                else:
+                    self._settle(ep, self._record(ep, part))
+            finally:
+                st = self.pacer.state(site)
+                if st.busy:   # settling failed before it released the site
+                    self.pacer.release_without_cooldown(site)
+                slot.episode = None
+                if slot.retired:
+                    self._spawn(self._retire(slot))
+                else:
+                    self.emit(SlotChanged(slot.id, "idle"))
+                self._wake_up()
 
-    async def _drive(self, slot: Slot, ep: Episode) -> tuple[dict[str, Any], bool]:
+    def _put_back(self, ep: Episode, part: dict[str, Any] | None) -> None:
+        """The episode never reached its worker (stopped while the worker started, or the worker vanished before
+        taking it): no record, no try used, no cooldown; the task goes back to the front of the queue. A task whose
+        worker keeps vanishing is recorded as the harness's failure after a few free restarts."""
+        tid = ep.task.task_id
+        self.pacer.release_without_cooldown(ep.task.site)
+        if part is not None and not ep.stop_reason:   # its worker was lost
+            self.free_restarts[tid] = self.free_restarts.get(tid, 0) + 1
+            if self.free_restarts[tid] > FREE_RESTARTS:   # recorded as an infra error (its retries then apply)
+                self._settle(ep, self._record(ep, part))
+                return
+        self.attempts[tid] = ep.attempt - 1
+        self._enqueue(ep.task, front=True)
+        why = ep.stop_error or (part or {}).get("error") or "stopped"
+        self.emit(Log("info", f"{tid}: put back in the queue before it started ({why})"))
+        self.emit(EpisodeFinished(ep.slot, self._record(ep, {"status": "killed", "error": REQUEUED}, judge=False),
+                                  True, *self.done_count()))
+
+    async def _drive(self, slot: Slot, ep: Episode) -> dict[str, Any]:
         folder = self.out / ep.task.task_id
-        prepare_folder(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        ep.deadline = self.loop.time() + self.cfg.timeout
-        self._arm_timeout(ep)
-        slot.worker = await self._ensure_worker(slot)
-        if ep.stop_reason:   # stopped while its worker started
-            return {"status": ep.stop_reason, "error": ep.stop_error}, False
-        worker = slot.worker
+        start = self._ensure_worker(slot)
+        stopped = asyncio.ensure_future(ep.stop_requested.wait())
+        try:
+            await asyncio.wait({start, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+        ep.put_back = True   # until the worker has the task, a stop or a lost worker puts it back
+        if ep.stop_reason:   # stopped while its worker started: the task was never run
+            return {"status": ep.stop_reason, "error": ep.stop_error}
+        ep.put_back = False
+        worker = slot.worker = start.result()   # a worker that failed to start: recorded as infra, retried
+        ep.put_back = True
+        await asyncio.to_thread(prepare_folder, folder)
+        if ep.stop_reason:
+            return {"status": ep.stop_reason, "error": ep.stop_error}
         if not await worker.send({"cmd": "run", "task": ep.task.to_dict(), "spec": self._spec(folder)}):
-            raise RuntimeError("the worker process is gone")
+            self._kill_worker(slot, worker)
+            return {"status": "error", "error": "the worker process is gone", "error_kind": "infra"}
+        ep.sent = True
+        ep.deadline = self.loop.time() + self.cfg.timeout   # the timeout runs from when the worker has the task
+        self._arm_timeout(ep)
         while True:
             ev = await worker.next_event()
             kind = ev.get("ev")
-            if kind == "step":
+            if kind == "started":
+                ep.put_back = False
+            elif kind == "step":
+                ep.put_back = False
                 ep.steps = int(ev.get("step") or ep.steps + 1)
                 self.emit(EpisodeStep(slot.id, ep.task.task_id, ep.steps, list(ev.get("actions") or []),
                                       ev.get("url", ""), ev.get("thought", ""), ev.get("screenshot")))
             elif kind == "running":
+                ep.put_back = False
                 if ep.state == "starting":
                     self._set_state(ep, "running")
             elif kind == "log":
                 self.emit(Log(ev.get("level", "info"), f"slot {slot.id}: {ev.get('message', '')}"))
             elif kind == "finished":
+                ep.put_back = False
                 part = dict(ev.get("record") or {})
                 if ep.stop_reason and part.get("status") != "done":   # the scheduler's reason is the one recorded
                     part.update(status=ep.stop_reason, error=ep.stop_error, error_kind=None)
-                return part, True
+                if ep.killed_worker:   # the kill raced the worker's last word: it is gone all the same
+                    self._kill_worker(slot, worker)
+                return part
             elif kind == "exit":
-                slot.worker = None
-                part = record_from_folder(folder)
+                if slot.worker is worker:
+                    slot.worker = None
+                if ep.stop_reason:
+                    ep.put_back = False   # stopped after it had the task: what it did is recorded
+                if ep.put_back:      # it died before it took the task: nothing of the task ran
+                    return {"status": "error", "error": f"worker process exited (code {ev.get('rc')})",
+                            "error_kind": "infra"}
+                part = await asyncio.to_thread(record_from_folder, folder)
                 if ep.stop_reason:
                     part.update(status=ep.stop_reason, error=ep.stop_error)
                 else:
                     part.update(status="error", error=f"worker process exited (code {ev.get('rc')})",
                                 error_kind="infra")
-                return part, True
+                return part
 
     def _set_state(self, ep: Episode, state: str) -> None:
         ep.state = state
@@ -356,52 +489,76 @@ class Scheduler:
         ep.timer = self.loop.call_at(ep.deadline, self._stop, ep, "timeout", "timeout", self.cfg.stop_grace)
 
     def _stop(self, ep: Episode, reason: str, error: str, grace: float) -> None:
-        """Ask the episode's worker to stop (it keeps every finished step); end the worker if it does not in time."""
+        """Ask the episode's worker to stop (it keeps every finished step); end the worker if it does not in time.
+        An episode whose worker has not got it yet is simply not started: it goes back in the queue."""
         if ep.stop_reason:
             return
         ep.stop_reason, ep.stop_error = reason, error
+        ep.stop_requested.set()
         self._set_state(ep, "stopping")
         slot = self.slots.get(ep.slot)
         worker = slot.worker if slot else None
-        if worker is not None:
-            asyncio.create_task(worker.send({"cmd": "stop", "reason": reason, "error": error}))
-            ep.kill_timer = self.loop.call_at(self.loop.time() + grace, worker.kill_group)
-        elif slot and slot.worker_start:
-            slot.worker_start.add_done_callback(lambda t: t.cancelled() or t.exception() or t.result().kill_group())
+        if ep.sent and worker is not None:
+            self._spawn(worker.send({"cmd": "stop", "reason": reason, "error": error}))
 
-    def _record(self, ep: Episode, part: dict[str, Any]) -> dict[str, Any]:
+            def kill() -> None:
+                ep.killed_worker = True
+                self._kill_worker(slot, worker)
+
+            ep.kill_timer = self.loop.call_at(self.loop.time() + grace, kill)
+
+    def _record(self, ep: Episode, part: dict[str, Any], judge: bool = True) -> dict[str, Any]:
         t = ep.task
         finished = self.epoch()
         rec = {"task_id": t.task_id, "arm": self.cfg.arm, "website": t.website, "level": t.level,
                "model": self.cfg.model, "status": part.get("status", "error"), "error": part.get("error"),
-               "error_kind": part.get("error_kind"), "steps": int(part.get("steps") or 0),
-               "actions": int(part.get("actions") or 0), "screenshots": int(part.get("screenshots") or 0),
-               "answer": part.get("answer") or "", "agent_done": bool(part.get("agent_done")),
-               "prompt_tokens": int(part.get("prompt_tokens") or 0),
-               "completion_tokens": int(part.get("completion_tokens") or 0),
+               "error_kind": part.get("error_kind"), "steps": _int(part.get("steps")),
+               "actions": _int(part.get("actions")), "screenshots": _int(part.get("screenshots")),
+               "answer": str(part.get("answer") or ""), "agent_done": bool(part.get("agent_done")),
+               "prompt_tokens": _int(part.get("prompt_tokens")),
+               "completion_tokens": _int(part.get("completion_tokens")),
                "duration_s": round(finished - ep.started_at, 1), "started_at": round(ep.started_at, 3),
                "finished_at": round(finished, 3), "attempt": ep.attempt, "slot": ep.slot}
-        for key in ("rows", "hint_left"):   # with --record-rows
+        if rec["status"] not in STATUSES:
+            rec.update(status="error", error=f"unknown status {str(rec['status'])[:40]!r}: {rec['error']}")
+        for key in ("rows", "hint_left", "cut", "blank_screenshot"):   # optional fields the worker may add
             if key in part:
                 rec[key] = part[key]
-        verdict = self.judge(t.to_dict(), rec) if self.judge is not None else None
-        if verdict is not None:
-            rec["correct"] = bool(verdict)
+        if judge and self.judge is not None:
+            try:
+                verdict = self.judge(t.to_dict(), rec)
+            except Exception as e:   # a judge that cannot read the task costs the verdict, never the record
+                self.emit(Log("warning", f"{t.task_id}: the reference judge failed ({type(e).__name__}: {e}); "
+                                         f"no verdict recorded"))
+                verdict = None
+            if verdict is not None:
+                rec["correct"] = bool(verdict)
         return rec
 
-    def _write_records(self, rec: dict[str, Any] | None = None) -> bool:
-        """Append a record (and any kept before); when the out folder cannot take it (disk full, unwritable), keep
-        it in memory and stop dispatching until it can (the storage probe, or the user resuming, tries again)."""
-        if rec is not None:
-            self.unwritten.append(rec)
+    # ── records: written in order by one writer, off the event loop ──
+    def _submit(self, rec: dict[str, Any]) -> None:
+        """Queue a record for `results.jsonl`. One writer appends them in order in a thread (an fsync must not stall
+        the loop); when the folder cannot take one, it stays in memory, dispatch stops, and the storage probe
+        starts the writer again once the folder can be written."""
+        self.unwritten.append(rec)
+        if not self.storage_error:
+            self._start_writer()
+
+    def _start_writer(self) -> None:
+        if self._writer is None or self._writer.done():
+            self._writer = self._spawn(self._write_records())
+
+    async def _write_records(self) -> None:
         try:
             while self.unwritten:
-                self.store.append(self.unwritten[0])
-                self.unwritten.pop(0)
-            return True
-        except OSError as e:
-            self._storage_fault(f"cannot write {self.store.path}: {e.strerror or e}")
-            return False
+                try:
+                    await asyncio.to_thread(self.store.append, self.unwritten[0])
+                except OSError as e:
+                    self._storage_fault(f"cannot write {self.store.path}: {e.strerror or e}")
+                    return
+                self.unwritten.popleft()
+        finally:
+            self._wake_up()   # the run may be over now
 
     def _storage_fault(self, problem: str) -> None:
         first = not self.storage_error
@@ -409,95 +566,122 @@ class Scheduler:
                               f"({len(self.unwritten)} record(s) kept in memory)")
         if first:
             self.emit(DispatchChanged(True, self.storage_error))
-            self.loop.call_later(self.cfg.probe_interval, self._probe_storage)
+            self._schedule_storage_probe(self.cfg.probe_interval)
         self.emit(Log("error", self.storage_error))
 
-    def _probe_storage(self) -> None:
-        """Dispatch waits while the out folder cannot take a record and a screenshot's worth of bytes."""
-        if not self.storage_error or self.stopping:
-            return
+    def _schedule_storage_probe(self, delay: float) -> None:
+        """One probe chain at a time, however often the user presses resume."""
+        if self._probing:
+            return   # the probe writing now schedules the next one itself if it must
+        if self._probe_timer is not None:
+            self._probe_timer.cancel()
+        self._probe_timer = self.loop.call_later(delay, lambda: self._spawn(self._probe_storage()))
+
+    def _space_ok(self) -> bool:
         probe = self.out / ".om2w-space-probe"
         try:
             with open(probe, "wb") as f:
                 f.write(b"\0" * STORAGE_PROBE_BYTES)
                 f.flush()
                 os.fsync(f.fileno())
-            writable = True
+            return True
         except OSError:
-            writable = False
+            return False
         finally:
             with contextlib.suppress(OSError):
                 probe.unlink()
-        if writable and self._write_records():
-            self.storage_error = ""
-            self.emit(DispatchChanged(self.dispatch_paused, "the out folder can be written again"))
-            self._wake_up()
-        else:
-            self.loop.call_later(self.cfg.probe_interval, self._probe_storage)
 
+    async def _probe_storage(self) -> None:
+        """Dispatch waits while the out folder cannot take a record and a screenshot's worth of bytes (the probe's
+        write and fsync run in a thread)."""
+        self._probe_timer = None
+        self._probing = True
+        try:
+            if not self.storage_error or not await asyncio.to_thread(self._space_ok):
+                return
+            self.storage_error = ""
+            self._start_writer()
+            if self._writer is not None:
+                await self._writer
+            if not self.storage_error:   # the writer wrote every kept record
+                self.emit(DispatchChanged(self.dispatch_paused, "the out folder can be written again"))
+                self._wake_up()
+        finally:
+            self._probing = False
+            if self.storage_error and not self.stopping and not self._ended and self._probe_timer is None:
+                self._schedule_storage_probe(self.cfg.probe_interval)
+
+    # ── settling an attempt ────────────────────────────────
     def _settle(self, ep: Episode, rec: dict[str, Any]) -> None:
-        self._write_records(rec)
+        """Record an attempt and decide what becomes of its task: settled, or queued again (interrupted, requeued by
+        its user, or failed through the harness's fault within its retries). Pacing learns from it before the site
+        is released, so a widened cooldown applies to the very next episode there."""
+        task, site = ep.task, ep.task.site
+        self._submit(rec)
         # the folder failed, not the task: it runs again, costing no try, once the folder can be written
         storage = rec["status"] == "error" and bool(_STORAGE_ERROR.search(rec.get("error") or ""))
         if storage:
-            self._storage_fault(f"episode {ep.task.task_id} could not write its folder: {rec['error']}")
+            self._storage_fault(f"episode {task.task_id} could not write its folder: {rec['error']}")
         if rec["status"] == "blocked":
-            cooldown = self.pacer.widen(ep.task.site)
-            self.emit(Log("warning", f"{ep.task.site}: {rec['error']}; its cooldown is now {cooldown:g} s"))
+            cooldown = self.pacer.widen(site)
+            self.emit(Log("warning", f"{site}: {rec['error']}; its cooldown is now {cooldown:g} s"))
         elif rec["status"] == "done":
-            self.pacer.relax(ep.task.site)
+            self.pacer.relax(site)
+        if ep.sent:
+            self.pacer.release(site, self.loop.time())
+        else:
+            self.pacer.release_without_cooldown(site)
         s = self.stats
         s.finished += 1
         s.by_status[rec["status"]] = s.by_status.get(rec["status"], 0) + 1
-        counts = self.sites.setdefault(ep.task.site, SiteCounts())
         infra = rec["status"] == "error" and rec.get("error_kind") == "infra" and not storage
         # the breaker watches the model endpoint: a run of its failures is the endpoint's, not the tasks'
         endpoint = infra and str(rec.get("error") or "").startswith(ENDPOINT_ERROR)
         self.infra_in_a_row = self.infra_in_a_row + 1 if endpoint else 0
-        self.streak = self.streak + [ep.task] if endpoint else []
+        if not endpoint:
+            self.streak.clear()
+        elif all(t.task_id != task.task_id for t in self.streak):
+            self.streak.append(task)
         if endpoint and self.infra_in_a_row >= self.cfg.breaker_after and not self.breaker_open \
                 and not self.stopping:
             self._open_breaker(rec["error"] or "")
         free = endpoint and self.breaker_open   # a failure while the endpoint is known to be down costs no try
-        retry = infra and (free or self.retried.get(ep.task.task_id, 0) < self.cfg.retries)
+        retry = infra and (free or self.retried.get(task.task_id, 0) < self.cfg.retries)
         if retry:
             if not free:
-                self.retried[ep.task.task_id] = self.retried.get(ep.task.task_id, 0) + 1
-            self.emit(Log("warning", f"{ep.task.task_id}: {rec['error']} (the harness's fault): trying again"))
+                self.retried[task.task_id] = self.retried.get(task.task_id, 0) + 1
+            self.emit(Log("warning", f"{task.task_id}: {rec['error']} (the harness's fault): trying again"))
         requeued = rec["error"] in (INTERRUPTED, REQUEUED) or retry or storage
         if requeued:
-            self.queue.setdefault(ep.task.site, deque()).appendleft(ep.task)
+            self._enqueue(task, front=True)
         else:
             if "correct" in rec:   # judged once per task: its final attempt
                 s.judged += 1
                 s.correct += rec["correct"]
-            counts.done += 1
-            if rec["status"] == "error":
-                counts.errors += 1
-                self.errored[ep.task.task_id] = ep.task
-        self.emit(EpisodeFinished(ep.slot, rec, requeued))
+            self._mark_settled(task, rec["status"] == "error")
+        self.emit(EpisodeFinished(ep.slot, rec, requeued, *self.done_count()))
 
     # ── the circuit breaker: a failing endpoint pauses dispatch instead of failing every task ──
     def _open_breaker(self, error: str) -> None:
-        """Pause dispatch and probe the endpoint; the failures that tripped it are the endpoint's, not the tasks':
-        their tries are given back and they run again when it answers."""
+        """Pause dispatch and probe the endpoint. The failures that tripped it are the endpoint's, not the tasks':
+        their tries are given back, and those already settled as errors go back in the queue (a streak task still
+        queued or running stays where it is: it is never queued twice)."""
         self.breaker_open = True
-        queued = {t.task_id for q in self.queue.values() for t in q}
+        n, self.infra_in_a_row = self.infra_in_a_row, 0
         for task in self.streak:
             self.retried.pop(task.task_id, None)
-            if task.task_id not in queued:
-                queued.add(task.task_id)
-                self.queue.setdefault(task.site, deque()).appendleft(task)
-        self.breaker_reason = (f"{self.infra_in_a_row} infra errors in a row (last: {error[:160]}); "
+            if task.task_id in self._settled:
+                self._unsettle(task)
+                self._enqueue(task, front=True)
+        self.streak.clear()
+        self.breaker_reason = (f"{n} infra errors in a row (last: {error[:160]}); "
                                f"probing every {self.cfg.probe_interval:g} s")
         self.emit(DispatchChanged(True, f"circuit breaker: {self.breaker_reason}"))
         self.loop.call_later(self.cfg.probe_interval, self._start_probe)
 
     def _start_probe(self) -> None:
-        if self.breaker_open and not self.stopping:
-            t = asyncio.create_task(self._probe_once())
-            self._episodes.add(t)
-            t.add_done_callback(self._episodes.discard)
+        if self.breaker_open and not self.stopping and not self._ended:
+            self._spawn(self._probe_once())
 
     async def _probe_once(self) -> None:
         try:
@@ -507,7 +691,9 @@ class Scheduler:
         if not self.breaker_open:
             return
         if ok:
-            self.breaker_open, self.breaker_reason, self.infra_in_a_row = False, "", 0
+            self.breaker_open, self.breaker_reason = False, ""
+            self.streak.clear()
+            self.infra_in_a_row = 0
             self.emit(DispatchChanged(self.dispatch_paused, "circuit breaker closed: the endpoint answers again"))
             self._wake_up()
         else:
@@ -517,7 +703,7 @@ class Scheduler:
     def pause_dispatch(self, paused: bool = True, reason: str = "") -> None:
         self.user_paused = paused
         if not paused and self.storage_error:
-            self._probe_storage()
+            self._schedule_storage_probe(0)
         self.emit(DispatchChanged(self.dispatch_paused, reason or (self.breaker_reason if self.breaker_open else "")))
         self._wake_up()
 
@@ -537,7 +723,8 @@ class Scheduler:
         """Pause or resume one episode; its timeout does not run while it is paused."""
         ep = self.episode_on(slot_id)
         slot = self.slots.get(slot_id)
-        if ep is None or ep.stop_reason or slot is None or slot.worker is None or (ep.paused_at is not None) == paused:
+        if ep is None or ep.stop_reason or not ep.sent or slot is None or slot.worker is None \
+                or (ep.paused_at is not None) == paused:
             return False
         now = self.loop.time()
         if paused:
@@ -550,7 +737,7 @@ class Scheduler:
             ep.paused_at = None
             self._arm_timeout(ep)
             self._set_state(ep, "running")
-        asyncio.create_task(slot.worker.send({"cmd": "pause" if paused else "resume"}))
+        self._spawn(slot.worker.send({"cmd": "pause" if paused else "resume"}))
         return True
 
     def set_workers(self, n: int) -> None:
@@ -566,19 +753,15 @@ class Scheduler:
             for slot in surplus:
                 slot.retired = True
                 if slot.episode is None:
-                    asyncio.create_task(self._retire(slot))
+                    self._spawn(self._retire(slot))
         self._wake_up()
 
     def retry_errors(self) -> int:
         """Put the tasks whose latest attempt ended in error back in the queue."""
         n = 0
-        for tid, task in list(self.errored.items()):
-            self.errored.pop(tid)
-            counts = self.sites.setdefault(task.site, SiteCounts())
-            counts.done -= 1
-            counts.errors -= 1
-            self.queue.setdefault(task.site, deque()).append(task)
-            n += 1
+        for task in list(self.errored.values()):
+            self._unsettle(task)
+            n += self._enqueue(task)
         self._wake_up()
         return n
 
@@ -586,10 +769,11 @@ class Scheduler:
         """Stop the run gracefully: no new episodes; running ones end keeping their steps and run again next time.
         `force` (a second Ctrl-C) ends every worker's process group now; the steps on disk are kept all the same."""
         if force:
-            for slot in self.slots.values():
+            for slot in list(self.slots.values()):
                 if slot.worker is not None:
-                    slot.worker.kill_group()
+                    self._kill_worker(slot, slot.worker)
         if self.stopping:
+            self._wake_up()
             return
         self.stopping = True
         for ep in self.running():
@@ -615,8 +799,13 @@ class Scheduler:
     async def _end_all(self) -> None:
         for ep in self.running():
             self._stop(ep, "killed", INTERRUPTED, self.cfg.stop_grace)
-        if self._episodes:
-            await asyncio.gather(*list(self._episodes), return_exceptions=True)
+        while self._background:   # episodes, sends, retirements, the record writer, probes
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+        if self.unwritten and not self.storage_error:   # kept while stopping: one more try
+            await self._write_records()
+        self._ended = True
+        if self._probe_timer is not None:
+            self._probe_timer.cancel()
         await asyncio.gather(*(self._close_worker(s) for s in list(self.slots.values())), return_exceptions=True)
 
     # ── what front ends show ───────────────────────────────
@@ -627,6 +816,8 @@ class Scheduler:
                "elapsed_s": round(self.loop.time() - self.started_mono, 1), "out": str(self.out)}
         if s.judged:
             out.update(correct=s.correct, judged=s.judged)
+        if self.unwritten:
+            out["unwritten"] = len(self.unwritten)
         return out
 
     def snapshot(self) -> dict[str, Any]:
@@ -650,3 +841,10 @@ class Scheduler:
                 "target_workers": self.target_workers, "errors": len(self.errored),
                 "user_paused": self.user_paused, "breaker": self.breaker_reason if self.breaker_open else "",
                 "stopping": self.stopping, "summary": self.summary()}
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
