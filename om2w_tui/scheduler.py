@@ -226,6 +226,7 @@ class Scheduler:
                 await self._wake.wait()
                 self._wake.clear()
         finally:
+            self._ended = True   # from here no control adds work or slots: the run is closing
             if self._cooldown_timer:
                 self._cooldown_timer.cancel()
             await self._end_all()
@@ -742,6 +743,8 @@ class Scheduler:
 
     def set_workers(self, n: int) -> None:
         """Change the number of slots live: new slots start at once, surplus ones retire when their episode ends."""
+        if self._ended:
+            return
         n = max(1, int(n))
         self.target_workers = n
         active = sorted((s for s in self.slots.values() if not s.retired), key=lambda s: s.id)
@@ -758,6 +761,8 @@ class Scheduler:
 
     def retry_errors(self) -> int:
         """Put the tasks whose latest attempt ended in error back in the queue."""
+        if self._ended:
+            return 0
         n = 0
         for task in list(self.errored.values()):
             self._unsettle(task)
@@ -803,7 +808,6 @@ class Scheduler:
             await asyncio.gather(*list(self._background), return_exceptions=True)
         if self.unwritten and not self.storage_error:   # kept while stopping: one more try
             await self._write_records()
-        self._ended = True
         if self._probe_timer is not None:
             self._probe_timer.cancel()
         await asyncio.gather(*(self._close_worker(s) for s in list(self.slots.values())), return_exceptions=True)

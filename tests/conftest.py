@@ -3,19 +3,33 @@
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 
-from om2w_tui.episode.browser import browser_use_env
+from om2w_tui.episode.browser import BrowserNotFound, browser_use_env, find_chromium
 
 os.environ.update(browser_use_env(os.path.join(os.environ.get("TMPDIR", "/tmp"), "om2w-tests-browser-use")))
 
 
 def pytest_collection_modifyitems(config, items):
-    if shutil.which("chromium") or shutil.which("google-chrome") or os.environ.get("CHROME_PATH"):
+    """Browser tests need a Chromium, found as the product finds it. Where none is, they are skipped, unless
+    OM2W_REQUIRE_E2E=1 (CI): a green run with the browser tests skipped is not green, so they fail instead."""
+    try:
+        find_chromium()
         return
-    skip = pytest.mark.skip(reason="no Chromium on this machine (apt-get install chromium)")
+    except BrowserNotFound as e:
+        why = str(e)
+    required = os.environ.get("OM2W_REQUIRE_E2E") == "1"
+    mark = pytest.mark.skip(reason=f"no Chromium on this machine: {why}")
     for item in items:
         if "e2e" in item.keywords:
-            item.add_marker(skip)
+            if required:
+                item.add_marker(pytest.mark.usefixtures("_chromium_required"))
+            else:
+                item.add_marker(mark)
+
+
+@pytest.fixture
+def _chromium_required():
+    pytest.fail("OM2W_REQUIRE_E2E=1 but no Chromium is found (install one: apt-get install chromium); the browser "
+                "tests cannot be skipped here", pytrace=False)

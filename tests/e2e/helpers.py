@@ -57,3 +57,16 @@ def chromium_left(out: Path) -> list[int]:
         except psutil.Error:
             continue
     return pids
+
+
+def assert_settled_once(rows: list[dict[str, Any]], task_ids: list[str]) -> None:
+    """Every record, not the latest: each task has exactly one settling record, it is the task's last, and its
+    attempts count 1, 2, 3 ... (nothing ran twice at once, nothing ran after it was settled)."""
+    from om2w_tui.results import settles
+
+    for tid in task_ids:
+        mine = [r for r in rows if r["task_id"] == tid]
+        trail = [(r["attempt"], r["status"], r.get("error")) for r in mine]
+        settling = [r for r in mine if settles(r)]
+        assert len(settling) == 1 and mine[-1] is settling[0], (tid, trail)
+        assert [r["attempt"] for r in mine] == list(range(1, len(mine) + 1)), (tid, trail)

@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from .helpers import REPO, check_task_folder, chromium_left, cli, popen, records
+from .helpers import REPO, assert_settled_once, check_task_folder, chromium_left, cli, popen, records
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 MULTI_STEP = "offline_shop_cart_05"        # seven steps with the oracle
@@ -100,6 +100,7 @@ def test_a_model_server_that_goes_down_costs_no_task_its_result(tmp_path):
     latest = {r["task_id"]: r for r in records(out)}
     assert sorted(latest) == sorted(ids)
     assert all(r["status"] == "done" and r["correct"] for r in latest.values()), latest
+    assert_settled_once(records(out), ids)     # every record: no task settled twice or run after it was
     errors = [r for r in records(out) if r["status"] == "error"]
     assert errors and all(r["error_kind"] == "infra" and "model endpoint" in r["error"] for r in errors)
 

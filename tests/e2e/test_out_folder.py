@@ -1,0 +1,64 @@
+"""The out folder with real processes: one run at a time holds it, and nothing secret in an endpoint URL reaches it."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from .helpers import REPO, cli, popen, records
+from .test_faults import free_port, wait_for
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+
+
+def test_a_second_run_on_the_same_out_folder_is_refused_naming_the_first(tmp_path):
+    out = tmp_path / "shared"
+    first = popen("run", "--no-ui", "--bench", "offline", "--model", "oracle-slow-2", "--task-ids",
+                  "offline_wiki_admin_10", "--out", str(out))
+    try:
+        wait_for(lambda: (out / "run.json").exists(), 120, first, "the first run's manifest")
+        manifest = (out / "run.json").read_bytes()
+        for command in ("run", "doctor"):
+            second = cli(command, "--no-ui", "--bench", "offline", "--model", "oracle", "--out", str(out))
+            assert second.returncode == 2, (command, second.stdout[-2000:], second.stderr[-2000:])
+            said = second.stdout + second.stderr
+            if command == "run":
+                assert f"pid {first.pid} on {socket.gethostname()}" in said and "--out" in said, said[-2000:]
+            else:   # doctor's table wraps the same message
+                assert "another run is using this folder" in said and str(first.pid) in said, said[-2000:]
+        assert (out / "run.json").read_bytes() == manifest        # the refused run wrote nothing
+        first.send_signal(signal.SIGINT)
+        _, stderr = first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 130, stderr[-2000:]
+    # the lock went with its holder: the next run takes the folder and finishes the interrupted task
+    third = cli("run", "--no-ui", "--bench", "offline", "--model", "oracle", "--task-ids", "offline_wiki_admin_10",
+                "--out", str(out))
+    assert third.returncode == 0, third.stderr[-2000:]
+    assert [(r["status"], r["error"]) for r in records(out)] == [("killed", "interrupted"), ("done", None)]
+
+
+def test_credentials_in_the_endpoint_url_reach_no_file_and_no_output(tmp_path):
+    port = free_port()
+    oracle = subprocess.Popen([sys.executable, "-m", "om2w_tui", "oracle", "--port", str(port)], cwd=REPO,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: socket.socket().connect_ex(("127.0.0.1", port)) == 0, 60, oracle, "the oracle")
+        out = tmp_path / "creds"
+        r = cli("run", "--no-ui", "--bench", "offline", "--model", "oracle", "--task-ids", "offline_shop_search_01",
+                "--vllm", f"http://alice:hunter2-secret@127.0.0.1:{port}/v1", "--out", str(out))
+    finally:
+        oracle.kill()
+        oracle.wait()
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert records(out)[0]["correct"]
+    assert "hunter2-secret" not in r.stdout + r.stderr
+    leaks = [str(p) for p in out.rglob("*") if p.is_file() and b"hunter2-secret" in p.read_bytes()]
+    assert leaks == []
+    assert f"http://***@127.0.0.1:{port}/v1" in (out / "run.json").read_text()
