@@ -19,8 +19,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 
-from .config import RunConfig
-from .episode.browser import BrowserNotFound, find_chromium
+from .config import COORDINATES, RunConfig
+from .episode.browser import BrowserNotFound, check_browser_settings, find_chromium, resolve_browser
+from .episode.instruction import check_template
 from .results import read_results
 from .tasks import Task, TaskFileError, file_sha256, load_tasks, parse_tasks, select
 from .trajectory import write_json_atomic
@@ -117,6 +118,8 @@ def _check_settings(cfg: RunConfig) -> str:
         return f"--max-steps {cfg.max_steps}: must be at least 1"
     if cfg.arm not in arm_names():
         return f"--arm {cfg.arm}: no such arm (known: {', '.join(arm_names())})"
+    if cfg.coordinates not in COORDINATES:
+        return f"--coordinates {cfg.coordinates}: one of {', '.join(COORDINATES)}"
     return ""
 
 
@@ -169,11 +172,21 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True) -> tuple[Preflight |
     except UsageError as e:
         add("tasks", str(e), "")
     out_ok = add("out folder", _check_out(cfg.out), str(cfg.out))
+    template = cfg.instruction_template_file or "the seed's"
+    add("instruction", check_template(cfg.instruction_template) and
+        f"--instruction-template {template}: {check_template(cfg.instruction_template)}",
+        f"{template} template: {cfg.instruction_template!r}; coordinates {cfg.coordinates}")
+    chromium_ok = False
     try:
         cfg.chromium = find_chromium(cfg.chromium)
-        add("chromium", "", cfg.chromium)
+        chromium_ok = add("chromium", "", cfg.chromium)
     except BrowserNotFound as e:
         add("chromium", str(e), "")
+    problem = check_browser_settings(cfg.browser_settings())
+    if not problem and chromium_ok and cfg.chromium:
+        cfg.user_agent = resolve_browser(cfg.browser_settings(), cfg.chromium)["user_agent"]
+    add("browser", problem, f"viewport {cfg.viewport}, locale {cfg.locale}, timezone {cfg.timezone}, "
+        f"user agent {cfg.user_agent}")
     if cfg.builtin_oracle:
         add("model endpoint", "", f"{cfg.model}: the built-in oracle, started with the run")
     elif check_model:

@@ -76,16 +76,49 @@ class MissingElement(LookupError):
     pass
 
 
+def _index_of(selector: Any, request: AgentRequest) -> int:
+    element = request.find(selector)
+    if element is None:
+        raise MissingElement(json.dumps(selector))
+    return element.index
+
+
+def colour_centre(png: bytes, colour: str, tolerance: int = 48) -> tuple[float, float, int, int] | None:
+    """(x, y, width, height): the centre of the pixels of `colour` (`#rrggbb`) in a screenshot, and its size; None
+    when the colour is not on it. This is the oracle's eyes: what a vision model would locate in the image."""
+    import io
+
+    from PIL import Image, ImageChops   # only vision tasks need the pixels
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    wanted = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]
+    masks = [band.point(lambda v, w=w: 255 if abs(v - w) <= tolerance else 0) for band, w in zip(image.split(), wanted)]
+    box = ImageChops.multiply(ImageChops.multiply(masks[0], masks[1]), masks[2]).getbbox()
+    if box is None:
+        return None
+    return (box[0] + box[2]) / 2, (box[1] + box[3]) / 2, image.width, image.height
+
+
 def resolve_action(action: dict[str, Any], request: AgentRequest) -> dict[str, Any]:
-    """One solution action as browser-use expects it: selectors become indices, relative URLs absolute."""
+    """One solution action as browser-use expects it: selectors become indices (`el`, and a drag's `from_el` and
+    `to_el`), a colour seen in the screenshot becomes a click's coordinates (`at_colour`, on the grid the system
+    prompt asks for), relative URLs absolute."""
     (name, params), = action.items()
     params = dict(params or {})
     if "el" in params:
-        selector = params.pop("el")
-        element = request.find(selector)
-        if element is None:
-            raise MissingElement(json.dumps(selector))
-        params = {"index": element.index, **params}
+        params = {"index": _index_of(params.pop("el"), request), **params}
+    for end in ("from", "to"):
+        if f"{end}_el" in params:
+            params[f"{end}_index"] = _index_of(params.pop(f"{end}_el"), request)
+    if "at_colour" in params:
+        colour = params.pop("at_colour")
+        seen = colour_centre(request.screenshot, colour) if request.screenshot and request.grid else None
+        if seen is None:
+            raise MissingElement(f"{colour} in the screenshot")
+        x, y, width, height = seen
+        if request.grid == "normalized":
+            x, y = x * 1000 / width, y * 1000 / height
+        params.update(coordinate_x=round(x), coordinate_y=round(y))
     if name == "navigate" and request.url and "url" in params:
         params["url"] = urljoin(request.url, params["url"])
     return {name: params}
