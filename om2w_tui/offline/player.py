@@ -12,8 +12,10 @@ Conditions (all optional, a string or a list of strings, all must hold):
   history_contains / history_not_contains     in <agent_history> (e.g. a fact the oracle remembered earlier)
   has_element / lacks_element                 element selectors (see below)
 The first rule whose conditions hold is played. In its actions every `"el": SELECTOR` is replaced with the
-element's `"index"`; a selector is 'key=value' (an attribute as browser-use prints it, `tag`, or `text`,
-which is contained in the element's text) or a dict of several. `navigate` URLs may be relative to the
+element's `"index"` (a drag's `"from_el"`/`"to_el"` become `from_index`/`to_index`); a selector is 'key=value'
+(an attribute as browser-use prints it, `tag`, or `text`, which is contained in the element's text) or a dict of
+several. `"at_colour": "#rrggbb"` in a click is found in the request's screenshot, as a vision model would see it,
+and becomes `coordinate_x`/`coordinate_y` on the grid the system prompt asks for (0-1000, or pixels). `navigate` URLs may be relative to the
 current page. When no rule holds or a selector is not on the page, the oracle scrolls down one page, and
 gives up with a failed `done` from step GIVE_UP_AT_STEP (or the agent's last step) on.
 """
@@ -96,7 +98,7 @@ def colour_centre(png: bytes, colour: str, tolerance: int = 48) -> tuple[float, 
     box = ImageChops.multiply(ImageChops.multiply(masks[0], masks[1]), masks[2]).getbbox()
     if box is None:
         return None
-    return (box[0] + box[2]) / 2, (box[1] + box[3]) / 2, image.width, image.height
+    return (box[0] + box[2] - 1) / 2, (box[1] + box[3] - 1) / 2, image.width, image.height   # the box ends past its last pixel
 
 
 def resolve_action(action: dict[str, Any], request: AgentRequest) -> dict[str, Any]:
