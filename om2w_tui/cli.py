@@ -136,6 +136,11 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     return RunConfig(**given)
 
 
+def has_terminal() -> bool:
+    """Whether the console can run here: keys come from a terminal and the screen goes to one."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
 def _fail(message: str) -> int:
     print(f"om2w-tui: {message}", file=sys.stderr)
     return EXIT_USAGE
@@ -171,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     if code is not None:
         return code
     if args.command is None:
+        if not has_terminal():
+            return _fail("the console needs a terminal; without one (nohup, Slurm, cron) use "
+                         "`om2w-tui run --no-ui ...`")
         from .ui.app import run_console
 
         return run_console(None)
@@ -186,6 +194,10 @@ def main(argv: list[str] | None = None) -> int:
         pre = preflight(cfg)
     except UsageError as e:
         return _fail(str(e))
+    if not args.no_ui and not has_terminal():
+        # batch use (nohup, Slurm, cron): the console cannot draw, so the run goes on headless and says so first
+        print("om2w-tui: no terminal, so running headless (as with --no-ui)", flush=True)
+        args.no_ui = True
     if args.no_ui:
         from .headless import run_headless
 

@@ -125,3 +125,16 @@ async def test_the_browser_is_pinned_to_the_settings_given(tmp_path):
     assert (language, timezone, width, height) == ("de-DE", "Asia/Tokyo", 1024, 640)
     assert granted == "granted"
     assert os.environ.get("TZ") == tz_before     # the time zone is the browser's, not this process's
+
+
+def test_without_a_terminal_run_goes_headless_and_says_so_first(tmp_path):
+    """nohup, Slurm, cron: no terminal, so no console; the run still runs, and its first line says why it is plain."""
+    out = tmp_path / "batch"
+    r = cli("run", "--bench", "offline", "--model", "oracle", "--task-ids", "offline_studio_target_18",
+            "--pace-cooldown", "0", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.splitlines()[0] == "om2w-tui: no terminal, so running headless (as with --no-ui)"
+    (rec,) = records(out)
+    assert rec["correct"]
+    bare = cli()
+    assert bare.returncode == 2 and "the console needs a terminal" in bare.stderr
