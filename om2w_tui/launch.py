@@ -22,6 +22,7 @@ from typing import Any, AsyncIterator, Callable
 from .config import COORDINATES, RunConfig
 from .episode.browser import BrowserNotFound, check_browser_settings, find_chromium, resolve_browser
 from .episode.instruction import check_template
+from .resources import data_dir, default_task_file
 from .results import read_results
 from .tasks import Task, TaskFileError, file_sha256, load_tasks, parse_tasks, select
 from .trajectory import write_json_atomic
@@ -140,10 +141,13 @@ def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task]]:
         if cfg.bench == "offline":
             task_file, tasks = offline_tasks(cfg.tasks)
         else:
-            if cfg.tasks is None:
+            # without --tasks, the benchmark's file shipped in data/ (as the seed's defaults were)
+            task_file = cfg.tasks or default_task_file(cfg.bench)
+            if cfg.tasks is None and (task_file is None or not task_file.exists()):
                 raise UsageError(f"--bench {cfg.bench} needs --tasks PATH (the benchmark's task file; "
+                                 f"`om2w-tui tasks fetch {cfg.bench}` puts it in {data_dir()}; "
                                  f"use --bench offline for the built-in suite)")
-            task_file, tasks = cfg.tasks, load_tasks(cfg.tasks)
+            tasks = load_tasks(task_file)
         chosen = select(tasks, task_ids=cfg.task_ids, levels=cfg.levels, sites=cfg.sites, limit=cfg.limit)
     except TaskFileError as e:
         raise UsageError(str(e)) from None
