@@ -138,3 +138,17 @@ def test_without_a_terminal_run_goes_headless_and_says_so_first(tmp_path):
     assert rec["correct"]
     bare = cli()
     assert bare.returncode == 2 and "the console needs a terminal" in bare.stderr
+
+
+def test_pixel_coordinates_land_too(tmp_path):
+    """--coordinates pixels: the model is told its coordinates are the screenshot's pixels, and a click there hits."""
+    out = tmp_path / "pixels"
+    r = cli("run", "--no-ui", "--bench", "offline", "--model", "oracle", "--task-ids", "offline_studio_target_18",
+            "--coordinates", "pixels", "--viewport", "900x700", "--record-rows", "--pace-cooldown", "0",
+            "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    (rec,) = records(out)
+    assert rec["correct"], rec
+    system = _rows(out / "offline_studio_target_18")[0]["messages"][0]["content"]
+    system = system if isinstance(system, str) else " ".join(p.get("text", "") for p in system)
+    assert "are pixels of the screenshot" in system and "0-1000" not in system

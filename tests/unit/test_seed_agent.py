@@ -98,3 +98,42 @@ def test_a_template_without_the_task_exits_2(tmp_path, capsys):
     assert main(["run", "--no-ui", "--bench", "offline", "--model", "oracle", "--out", str(tmp_path / "o"),
                  "--instruction-template", str(template)]) == 2
     assert f"--instruction-template {template}: it has no {{task}}" in capsys.readouterr().err
+
+
+class _History:
+    def __init__(self, answer, done):
+        self.history, self._answer, self._done = [], answer, done
+
+    def final_result(self):
+        return self._answer
+
+    def is_done(self):
+        return self._done
+
+
+class _Agent:
+    def __init__(self, history):
+        self.history = history
+
+    async def run(self, max_steps, on_step_start, on_step_end):
+        self.max_steps = max_steps
+        await on_step_start(self)     # the clipboard grant: on a session without CDP it must not fail the step
+        return self.history
+
+
+@pytest.mark.parametrize("done", [False, True])
+async def test_the_answer_is_what_the_agent_last_produced_done_or_not(monkeypatch, done):
+    from om2w_tui.episode.arms import base
+    from om2w_tui.episode.arms.interface import ArmContext
+
+    agent = _Agent(_History("The lamp costs $19", done))
+    monkeypatch.setattr(base, "new_agent", lambda ctx, task, llm: agent)
+    monkeypatch.setattr(base.BaseArm, "_llm", lambda self: None)
+
+    async def step_done(step):
+        pass
+
+    ctx = ArmContext(task=TASK, instruction="x", session=object(), model="m", base_url="u", api_key="k",
+                     temperature=0, max_steps=7, step_done=step_done)
+    result = await base.BaseArm(ctx).run()
+    assert (result.answer, result.agent_done, agent.max_steps) == ("The lamp costs $19", done, 7)
