@@ -66,17 +66,19 @@ def add_run_flags(p: argparse.ArgumentParser, *, demo: bool = False) -> None:
                        help="record every model call as a training row in <out>/<task>/rows/")
         a.add_argument("--hint-field", default=None,
                        help="a task field appended to the instruction while acting, stripped from the rows")
-    m.add_argument("--instruction-template", dest="instruction_template_file", type=Path, default=None,
+    m.add_argument("--instruction-template", dest="instruction_template_file", type=Path, default=None, metavar="FILE",
                    help="a file with the agent's instruction, {task} and {website} filled in (default: the seed's: "
                         "the task, then the website it starts on)")
     m.add_argument("--coordinates", choices=COORDINATES, default="normalized",
                    help="clicks and drags by coordinates: off, pixels of the screenshot, or normalized to a 0-1000 "
                         "grid as Qwen-VL models answer (normalized, as the seed)")
     b = p.add_argument_group("the browser (the same on every host)")
-    b.add_argument("--viewport", default=DEFAULT_VIEWPORT, help=f"WIDTHxHEIGHT in CSS pixels ({DEFAULT_VIEWPORT})")
+    b.add_argument("--viewport", default=DEFAULT_VIEWPORT, metavar="WxH",
+                   help=f"WIDTHxHEIGHT in CSS pixels ({DEFAULT_VIEWPORT})")
     b.add_argument("--user-agent", default="auto",
                    help="the user agent string (auto: a desktop Chrome of the browser's own version)")
-    b.add_argument("--locale", default=DEFAULT_LOCALE, help=f"the browser's language and Accept-Language ({DEFAULT_LOCALE})")
+    b.add_argument("--locale", default=DEFAULT_LOCALE,
+                   help=f"the browser's language and Accept-Language ({DEFAULT_LOCALE})")
     b.add_argument("--timezone", default=DEFAULT_TIMEZONE, help=f"an IANA time zone ({DEFAULT_TIMEZONE})")
     m.add_argument("--max-steps", type=_positive_int("--max-steps"), default=30,
                    help="agent steps per episode (a task's own max_steps wins)")

@@ -98,7 +98,8 @@ def colour_centre(png: bytes, colour: str, tolerance: int = 48) -> tuple[float, 
     box = ImageChops.multiply(ImageChops.multiply(masks[0], masks[1]), masks[2]).getbbox()
     if box is None:
         return None
-    return (box[0] + box[2] - 1) / 2, (box[1] + box[3] - 1) / 2, image.width, image.height   # the box ends past its last pixel
+    # the box ends one past its last pixel
+    return (box[0] + box[2] - 1) / 2, (box[1] + box[3] - 1) / 2, image.width, image.height
 
 
 def resolve_action(action: dict[str, Any], request: AgentRequest) -> dict[str, Any]:
