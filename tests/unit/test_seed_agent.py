@@ -137,3 +137,25 @@ async def test_the_answer_is_what_the_agent_last_produced_done_or_not(monkeypatc
                      temperature=0, max_steps=7, step_done=step_done)
     result = await base.BaseArm(ctx).run()
     assert (result.answer, result.agent_done, agent.max_steps) == ("The lamp costs $19", done, 7)
+
+
+@pytest.mark.parametrize("mode, click, drag", [
+    ("off", {"index"}, {"from_index", "to_index"}),
+    ("pixels", {"index", "coordinate_x", "coordinate_y"},
+     {"from_index", "to_index", "from_x", "from_y", "to_x", "to_y"}),
+    ("normalized", {"index", "coordinate_x", "coordinate_y"},
+     {"from_index", "to_index", "from_x", "from_y", "to_x", "to_y"}),
+])
+def test_the_tools_offer_coordinates_only_when_asked(mode, click, drag):
+    from types import SimpleNamespace
+
+    from om2w_tui.episode.tools import COORDINATE_PROMPT, agent_kwargs, use_coordinates
+
+    kwargs = agent_kwargs(mode)
+    actions = kwargs["tools"].registry.registry.actions
+    assert set(actions["click"].param_model.model_json_schema()["properties"]) == click
+    assert set(actions["drag"].param_model.model_json_schema()["properties"]) == drag
+    assert kwargs.get("extend_system_message") == COORDINATE_PROMPT.get(mode)
+    session = SimpleNamespace(llm_screenshot_size=None)
+    use_coordinates(session, mode)
+    assert session.llm_screenshot_size == ((1000, 1000) if mode == "normalized" else None)
