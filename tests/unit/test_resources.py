@@ -40,6 +40,10 @@ def test_a_benchmark_without_tasks_reads_the_shipped_file(tmp_path, bench, count
 
 
 def test_an_installed_wheel_finds_its_styles_and_task_files(tmp_path):
+    from importlib.metadata import version
+
+    assert int(version("setuptools").split(".")[0]) >= 77, "building the wheel needs setuptools>=77: " \
+        "pip install -e '.[test]' again"
     src = tmp_path / "src"     # a copy: building in the checkout would leave build/ and egg-info behind
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
