@@ -19,7 +19,9 @@ from .argtypes import count as _count
 from .argtypes import csv as _csv
 from .argtypes import positive_int as _positive_int
 from .argtypes import seconds as _seconds
-from .config import BENCHES, DEFAULT_VLLM, SCHEMAS, RunConfig
+from .config import BENCHES, COORDINATES, DEFAULT_VLLM, SCHEMAS, RunConfig
+from .episode.browser import DEFAULT_LOCALE, DEFAULT_TIMEZONE, DEFAULT_VIEWPORT
+from .episode.instruction import TemplateError, read_template
 
 EXIT_USAGE = 2
 
@@ -64,7 +66,22 @@ def add_run_flags(p: argparse.ArgumentParser, *, demo: bool = False) -> None:
                        help="record every model call as a training row in <out>/<task>/rows/")
         a.add_argument("--hint-field", default=None,
                        help="a task field appended to the instruction while acting, stripped from the rows")
-    m.add_argument("--max-steps", type=_positive_int("--max-steps"), default=30, help="agent steps per episode")
+    m.add_argument("--instruction-template", dest="instruction_template_file", type=Path, default=None, metavar="FILE",
+                   help="a file with the agent's instruction, {task} and {website} filled in (default: the seed's: "
+                        "the task, then the website it starts on)")
+    m.add_argument("--coordinates", choices=COORDINATES, default="normalized",
+                   help="clicks and drags by coordinates: off, pixels of the screenshot, or normalized to a 0-1000 "
+                        "grid as Qwen-VL models answer (normalized, as the seed)")
+    b = p.add_argument_group("the browser (the same on every host)")
+    b.add_argument("--viewport", default=DEFAULT_VIEWPORT, metavar="WxH",
+                   help=f"WIDTHxHEIGHT in CSS pixels ({DEFAULT_VIEWPORT})")
+    b.add_argument("--user-agent", default="auto",
+                   help="the user agent string (auto: a desktop Chrome of the browser's own version)")
+    b.add_argument("--locale", default=DEFAULT_LOCALE,
+                   help=f"the browser's language and Accept-Language ({DEFAULT_LOCALE})")
+    b.add_argument("--timezone", default=DEFAULT_TIMEZONE, help=f"an IANA time zone ({DEFAULT_TIMEZONE})")
+    m.add_argument("--max-steps", type=_positive_int("--max-steps"), default=30,
+                   help="agent steps per episode (a task's own max_steps wins)")
     m.add_argument("--timeout", type=_seconds("--timeout", False), default=1800.0,
                    help="seconds per episode (its finished steps are kept)")
     m.add_argument("--llm-timeout", type=_seconds("--llm-timeout", False), default=120.0,
@@ -113,7 +130,17 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                      model="oracle")
     elif args.out is None:
         raise SystemExit(f"om2w-tui {args.command}: --out is required (the run's folder)")
+    if given.get("instruction_template_file") is not None:
+        try:
+            given["instruction_template"] = read_template(given["instruction_template_file"])
+        except TemplateError as e:
+            raise SystemExit(str(e)) from None
     return RunConfig(**given)
+
+
+def has_terminal() -> bool:
+    """Whether the console can run here: keys come from a terminal and the screen goes to one."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
 
 
 def _fail(message: str) -> int:
@@ -151,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     if code is not None:
         return code
     if args.command is None:
+        if not has_terminal():
+            return _fail("the console needs a terminal; without one (nohup, Slurm, cron) use "
+                         "`om2w-tui run --no-ui ...`")
         from .ui.app import run_console
 
         return run_console(None)
@@ -166,6 +196,10 @@ def main(argv: list[str] | None = None) -> int:
         pre = preflight(cfg)
     except UsageError as e:
         return _fail(str(e))
+    if not args.no_ui and not has_terminal():
+        # batch use (nohup, Slurm, cron): the console cannot draw, so the run goes on headless and says so first
+        print("om2w-tui: no terminal, so running headless (as with --no-ui)", flush=True)
+        args.no_ui = True
     if args.no_ui:
         from .headless import run_headless
 

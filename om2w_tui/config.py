@@ -8,10 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .episode.browser import DEFAULT_LOCALE, DEFAULT_TIMEZONE, DEFAULT_VIEWPORT
+from .episode.instruction import DEFAULT_TEMPLATE
 from .redact import redact_url
 
 BENCHES = ("om2w", "webvoyager", "offline")
 SCHEMAS = ("v1", "v2")
+COORDINATES = ("off", "pixels", "normalized")
 DEFAULT_VLLM = "http://127.0.0.1:8400/v1"
 
 
@@ -52,11 +55,20 @@ class RunConfig:
     retries: int = 1               # new attempts for an episode that failed through the harness's fault (infra)
     breaker_after: int = 3         # infra errors in a row that pause dispatch until the endpoint answers again
     probe_interval: float = 30.0   # seconds between endpoint probes while the breaker is open
+    instruction_template: str = DEFAULT_TEMPLATE   # what the agent is asked: `{task}` and `{website}` filled in
+    instruction_template_file: Path | None = None  # where a user's template came from (--instruction-template)
+    coordinates: str = "normalized"  # off | pixels | normalized (clicks and drags on a 0-1000 grid, as the seed)
+    viewport: str = DEFAULT_VIEWPORT                # WxH in CSS pixels, the same on every host
+    user_agent: str = "auto"       # auto: the browser's own desktop string, without "HeadlessChrome"
+    locale: str = DEFAULT_LOCALE
+    timezone: str = DEFAULT_TIMEZONE
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
         if self.tasks is not None:
             self.tasks = Path(self.tasks)
+        if self.instruction_template_file is not None:
+            self.instruction_template_file = Path(self.instruction_template_file)
 
     @property
     def endpoint(self) -> str:
@@ -78,7 +90,13 @@ class RunConfig:
                 "api_key_env": self.api_key_env, "temperature": self.temperature, "max_steps": self.max_steps,
                 "vision": self.vision, "llm_timeout": self.llm_timeout, "arm": self.arm,
                 "schema": self.trajectory_schema, "record_rows": self.record_rows, "hint_field": self.hint_field,
-                "arm_options": self.arm_options()}
+                "arm_options": self.arm_options(), "instruction_template": self.instruction_template,
+                "coordinates": self.coordinates, "browser": self.browser_settings()}
+
+    def browser_settings(self) -> dict[str, Any]:
+        """The pinned browser: viewport, user agent, locale and timezone (what a worker's Chromium is started with)."""
+        return {"viewport": self.viewport, "user_agent": self.user_agent, "locale": self.locale,
+                "timezone": self.timezone}
 
     def api_key(self) -> str:
         """The key is read from the environment at the last moment and never stored in the config."""

@@ -19,9 +19,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 
-from .config import RunConfig
-from .episode.browser import BrowserNotFound, find_chromium
+from .config import COORDINATES, RunConfig
+from .episode.browser import BrowserNotFound, check_browser_settings, find_chromium, resolve_browser
+from .episode.instruction import check_template
 from .redact import redact_url
+from .resources import data_dir, default_task_file
 from .results import read_results
 from .runlock import OutFolderBusy, RunLock, check_free
 from .tasks import Task, TaskFileError, file_sha256, load_tasks, parse_tasks, select
@@ -120,6 +122,8 @@ def _check_settings(cfg: RunConfig) -> str:
         return f"--max-steps {cfg.max_steps}: must be at least 1"
     if cfg.arm not in arm_names():
         return f"--arm {cfg.arm}: no such arm (known: {', '.join(arm_names())})"
+    if cfg.coordinates not in COORDINATES:
+        return f"--coordinates {cfg.coordinates}: one of {', '.join(COORDINATES)}"
     return ""
 
 
@@ -140,10 +144,13 @@ def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task]]:
         if cfg.bench == "offline":
             task_file, tasks = offline_tasks(cfg.tasks)
         else:
-            if cfg.tasks is None:
+            # without --tasks, the benchmark's file shipped in data/ (as the seed's defaults were)
+            task_file = cfg.tasks or default_task_file(cfg.bench)
+            if cfg.tasks is None and (task_file is None or not task_file.exists()):
                 raise UsageError(f"--bench {cfg.bench} needs --tasks PATH (the benchmark's task file; "
+                                 f"`om2w-tui tasks fetch {cfg.bench}` puts it in {data_dir()}; "
                                  f"use --bench offline for the built-in suite)")
-            task_file, tasks = cfg.tasks, load_tasks(cfg.tasks)
+            tasks = load_tasks(task_file)
         chosen = select(tasks, task_ids=cfg.task_ids, levels=cfg.levels, sites=cfg.sites, limit=cfg.limit)
     except TaskFileError as e:
         raise UsageError(str(e)) from None
@@ -172,11 +179,21 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True) -> tuple[Preflight |
     except UsageError as e:
         add("tasks", str(e), "")
     out_ok = add("out folder", _check_out(cfg.out), str(cfg.out))
+    template = cfg.instruction_template_file or "the seed's"
+    add("instruction", check_template(cfg.instruction_template) and
+        f"--instruction-template {template}: {check_template(cfg.instruction_template)}",
+        f"{template} template: {cfg.instruction_template!r}; coordinates {cfg.coordinates}")
+    chromium_ok = False
     try:
         cfg.chromium = find_chromium(cfg.chromium)
-        add("chromium", "", cfg.chromium)
+        chromium_ok = add("chromium", "", cfg.chromium)
     except BrowserNotFound as e:
         add("chromium", str(e), "")
+    problem = check_browser_settings(cfg.browser_settings())
+    if not problem and chromium_ok and cfg.chromium:
+        cfg.user_agent = resolve_browser(cfg.browser_settings(), cfg.chromium)["user_agent"]
+    add("browser", problem, f"viewport {cfg.viewport}, locale {cfg.locale}, timezone {cfg.timezone}, "
+        f"user agent {cfg.user_agent}")
     if cfg.builtin_oracle:
         add("model endpoint", "", f"{cfg.model}: the built-in oracle, started with the run")
     elif check_model:

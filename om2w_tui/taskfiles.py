@@ -561,7 +561,8 @@ def add_arguments(sub: Any) -> None:
     f.add_argument("--revision", default=None,
                    help="om2w: a branch, tag or commit, or 2026-03 (pinned by sha256) (main); "
                         "webvoyager: a commit (5a78967, pinned)")
-    f.add_argument("--to", type=Path, default=Path("data"), help="the folder to write into (data)")
+    f.add_argument("--to", type=Path, default=None,
+                   help="the folder to write into (the data/ folder runs read by default)")
     f.add_argument("--sha256", default=None, help="the sha256 the file must have (pins any revision)")
     f.add_argument("--force", action="store_true", help="replace an existing file with other content")
     f.add_argument("--base-url", default=None,
@@ -603,11 +604,14 @@ def run(args: Any) -> int:
 
 
 def _run_fetch(args: Any) -> int:
+    from .resources import data_dir   # the shipped data/ folder, the default target
+
     source = SOURCES[args.bench]
     rev = args.revision or source.default_rev
     print(f"fetching {source.name} revision {rev} ...", flush=True)
     try:
-        got = fetch(args.bench, args.revision, args.to, base_url=args.base_url, sha256=args.sha256, force=args.force)
+        to = args.to if args.to is not None else data_dir()   # refresh the files runs read without --tasks
+        got = fetch(args.bench, args.revision, to, base_url=args.base_url, sha256=args.sha256, force=args.force)
     except FetchError as e:
         print(f"om2w-tui tasks fetch: {e}", file=sys.stderr)
         return EXIT_FAIL

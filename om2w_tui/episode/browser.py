@@ -1,16 +1,29 @@
-"""The browser side of an episode: finding Chromium, browser-use's environment, and a fresh session.
+"""The browser side of an episode: finding Chromium, browser-use's environment, and a fresh session pinned to one
+viewport, user agent, locale and timezone, with the clipboard open to pages.
 
-`find_chromium` and `browser_use_env` import nothing heavy, so the console can call them for its preflight."""
+`find_chromium`, `browser_use_env` and the settings' checks import nothing heavy, so the console can call them for
+its preflight."""
 
 from __future__ import annotations
 
 import glob
 import os
+import re
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
 CHROMIUM_ENV = ("OM2W_CHROMIUM", "CHROME_PATH")
+DEFAULT_VIEWPORT = "1280x800"      # a laptop's desktop Chrome window; the same on every host, with or without display
+DEFAULT_LOCALE = "en-US"
+DEFAULT_TIMEZONE = "America/New_York"
+# what the seed grants at the start and at every step, so a site's "copy" button and a paste work
+CLIPBOARD_PERMISSIONS = ["clipboardReadWrite", "clipboardSanitizedWrite"]
+_DESKTOP_UA = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{major}.0.0.0 "
+               "Safari/537.36")
+_VIEWPORT = re.compile(r"(\d{3,5})x(\d{3,5})")
+_LOCALE = re.compile(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8})*")
 _SYSTEM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 
 
@@ -69,9 +82,62 @@ def browser_use_env(config_dir: str | Path) -> dict[str, str]:
     }
 
 
-def make_session(executable: str, downloads: Path, user_data_dir: Path) -> Any:
+def parse_viewport(text: str) -> tuple[int, int]:
+    """'1280x800' -> (1280, 800); raises ValueError naming the flag."""
+    m = _VIEWPORT.fullmatch(str(text).strip().lower())
+    if not m or not (320 <= int(m[1]) <= 7680 and 240 <= int(m[2]) <= 4320):
+        raise ValueError(f"--viewport {text}: give WIDTHxHEIGHT in CSS pixels, e.g. {DEFAULT_VIEWPORT} "
+                         f"(320x240 to 7680x4320)")
+    return int(m[1]), int(m[2])
+
+
+def check_browser_settings(settings: dict[str, Any]) -> str:
+    """'' when viewport, locale and timezone are usable, else what is wrong, naming the flag."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError   # only the checks need the time zone database
+
+    try:
+        parse_viewport(settings.get("viewport", DEFAULT_VIEWPORT))
+    except ValueError as e:
+        return str(e)
+    locale = str(settings.get("locale", DEFAULT_LOCALE))
+    if not _LOCALE.fullmatch(locale):
+        return f"--locale {locale}: give a BCP 47 language tag such as en-US or de-DE"
+    tz = str(settings.get("timezone", DEFAULT_TIMEZONE))
+    try:
+        ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        return f"--timezone {tz}: not an IANA time zone (e.g. America/New_York, Europe/Berlin, UTC)"
+    ua = str(settings.get("user_agent", "auto"))
+    if not ua.strip() or "\n" in ua:
+        return "--user-agent: give a user agent string on one line, or auto"
+    return ""
+
+
+def desktop_user_agent(executable: str) -> str:
+    """The user agent a desktop Chrome of the same version sends: headless Chromium says `HeadlessChrome`, which
+    bot walls look for first, and a version unlike the browser's own (its client hints) is a tell too."""
+    try:
+        out = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        out = ""
+    m = re.search(r"(\d+)\.\d+\.\d+", out)
+    return _DESKTOP_UA.format(major=m[1] if m else "131")
+
+
+def resolve_browser(settings: dict[str, Any], executable: str) -> dict[str, Any]:
+    """The settings with `user_agent: auto` replaced by the string the browser will send."""
+    if settings.get("user_agent", "auto") == "auto":
+        return {**settings, "user_agent": desktop_user_agent(executable)}
+    return dict(settings)
+
+
+def make_session(executable: str, downloads: Path, user_data_dir: Path, settings: dict[str, Any] | None = None) -> Any:
+    """A fresh browser-use session pinned to `settings` (viewport, user_agent, locale, timezone)."""
     from browser_use import BrowserProfile, BrowserSession
 
+    settings = resolve_browser({"viewport": DEFAULT_VIEWPORT, "user_agent": "auto", "locale": DEFAULT_LOCALE,
+                                "timezone": DEFAULT_TIMEZONE, **(settings or {})}, executable)
+    width, height = parse_viewport(settings["viewport"])
     profile = BrowserProfile(
         executable_path=executable,
         headless=True,
@@ -80,7 +146,38 @@ def make_session(executable: str, downloads: Path, user_data_dir: Path) -> Any:
         keep_alive=True,
         user_data_dir=str(user_data_dir),
         downloads_path=str(downloads),
+        viewport={"width": width, "height": height},
+        screen={"width": width, "height": height},
+        window_size={"width": width, "height": height},
+        device_scale_factor=1.0,
+        user_agent=settings["user_agent"],
+        permissions=list(CLIPBOARD_PERMISSIONS),
         args=["--disable-background-networking", "--disable-component-update", "--disable-sync",
-              "--no-first-run", "--disable-quic"],
+              "--no-first-run", "--disable-quic", f"--lang={settings['locale']}",
+              f"--accept-lang={settings['locale']},{settings['locale'].split('-')[0]}"],
     )
     return BrowserSession(browser_profile=profile)
+
+
+async def start_session(session: Any, settings: dict[str, Any] | None = None) -> None:
+    """Start the browser in the pinned time zone (Chromium takes it from TZ when it starts, and its renderers from
+    it), then open the clipboard to pages."""
+    saved = os.environ.get("TZ")
+    os.environ["TZ"] = str((settings or {}).get("timezone") or DEFAULT_TIMEZONE)
+    try:
+        await session.start()
+    finally:
+        if saved is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = saved
+    await grant_clipboard(session)
+
+
+async def grant_clipboard(session: Any, _agent: Any = None) -> None:
+    """Let pages read and write the clipboard (a site's "copy" button, a paste), as the seed does at the start and
+    at every step's start; usable as an Agent's `on_step_start`. A failed grant must not fail the step."""
+    try:
+        await session.cdp_client.send.Browser.grantPermissions(params={"permissions": CLIPBOARD_PERMISSIONS})
+    except Exception:
+        pass

@@ -28,8 +28,13 @@ HINT_PROBE_CHARS = 60
 
 @dataclass
 class CallLog:
-    """What the recording client saw: one entry per model call, in order."""
+    """What the recording clients saw: one entry per model call of the episode, in order, every arm's."""
     calls: list[dict[str, Any]] = field(default_factory=list)
+    segment: int = 0          # which agent of the episode is calling now (the planner arm: 0, then one per specialist)
+
+    def add(self, messages: Any, response_format: Any, content: str | None, segment: int | None = None) -> None:
+        self.calls.append({"messages": copy.deepcopy(messages), "response_format": response_format,
+                           "content": content or "", "segment": self.segment if segment is None else segment})
 
 
 def record_calls(llm: Any, log: CallLog) -> Any:
@@ -38,19 +43,50 @@ def record_calls(llm: Any, log: CallLog) -> Any:
 
     async def create(**params: Any) -> Any:
         reply = await real.chat.completions.create(**params)
-        log.calls.append({"messages": copy.deepcopy(params.get("messages")),
-                          "response_format": params.get("response_format"),
-                          "content": reply.choices[0].message.content if reply.choices else ""})
+        log.add(params.get("messages"), params.get("response_format"),
+                reply.choices[0].message.content if reply.choices else "", segment)
         return reply
+
+    segment = log.segment
 
     client = SimpleNamespace(chat=SimpleNamespace(completions=SimpleNamespace(create=create)))
     llm.get_client = lambda: client
     return llm
 
 
+def _escaped(text: str) -> list[str]:
+    """`text` as it reads inside a JSON string, once and twice escaped (a reply is JSON; a reply quoted in a prompt
+    is JSON inside JSON), longest first, each only when it differs from the text."""
+    once = json.dumps(text, ensure_ascii=False)[1:-1]
+    twice = json.dumps(once, ensure_ascii=False)[1:-1]
+    return [form for form in (twice, once) if form != text]
+
+
 def _strip_text(text: str, full: str, short: str, hint: str | None) -> str:
     text = text.replace(full, short)
-    return text.replace(hint, "") if hint else text
+    for f, s in zip(_escaped(full), _escaped(short)):
+        text = text.replace(f, s)
+    if hint:
+        for form in (*_escaped(hint), hint):
+            text = text.replace(form, "")
+    return text
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in a JSON value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def hint_survives(row: Any, probe: str) -> bool:
+    """Whether the probe (the hint's start) is in any string of the row, as it is or JSON-escaped."""
+    forms = [probe, *_escaped(probe)]
+    return any(form in text for text in _strings(row) for form in forms)
 
 
 def _messages_with_files(messages: list[dict[str, Any]], rows_dir: Path, step: int, full: str, short: str,
@@ -82,29 +118,41 @@ def _messages_with_files(messages: list[dict[str, Any]], rows_dir: Path, step: i
 
 
 def _op(content: str) -> str:
+    """The first action of an agent's reply, or the decision of a planner's (`plan:delegate`); '' for others."""
     try:
-        actions = json.loads(content).get("action") or [{}]
+        reply = json.loads(content)
+        if isinstance(reply, dict) and "decision" in reply and "action" not in reply:
+            return f"plan:{reply['decision']}"
+        actions = reply.get("action") or [{}]
         return next(iter(actions[0])) if actions and actions[0] else ""
     except (ValueError, AttributeError, TypeError, StopIteration):
         return ""
 
 
+def _family(op: str, call: dict[str, Any]) -> str:
+    if op.startswith("plan:"):
+        return "Planning"
+    if not call.get("response_format") and not op:
+        return "Reading"          # browser-use's own calls outside the agent loop (extraction)
+    return ROW_FAMILY.get(op, "Navigation")
+
+
 def write_rows(rows_dir: Path, task: dict[str, Any], log: CallLog, hint: str | None) -> tuple[int, bool]:
-    """-> (rows written, whether any hint text is left in a row). Only the agent's own calls become rows (those
-    with a response format); each image is a file beside rows.jsonl."""
+    """-> (rows written, whether any hint text is left in a row). Every model call becomes a row (the agent's
+    steps, browser-use's extraction calls, a planner's turns); each image is a file beside rows.jsonl."""
     rows_dir.mkdir(parents=True, exist_ok=True)
     short = task["confirmed_task"]
     full = short + (f"\n\n{hint}" if hint else "")
     probe = hint[:HINT_PROBE_CHARS] if hint else None
     rows, left = [], False
-    for i, call in enumerate(c for c in log.calls if c.get("response_format")):
+    for i, call in enumerate(log.calls):
         target = _strip_text(call.get("content") or "", full, short, hint)
         op = _op(call.get("content") or "")
-        row = {"task_id": task["task_id"], "step": i, "segment": 0, "macro": None, "op": op,
-               "family": ROW_FAMILY.get(op, "Navigation"),
+        row = {"task_id": task["task_id"], "step": i, "segment": call.get("segment", 0), "macro": None, "op": op,
+               "family": _family(op, call),
                "messages": _messages_with_files(call.get("messages") or [], rows_dir, i, full, short, hint),
                "target": target}
-        if probe and probe in json.dumps(row, ensure_ascii=False):
+        if probe and hint_survives(row, probe):
             left = True
         rows.append(row)
     write_atomic(rows_dir / "rows.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))

@@ -19,7 +19,8 @@ from ..trajectory import TrajectoryWriter, write_json_atomic
 from .arms import load_arm
 from .arms.interface import ArmContext, ArmResult
 from .blocking import page_block
-from .browser import make_session
+from .browser import make_session, start_session
+from .instruction import instruction, step_budget
 from .rows import CallLog, write_rows
 
 Emit = Callable[[dict[str, Any]], None]
@@ -62,12 +63,6 @@ def endpoint_failure(histories: list[Any]) -> str | None:
     return text[:300] if text and classify_error(RuntimeError(text)) == "infra" else None
 
 
-def instruction_for(task: dict[str, Any], hint_field: str | None = None) -> str:
-    text = task["confirmed_task"]
-    hint = task.get(hint_field) if hint_field else None
-    return text + (f"\n\n{hint}" if hint else "")
-
-
 async def _bounded(coro: Awaitable[Any], seconds: float) -> Any:
     try:
         return await asyncio.wait_for(coro, seconds)
@@ -102,22 +97,23 @@ async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, co
 
     call_log = CallLog() if spec.get("record_rows") else None
     try:
-        session = make_session(spec["chromium"], folder / "downloads", scratch / "profile")
+        session = make_session(spec["chromium"], folder / "downloads", scratch / "profile", spec.get("browser"))
         try:
-            await session.start()
+            await start_session(session, spec.get("browser"))
             await session.navigate_to(task["website"])   # the benchmark's rule: start on the task's website
         except asyncio.CancelledError:
             raise
         except Exception as e:
             raise RuntimeError(f"browser failed to start or open {task['website']}: {type(e).__name__}: {e}") from e
         ctx = ArmContext(
-            task=task, instruction=instruction_for(task, spec.get("hint_field")), session=session,
-            model=spec["model"], base_url=spec["base_url"],
+            task=task, instruction=instruction(task, spec.get("instruction_template"), spec.get("hint_field")),
+            session=session, model=spec["model"], base_url=spec["base_url"],
             api_key=os.environ.get(spec.get("api_key_env") or "", "") or "EMPTY",
-            temperature=float(spec.get("temperature", 0.0)), max_steps=int(spec["max_steps"]),
+            temperature=float(spec.get("temperature", 0.0)), max_steps=step_budget(task, int(spec["max_steps"])),
             step_done=step_done, record_step=record_step, vision=bool(spec.get("vision", True)),
             llm_timeout=float(spec.get("llm_timeout", 120)), llm_retries=int(spec.get("llm_retries", 2)),
-            options=dict(spec.get("arm_options") or {}), call_log=call_log)
+            options=dict(spec.get("arm_options") or {}), call_log=call_log,
+            coordinates=spec.get("coordinates", "normalized"))
         blocked = await _bounded(page_block(session), 10)
         if blocked:
             raise SiteBlocked(blocked)

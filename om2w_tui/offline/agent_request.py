@@ -26,6 +26,8 @@ _ELEMENT_LINE = re.compile(
 )
 _TAB_LINE = re.compile(r"^Tab (?P<tab>\w{4}): (?P<url>\S+)", re.MULTILINE)
 _CURRENT_TAB = re.compile(r"^Current tab: (?P<tab>\w{4})", re.MULTILINE)
+_GRID = {"0-1000 grid": "normalized", "are pixels of the screenshot": "pixels"}   # om2w-tui's coordinate prompts
+_PNG_URL = re.compile(r"^data:image/(?:png|jpeg|jpg|webp);base64,(.*)$", re.S)
 _STEP_INFO = re.compile(r"Step\s*(?P<step>\d+)\s+maximum:\s*(?P<maximum>\d+)")
 
 
@@ -46,6 +48,19 @@ def message_text(content: Any) -> str:
                 texts.append(part)
         return "\n".join(texts)
     return ""
+
+
+def last_image(content: Any) -> bytes | None:
+    """The bytes of the last data-URL image in a message's content parts."""
+    import base64   # only vision requests carry images
+
+    found = None
+    for part in content if isinstance(content, list) else []:
+        url = part.get("image_url", {}).get("url") if isinstance(part, dict) else None
+        match = _PNG_URL.match(url) if isinstance(url, str) else None
+        if match:
+            found = match.group(1)
+    return base64.b64decode(found) if found else None
 
 
 def section(text: str, tag: str) -> str:
@@ -124,6 +139,8 @@ class AgentRequest:
     max_steps: int | None = None
     schema_properties: set[str] | None = None
     prompt_chars: int = 0
+    screenshot: bytes | None = None   # the page as the model is shown it (the last image of the state message)
+    grid: str | None = None           # the coordinates the system prompt asks for: normalized | pixels | None
 
     @classmethod
     def from_body(cls, body: dict[str, Any]) -> AgentRequest:
@@ -135,6 +152,10 @@ class AgentRequest:
         user_text = (state_texts or user_texts or [""])[-1]
         browser_state = section(user_text, "browser_state")
         step_match = _STEP_INFO.search(section(user_text, "step_info"))
+        system = "\n".join(message_text(m.get("content")) for m in messages
+                           if isinstance(m, dict) and m.get("role") == "system")
+        state_messages = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"
+                          and "<user_request>" in message_text(m.get("content"))]
         return cls(
             model=str(body.get("model", "")),
             user_text=user_text,
@@ -147,6 +168,8 @@ class AgentRequest:
             max_steps=int(step_match["maximum"]) if step_match else None,
             schema_properties=_schema_properties(body.get("response_format")),
             prompt_chars=sum(len(text) for text in texts),
+            screenshot=last_image(state_messages[-1].get("content")) if state_messages else None,
+            grid=_GRID.get(next((k for k in _GRID if k in system), ""), None),
         )
 
     def find(self, selector: str | dict[str, str]) -> PageElement | None:

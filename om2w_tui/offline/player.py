@@ -12,8 +12,10 @@ Conditions (all optional, a string or a list of strings, all must hold):
   history_contains / history_not_contains     in <agent_history> (e.g. a fact the oracle remembered earlier)
   has_element / lacks_element                 element selectors (see below)
 The first rule whose conditions hold is played. In its actions every `"el": SELECTOR` is replaced with the
-element's `"index"`; a selector is 'key=value' (an attribute as browser-use prints it, `tag`, or `text`,
-which is contained in the element's text) or a dict of several. `navigate` URLs may be relative to the
+element's `"index"` (a drag's `"from_el"`/`"to_el"` become `from_index`/`to_index`); a selector is 'key=value'
+(an attribute as browser-use prints it, `tag`, or `text`, which is contained in the element's text) or a dict of
+several. `"at_colour": "#rrggbb"` in a click is found in the request's screenshot, as a vision model would see it,
+and becomes `coordinate_x`/`coordinate_y` on the grid the system prompt asks for (0-1000, or pixels). `navigate` URLs may be relative to the
 current page. When no rule holds or a selector is not on the page, the oracle scrolls down one page, and
 gives up with a failed `done` from step GIVE_UP_AT_STEP (or the agent's last step) on.
 """
@@ -76,16 +78,50 @@ class MissingElement(LookupError):
     pass
 
 
+def _index_of(selector: Any, request: AgentRequest) -> int:
+    element = request.find(selector)
+    if element is None:
+        raise MissingElement(json.dumps(selector))
+    return element.index
+
+
+def colour_centre(png: bytes, colour: str, tolerance: int = 48) -> tuple[float, float, int, int] | None:
+    """(x, y, width, height): the centre of the pixels of `colour` (`#rrggbb`) in a screenshot, and its size; None
+    when the colour is not on it. This is the oracle's eyes: what a vision model would locate in the image."""
+    import io
+
+    from PIL import Image, ImageChops   # only vision tasks need the pixels
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    wanted = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]
+    masks = [band.point(lambda v, w=w: 255 if abs(v - w) <= tolerance else 0) for band, w in zip(image.split(), wanted)]
+    box = ImageChops.multiply(ImageChops.multiply(masks[0], masks[1]), masks[2]).getbbox()
+    if box is None:
+        return None
+    # the box ends one past its last pixel
+    return (box[0] + box[2] - 1) / 2, (box[1] + box[3] - 1) / 2, image.width, image.height
+
+
 def resolve_action(action: dict[str, Any], request: AgentRequest) -> dict[str, Any]:
-    """One solution action as browser-use expects it: selectors become indices, relative URLs absolute."""
+    """One solution action as browser-use expects it: selectors become indices (`el`, and a drag's `from_el` and
+    `to_el`), a colour seen in the screenshot becomes a click's coordinates (`at_colour`, on the grid the system
+    prompt asks for), relative URLs absolute."""
     (name, params), = action.items()
     params = dict(params or {})
     if "el" in params:
-        selector = params.pop("el")
-        element = request.find(selector)
-        if element is None:
-            raise MissingElement(json.dumps(selector))
-        params = {"index": element.index, **params}
+        params = {"index": _index_of(params.pop("el"), request), **params}
+    for end in ("from", "to"):
+        if f"{end}_el" in params:
+            params[f"{end}_index"] = _index_of(params.pop(f"{end}_el"), request)
+    if "at_colour" in params:
+        colour = params.pop("at_colour")
+        seen = colour_centre(request.screenshot, colour) if request.screenshot and request.grid else None
+        if seen is None:
+            raise MissingElement(f"{colour} in the screenshot")
+        x, y, width, height = seen
+        if request.grid == "normalized":
+            x, y = x * 1000 / width, y * 1000 / height
+        params.update(coordinate_x=round(x), coordinate_y=round(y))
     if name == "navigate" and request.url and "url" in params:
         params["url"] = urljoin(request.url, params["url"])
     return {name: params}

@@ -20,6 +20,7 @@ from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
 from ..launch import Preflight, UsageError, open_run, run_checks
+from ..resources import styles_dir
 from ..results import read_results
 from .launch_values import last_launch_path, load_values, save_values, values_from_config
 from .messages import EngineSink
@@ -29,7 +30,7 @@ from .screens.launch import LaunchScreen
 from .screens.quit import ConfirmQuit
 from .screens.report import REPORT_COMMANDS, ReportScreen
 
-STYLES = Path(__file__).parent / "styles"
+STYLES = styles_dir()
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 Clock = Callable[[], float]
 # the launch form's preflight: a config -> (the Preflight when every check passed, else None; [(what, ok, detail)])

@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from ..config import BENCHES, DEFAULT_VLLM, RunConfig
+from ..config import BENCHES, COORDINATES, DEFAULT_VLLM, RunConfig
+from ..episode.browser import DEFAULT_LOCALE, DEFAULT_TIMEZONE, DEFAULT_VIEWPORT
+from ..episode.instruction import DEFAULT_TEMPLATE, TemplateError, read_template
 from ..trajectory import write_json_atomic
 
 
@@ -39,7 +41,15 @@ FIELDS: tuple[Field, ...] = (
     Field("sites", "sites", "csv", placeholder="host names (all)", flag="--site"),
     Field("task_ids", "task ids", "csv", placeholder="ids (all)", flag="--task-ids"),
     Field("limit", "limit", "int", placeholder="0: all", flag="--limit"),
+    Field("instruction_template_file", "instruction file", placeholder="the seed's template ({task}, {website})",
+          flag="--instruction-template"),
+    Field("coordinates", "coordinates", "choice", flag="--coordinates"),
+    Field("viewport", "viewport", placeholder=DEFAULT_VIEWPORT, flag="--viewport"),
+    Field("user_agent", "user agent", placeholder="auto: desktop Chrome", flag="--user-agent"),
+    Field("locale", "locale", placeholder=DEFAULT_LOCALE, flag="--locale"),
+    Field("timezone", "timezone", placeholder=DEFAULT_TIMEZONE, flag="--timezone"),
 )
+CHOICES: dict[str, tuple[str, ...]] = {"bench": BENCHES, "coordinates": COORDINATES}
 BY_KEY = {f.key: f for f in FIELDS}
 
 # a first launch runs the built-in offline suite: it needs no model server and no internet
@@ -47,6 +57,8 @@ DEFAULTS: dict[str, str] = {
     "bench": "offline", "tasks": "", "arm": "base", "model": "oracle", "vllm": "",
     "api_key_env": "OPENAI_API_KEY", "workers": "2", "out": "runs/offline", "pace_cooldown": "0",
     "timeout": "1800", "max_steps": "30", "levels": "", "sites": "", "task_ids": "", "limit": "0",
+    "instruction_template_file": "", "coordinates": "normalized", "viewport": DEFAULT_VIEWPORT, "user_agent": "auto",
+    "locale": DEFAULT_LOCALE, "timezone": DEFAULT_TIMEZONE,
 }
 
 
@@ -73,8 +85,9 @@ def load_values(path: Path | None) -> dict[str, str]:
         return values
     if isinstance(saved, dict):
         values.update({k: str(v) for k, v in saved.items() if k in DEFAULTS and v is not None})
-    if values["bench"] not in BENCHES:
-        values["bench"] = DEFAULTS["bench"]
+    for key, choices in CHOICES.items():
+        if values[key] not in choices:
+            values[key] = DEFAULTS[key]
     return values
 
 
@@ -93,7 +106,9 @@ def values_from_config(cfg: RunConfig) -> dict[str, str]:
             "vllm": cfg.vllm or "", "api_key_env": cfg.api_key_env, "workers": str(cfg.workers), "out": str(cfg.out),
             "pace_cooldown": num(cfg.pace_cooldown), "timeout": num(cfg.timeout), "max_steps": str(cfg.max_steps),
             "levels": ",".join(cfg.levels), "sites": ",".join(cfg.sites), "task_ids": ",".join(cfg.task_ids),
-            "limit": str(cfg.limit)}
+            "limit": str(cfg.limit), "instruction_template_file": str(cfg.instruction_template_file or ""),
+            "coordinates": cfg.coordinates, "viewport": cfg.viewport, "user_agent": cfg.user_agent,
+            "locale": cfg.locale, "timezone": cfg.timezone}
 
 
 def _int(key: str, text: str, minimum: int) -> int:
@@ -132,13 +147,26 @@ def config_from_values(values: Mapping[str, str]) -> RunConfig:
     if v["bench"] not in BENCHES:
         raise FormError("bench", f"benchmark: one of {', '.join(BENCHES)}")
     tasks = v["tasks"].strip()
+    if v["coordinates"] not in COORDINATES:
+        raise FormError("coordinates", f"coordinates: one of {', '.join(COORDINATES)}")
+    template_file = v["instruction_template_file"].strip()
+    template = DEFAULT_TEMPLATE
+    if template_file:
+        try:
+            template = read_template(Path(template_file).expanduser())
+        except TemplateError as e:
+            raise FormError("instruction_template_file", str(e)) from None
+    browser = {key: v[key].strip() or DEFAULTS[key] for key in ("viewport", "user_agent", "locale", "timezone")}
     return RunConfig(
         out=Path(out).expanduser(), bench=v["bench"], tasks=Path(tasks).expanduser() if tasks else None,
         task_ids=_csv(v["task_ids"]), levels=_csv(v["levels"]), sites=_csv(v["sites"]),
         limit=_int("limit", v["limit"] or "0", 0), arm=v["arm"].strip() or "base", model=v["model"].strip(),
         vllm=v["vllm"].strip() or None, api_key_env=v["api_key_env"].strip(),
         timeout=_seconds("timeout", v["timeout"], False), max_steps=_int("max_steps", v["max_steps"], 1),
-        pace_cooldown=_seconds("pace_cooldown", v["pace_cooldown"], True), workers=_int("workers", v["workers"], 1))
+        pace_cooldown=_seconds("pace_cooldown", v["pace_cooldown"], True), workers=_int("workers", v["workers"], 1),
+        instruction_template=template,
+        instruction_template_file=Path(template_file).expanduser() if template_file else None,
+        coordinates=v["coordinates"], **browser)
 
 
 def field_of_problem(message: str) -> str | None:

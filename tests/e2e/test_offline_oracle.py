@@ -51,29 +51,29 @@ def _chromium_children() -> list[psutil.Process]:
 
 
 async def run_episode(task: dict, oracle: OracleServer, model: str = "oracle", max_steps: int = MAX_STEPS):
-    """One fresh browser per episode (the shop's cart lives in a cookie), killed whatever happens."""
-    from browser_use import Agent, BrowserProfile, BrowserSession, ChatOpenAI
+    """One fresh browser per episode (the shop's cart lives in a cookie), killed whatever happens; the browser and
+    the tools as an episode has them (pinned viewport, clipboard, coordinates on the 0-1000 grid, drag)."""
+    from browser_use import Agent, ChatOpenAI
 
-    profile = BrowserProfile(
-        executable_path=CHROMIUM,
-        headless=True,
-        chromium_sandbox=os.geteuid() != 0,
-        enable_default_extensions=False,
-        keep_alive=True,
-    )
-    session = BrowserSession(browser_profile=profile)
+    from om2w_tui.episode.browser import grant_clipboard, make_session, start_session
+    from om2w_tui.episode.tools import agent_kwargs, use_coordinates
+
+    session = make_session(CHROMIUM, _BROWSER_USE_DIR / "downloads", _BROWSER_USE_DIR / f"profile-{task['task_id']}")
     try:
+        await start_session(session)
         agent = Agent(
             task=task["confirmed_task"],
             llm=ChatOpenAI(model=model, base_url=oracle.url, api_key="x", max_retries=0, timeout=30),
             browser_session=session,
             initial_actions=[{"navigate": {"url": task["website"]}}],
-            use_vision=False,
+            use_vision=True,    # the oracle finds a canvas target in the screenshot, as a vision model would
             use_judge=False,
             enable_signal_handler=False,
             directly_open_url=False,
+            **agent_kwargs("normalized"),
         )
-        return await agent.run(max_steps=max_steps)
+        use_coordinates(session, "normalized")
+        return await agent.run(max_steps=max_steps, on_step_start=lambda _a: grant_clipboard(session))
     finally:
         await session.kill()
 

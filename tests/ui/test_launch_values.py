@@ -59,3 +59,19 @@ def test_a_preflight_problem_is_pinned_to_its_field():
     assert field_of_problem("--out /root: is a file, not a folder") == "out"
     assert field_of_problem("no task left after the filters (--task-ids/--level/--site/--limit)") == "task_ids"
     assert field_of_problem("Chromium not found") is None
+
+
+def test_the_agent_and_browser_settings_are_in_the_form(tmp_path):
+    template = tmp_path / "prompt.txt"
+    template.write_text("On {website}: {task}")
+    cfg = config_from_values({**DEFAULTS, "instruction_template_file": str(template), "coordinates": "pixels",
+                              "viewport": "1024x768", "user_agent": "", "locale": "fr-FR", "timezone": "Europe/Paris"})
+    assert (cfg.instruction_template, cfg.instruction_template_file) == ("On {website}: {task}", template)
+    assert cfg.browser_settings() == {"viewport": "1024x768", "user_agent": "auto", "locale": "fr-FR",
+                                      "timezone": "Europe/Paris"}
+    assert cfg.coordinates == "pixels"
+    assert field_of_problem("--timezone Mars/Base: not an IANA time zone") == "timezone"
+    assert field_of_problem("--viewport 1x1: give WIDTHxHEIGHT") == "viewport"
+    with pytest.raises(FormError) as e:
+        config_from_values({**DEFAULTS, "instruction_template_file": str(tmp_path / "missing.txt")})
+    assert e.value.key == "instruction_template_file" and "--instruction-template" in str(e.value)

@@ -85,8 +85,16 @@ def test_missing_tasks_file(work):
     assert not (work / "out").exists()
 
 
-def test_no_tasks_flag_for_a_benchmark(work):
-    assert_usage_error(run_cli(work), "--tasks")
+def test_no_tasks_flag_for_a_benchmark_without_its_shipped_file(work, monkeypatch):
+    """`--bench om2w` reads data/Online_Mind2Web.json (tests/unit/test_resources.py); where that file is missing,
+    the message says to pass --tasks or fetch it."""
+    from om2w_tui import launch
+    from om2w_tui.config import RunConfig
+
+    monkeypatch.setattr(launch, "default_task_file", lambda bench: work / "missing" / "Online_Mind2Web.json")
+    with pytest.raises(launch.UsageError) as e:
+        launch._load_selection(RunConfig(out=work / "out", bench="om2w"))
+    assert "--bench om2w needs --tasks PATH" in str(e.value) and "tasks fetch om2w" in str(e.value)
 
 
 def test_out_is_required(work):

@@ -28,7 +28,8 @@ from om2w_tui.offline.suite import load_task_templates
 
 REPO = Path(__file__).resolve().parents[2]
 TASK_KEYS = {"task_id", "confirmed_task", "website", "level", "reference_length", "reference_answer", "solution"}
-ACTION_NAMES = {"click", "input", "select_dropdown", "scroll", "navigate", "go_back", "send_keys", "done"}
+ACTION_NAMES = {"click", "input", "select_dropdown", "scroll", "navigate", "go_back", "send_keys", "done",
+                "drag"}   # drag: om2w-tui's own action (episode/tools.py), as the seed's tool set has it
 TEMPLATES = load_task_templates()
 SEARCH_TASK = next(t for t in TEMPLATES if t["task_id"] == "offline_shop_search_01")
 
@@ -141,7 +142,7 @@ def test_tasks_json_has_the_online_mind2web_shape_and_covers_levels_and_sites():
         assert set(task) == TASK_KEYS, task["task_id"]
         assert re.fullmatch(r"[a-z0-9_]+", task["task_id"])
         assert task["level"] in {"easy", "medium", "hard"}
-        assert re.fullmatch(r"\{(shop|wiki|booking|longpage)\}/.*", task["website"])
+        assert re.fullmatch(r"\{(shop|wiki|booking|longpage|studio)\}/.*", task["website"])
         assert isinstance(task["reference_length"], int) and task["reference_length"] > 0
         assert task["reference_answer"] and all(isinstance(r, str) and r for r in task["reference_answer"])
         assert task["solution"] and all(rule["do"] for rule in task["solution"])

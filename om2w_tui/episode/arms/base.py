@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .interface import ArmContext, ArmResult, StepReporter, agent_usage, new_agent
+from .interface import ArmContext, ArmResult, StepReporter, agent_usage, new_agent, run_agent
 
 
 class BaseArm:
@@ -28,10 +28,10 @@ class BaseArm:
     async def run(self) -> ArmResult:
         c = self.ctx
         self.agent = self.steps.follow(new_agent(c, c.instruction, self._llm()))
-        history = await self.agent.run(max_steps=c.max_steps, on_step_end=self.steps.report)
+        history = await run_agent(c, self.agent, c.max_steps, self.steps.report)
         await self.steps.report()
-        result = ArmResult(histories=[history], answer=history.final_result() if history.is_done() else None,
-                           agent_done=history.is_done())
+        # what the agent last produced, even out of steps (as the seed writes it); the record says it was not done
+        result = ArmResult(histories=[history], answer=history.final_result(), agent_done=history.is_done())
         return await self._with_usage(result)
 
     async def _with_usage(self, result: ArmResult) -> ArmResult:
@@ -43,7 +43,8 @@ class BaseArm:
         if self.agent is None:
             return ArmResult()
         await self.steps.report()
-        return await self._with_usage(ArmResult(histories=[self.agent.history]))
+        history = self.agent.history
+        return await self._with_usage(ArmResult(histories=[history], answer=history.final_result()))
 
     def pause(self) -> None:
         if self.agent is not None:

@@ -30,6 +30,7 @@ class ArmContext:
     agent_kwargs: dict[str, Any] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)     # the arm's own settings (planner name, adapters ...)
     call_log: Any = None          # with --record-rows: a rows.CallLog every model call is recorded into
+    coordinates: str = "normalized"   # off | pixels | normalized: how the agent may click and drag by coordinates
 
 
 @dataclass
@@ -75,8 +76,24 @@ async def agent_usage(agent: Any) -> tuple[int, int]:
 
 def new_agent(ctx: ArmContext, task: str, llm: Any) -> Any:
     """A browser-use Agent in the episode's browser, set up for a harness: no judge call, no signal handlers, no
-    synthetic first step for a URL in the task text."""
+    synthetic first step for a URL in the task text; the seed's tools (drag, coordinates as asked)."""
     from browser_use import Agent
 
-    return Agent(task=task, llm=llm, browser_session=ctx.session, use_vision=ctx.vision, use_judge=False,
-                 enable_signal_handler=False, directly_open_url=False, max_failures=3, **ctx.agent_kwargs)
+    from ..tools import agent_kwargs, use_coordinates
+
+    agent = Agent(task=task, llm=llm, browser_session=ctx.session, use_vision=ctx.vision, use_judge=False,
+                  enable_signal_handler=False, directly_open_url=False, max_failures=3,
+                  **{**agent_kwargs(ctx.coordinates), **ctx.agent_kwargs})
+    use_coordinates(ctx.session, ctx.coordinates)
+    return agent
+
+
+async def run_agent(ctx: ArmContext, agent: Any, max_steps: int, on_step_end: Any) -> Any:
+    """`agent.run` with the clipboard granted again at every step's start, as the seed does (a new tab, a
+    navigation to another origin: pages keep their copy and paste)."""
+    from ..browser import grant_clipboard
+
+    async def step_start(_agent: Any) -> None:
+        await grant_clipboard(ctx.session)
+
+    return await agent.run(max_steps=max_steps, on_step_start=step_start, on_step_end=on_step_end)

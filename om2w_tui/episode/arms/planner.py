@@ -15,7 +15,7 @@ import re
 import time
 from typing import Any
 
-from .interface import ArmContext, ArmResult, StepReporter, agent_usage, new_agent
+from .interface import ArmContext, ArmResult, StepReporter, agent_usage, new_agent, run_agent
 
 FAMILIES = ("drag", "io", "select", "rest", "reasoning")
 PLANNER_MARKER = "You are the planner of an om2w-tui agent team."
@@ -86,7 +86,7 @@ class PlannerArm:
             self.completion_tokens += reply.usage.completion_tokens or 0
         raw = reply.choices[0].message.content or ""
         if c.call_log is not None:
-            c.call_log.calls.append({"messages": messages, "response_format": None, "content": raw})
+            c.call_log.add(messages, None, raw, segment=0)
         return parse_decision(raw), raw
 
     async def _look(self) -> tuple[bytes | None, str]:
@@ -114,17 +114,22 @@ class PlannerArm:
         model = self.model_for(family)
         llm = ChatOpenAI(model=model, base_url=c.base_url, api_key=c.api_key, temperature=c.temperature,
                          timeout=c.llm_timeout, max_retries=c.llm_retries)
+        if c.call_log is not None:   # --record-rows: the specialists' calls are rows too, one segment each
+            from ..rows import record_calls
+
+            c.call_log.segment = len(self.trace) + 1
+            record_calls(llm, c.call_log)
         entry = {"family": family, "model": model, "subtask": subtask, "started_at": time.time(), "steps": 0,
                  "done": False, "result": None, "ended_at": None}
         self.trace.append(entry)
         self.current = self.steps.follow(new_agent(c, subtask, llm))
-        history = await self.current.run(max_steps=budget, on_step_end=self.steps.report)
+        history = await run_agent(c, self.current, budget, self.steps.report)
         await self.steps.report()
         prompt, completion = await agent_usage(self.current)
         self.prompt_tokens += prompt
         self.completion_tokens += completion
         entry.update(steps=len(history.history), done=history.is_done(), ended_at=time.time(),
-                     result=(history.final_result() if history.is_done() else None))
+                     result=history.final_result())
         self.histories.append(history)
         self.current = None
         return entry
@@ -166,7 +171,10 @@ class PlannerArm:
 
     def _result(self) -> ArmResult:
         histories = self.histories + ([self.current.history] if self.current is not None else [])
-        return ArmResult(histories=histories, answer=self.answer, agent_done=self.answer is not None,
+        # without the planner's answer, what a specialist last produced (marked not done in the record)
+        last = next((t["result"] for t in reversed(self.trace) if t.get("result")), None)
+        return ArmResult(histories=histories, answer=self.answer if self.answer is not None else last,
+                         agent_done=self.answer is not None,
                          prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
                          files={"planner_history.json": {"planner": self.planner_name, "turns": self.planner_log},
                                 "subtasks.json": {"trace": self.trace}})

@@ -16,9 +16,8 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Button, Footer, Input, Label, Select, Static
 
-from ...config import BENCHES
 from ...launch import Preflight
-from ..launch_values import FIELDS, FormError, config_from_values, field_of_problem
+from ..launch_values import CHOICES, FIELDS, FormError, config_from_values, field_of_problem
 
 if TYPE_CHECKING:
     from ..app import ConsoleApp
@@ -77,7 +76,7 @@ class LaunchScreen(Screen[None]):
     def _field_widget(self, key: str, kind: str, placeholder: str) -> Any:
         value = self.values.get(key, "")
         if kind == "choice":
-            options = list(BENCHES) if key == "bench" else arm_choices()
+            options = list(CHOICES[key]) if key in CHOICES else arm_choices()
             if value not in options:
                 options.append(value)
             return Select([(o, o) for o in options], value=value, allow_blank=False, compact=True, id=f"f-{key}")

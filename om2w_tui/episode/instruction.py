@@ -1,0 +1,62 @@
+"""What the agent is asked: the task and the website it starts on, through a template (as the seed runner's
+`instruction(task, website)` did), and how many steps it may take (a task's own `max_steps` wins)."""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+from typing import Any
+
+# the seed's shape: the task, then the site it starts on (the browser is already there)
+DEFAULT_TEMPLATE = "{task}\n\nThe task starts on {website} (already open in the browser)."
+FIELDS = ("task", "website")
+
+
+class TemplateError(ValueError):
+    """A template the runner cannot fill; the message names the problem."""
+
+
+def check_template(text: str) -> str:
+    """'' for a usable template, else what is wrong with it (`{task}` missing, an unknown `{field}`, a stray brace)."""
+    try:
+        names = [name for _, name, _, _ in string.Formatter().parse(text) if name is not None]
+    except ValueError as e:
+        return f"not a template ({e}); write literal braces as {{{{ and }}}}"
+    unknown = sorted({n for n in names if n not in FIELDS})
+    if unknown:
+        return f"unknown field {{{unknown[0]}}} (known: {{task}}, {{website}})"
+    if "task" not in names:
+        return "it has no {task}: the agent would never see the task"
+    return ""
+
+
+def read_template(path: Path) -> str:
+    """A user's template file; raises TemplateError naming the file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise TemplateError(f"--instruction-template {path}: cannot be read ({type(e).__name__}: {e})") from None
+    problem = check_template(text)
+    if problem:
+        raise TemplateError(f"--instruction-template {path}: {problem}")
+    return text
+
+
+def task_text(task: dict[str, Any], hint_field: str | None = None) -> str:
+    """The task, with a privileged hint appended while acting (--hint-field)."""
+    text = task["confirmed_task"]
+    hint = task.get(hint_field) if hint_field else None
+    return text + (f"\n\n{hint}" if hint else "")
+
+
+def instruction(task: dict[str, Any], template: str | None = None, hint_field: str | None = None) -> str:
+    """The template filled with the task (and hint) and the website it starts on."""
+    return (template or DEFAULT_TEMPLATE).format(task=task_text(task, hint_field), website=task.get("website", ""))
+
+
+def step_budget(task: dict[str, Any], default: int) -> int:
+    """The task's own `max_steps` when it is a positive whole number (as in the seed), else the run's."""
+    value = task.get("max_steps")
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else default
