@@ -69,29 +69,28 @@ def lines(path: Path) -> list[dict]:
 
 def test_reply_parsing():
     assert parse_status("Thoughts: fine.\nStatus: **Success**") == 1
-    assert parse_status("Status: success?\nOn reflection... Status: failure") == 0
     assert parse_status("I think it worked.") == 0
     assert parse_score("Reasoning: x\nScore: 4") == 4 and parse_score("Score: 9") == 0 and parse_score("") == 0
     assert parse_webvoyager("Verdict: SUCCESS") == 1 and parse_webvoyager("Verdict: NOT SUCCESS") == 0
     assert select_kept([5, 1, 3, 2, 4], 3) == [0, 2, 4]
-    assert select_kept([3] * 60 + [5], 3) == list(range(11, 61))          # at most 50: the best, then the latest
+    assert select_kept([3] * 60 + [5], 3) == list(range(50))              # the first 50 kept, as the official
     assert len(select_kept([4] * 80, 3)) == 50
 
 
 def test_the_output_file_is_a_file_in_the_run_folder_whatever_the_model_name(tmp_path):
     path = output_path(tmp_path, Settings(model="openai/o4-mini", score_threshold=3))
-    assert path.parent == tmp_path and path.name == "webjudge_openai-o4-mini_score_threshold_3_auto_eval_results.json"
+    assert path.parent == tmp_path and path.name == "WebJudge_Online_Mind2Web_eval_openai-o4-mini_score_threshold_3_auto_eval_results.json"
     assert output_path(tmp_path, Settings(model="../x", mode="webvoyager")).parent == tmp_path
 
 
 def test_webjudge_scores_screenshots_keeps_the_relevant_ones_and_does_not_show_the_answer(run_dir, judge_server,
                                                                                           capsys):
     assert judge(run_dir, judge_server) == 0
-    path = run_dir / "webjudge_oracle-judge_score_threshold_3_auto_eval_results.json"
+    path = run_dir / "WebJudge_Online_Mind2Web_eval_oracle-judge_score_threshold_3_auto_eval_results.json"
     got = {r["task_id"]: r for r in lines(path)}
     right = got[RIGHT]
     assert right["key_points"].startswith("1. What is the nightly rate")
-    assert [x["score"] for x in right["image_judge_record"]] == [2, 2, 4, 5]
+    assert [x["Score"] for x in right["image_judge_record"]] == [2, 2, 4, 5]
     assert right["kept_screenshots"] == ["2_full_screenshot.png", "3_full_screenshot.png"]
     assert "189" not in right["input_text"] and "Action history:\n1. <a id=\"nav\"> Next -> CLICK" in right["input_text"]
     assert right["predicted_label"] == 0 == got[WRONG]["predicted_label"]    # the oracle sees no pixels
@@ -103,7 +102,7 @@ def test_webjudge_scores_screenshots_keeps_the_relevant_ones_and_does_not_show_t
 
 def test_with_the_answer_shown_the_verdict_follows_the_reference_answers(run_dir, judge_server):
     assert judge(run_dir, judge_server, "--include-answer", "--score-threshold", "5") == 0
-    got = {r["task_id"]: r for r in lines(run_dir / "webjudge-answer_oracle-judge_score_threshold_5_auto_eval_results.json")}
+    got = {r["task_id"]: r for r in lines(run_dir / "WebJudge_Online_Mind2Web_eval_answer_oracle-judge_score_threshold_5_auto_eval_results.json")}
     assert (got[RIGHT]["predicted_label"], got[WRONG]["predicted_label"]) == (1, 0)
     assert got[RIGHT]["kept_screenshots"] == ["3_full_screenshot.png"]
     assert "Status: success" in got[RIGHT]["response"] and got[RIGHT]["mode"] == "webjudge-answer"
@@ -115,14 +114,14 @@ def test_webvoyager_mode_is_one_call_with_the_answer_and_the_last_screenshots(ru
     before = judge_server.calls
     assert judge(run_dir, judge_server, "--mode", "webvoyager", "--last-screenshots", "2") == 0
     assert judge_server.calls - before == 2
-    got = {r["task_id"]: r for r in lines(run_dir / "webvoyager_oracle-judge_score_threshold_3_auto_eval_results.json")}
+    got = {r["task_id"]: r for r in lines(run_dir / "WebVoyager_eval_oracle-judge_score_threshold_3_auto_eval_results.json")}
     assert (got[RIGHT]["predicted_label"], got[WRONG]["predicted_label"]) == (1, 0)
     assert "The last 2 screenshots (of 4) follow." in got[RIGHT]["input_text"]
 
 
 def test_judging_resumes_and_a_torn_line_is_judged_again(run_dir, judge_server, capsys):
     assert judge(run_dir, judge_server, "--mode", "webvoyager") == 0
-    path = run_dir / "webvoyager_oracle-judge_score_threshold_3_auto_eval_results.json"
+    path = run_dir / "WebVoyager_eval_oracle-judge_score_threshold_3_auto_eval_results.json"
     first = path.read_bytes()
     calls = judge_server.calls
     assert judge(run_dir, judge_server, "--mode", "webvoyager") == 0
@@ -137,7 +136,7 @@ def test_judging_resumes_and_a_torn_line_is_judged_again(run_dir, judge_server, 
 
 def test_server_errors_are_retried(run_dir, judge_server):
     assert judge(run_dir, judge_server, "--mode", "webvoyager", model="oracle-judge-flaky") == 0
-    got = read_judged(run_dir / "webvoyager_oracle-judge-flaky_score_threshold_3_auto_eval_results.json")
+    got = read_judged(run_dir / "WebVoyager_eval_oracle-judge-flaky_score_threshold_3_auto_eval_results.json")
     assert got[RIGHT]["predicted_label"] == 1
 
 
@@ -145,7 +144,7 @@ def test_a_server_that_keeps_failing_costs_the_task_not_the_file(run_dir, judge_
     assert judge(run_dir, judge_server, "--retries", "1", model="oracle-500") == 1
     out, err = capsys.readouterr()
     assert "not judged: gave up after 2 tries: InternalServerError" in out and "run the same command again" in err
-    assert not (run_dir / "webjudge_oracle-500_score_threshold_3_auto_eval_results.json").exists()
+    assert not (run_dir / "WebJudge_Online_Mind2Web_eval_oracle-500_score_threshold_3_auto_eval_results.json").exists()
 
 
 def test_an_unknown_model_stops_the_run_at_once(run_dir, judge_server, capsys):
@@ -174,11 +173,11 @@ def test_a_v2_folder_is_judged_from_its_steps(tmp_path, judge_server):
         "agent_final_answer": "$189.00 a night", "reference_length": 3, "action_history": steps}))
     assert check_run(out) == []
     assert judge(out, judge_server) == 0 and judge(out, judge_server, "--include-answer") == 0
-    plain = read_judged(out / "webjudge_oracle-judge_score_threshold_3_auto_eval_results.json")[RIGHT]
-    shown = read_judged(out / "webjudge-answer_oracle-judge_score_threshold_3_auto_eval_results.json")[RIGHT]
-    assert plain["action_history"] == ["link -> CLICK"] and plain["schema"] == "v2"   # the answer step is dropped
+    plain = read_judged(out / "WebJudge_Online_Mind2Web_eval_oracle-judge_score_threshold_3_auto_eval_results.json")[RIGHT]
+    shown = read_judged(out / "WebJudge_Online_Mind2Web_eval_answer_oracle-judge_score_threshold_3_auto_eval_results.json")[RIGHT]
+    assert plain["judged_actions"] == ["link -> CLICK"] and plain["schema"] == "v2"   # the answer step is dropped
     assert (plain["predicted_label"], shown["predicted_label"]) == (0, 1)
-    assert [x["screenshot"] for x in plain["image_judge_record"]] == ["0000.png", "0001.png"]
+    assert plain["image_judge_screenshots"] == ["0000.png", "0001.png"]
 
 
 def test_missing_folder_is_a_usage_error(tmp_path, judge_server, capsys):
