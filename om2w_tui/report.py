@@ -147,7 +147,7 @@ def judge_file_info(path: Path, judged: dict[str, dict[str, Any]], task_ids: Ite
     return {"file": str(path), "mode": any_rec.get("mode") or (named.mode if named else None),
             "model": any_rec.get("judge_model") or (named.model if named else None),
             "threshold": any_rec.get("score_threshold", named.threshold if named else None),
-            "by": "om2w-tui" if ours else ("official evaluator" if named and judged else None),
+            "by": "om2w-tui" if ours else ("the official evaluator" if named and judged else None),
             "judged": len(in_run),
             "rate": rate(sum(1 for r in in_run if r.get("predicted_label") == 1), len(tasks))}
 
@@ -371,7 +371,7 @@ def fmt_delta(d: float | None) -> str:
 
 
 def _judge_words(j: dict[str, Any]) -> str:
-    by = f"by the {j['by']}, " if j.get("by") else ""
+    by = f"by {j['by']}, " if j.get("by") else ""
     return f"{by}{j.get('mode') or '?'}, {j.get('model') or '?'}"
 
 

@@ -252,7 +252,7 @@ def test_an_official_judge_file_says_its_mode_and_model(tmp_path):
                    {"aaa": 1, "bbb": 0})
     j = summarize(out)["success"]["judge"]
     assert (j["mode"], j["model"], j["threshold"], j["by"]) == ("WebJudge_Online_Mind2Web_eval", "o4-mini", 3,
-                                                                "official evaluator")
+                                                                "the official evaluator")
     md = to_markdown([summarize(out)], None)
     assert "(by the official evaluator, WebJudge_Online_Mind2Web_eval, o4-mini; 2 of 2 tasks judged)" in md
 
@@ -270,6 +270,6 @@ def test_the_official_rate_is_read_beside_ours(tmp_path):
     s = summarize(out)
     assert s["success"]["judge"]["file"] == str(ours) and s["success"]["overall"]["successes"] == 1
     other, = s["success"]["other_judges"]
-    assert other["by"] == "official evaluator" and other["model"] == "Qwen-Qwen2.5-VL"
+    assert other["by"] == "the official evaluator" and other["model"] == "Qwen-Qwen2.5-VL"
     assert other["rate"] == {"successes": 2, "tasks": 3, "rate": 2 / 3} and other["judged"] == 2
     assert "also judged in official_WebJudge" in to_markdown([s], None)
