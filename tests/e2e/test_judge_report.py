@@ -304,3 +304,44 @@ def test_every_kind_of_episode_is_read_by_the_official_evaluator_then_judged_and
     r = cli("report", *(str(out) for out in runs.values()), "--format", "md")
     assert r.returncode == 0, r.stderr
     assert "| overall | 100.0% (2/2) |" in r.stdout and "## comparison" in r.stdout
+
+
+def distinct_png(seed: int) -> bytes:
+    """A real picture (Pillow decodes it), different for each seed: the judge re-encodes it as JPEG."""
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 48), ((seed * 53) % 256, (seed * 97) % 256, (seed * 31) % 256)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def test_what_is_sent_is_what_the_official_method_sends(tmp_path):
+    """JPEG images with detail high, temperature 0, max_tokens 512, every kept screenshot's reasoning in the
+    verdict, and the first 50 kept: judged by the stub, which says success only when each image shown comes with
+    its reasoning."""
+    from .judge_stub import StubJudge
+
+    out = tmp_path / "run"
+    folder = out / RIGHT
+    (folder / "trajectory").mkdir(parents=True)
+    for i in range(100):
+        (folder / "trajectory" / f"{i}_full_screenshot.png").write_bytes(distinct_png(i))
+    (folder / "result.json").write_text(json.dumps({
+        "task_id": RIGHT, "task": TEMPLATES[RIGHT]["confirmed_task"], "final_result_response": "x",
+        "action_history": ["SCROLL DOWN"], "thoughts": ["a"]}))
+    with StubJudge() as stub:
+        assert cli_main(["judge", str(out), "--judge-model", "stub-judge", "--judge-url", stub.url]) == 0
+        requests = list(stub.requests)
+    rec = read_judged(out / "WebJudge_Online_Mind2Web_eval_stub-judge_score_threshold_3_auto_eval_results.json")[RIGHT]
+    scores = [r for r in requests if r["kind"] == "score"]
+    assert len(scores) == 100 and all(r["jpeg"] and r["detail"] == "high" for r in scores)
+    assert all(r["temperature"] == 0 and r["max_tokens"] == 512 for r in requests)
+    passing = [i for i, x in enumerate(rec["image_judge_record"]) if x["Score"] >= 3]
+    assert len(passing) > 50
+    assert rec["kept_screenshots"] == [f"{i}_full_screenshot.png" for i in passing[:50]]   # the first 50
+    verdict, = [r for r in requests if r["kind"] == "verdict"]
+    assert verdict["images"] == 50 and verdict["success"] and rec["predicted_label"] == 1
+    assert set(rec["image_judge_record"][0]) == {"Response", "Score"}
+    assert rec["task"] == TEMPLATES[RIGHT]["confirmed_task"] and rec["thoughts"] == ["a"]   # the result, judged
