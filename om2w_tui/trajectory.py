@@ -156,6 +156,10 @@ class TrajectoryWriter:
         self.finished = False
         self._last_written: Path | None = None
         self.shots.mkdir(parents=True, exist_ok=True)
+        # a blank stand-in until the first real screenshot takes its place: a folder left by a worker killed before
+        # it (no finish() to come) is still one the evaluator can read
+        self.add_screenshot(png=blank_png())
+        self.final_shot, self.blank = self._shot_name(0), True
         self._write_result()
 
     def _shot_name(self, i: int) -> str:
@@ -228,7 +232,7 @@ class TrajectoryWriter:
         write_json_atomic(self.folder / "result.json", doc)
 
     def add_screenshot(self, png: bytes | None = None, path: str | Path | None = None) -> bool:
-        target = self.shots / self._shot_name(self.n_shots)
+        target = self.shots / self._shot_name(0 if self.blank else self.n_shots)
         if png:
             write_atomic(target, png, tmp_dir=self.folder)
         elif path and Path(path).exists():
@@ -241,6 +245,8 @@ class TrajectoryWriter:
                 return False
         else:
             return False
+        if self.blank:   # the first real screenshot replaced the stand-in
+            self.n_shots, self.blank, self.final_shot = 0, False, None
         self.n_shots += 1
         self._last_written = target
         return True
@@ -256,8 +262,8 @@ class TrajectoryWriter:
     def add_step(self, step: Any, skip: Iterable[str] = ()) -> list[str]:
         """Record a finished browser-use step: its screenshot, its action lines; -> the lines."""
         state = getattr(step, "state", None)
-        index = self.n_shots
-        shot = self._shot_name(index) if self.add_screenshot(path=getattr(state, "screenshot_path", None)) else None
+        shot = self._shot_name(self.n_shots - 1) if self.add_screenshot(path=getattr(state, "screenshot_path", None)) \
+            else None
         actions, thoughts = step_actions(step, skip)
         mo = getattr(step, "model_output", None)
         thought = thoughts[0] if thoughts else str(getattr(mo, "next_goal", None) or "")[:400]
@@ -266,8 +272,7 @@ class TrajectoryWriter:
 
     def add_plain_step(self, actions: list[str], thought: str = "", png: bytes | None = None, url: str = "") -> None:
         """A step an arm describes itself (no browser-use history): its action lines and what it saw."""
-        index = self.n_shots
-        shot = self._shot_name(index) if self.add_screenshot(png=png) else None
+        shot = self._shot_name(self.n_shots - 1) if self.add_screenshot(png=png) else None
         self._add_frame(shot, list(actions), thought[:400], url)
 
     def _same_as_last(self, png: bytes) -> bool:
@@ -287,9 +292,6 @@ class TrajectoryWriter:
                 self.final_shot = self._shot_name(self.n_shots - 1)
         elif final_png and self.frames and not self.frames[-1]["actions"]:
             self.final_shot = self.frames[-1]["shot"]     # the `done` step's screenshot is the final state
-        if self.n_shots == 0:
-            self.add_screenshot(png=blank_png())
-            self.final_shot, self.blank = self._shot_name(0), True
         self.finished = True
         self._write_result()
         for i, h in enumerate(histories):

@@ -268,10 +268,11 @@ def test_what_our_writer_writes_passes_the_check(tmp_path, schema):
     w = TrajectoryWriter(tmp_path / "out" / "running", "running", "x", schema=schema)
     w.add_step(step(two, str(pics[0])))
     w.add_step(step(two, str(pics[1])))                      # a hard kill leaves the folder as it is now
+    TrajectoryWriter(tmp_path / "out" / "started", "started", "x", schema=schema)   # killed before any step
     run = read_run(tmp_path / "out")
     assert run.problems == [] and run.notes == []
     assert {d: len(e.screenshots) for d, e in run.episodes.items()} == {"done": 2, "cut": 2, "blank": 1,
-                                                                        "running": 2}
+                                                                        "running": 2, "started": 1}
 
 
 def test_the_check_command_lists_problems_and_exits_1(tmp_path, capsys):

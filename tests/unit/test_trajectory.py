@@ -170,9 +170,11 @@ def test_writer_writes_as_it_goes(tmp_path):
         p.write_bytes(png(i))
         pics.append(p)
     w = TrajectoryWriter(folder, "t1", "find tea")
-    assert read_result(folder) == {"task_id": "t1", "task": "find tea", "final_result_response": "",
-                                   "action_history": [], "thoughts": []}
-    assert shots(folder) == []
+    first = json.loads((folder / "result.json").read_text())
+    assert {k: first[k] for k in RESULT_KEYS} == {"task_id": "t1", "task": "find tea", "final_result_response": "",
+                                                  "action_history": [], "thoughts": []}
+    # readable from the start: a blank stand-in until the first screenshot, said in the record
+    assert shots(folder) == ["0_full_screenshot.png"] and "blank" in first["blank_screenshot"]
 
     lines = w.add_step(step([Action("navigate", url="https://tea.com")], goal="open", shot=pics[0]))
     assert lines == ["NAVIGATE -> https://tea.com"]
@@ -210,11 +212,13 @@ def test_writer_step_without_screenshot(tmp_path):
     w = TrajectoryWriter(tmp_path / "t", "t", "x")
     w.add_step(step([Action("go_back")], shot=None))
     w.add_step(step([Action("go_back")], shot=tmp_path / "missing.png"))
-    assert shots(tmp_path / "t") == []
+    assert shots(tmp_path / "t") == ["0_full_screenshot.png"]   # the blank stand-in
+    assert (tmp_path / "t" / "trajectory" / "0_full_screenshot.png").read_bytes() == blank_png()
     pic = tmp_path / "p.png"
     pic.write_bytes(png(1))
     w.add_step(step([Action("go_back")], shot=pic))
-    assert shots(tmp_path / "t") == ["0_full_screenshot.png"]   # numbering has no gaps
+    assert shots(tmp_path / "t") == ["0_full_screenshot.png"]   # it took the stand-in's place: no gaps
+    assert (tmp_path / "t" / "trajectory" / "0_full_screenshot.png").read_bytes() == png(1)
     assert read_result(tmp_path / "t")["action_history"] == ["GO BACK"] * 3
 
 
@@ -335,7 +339,8 @@ def test_v2_while_running_names_no_screenshot_twice_and_does_not_read_as_finishe
     a, b = _pics(tmp_path, 2)
     folder = tmp_path / "t"
     w = TrajectoryWriter(folder, "t", "x", schema="v2")
-    assert json.loads((folder / "result.json").read_text())["action_history"] == []   # nothing readable yet
+    hist = v2_history(folder)                    # readable from the start: the blank stand-in closes it
+    assert len(hist) == 1 and hist[0]["action"].startswith("TASK_INCOMPLETE")
     w.add_step(step([Action("scroll", down=True)], shot=a))
     hist = v2_history(folder)
     assert len(hist) == 1 and hist[0]["action"].startswith("TASK_INCOMPLETE")
@@ -422,7 +427,8 @@ def test_a_screenshot_write_cut_short_leaves_nothing_in_trajectory(tmp_path, mon
     monkeypatch.setattr(tr.os, "replace", crash)
     with pytest.raises(OSError):
         w.add_screenshot(png=b"\x89PNG\r\n\x1a\n" + b"x" * 100)
-    assert list((tmp_path / "t" / "trajectory").iterdir()) == []
+    only, = (tmp_path / "t" / "trajectory").iterdir()       # the blank stand-in, whole, and nothing else
+    assert only.read_bytes() == tr.blank_png()
     assert not [p for p in (tmp_path / "t").iterdir() if p.name.endswith(".tmp")]   # and no leftover beside it
     monkeypatch.undo()
     assert w.add_screenshot(png=b"\x89PNG\r\n\x1a\nok") and w.n_shots == 1
