@@ -345,3 +345,50 @@ def test_what_is_sent_is_what_the_official_method_sends(tmp_path):
     assert verdict["images"] == 50 and verdict["success"] and rec["predicted_label"] == 1
     assert set(rec["image_judge_record"][0]) == {"Response", "Score"}
     assert rec["task"] == TEMPLATES[RIGHT]["confirmed_task"] and rec["thoughts"] == ["a"]   # the result, judged
+
+
+async def test_an_endpoint_that_refuses_the_sampling_settings_gets_the_call_without_them():
+    """Reasoning models (o4-mini) refuse temperature 0 and max_tokens: the call goes again without them, and the
+    later calls follow."""
+    from openai import AsyncOpenAI
+
+    seen: list[dict] = []
+
+    class Picky(BaseHTTPRequestHandler):
+        def do_POST(self):   # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append(body)
+            if "temperature" in body or "max_tokens" in body:
+                bad = "temperature" if "temperature" in body else "max_tokens"
+                status, payload = 400, {"error": {"message": f"Unsupported parameter: '{bad}' is not supported "
+                                                             f"with this model.", "type": "invalid_request_error"}}
+            else:
+                status, payload = 200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                                        "choices": [{"index": 0, "finish_reason": "stop",
+                                                     "message": {"role": "assistant", "content": "ok"}}]}
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Picky)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    client = AsyncOpenAI(base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", api_key="k", max_retries=0)
+    logged: list[str] = []
+    try:
+        call = Caller(client, Settings(model="o4-mini"), log=logged.append)
+        assert await call([{"role": "user", "content": "hi"}], Usage()) == "ok"
+        assert await call([{"role": "user", "content": "again"}], Usage()) == "ok"
+    finally:
+        await client.close()
+        server.shutdown()
+        server.server_close()
+    assert seen[0]["temperature"] == 0 and seen[0]["max_tokens"] == 512
+    assert "temperature" not in seen[-1] and seen[-1]["max_completion_tokens"] == 512
+    assert len(seen) == 4                                   # two refusals, then each call once
+    assert len(logged) == 2 and "temperature" in logged[0] and "max_completion_tokens" in logged[1]
