@@ -84,6 +84,15 @@ def reply(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return "I do not know this request.", {"kind": "other", "task": task}
 
 
+def send_json(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:
+    data = json.dumps(payload).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 class StubJudge:
     """`with StubJudge() as judge:` -> judge.url (an OpenAI base URL) and judge.requests."""
 
@@ -93,16 +102,8 @@ class StubJudge:
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
             def do_GET(self) -> None:   # noqa: N802
-                self._send(200, {"object": "list", "data": [{"id": "stub-judge", "object": "model"}]})
+                send_json(self, 200, {"object": "list", "data": [{"id": "stub-judge", "object": "model"}]})
 
             def do_POST(self) -> None:   # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
@@ -111,7 +112,7 @@ class StubJudge:
                              "max_tokens": body.get("max_tokens")})
                 with stub.lock:
                     stub.requests.append(seen)
-                self._send(200, {"id": "stub", "object": "chat.completion", "created": 0, "model": body.get("model"),
+                send_json(self, 200, {"id": "stub", "object": "chat.completion", "created": 0, "model": body.get("model"),
                                  "choices": [{"index": 0, "finish_reason": "stop",
                                               "message": {"role": "assistant", "content": text}}],
                                  "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}})

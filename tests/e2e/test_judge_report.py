@@ -352,6 +352,8 @@ async def test_an_endpoint_that_refuses_the_sampling_settings_gets_the_call_with
     later calls follow."""
     from openai import AsyncOpenAI
 
+    from .judge_stub import send_json
+
     seen: list[dict] = []
 
     class Picky(BaseHTTPRequestHandler):
@@ -366,12 +368,7 @@ async def test_an_endpoint_that_refuses_the_sampling_settings_gets_the_call_with
                 status, payload = 200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
                                         "choices": [{"index": 0, "finish_reason": "stop",
                                                      "message": {"role": "assistant", "content": "ok"}}]}
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, status, payload)
 
         def log_message(self, *args):
             pass
