@@ -13,8 +13,8 @@ The action lines are factual, in the benchmark's style; the agent's words go to 
 A browser-use step's screenshot is the page the step acted on. The evaluator sends the judge one image per v1 file
 and one per v2 entry, so no state is written or named twice: the final state is kept only when it differs from the
 last step's screenshot, a v2 entry is one step (its actions joined by " ; ") with that step's screenshot, and the
-closing entry carries the last state. An episode without any screenshot gets a blank image (said in `result.json`)
-so that its folder stays readable; an episode cut short (timeout, kill, error) says so in `cut_short`, a key the
+closing entry carries the last state. Until its first screenshot an episode has a blank image (said in
+`result.json`) so that its folder is readable even if its worker dies; an episode cut short (timeout, kill, error) says so in `cut_short`, a key the
 evaluator ignores, and its v2 history closes with TASK_INCOMPLETE instead of an answer.
 """
 
@@ -222,9 +222,7 @@ class TrajectoryWriter:
                                    "thoughts": self.thoughts, **self._notes()}
         else:
             history = self.v2_entries()
-            if history[-1]["screenshot"] is None:
-                # no screenshot yet: the evaluator cannot read a null one, so the folder waits for finish()'s
-                # blank image and holds the steps so far without a v2 history until then
+            if history[-1]["screenshot"] is None:   # never written: the evaluator crashes on a null screenshot
                 history = []
             doc = {"schema_version": V2_SCHEMA, "task": self.task_text, "task_id": self.task_id,
                    "agent_final_answer": self.answer, "reference_length": self.reference_length,
