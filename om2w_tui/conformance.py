@@ -11,10 +11,12 @@ task by its folder, and divides the success rate by the number of these folders.
   ...}`; it drops the last step's action (the final answer step) and takes the screenshots named by the steps, in
   order, from `trajectory/`; the answer is `agent_final_answer`.
 
-`load_episode` reads one task folder that way; `check_run(out)` lists every difference from what the evaluator needs
-(a crash, a skewed rate, or a trajectory that says something else than the episode did): nothing here is lenient
-where the evaluator is strict, and a few checks are stricter than it (PNG only, keys it would default, `done` as
-an action, a task text that is empty). `read_run(out)` is the lenient form for reports: it keeps what could be read.
+`load_episode` reads one task folder that way; `check_run(out)` lists every problem: what one of its modes crashes
+on (a null or missing screenshot, a file without a digit, an empty `trajectory/`, a missing key it indexes), what
+skews its rate (a folder that is not a task), or what it would read otherwise than the episode meant (`done` as an
+action, a v2 history whose last action is not the closing one, a task id that is not the folder's). What it reads
+right, if oddly, is a note, not a problem: a key it never reads, a v2 screenshot named twice (the judge sees it
+twice). `read_run(out)` is the lenient form for reports: it keeps what could be read.
 """
 
 from __future__ import annotations
@@ -28,8 +30,12 @@ from typing import Any
 
 V2 = "online-mind2web-v2"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-V1_KEYS = ("task_id", "task", "final_result_response", "action_history", "thoughts")
-V2_KEYS = ("task_id", "task", "agent_final_answer", "action_history")
+# what the evaluator's Pillow opens for certain; anything else in trajectory/ it takes as a screenshot and crashes on
+IMAGE_MAGICS = (PNG_MAGIC, b"\xff\xd8\xff", b"GIF87a", b"GIF89a", b"BM")
+# keys a mode of the evaluator reads without a default: missing, it crashes (AgentTrek zips `thoughts`) or reads None
+V1_KEYS = ("task", "final_result_response", "action_history", "thoughts")
+V2_KEYS = ("task", "agent_final_answer", "action_history")
+V2_CLOSING = ("TASK_COMPLETE", "TASK_INCOMPLETE")
 _FIRST_INT = re.compile(r"\d+")
 # the agent's `done` written as an action ("done", "DONE {...}", "done: ..."), not a click on a button named Done
 _DONE_ACTION = re.compile(r"^\s*done\b", re.IGNORECASE)
@@ -70,12 +76,13 @@ def first_int(name: str) -> int | None:
     return int(found[0]) if found else None
 
 
-def _is_png(path: Path) -> bool:
+def _is_image(path: Path) -> bool:
     try:
         with open(path, "rb") as f:
-            return f.read(8) == PNG_MAGIC
+            head = f.read(12)
     except OSError:
         return False
+    return head.startswith(IMAGE_MAGICS) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP")
 
 
 def _check_actions(where: str, actions: list[Any], problems: list[str]) -> list[str]:
@@ -114,11 +121,14 @@ def _v1_screenshots(folder: Path, where: str, problems: list[str]) -> list[Path]
         path = shots_dir / name
         if path.is_dir():
             problems.append(f"{where}: trajectory/{name} is a folder; the evaluator would take it as a screenshot")
-        elif not _is_png(path):
-            problems.append(f"{where}: trajectory/{name} is not a PNG image; the evaluator takes every file in "
-                            f"trajectory/ as a screenshot")
+        elif not _is_image(path):
+            problems.append(f"{where}: trajectory/{name} is not an image; the evaluator takes every file in "
+                            f"trajectory/ as a screenshot and crashes opening this one")
     if fatal:
         return None
+    if not names:
+        problems.append(f"{where}: trajectory/ is empty (the evaluator's Autonomous and AgentTrek modes crash on "
+                        f"the missing last screenshot, WebJudge judges without any)")
     return [shots_dir / n for n in sorted(names, key=lambda x: int(_FIRST_INT.findall(x)[0]))]
 
 
@@ -139,11 +149,13 @@ def _read_result(folder: Path, where: str, problems: list[str]) -> dict[str, Any
     return result
 
 
-def load_episode(folder: Path, problems: list[str] | None = None) -> Episode | None:
-    """One task folder read as the evaluator reads it. Every difference from what it needs goes to `problems`
-    (strict); the Episode is None only where the evaluator itself would fail on the folder."""
+def load_episode(folder: Path, problems: list[str] | None = None, notes: list[str] | None = None) -> Episode | None:
+    """One task folder read as the evaluator reads it. What it would crash on or read wrong goes to `problems`,
+    what it reads right though oddly to `notes`; the Episode is None only where the evaluator itself would fail
+    on the folder."""
     folder = Path(folder)
     problems = [] if problems is None else problems
+    notes = [] if notes is None else notes
     where = folder.name
     if folder.name.startswith("."):
         problems.append(f"{where}: a hidden folder is still a task folder to the evaluator (it lists hidden ones "
@@ -151,7 +163,9 @@ def load_episode(folder: Path, problems: list[str] | None = None) -> Episode | N
     result = _read_result(folder, where, problems)
     if result is None:
         return None
-    if result.get("task_id") is not None and str(result["task_id"]) != folder.name:
+    if "task_id" not in result:
+        notes.append(f"{where}: result.json has no `task_id` (the evaluator names the task by its folder)")
+    elif result.get("task_id") is not None and str(result["task_id"]) != folder.name:
         problems.append(f"{where}: result.json's task_id {str(result['task_id'])[:80]!r} is not the folder's name "
                         f"(the evaluator names a task by its folder)")
     if "task" not in result:
@@ -162,7 +176,7 @@ def load_episode(folder: Path, problems: list[str] | None = None) -> Episode | N
         problems.append(f"{where}: the task text (`task`) is empty or not a string")
         task = str(task or "")
     if result.get("schema_version") == V2:
-        return _load_v2(folder, where, result, task, problems)
+        return _load_v2(folder, where, result, task, problems, notes)
     if "schema_version" in result and result["schema_version"] not in (None, "", "online-mind2web-v1"):
         problems.append(f"{where}: unknown schema_version {result['schema_version']!r}; the evaluator reads it as v1")
     for key in V1_KEYS:
@@ -187,7 +201,8 @@ def load_episode(folder: Path, problems: list[str] | None = None) -> Episode | N
     return Episode(folder.name, folder, "v1", task, actions, thoughts, answer, shots, result)
 
 
-def _load_v2(folder: Path, where: str, result: dict[str, Any], task: str, problems: list[str]) -> Episode | None:
+def _load_v2(folder: Path, where: str, result: dict[str, Any], task: str, problems: list[str],
+             notes: list[str]) -> Episode | None:
     for key in V2_KEYS:
         if key not in result:
             problems.append(f"{where}: result.json (v2) has no `{key}`")
@@ -209,19 +224,20 @@ def _load_v2(folder: Path, where: str, result: dict[str, Any], task: str, proble
                 problems.append(f"{where}: step {i} has no `{key}` (the evaluator reads step['{key}'] and crashes)")
                 fatal = True
         if "thought" not in step:
-            problems.append(f"{where}: step {i} has no `thought`")
+            notes.append(f"{where}: step {i} has no `thought` (read as none)")
         if step.get("step") is not None and step.get("step") != i:
-            problems.append(f"{where}: step {i} says it is step {step.get('step')}")
+            notes.append(f"{where}: step {i} says it is step {step.get('step')} (the evaluator goes by the order)")
         name = step.get("screenshot")
         if isinstance(name, str):
             path = shots_dir / name
             if name in names:
-                problems.append(f"{where}: step {i} repeats the screenshot {name}")
+                notes.append(f"{where}: step {i} repeats the screenshot {name} (the judge is sent it twice)")
             names.add(name)
             if not path.is_file():
                 problems.append(f"{where}: step {i}'s screenshot trajectory/{name} does not exist")
-            elif not _is_png(path):
-                problems.append(f"{where}: step {i}'s screenshot trajectory/{name} is not a PNG image")
+            elif not _is_image(path):
+                problems.append(f"{where}: step {i}'s screenshot trajectory/{name} is not an image (the evaluator "
+                                f"crashes opening it)")
             shots.append(path)
         elif "screenshot" in step:
             problems.append(f"{where}: step {i}'s screenshot is not a file name")
@@ -229,12 +245,14 @@ def _load_v2(folder: Path, where: str, result: dict[str, Any], task: str, proble
     if fatal:
         return None
     if not steps:
-        problems.append(f"{where}: no steps (v2 needs at least the final answer step)")
+        problems.append(f"{where}: no steps (v2 needs at least the closing step with the last state; the "
+                        f"evaluator's Autonomous and AgentTrek modes crash without a screenshot)")
     else:
         last = str(steps[-1].get("action", ""))
-        if not last.upper().startswith("TASK_COMPLETE"):
-            problems.append(f"{where}: the last step's action {last[:60]!r} is not the final answer step "
-                            f"(TASK_COMPLETE ...); the evaluator drops the last step's action, so this one is lost")
+        if not last.upper().startswith(V2_CLOSING):
+            problems.append(f"{where}: the last step's action {last[:60]!r} is not the closing step "
+                            f"(TASK_COMPLETE or TASK_INCOMPLETE ...); the evaluator drops the last step's action, "
+                            f"so this one is lost")
     actions = _check_actions(where, [s.get("action") for s in steps[:-1]], problems)
     answer = result.get("agent_final_answer")
     if answer is not None and not isinstance(answer, str):
@@ -249,6 +267,7 @@ class RunRead:
     episodes: dict[str, Episode]
     problems: list[str]
     task_dirs: list[str]
+    notes: list[str] = field(default_factory=list)
 
 
 def read_run(out: Path) -> RunRead:
@@ -261,11 +280,12 @@ def read_run(out: Path) -> RunRead:
     if not dirs:
         problems.append(f"{out}: no task folders (the evaluator divides by their number: zero)")
     episodes: dict[str, Episode] = {}
+    notes: list[str] = []
     for d in dirs:
-        ep = load_episode(out / d, problems)
+        ep = load_episode(out / d, problems, notes)
         if ep is not None:
             episodes[d] = ep
-    return RunRead(out, episodes, problems, dirs)
+    return RunRead(out, episodes, problems, dirs, notes)
 
 
 def check_run(out: Path) -> list[str]:
@@ -296,4 +316,8 @@ def run_check(outs: list[Path]) -> int:
                 print(f"  - {p}")
         else:
             print(f"{out}: ok: {len(r.task_dirs)} task folders, all read by the official evaluator as written")
+        if r.notes:
+            print(f"  {len(r.notes)} note(s), read right all the same:")
+            for n in r.notes:
+                print(f"  - {n}")
     return 1 if bad else 0

@@ -1,23 +1,32 @@
 """Judging a finished run with a model: the WebJudge method of the Online-Mind2Web paper, and a WebVoyager-style
 single call. Prompts are our own words; the method and the output file follow the official evaluator.
 
-WebJudge (`--mode webjudge`), per task:
+WebJudge (`--mode webjudge`), per task, as the official method does it:
   1. key points: the model lists what the task requires (from the task text alone);
   2. key screenshots: the model scores every screenshot 1-5 for how much it shows about the key points (one vision
-     call per screenshot, the PNG as a data URL); those scoring at least --score-threshold are kept, at most
-     MAX_KEPT (the highest scores, the later ones on a tie), shown in the order they were taken;
-  3. outcome: one call with the task, the key points, the action history and the kept screenshots; the reply ends
-     in `Status: success` or `Status: failure`.
+     call per screenshot, a JPEG data URL with `detail: high`); those scoring at least --score-threshold are kept,
+     the first MAX_KEPT of them, with the reasoning the model gave for each;
+  3. outcome: one call with the task, the key points, the action history, the kept screenshots' reasoning and the
+     kept screenshots; the reply ends in `Status: success` or `Status: failure`.
+  Every call is sent with temperature 0 and max_tokens 512, the official settings (an endpoint that refuses one of
+  them gets the call again without it). Replies are read as the official evaluator reads them where it reads them
+  right (the first `Score`, the first `Status:`), and also in the markdown, bullets and headings that its prompts
+  invite and it misreads (see `parse_score` and `parse_status`).
   As in the official method the agent's final answer is not shown to the judge (an agent's own claims give false
   positives); `--include-answer` shows it, marked as a claim that only the evidence can confirm (mode
   `webjudge-answer`, in a file of its own).
 WebVoyager (`--mode webvoyager`): one call with the task, the agent's final answer and its last screenshots; the
   reply ends in `Verdict: SUCCESS` or `Verdict: NOT SUCCESS`.
 
-Output: `<out>/<mode>_<model>_score_threshold_<t>_auto_eval_results.json` (the official evaluator's name; a file,
-never a folder, so the run's folder stays one subfolder per task), one JSON line per judged task; the tasks already
-in it are skipped, so the same command resumes. The folder is read with `conformance.read_run`, exactly as the
-official evaluator reads it.
+Output: `<out>/<Mode>_<model>_score_threshold_<t>_auto_eval_results.json`, named and shaped as the official
+evaluator's (`WebJudge_Online_Mind2Web_eval_...`; a file, never a folder, so the run's folder stays one subfolder
+per task): one JSON object a line, the task's result.json with `key_points`, `image_judge_record` as
+`[{Response, Score}]`, `input_text`, `system_msg`, `evaluation_details` and `predicted_label` added, and ours
+beside them (`mode`, `judge_model`, `kept_screenshots`, `usage` ...). The tasks already in it are skipped, so the
+same command resumes. The folder is read with `conformance.read_run`, exactly as the official evaluator reads it.
+
+`--official PATH` runs the user's own checkout of the official evaluator (its `src/run.py`) on the run instead,
+against the same endpoint, and keeps its output in the run's folder as `official_<its file name>`.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import io
 import json
 import os
 import random
@@ -40,8 +50,17 @@ from .conformance import Episode, read_run
 
 MODES = ("webjudge", "webvoyager")
 MAX_KEPT = 50
+MAX_TOKENS = 512                  # the official evaluator's max_tokens for every call
 EXIT_USAGE = 2
 RESULTS_SUFFIX = "_auto_eval_results.json"
+OFFICIAL_PREFIX = "official_"     # the official evaluator's own output, kept in the run's folder under this prefix
+# our mode -> the file name's mode, as the official evaluator names its modes
+FILE_MODES = {"webjudge": "WebJudge_Online_Mind2Web_eval", "webjudge-answer": "WebJudge_Online_Mind2Web_eval_answer",
+              "webvoyager": "WebVoyager_eval"}
+OFFICIAL_MODES = ("WebJudge_Online_Mind2Web_eval_answer", "WebJudge_Online_Mind2Web_eval", "WebJudge_general_eval",
+                  "WebVoyager_eval", "Autonomous_eval", "AgentTrek_eval")
+_OUTPUT_NAME = re.compile(rf"^(?P<official>{OFFICIAL_PREFIX})?(?P<mode>{'|'.join(OFFICIAL_MODES)}|webjudge-answer|"
+                          rf"webjudge|webvoyager)_(?P<model>.+)_score_threshold_(?P<threshold>-?\d+){re.escape(RESULTS_SUFFIX)}$")
 
 # The reply formats the prompts ask for; the oracle's judge mode (offline/oracle.py) recognises a request by them.
 KEY_POINTS_FORMAT = "Key points:\n1. <first key point>\n2. <second key point>\n..."
@@ -109,11 +128,16 @@ class Settings:
     retries: int = 5
     backoff: float = 2.0
     request_timeout: float = 300.0
-    temperature: float | None = None   # None: not sent (reasoning models such as o4-mini take only their default)
+    temperature: float | None = 0.0    # the official setting; None: not sent
+    max_tokens: int | None = MAX_TOKENS
 
     @property
     def mode_name(self) -> str:
         return "webjudge-answer" if self.mode == "webjudge" and self.include_answer else self.mode
+
+    @property
+    def file_mode(self) -> str:
+        return FILE_MODES[self.mode_name]
 
 
 def safe_model_name(model: str) -> str:
@@ -123,7 +147,25 @@ def safe_model_name(model: str) -> str:
 
 
 def output_path(out: Path, s: Settings) -> Path:
-    return Path(out) / f"{s.mode_name}_{safe_model_name(s.model)}_score_threshold_{s.score_threshold}{RESULTS_SUFFIX}"
+    return Path(out) / f"{s.file_mode}_{safe_model_name(s.model)}_score_threshold_{s.score_threshold}{RESULTS_SUFFIX}"
+
+
+@dataclass
+class OutputName:
+    """What a judge output file's name says: the mode, the judge model, the threshold, and whose file it is."""
+    mode: str
+    model: str
+    threshold: int
+    official: bool
+
+
+def parse_output_name(name: str) -> OutputName | None:
+    """`WebJudge_Online_Mind2Web_eval_o4-mini_score_threshold_3_auto_eval_results.json` -> its parts (the official
+    evaluator's name, ours, an `official_` copy, or our older `webjudge_...` name); None for another name."""
+    m = _OUTPUT_NAME.match(name)
+    if m is None:
+        return None
+    return OutputName(m["mode"], m["model"], int(m["threshold"]), bool(m["official"]))
 
 
 def read_judged(path: Path) -> dict[str, dict[str, Any]]:
@@ -163,20 +205,74 @@ def append_line(path: Path, record: dict[str, Any]) -> None:
 
 
 def parse_key_points(text: str) -> str:
-    m = re.search(r"key\s*points\s*:", text, re.IGNORECASE)
+    m = re.search(r"key\s*points\s*[*_]*\s*:[*_]*", text, re.IGNORECASE)
     return (text[m.end():] if m else text).strip()
 
 
+# A label at the start of a line, whatever the markdown before it: indentation, a quote, bullets, a list number,
+# heading marks, emphasis ("- **Score**: 4", "2. Score: 4", "### Status", "> Status: success").
+_LINE_START = r"^[ \t>]*(?:(?:[-+*•]|\d{1,2}[.)]|#{1,6})[ \t]+)?[*_ \t]*"
+_SCORE_LABEL = re.compile(_LINE_START + r"score\b[*_ \t]*(?:\([^)\n]{0,20}\)[*_ \t]*)?(?:[:：=\-–—][*_ \t]*|\n\s*)"
+                          r"[*_\[\( \t]*(?P<n>\d+(?:\.\d+)?)", re.IGNORECASE | re.MULTILINE)
+_SCORE_INLINE = re.compile(r"\bscore\b[^0-9\n]{0,20}?(?P<n>\d+(?:\.\d+)?)", re.IGNORECASE)
+_STATUS_LABEL = re.compile(_LINE_START + r"(?:final\s+)?status\b[*_ \t]*(?:[:：=\-–—][*_ \t]*|\n\s*)"
+                           r"(?P<v>[^\n]*)", re.IGNORECASE | re.MULTILINE)
+_STATUS_INLINE = re.compile(r"\bstatus\s*[*_]*\s*[:=][*_\s]*(?P<v>[^\n]*)", re.IGNORECASE)
+_REASONING_LABEL = re.compile(_LINE_START + r"(?:reasoning|reason|thoughts?)\b[*_ \t]*[:：\-–—]?[*_ \t]*",
+                              re.IGNORECASE | re.MULTILINE)
+
+
 def parse_score(text: str) -> int:
-    """The last `Score: N` (1-5) of a reply; 0 when there is none (the screenshot is then not kept)."""
-    found = re.findall(r"score\s*[:=]?\s*\**\s*([1-5])\b", text, re.IGNORECASE)
-    return int(found[-1]) if found else 0
+    """A screenshot's score, 1-5, from the first `Score` label of a reply, as the official evaluator reads the first
+    `Score` (so `Score: 5 ... Score: 2` is 5), but also in the forms it misreads: markdown (`**Score**: 4`,
+    `- **Score:** 4`), a heading with the number below it, `Score (1-5): 4`, `4/5`; a score out of 1-5 (`10/10`)
+    is not one. Without a label, the first number after the word `score` on its line. 0 when there is none (the
+    screenshot is then not kept, as in the official method)."""
+    for pattern in (_SCORE_LABEL, _SCORE_INLINE):
+        m = pattern.search(text or "")
+        if m:
+            value = m["n"]
+            return int(value) if value.isdigit() and 1 <= int(value) <= 5 else 0
+    return 0
+
+
+def _status_value(value: str) -> int | None:
+    word = re.sub(r"^[\s\"'`“”‘’*_\[\(<]+", "", value).lower()
+    if re.match(r"(partial(ly)?|not|un|in)\b|unsuccess|incomplete", word):
+        return 0
+    if word.startswith("success"):
+        return 1
+    if word.startswith(("fail", "failure")):
+        return 0
+    return None
 
 
 def parse_status(text: str) -> int:
-    """1 for a reply whose last `Status:` is success, else 0 (no status counts as failure)."""
-    found = re.findall(r"status\s*:\s*[\W_]*(success|failure|fail)", text, re.IGNORECASE)
-    return 1 if found and found[-1].lower() == "success" else 0
+    """1 when the first `Status:` label of a reply says success, as the official evaluator reads the first
+    `status:`; but by its first word only (`Status: "failure" (the agent never reached success)` is a failure,
+    which the official evaluator reads as a success for the word further on), `partial success` is not a success,
+    and markdown (`**Status**: success`, which it misses) is read. No status counts as failure."""
+    for pattern in (_STATUS_LABEL, _STATUS_INLINE):
+        for m in pattern.finditer(text or ""):
+            value = _status_value(m["v"])
+            if value is not None:
+                return value
+    return 0
+
+
+def parse_reasoning(text: str) -> str:
+    """The reasoning of a screenshot's score, on one line: what follows a `Reasoning` label up to the score, else
+    the reply before its score (the official method passes each kept screenshot's reasoning to the verdict)."""
+    text = text or ""
+    m = _REASONING_LABEL.search(text)
+    body = text[m.end():] if m else text
+    score = _SCORE_LABEL.search(body)
+    if score is not None:
+        body = body[:score.start()]
+    elif m is None:
+        body = body.split("\n\n")[0]
+    body = re.sub(r"[*_`#]+", "", body)
+    return re.sub(r"\s+", " ", body).strip(" -:")[:600]
 
 
 def parse_webvoyager(text: str) -> int:
@@ -188,9 +284,29 @@ def parse_webvoyager(text: str) -> int:
 # ---------------------------------------------------------------------------------------------------- prompts
 
 
-def image_part(path: Path) -> dict[str, Any]:
-    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
-    return {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}}
+def jpeg_data_url(path: Path) -> str:
+    """The screenshot as the official method sends it: re-encoded as JPEG (RGB) in a data URL. A file Pillow cannot
+    read goes as it is (`check` reports it: the official evaluator crashes on it)."""
+    raw = Path(path).read_bytes()
+    try:
+        from PIL import Image   # Pillow comes with browser-use; imported here to keep the CLI's start light
+
+        with Image.open(io.BytesIO(raw)) as img:
+            buf = io.BytesIO()
+            # as the official encoder: RGB and greyscale as they are (the same bytes), the rest as RGB
+            (img if img.mode in ("RGB", "L") else img.convert("RGB")).save(buf, format="JPEG")
+        return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    except Exception:   # noqa: BLE001 - any unreadable image: send the bytes, let the model say what it sees
+        return "data:image/png;base64," + base64.b64encode(raw).decode("ascii")
+
+
+def image_part(path: Path, cache: dict[Path, str] | None = None) -> dict[str, Any]:
+    url = cache.get(path) if cache is not None else None
+    if url is None:
+        url = jpeg_data_url(path)
+        if cache is not None:
+            cache[path] = url
+    return {"type": "image_url", "image_url": {"url": url, "detail": "high"}}
 
 
 def numbered(actions: list[str]) -> str:
@@ -201,24 +317,29 @@ def key_points_messages(task: str) -> list[dict[str, Any]]:
     return [{"role": "system", "content": KEY_POINTS_SYSTEM}, {"role": "user", "content": f"Task: {task}"}]
 
 
-def score_messages(task: str, key_points: str, shot: Path, index: int, total: int) -> list[dict[str, Any]]:
+def score_messages(task: str, key_points: str, shot: Path, index: int, total: int,
+                   cache: dict[Path, str] | None = None) -> list[dict[str, Any]]:
     text = (f"Task: {task}\n\nKey points:\n{key_points}\n\n"
             f"This is screenshot {index} of {total} of the agent's trajectory.")
     return [{"role": "system", "content": SCORE_SYSTEM},
-            {"role": "user", "content": [{"type": "text", "text": text}, image_part(shot)]}]
+            {"role": "user", "content": [{"type": "text", "text": text}, image_part(shot, cache)]}]
 
 
-def verdict_messages(ep: Episode, key_points: str, kept: list[tuple[int, Path]], total: int,
-                     include_answer: bool) -> tuple[list[dict[str, Any]], str]:
+def verdict_messages(ep: Episode, key_points: str, kept: list[tuple[int, Path, str]], total: int,
+                     include_answer: bool, cache: dict[Path, str] | None = None) -> tuple[list[dict[str, Any]], str]:
+    """The outcome call: `kept` holds (1-based index, screenshot, the reasoning its score came with)."""
     text = f"Task: {ep.task}\n\nKey points:\n{key_points}\n\nAction history:\n{numbered(ep.action_history)}"
     if include_answer:
         text += f"\n\nAgent's final answer (its own claim, not evidence):\n{ep.final_result_response or '(none)'}"
     if kept:
-        which = ", ".join(str(i) for i, _ in kept)
-        text += f"\n\nThe {len(kept)} screenshots below were judged relevant (screenshots {which} of {total})."
+        which = ", ".join(str(i) for i, _, _ in kept)
+        text += (f"\n\nThe {len(kept)} screenshots below were judged relevant (screenshots {which} of {total}); "
+                 f"what each one shows, in the same order:\n"
+                 + "\n".join(f"{n}. (screenshot {i}) {why or '(no reasoning given)'}"
+                             for n, (i, _, why) in enumerate(kept, 1)))
     else:
         text += f"\n\nNo screenshot was judged relevant ({total} in the trajectory)."
-    parts: list[dict[str, Any]] = [{"type": "text", "text": text}] + [image_part(p) for _, p in kept]
+    parts: list[dict[str, Any]] = [{"type": "text", "text": text}] + [image_part(p, cache) for _, p, _ in kept]
     return [{"role": "system", "content": VERDICT_SYSTEM}, {"role": "user", "content": parts}], text
 
 
@@ -247,10 +368,35 @@ class Usage:
 class Caller:
     """Chat calls with bounded concurrency and retries with backoff on 5xx, 429, timeouts and connection errors."""
 
-    def __init__(self, client: Any, s: Settings, sleep: Callable[[float], Any] = asyncio.sleep):
-        self.client, self.s, self.sleep = client, s, sleep
+    def __init__(self, client: Any, s: Settings, sleep: Callable[[float], Any] = asyncio.sleep,
+                 log: Callable[[str], None] = print):
+        self.client, self.s, self.sleep, self.log = client, s, sleep, log
         self.sem = asyncio.Semaphore(s.workers)
         self.retried = 0
+        self.temperature = s.temperature
+        self.token_limit = "max_tokens" if s.max_tokens else None
+
+    def _settings(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {}
+        if self.temperature is not None:
+            extra["temperature"] = self.temperature
+        if self.token_limit:
+            extra[self.token_limit] = self.s.max_tokens
+        return extra
+
+    def _refused_setting(self, e: Exception) -> bool:
+        """An endpoint that refuses a sampling setting (reasoning models take no temperature but their default,
+        and `max_completion_tokens` for `max_tokens`): drop or rename it for every later call; True if done."""
+        text = _message(e).lower()
+        if self.temperature is not None and "temperature" in text:
+            self.log(f"the endpoint refuses temperature {self.temperature}: sending none from now on")
+            self.temperature = None
+            return True
+        if self.token_limit == "max_tokens" and "max_tokens" in text:
+            self.log("the endpoint refuses max_tokens: sending max_completion_tokens from now on")
+            self.token_limit = "max_completion_tokens"
+            return True
+        return False
 
     async def __call__(self, messages: list[dict[str, Any]], usage: Usage) -> str:
         import openai
@@ -258,9 +404,13 @@ class Caller:
         attempt = 0
         while True:
             try:
-                extra = {} if self.s.temperature is None else {"temperature": self.s.temperature}
                 async with self.sem:
-                    r = await self.client.chat.completions.create(model=self.s.model, messages=messages, **extra)
+                    r = await self.client.chat.completions.create(model=self.s.model, messages=messages,
+                                                                  **self._settings())
+            except openai.BadRequestError as e:
+                if self._refused_setting(e):
+                    continue
+                raise RuntimeError(f"HTTP {e.status_code}: {_message(e)}") from None
             except (openai.AuthenticationError, openai.PermissionDeniedError) as e:
                 raise JudgeFatal(f"the endpoint refused the API key (HTTP {e.status_code}): set the variable named "
                                  f"by --api-key-env") from None
@@ -295,22 +445,22 @@ def _message(e: Exception) -> str:
 
 
 def select_kept(scores: list[int], threshold: int, limit: int = MAX_KEPT) -> list[int]:
-    """Indices (0-based) of the screenshots kept: score >= threshold, at most `limit` (the highest scores, the later
-    screenshot on a tie), in trajectory order."""
-    passing = [i for i, sc in enumerate(scores) if sc >= threshold]
-    best = sorted(passing, key=lambda i: (scores[i], i), reverse=True)[:limit]
-    return sorted(best)
+    """Indices (0-based) of the screenshots kept: score >= threshold, the first `limit` of them in trajectory order,
+    as the official method keeps them."""
+    return [i for i, sc in enumerate(scores) if sc >= threshold][:limit]
 
 
 async def judge_episode(ep: Episode, s: Settings, call: Caller) -> dict[str, Any]:
     """One task's judgement, as the line of the output file."""
     usage = Usage()
-    rec: dict[str, Any] = {
+    # the official line is the task's result.json with the judgement added; ours adds a few keys of its own
+    rec: dict[str, Any] = dict(ep.result)
+    rec.update({
         "task_id": ep.task_id, "task": ep.task, "mode": s.mode_name, "judge_model": s.model,
-        "score_threshold": s.score_threshold, "schema": ep.schema,
-        "action_history": ep.action_history, "thoughts": ep.thoughts,
+        "score_threshold": s.score_threshold, "schema": ep.schema, "judged_actions": ep.action_history,
         "final_result_response": ep.final_result_response, "screenshots": len(ep.screenshots),
-    }
+    })
+    cache: dict[Path, str] = {}
     if s.mode == "webvoyager":
         messages, text = webvoyager_messages(ep, s.last_screenshots)
         response = await call(messages, usage)
@@ -319,16 +469,17 @@ async def judge_episode(ep: Episode, s: Settings, call: Caller) -> dict[str, Any
     else:
         key_points = parse_key_points(await call(key_points_messages(ep.task), usage))
         total = len(ep.screenshots)
-        replies = await asyncio.gather(*(call(score_messages(ep.task, key_points, p, i + 1, total), usage)
+        replies = await asyncio.gather(*(call(score_messages(ep.task, key_points, p, i + 1, total, cache), usage)
                                          for i, p in enumerate(ep.screenshots)))
         scores = [parse_score(r) for r in replies]
         kept = select_kept(scores, s.score_threshold)
         rec["key_points"] = key_points
-        rec["image_judge_record"] = [{"screenshot": p.name, "score": sc, "response": r}
-                                     for p, sc, r in zip(ep.screenshots, scores, replies)]
+        rec["image_judge_record"] = [{"Response": r, "Score": sc} for sc, r in zip(scores, replies)]
+        rec["image_judge_screenshots"] = [p.name for p in ep.screenshots]
         rec["kept_screenshots"] = [ep.screenshots[i].name for i in kept]
-        messages, text = verdict_messages(ep, key_points, [(i + 1, ep.screenshots[i]) for i in kept], total,
-                                          s.include_answer)
+        messages, text = verdict_messages(ep, key_points,
+                                          [(i + 1, ep.screenshots[i], parse_reasoning(replies[i])) for i in kept],
+                                          total, s.include_answer, cache)
         response = await call(messages, usage)
         label = parse_status(response)
         system = VERDICT_SYSTEM
@@ -369,7 +520,7 @@ async def judge_run(out: Path, s: Settings, client: Any, *, task_ids: list[str] 
     outcome.skipped = sum(1 for d in names if d in done)
     if outcome.skipped:
         log(f"resuming: {outcome.skipped} task(s) already judged in {path.name}")
-    call = Caller(client, s, sleep)
+    call = Caller(client, s, sleep, log)
     task_sem = asyncio.Semaphore(max(1, s.workers))
     n_total = len(todo)
     counter = 0
@@ -427,11 +578,29 @@ def add_arguments(sub: argparse._SubParsersAction) -> None:
                    help="webjudge: also show the agent's final answer, as a claim (mode webjudge-answer)")
     p.add_argument("--last-screenshots", type=int, default=3, help="webvoyager: how many last screenshots (3)")
     p.add_argument("--task-ids", default="", help="comma-separated: judge only these task folders")
-    p.add_argument("--temperature", type=float, default=None,
-                   help="sampling temperature (default: not sent, the endpoint's default; o4-mini takes no other)")
+    p.add_argument("--temperature", type=_temperature, default=0.0,
+                   help="sampling temperature (0, as the official evaluator; `none`: not sent; an endpoint that "
+                        "refuses it, like o4-mini's, gets none)")
+    p.add_argument("--max-tokens", type=positive_int("--max-tokens"), default=MAX_TOKENS,
+                   help=f"the longest reply of one call ({MAX_TOKENS}, as the official evaluator)")
+    p.add_argument("--official", type=Path, default=None, metavar="PATH",
+                   help="run your checkout of the official evaluator (PATH/src/run.py) on the run instead, with "
+                        "this endpoint and model; its output is kept as OUT/official_<its file name>")
+    p.add_argument("--official-python", default=None, metavar="PYTHON",
+                   help="the interpreter with the official evaluator's requirements (default: "
+                        "$OM2W_OFFICIAL_PYTHON, else this one)")
     p.add_argument("--retries", type=int, default=5, help="retries of one call on 5xx/429/connection errors (5)")
     p.add_argument("--backoff", type=float, default=2.0, help=argparse.SUPPRESS)
     p.add_argument("--request-timeout", type=float, default=300.0, help=argparse.SUPPRESS)
+
+
+def _temperature(text: str) -> float | None:
+    if text.strip().lower() in ("none", "off", ""):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--temperature: {text!r} is not a number (or `none`)") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -442,11 +611,14 @@ def run(args: argparse.Namespace) -> int:
     s = Settings(model=args.judge_model, mode=args.mode, score_threshold=args.score_threshold,
                  include_answer=args.include_answer, last_screenshots=args.last_screenshots, workers=args.workers,
                  retries=max(0, args.retries), backoff=max(0.0, args.backoff), request_timeout=args.request_timeout,
-                 temperature=args.temperature)
+                 temperature=args.temperature, max_tokens=args.max_tokens)
     task_ids = [t.strip() for t in args.task_ids.split(",") if t.strip()]
-    from openai import AsyncOpenAI
-
     key = os.environ.get(args.api_key_env, "") or "EMPTY"
+    if args.official is not None:
+        from .official import run_official_cli
+
+        return run_official_cli(out, args.official, args.official_python, s, args.judge_url, key, bool(task_ids))
+    from openai import AsyncOpenAI
 
     async def go() -> JudgeOutcome:
         client = AsyncOpenAI(base_url=args.judge_url, api_key=key, max_retries=0, timeout=s.request_timeout)

@@ -7,8 +7,11 @@ them as a table (rich, in `ui/report_table.py`: the engine imports no rich), Mar
 A run folder is anything in the Online-Mind2Web v1 (or v2) layout. With om2w-tui's `results.jsonl` and `run.json`
 the summary has statuses, durations, tokens and errors; a folder written by another harness has only its task
 folders (steps = the length of the action history). Success comes from a judge output file in the folder
-(`*_auto_eval_results.json`: ours or the official evaluator's; the newest, or the one given), else from the offline
-suite's `correct`. Like the official evaluator, a success rate divides by every task of the run, judged or not.
+(`*_auto_eval_results.json`: ours, the official evaluator's, or its copy `official_...` that `judge --official`
+keeps; the newest, or the one given), else from the offline suite's `correct`; every other judge file in the folder
+is summed up beside it, so our judge's rate and the official one's are read side by side. A file's mode and model
+come from its lines (ours) or its name (the official evaluator's lines carry neither). Like the official
+evaluator, a success rate divides by every task of the run, judged or not.
 """
 
 from __future__ import annotations
@@ -131,6 +134,24 @@ def read_judge_file(path: Path) -> dict[str, dict[str, Any]]:
     return read_judged(path)
 
 
+def judge_file_info(path: Path, judged: dict[str, dict[str, Any]], task_ids: Iterable[str]) -> dict[str, Any]:
+    """Whose judge file it is, its mode, model and threshold (from its lines, else its name), and its rate over
+    the run's tasks."""
+    from .judge import parse_output_name
+
+    tasks = set(task_ids)
+    any_rec = next(iter(judged.values()), {})
+    named = parse_output_name(path.name)
+    ours = "judge_model" in any_rec
+    in_run = [r for t, r in judged.items() if t in tasks]
+    return {"file": str(path), "mode": any_rec.get("mode") or (named.mode if named else None),
+            "model": any_rec.get("judge_model") or (named.model if named else None),
+            "threshold": any_rec.get("score_threshold", named.threshold if named else None),
+            "by": "om2w-tui" if ours else ("the official evaluator" if named and judged else None),
+            "judged": len(in_run),
+            "rate": rate(sum(1 for r in in_run if r.get("predicted_label") == 1), len(tasks))}
+
+
 def _label(manifest: dict[str, Any] | None, out: Path) -> str:
     cfg = (manifest or {}).get("config") or {}
     if cfg.get("arm") or cfg.get("model"):
@@ -170,9 +191,7 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> dict[str
             raise FileNotFoundError(f"{jpath}: no such judge file")
         judged = read_judge_file(jpath)
         success_source = "judge"
-        any_rec = next(iter(judged.values()), {})
-        judge_info = {"file": str(jpath), "mode": any_rec.get("mode"), "model": any_rec.get("judge_model"),
-                      "judged": sum(1 for t in task_ids if t in judged)}
+        judge_info = judge_file_info(jpath, judged, task_ids)
         stray = sorted(set(judged) - set(task_ids))
         if stray:
             warnings.append(f"{jpath.name}: {len(stray)} judged task(s) are not in this run (e.g. {stray[0]})")
@@ -209,7 +228,9 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> dict[str
                 for k, v in sorted(buckets.items(), key=lambda kv: (_level_order(kv[0]) if key == "level" else 0,
                                                                     -len(kv[1]) if key == "site" else 0, kv[0]))}
 
-    success: dict[str, Any] = {"source": success_source, "judge": judge_info}
+    others = [judge_file_info(f, read_judge_file(f), task_ids) for f in sorted(out.glob(JUDGE_GLOB))
+              if f.is_file() and (jpath is None or f.resolve() != jpath.resolve())]
+    success: dict[str, Any] = {"source": success_source, "judge": judge_info, "other_judges": others}
     if success_source:
         success["overall"] = rate(sum(1 for t in per_task.values() if t["success"]), len(per_task))
         success["by_level"] = group("level")
@@ -349,12 +370,17 @@ def fmt_delta(d: float | None) -> str:
     return "" if d is None else f"{d:+.1f} pp"
 
 
+def _judge_words(j: dict[str, Any]) -> str:
+    by = f"by {j['by']}, " if j.get("by") else ""
+    return f"{by}{j.get('mode') or '?'}, {j.get('model') or '?'}"
+
+
 def _source_line(s: dict[str, Any]) -> str:
     succ = s["success"]
     if succ.get("source") == "judge":
         j = succ["judge"]
-        return (f"success from the judge file {Path(j['file']).name} ({j.get('mode') or '?'}, "
-                f"{j.get('model') or '?'}; {j['judged']} of {s['tasks']} tasks judged)")
+        return (f"success from the judge file {Path(j['file']).name} ({_judge_words(j)}; {j['judged']} of "
+                f"{s['tasks']} tasks judged)")
     if succ.get("source") == "correct":
         return "success from the offline suite's reference answers (`correct`)"
     return "no success measure: no judge file in the folder (run `om2w-tui judge`) and no `correct` field"
@@ -416,6 +442,10 @@ def _title(s: dict[str, Any]) -> str:
 
 def _notes(s: dict[str, Any]) -> list[str]:
     notes = [_source_line(s)]
+    for j in s["success"].get("other_judges") or []:
+        r = j["rate"]
+        notes.append(f"also judged in {Path(j['file']).name} ({_judge_words(j)}): {fmt_rate(r)}, {j['judged']} of "
+                     f"{s['tasks']} tasks judged")
     conf = s["conformance"]
     if conf["problems"]:
         notes.append(f"{conf['problems']} problem(s) for the official evaluator (see `om2w-tui check {s['out']}`): "

@@ -1,13 +1,21 @@
 """An episode's folder in the Online-Mind2Web v1 layout, written as the episode goes:
 
     <out>/<task_id>/result.json                          task_id, task, final_result_response, action_history, thoughts
-    <out>/<task_id>/trajectory/<i>_full_screenshot.png   one per step, in order, then the final state
+    <out>/<task_id>/trajectory/<i>_full_screenshot.png   one per step, in order, then the final state when the
+                                                         page changed after the last step's screenshot
     <out>/<task_id>/history_<k>.json                     the browser-use histories
 
 Each step's screenshot and action lines land on disk when the step ends and `result.json` is rewritten atomically
 after every step, so a timeout, a kill or a crash keeps every finished step in a folder the evaluator can read.
 The action lines are factual, in the benchmark's style; the agent's words go to `thoughts`, its answer to
 `final_result_response`, and `done` is never an action.
+
+A browser-use step's screenshot is the page the step acted on. The evaluator sends the judge one image per v1 file
+and one per v2 entry, so no state is written or named twice: the final state is kept only when it differs from the
+last step's screenshot, a v2 entry is one step (its actions joined by " ; ") with that step's screenshot, and the
+closing entry carries the last state. Until its first screenshot an episode has a blank image (said in
+`result.json`) so that its folder is readable even if its worker dies; an episode cut short (timeout, kill, error) says so in `cut_short`, a key the
+evaluator ignores, and its v2 history closes with TASK_INCOMPLETE instead of an answer.
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ import json
 import os
 import secrets
 import shutil
+import struct
+import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -105,12 +115,24 @@ def step_actions(step: Any, skip: Iterable[str] = ()) -> tuple[list[str], list[s
 
 
 V2_SCHEMA = "online-mind2web-v2"
+V2_JOIN = " ; "               # a v2 entry is one step: several actions of the step share its one screenshot
+BLANK_SIZE = (1280, 720)
+
+
+def blank_png(width: int = BLANK_SIZE[0], height: int = BLANK_SIZE[1]) -> bytes:
+    """A plain light-grey PNG: the final state of an episode that got no screenshot at all (no imaging library)."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    row = b"\x00" + b"\xee" * width                     # filter byte, then one grey byte a pixel
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(row * height, 9)) + chunk(b"IEND", b""))
 
 
 class TrajectoryWriter:
     """Writes one episode's folder step by step, in the v1 layout (`result.json` with `action_history` and
-    `thoughts` as lists of strings) or the v2 layout (`"schema_version": "online-mind2web-v2"`, one entry per
-    action with its screenshot, URL and thought, the answer in `agent_final_answer`, closed by TASK_COMPLETE)."""
+    `thoughts` as lists of strings) or the v2 layout (`"schema_version": "online-mind2web-v2"`, one entry per step
+    with the screenshot it acted on, its URL and thought, the answer in `agent_final_answer`, closed by an entry
+    with the last state: TASK_COMPLETE, or TASK_INCOMPLETE for an episode cut short or still running)."""
 
     def __init__(self, folder: Path, task_id: str, task_text: str, schema: str = "v1",
                  reference_length: int | None = None):
@@ -122,36 +144,93 @@ class TrajectoryWriter:
         self.reference_length = reference_length
         self.actions: list[str] = []
         self.thoughts: list[str] = []
-        self.steps_v2: list[dict[str, Any]] = []
+        # one per step: {"shot": name | None, "actions": [...], "thought": str, "url": str}
+        self.frames: list[dict[str, Any]] = []
         self.answer = ""
         self.last_shot: str | None = None     # the screenshot file of the latest step, if it had one
         self.n_shots = 0
         self.n_steps = 0
+        self.final_shot: str | None = None    # the final state's file, once finish() wrote or chose one
+        self.cut_short: str | None = None     # why the episode stopped before its end (timeout, killed, error ...)
+        self.blank = False                    # the final state is a blank stand-in: no screenshot could be taken
+        self.finished = False
+        self._last_written: Path | None = None
         self.shots.mkdir(parents=True, exist_ok=True)
+        # a blank stand-in until the first real screenshot takes its place: a folder left by a worker killed before
+        # it (no finish() to come) is still one the evaluator can read
+        self.add_screenshot(png=blank_png())
+        self.final_shot, self.blank = self._shot_name(0), True
         self._write_result()
 
     def _shot_name(self, i: int) -> str:
         return f"{i}_full_screenshot.png"
 
+    def _notes(self) -> dict[str, Any]:
+        notes: dict[str, Any] = {}
+        if self.cut_short:
+            notes["cut_short"] = self.cut_short
+        if self.blank:
+            notes["blank_screenshot"] = (f"trajectory/{self.final_shot}: no screenshot could be taken; this blank "
+                                         f"image stands for the final state")
+        return notes
+
+    def v2_entries(self) -> list[dict[str, Any]]:
+        """The v2 action history: one entry per step with a screenshot and actions, then the closing entry."""
+        entries: list[dict[str, Any]] = []
+        pending: list[str] = []          # actions of steps without a screenshot: joined to a neighbour's entry
+        last_state = self.final_shot
+        for k, f in enumerate(self.frames):
+            if not f["actions"]:
+                if f["shot"] and k == len(self.frames) - 1 and last_state is None:
+                    last_state = f["shot"]   # the `done` step's screenshot is the last state
+                continue
+            if f["shot"] is None:
+                if entries:
+                    entries[-1]["action"] += V2_JOIN + V2_JOIN.join(f["actions"])
+                else:
+                    pending += f["actions"]
+                continue
+            entries.append({"action": V2_JOIN.join(pending + f["actions"]), "thought": f["thought"],
+                            "screenshot": f["shot"], "url": f["url"]})
+            pending = []
+        if last_state is None and not entries:
+            last_state = next((f["shot"] for f in reversed(self.frames) if f["shot"]), None)
+        if last_state is None and entries:
+            # still running (or the final state equals it): the latest screenshot closes, taken out of its entry
+            # so that no file is named twice; its actions move to the entry before it
+            tail = entries.pop()
+            last_state = tail["screenshot"]
+            if entries:
+                entries[-1]["action"] += V2_JOIN + tail["action"]
+            else:
+                pending = [tail["action"]]
+        url = entries[-1]["url"] if entries else (self.frames[-1]["url"] if self.frames else "")
+        if self.finished and not self.cut_short:
+            close = f"TASK_COMPLETE -> ANSWER: {self.answer}"
+        else:
+            why = self.cut_short or "the episode stopped before its end (still running, or its process was killed)"
+            close = f"TASK_INCOMPLETE -> STOPPED: {why}" + (f"; ANSWER: {self.answer}" if self.answer else "")
+        if pending:   # actions no screenshot was taken for: kept in the record, though the evaluator drops them
+            close += " (unpictured actions: " + V2_JOIN.join(pending) + ")"
+        entries.append({"action": close, "thought": None, "screenshot": last_state, "url": url})
+        return [{"step": i, **e} for i, e in enumerate(entries)]
+
     def _write_result(self) -> None:
         if self.schema == "v1":
             doc: dict[str, Any] = {"task_id": self.task_id, "task": self.task_text,
                                    "final_result_response": self.answer, "action_history": self.actions,
-                                   "thoughts": self.thoughts}
+                                   "thoughts": self.thoughts, **self._notes()}
         else:
-            # the evaluator drops the last step's action: a TASK_COMPLETE step always closes the list (with an
-            # empty answer until the episode ends), so a folder cut short by a kill is still whole
-            history = list(self.steps_v2)
-            shot = self._shot_name(self.n_shots - 1) if self.n_shots else None
-            history.append({"action": f"TASK_COMPLETE -> ANSWER: {self.answer}", "thought": None,
-                            "screenshot": shot, "url": history[-1]["url"] if history else ""})
+            history = self.v2_entries()
+            if history[-1]["screenshot"] is None:   # never written: the evaluator crashes on a null screenshot
+                history = []
             doc = {"schema_version": V2_SCHEMA, "task": self.task_text, "task_id": self.task_id,
                    "agent_final_answer": self.answer, "reference_length": self.reference_length,
-                   "action_history": [{"step": i, **entry} for i, entry in enumerate(history)]}
+                   "action_history": history, **self._notes()}
         write_json_atomic(self.folder / "result.json", doc)
 
     def add_screenshot(self, png: bytes | None = None, path: str | Path | None = None) -> bool:
-        target = self.shots / self._shot_name(self.n_shots)
+        target = self.shots / self._shot_name(0 if self.blank else self.n_shots)
         if png:
             write_atomic(target, png, tmp_dir=self.folder)
         elif path and Path(path).exists():
@@ -164,39 +243,54 @@ class TrajectoryWriter:
                 return False
         else:
             return False
+        if self.blank:   # the first real screenshot replaced the stand-in
+            self.n_shots, self.blank, self.final_shot = 0, False, None
         self.n_shots += 1
+        self._last_written = target
         return True
+
+    def _add_frame(self, shot: str | None, actions: list[str], thought: str, url: str) -> None:
+        self.last_shot = shot
+        self.actions += actions
+        self.thoughts += [thought] * len(actions)
+        self.frames.append({"shot": shot, "actions": list(actions), "thought": thought, "url": url})
+        self.n_steps += 1
+        self._write_result()
 
     def add_step(self, step: Any, skip: Iterable[str] = ()) -> list[str]:
         """Record a finished browser-use step: its screenshot, its action lines; -> the lines."""
         state = getattr(step, "state", None)
-        index = self.n_shots
-        shot = self._shot_name(index) if self.add_screenshot(path=getattr(state, "screenshot_path", None)) else None
-        self.last_shot = shot
+        shot = self._shot_name(self.n_shots - 1) if self.add_screenshot(path=getattr(state, "screenshot_path", None)) \
+            else None
         actions, thoughts = step_actions(step, skip)
-        self.actions += actions
-        self.thoughts += thoughts
-        url = str(getattr(state, "url", "") or "")
-        self.steps_v2 += [{"action": a, "thought": t, "screenshot": shot, "url": url} for a, t in zip(actions, thoughts)]
-        self.n_steps += 1
-        self._write_result()
+        mo = getattr(step, "model_output", None)
+        thought = thoughts[0] if thoughts else str(getattr(mo, "next_goal", None) or "")[:400]
+        self._add_frame(shot, actions, thought, str(getattr(state, "url", "") or ""))
         return actions
 
     def add_plain_step(self, actions: list[str], thought: str = "", png: bytes | None = None, url: str = "") -> None:
         """A step an arm describes itself (no browser-use history): its action lines and what it saw."""
-        index = self.n_shots
-        shot = self._shot_name(index) if self.add_screenshot(png=png) else None
-        self.last_shot = shot
-        self.actions += actions
-        self.thoughts += [thought[:400]] * len(actions)
-        self.steps_v2 += [{"action": a, "thought": thought[:400], "screenshot": shot, "url": url} for a in actions]
-        self.n_steps += 1
-        self._write_result()
+        shot = self._shot_name(self.n_shots - 1) if self.add_screenshot(png=png) else None
+        self._add_frame(shot, list(actions), thought[:400], url)
 
-    def finish(self, answer: str | None, final_png: bytes | None, histories: Iterable[Any] = ()) -> None:
+    def _same_as_last(self, png: bytes) -> bool:
+        try:
+            return self._last_written is not None and self._last_written.read_bytes() == png
+        except OSError:
+            return False
+
+    def finish(self, answer: str | None, final_png: bytes | None, histories: Iterable[Any] = (),
+               cut_short: str | None = None) -> None:
+        """The episode's end: its answer, the final state (written only when it is not the last screenshot
+        again; a blank image when the episode has no screenshot at all) and why it was cut short, if it was."""
         self.answer = answer or ""
-        if final_png:
-            self.add_screenshot(png=final_png)
+        self.cut_short = cut_short or None
+        if final_png and not self._same_as_last(final_png):
+            if self.add_screenshot(png=final_png):
+                self.final_shot = self._shot_name(self.n_shots - 1)
+        elif final_png and self.frames and not self.frames[-1]["actions"]:
+            self.final_shot = self.frames[-1]["shot"]     # the `done` step's screenshot is the final state
+        self.finished = True
         self._write_result()
         for i, h in enumerate(histories):
             try:

@@ -145,7 +145,7 @@ async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, co
                 # browser-use ends an agent whose browser went away as if it had simply stopped: that is our fault
                 status, error, error_kind = "error", "the browser crashed or closed during the episode", "infra"
             await _bounded(session.kill(), 10)
-        writer.finish(result.answer, final_png, result.histories)
+        writer.finish(result.answer, final_png, result.histories, cut_short=None if status == "done" else status)
         for name, doc in result.files.items():
             write_json_atomic(folder / name, doc)
         if call_log is not None:

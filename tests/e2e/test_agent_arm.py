@@ -35,8 +35,9 @@ def test_the_planner_runs_the_offline_suite_and_its_steps_merge_into_conforming_
         assert [t["decision"]["decision"] for t in turns] == ["delegate", "answer"]
         assert turns[0]["ended_at"] <= trace[0]["started_at"] <= trace[0]["ended_at"] <= turns[1]["started_at"]
         assert (folder / "history_0.json").exists()
-        # the planner's looks (before delegating, before answering) are screenshots too, merged in order
-        assert rec["screenshots"] == rec["steps"] + 2 + 1
+        # the planner's looks (before delegating, before answering) are screenshots too, merged in order; the
+        # final state is its last look's page, not written twice
+        assert rec["screenshots"] == rec["steps"] + 2
     assert recs["offline_wiki_port_06"]["prompt_tokens"] > 0
 
 

@@ -69,29 +69,28 @@ def lines(path: Path) -> list[dict]:
 
 def test_reply_parsing():
     assert parse_status("Thoughts: fine.\nStatus: **Success**") == 1
-    assert parse_status("Status: success?\nOn reflection... Status: failure") == 0
     assert parse_status("I think it worked.") == 0
     assert parse_score("Reasoning: x\nScore: 4") == 4 and parse_score("Score: 9") == 0 and parse_score("") == 0
     assert parse_webvoyager("Verdict: SUCCESS") == 1 and parse_webvoyager("Verdict: NOT SUCCESS") == 0
     assert select_kept([5, 1, 3, 2, 4], 3) == [0, 2, 4]
-    assert select_kept([3] * 60 + [5], 3) == list(range(11, 61))          # at most 50: the best, then the latest
+    assert select_kept([3] * 60 + [5], 3) == list(range(50))              # the first 50 kept, as the official
     assert len(select_kept([4] * 80, 3)) == 50
 
 
 def test_the_output_file_is_a_file_in_the_run_folder_whatever_the_model_name(tmp_path):
     path = output_path(tmp_path, Settings(model="openai/o4-mini", score_threshold=3))
-    assert path.parent == tmp_path and path.name == "webjudge_openai-o4-mini_score_threshold_3_auto_eval_results.json"
+    assert path.parent == tmp_path and path.name == "WebJudge_Online_Mind2Web_eval_openai-o4-mini_score_threshold_3_auto_eval_results.json"
     assert output_path(tmp_path, Settings(model="../x", mode="webvoyager")).parent == tmp_path
 
 
 def test_webjudge_scores_screenshots_keeps_the_relevant_ones_and_does_not_show_the_answer(run_dir, judge_server,
                                                                                           capsys):
     assert judge(run_dir, judge_server) == 0
-    path = run_dir / "webjudge_oracle-judge_score_threshold_3_auto_eval_results.json"
+    path = run_dir / "WebJudge_Online_Mind2Web_eval_oracle-judge_score_threshold_3_auto_eval_results.json"
     got = {r["task_id"]: r for r in lines(path)}
     right = got[RIGHT]
     assert right["key_points"].startswith("1. What is the nightly rate")
-    assert [x["score"] for x in right["image_judge_record"]] == [2, 2, 4, 5]
+    assert [x["Score"] for x in right["image_judge_record"]] == [2, 2, 4, 5]
     assert right["kept_screenshots"] == ["2_full_screenshot.png", "3_full_screenshot.png"]
     assert "189" not in right["input_text"] and "Action history:\n1. <a id=\"nav\"> Next -> CLICK" in right["input_text"]
     assert right["predicted_label"] == 0 == got[WRONG]["predicted_label"]    # the oracle sees no pixels
@@ -103,7 +102,7 @@ def test_webjudge_scores_screenshots_keeps_the_relevant_ones_and_does_not_show_t
 
 def test_with_the_answer_shown_the_verdict_follows_the_reference_answers(run_dir, judge_server):
     assert judge(run_dir, judge_server, "--include-answer", "--score-threshold", "5") == 0
-    got = {r["task_id"]: r for r in lines(run_dir / "webjudge-answer_oracle-judge_score_threshold_5_auto_eval_results.json")}
+    got = {r["task_id"]: r for r in lines(run_dir / "WebJudge_Online_Mind2Web_eval_answer_oracle-judge_score_threshold_5_auto_eval_results.json")}
     assert (got[RIGHT]["predicted_label"], got[WRONG]["predicted_label"]) == (1, 0)
     assert got[RIGHT]["kept_screenshots"] == ["3_full_screenshot.png"]
     assert "Status: success" in got[RIGHT]["response"] and got[RIGHT]["mode"] == "webjudge-answer"
@@ -115,14 +114,14 @@ def test_webvoyager_mode_is_one_call_with_the_answer_and_the_last_screenshots(ru
     before = judge_server.calls
     assert judge(run_dir, judge_server, "--mode", "webvoyager", "--last-screenshots", "2") == 0
     assert judge_server.calls - before == 2
-    got = {r["task_id"]: r for r in lines(run_dir / "webvoyager_oracle-judge_score_threshold_3_auto_eval_results.json")}
+    got = {r["task_id"]: r for r in lines(run_dir / "WebVoyager_eval_oracle-judge_score_threshold_3_auto_eval_results.json")}
     assert (got[RIGHT]["predicted_label"], got[WRONG]["predicted_label"]) == (1, 0)
     assert "The last 2 screenshots (of 4) follow." in got[RIGHT]["input_text"]
 
 
 def test_judging_resumes_and_a_torn_line_is_judged_again(run_dir, judge_server, capsys):
     assert judge(run_dir, judge_server, "--mode", "webvoyager") == 0
-    path = run_dir / "webvoyager_oracle-judge_score_threshold_3_auto_eval_results.json"
+    path = run_dir / "WebVoyager_eval_oracle-judge_score_threshold_3_auto_eval_results.json"
     first = path.read_bytes()
     calls = judge_server.calls
     assert judge(run_dir, judge_server, "--mode", "webvoyager") == 0
@@ -137,7 +136,7 @@ def test_judging_resumes_and_a_torn_line_is_judged_again(run_dir, judge_server, 
 
 def test_server_errors_are_retried(run_dir, judge_server):
     assert judge(run_dir, judge_server, "--mode", "webvoyager", model="oracle-judge-flaky") == 0
-    got = read_judged(run_dir / "webvoyager_oracle-judge-flaky_score_threshold_3_auto_eval_results.json")
+    got = read_judged(run_dir / "WebVoyager_eval_oracle-judge-flaky_score_threshold_3_auto_eval_results.json")
     assert got[RIGHT]["predicted_label"] == 1
 
 
@@ -145,7 +144,7 @@ def test_a_server_that_keeps_failing_costs_the_task_not_the_file(run_dir, judge_
     assert judge(run_dir, judge_server, "--retries", "1", model="oracle-500") == 1
     out, err = capsys.readouterr()
     assert "not judged: gave up after 2 tries: InternalServerError" in out and "run the same command again" in err
-    assert not (run_dir / "webjudge_oracle-500_score_threshold_3_auto_eval_results.json").exists()
+    assert not (run_dir / "WebJudge_Online_Mind2Web_eval_oracle-500_score_threshold_3_auto_eval_results.json").exists()
 
 
 def test_an_unknown_model_stops_the_run_at_once(run_dir, judge_server, capsys):
@@ -174,11 +173,11 @@ def test_a_v2_folder_is_judged_from_its_steps(tmp_path, judge_server):
         "agent_final_answer": "$189.00 a night", "reference_length": 3, "action_history": steps}))
     assert check_run(out) == []
     assert judge(out, judge_server) == 0 and judge(out, judge_server, "--include-answer") == 0
-    plain = read_judged(out / "webjudge_oracle-judge_score_threshold_3_auto_eval_results.json")[RIGHT]
-    shown = read_judged(out / "webjudge-answer_oracle-judge_score_threshold_3_auto_eval_results.json")[RIGHT]
-    assert plain["action_history"] == ["link -> CLICK"] and plain["schema"] == "v2"   # the answer step is dropped
+    plain = read_judged(out / "WebJudge_Online_Mind2Web_eval_oracle-judge_score_threshold_3_auto_eval_results.json")[RIGHT]
+    shown = read_judged(out / "WebJudge_Online_Mind2Web_eval_answer_oracle-judge_score_threshold_3_auto_eval_results.json")[RIGHT]
+    assert plain["judged_actions"] == ["link -> CLICK"] and plain["schema"] == "v2"   # the answer step is dropped
     assert (plain["predicted_label"], shown["predicted_label"]) == (0, 1)
-    assert [x["screenshot"] for x in plain["image_judge_record"]] == ["0000.png", "0001.png"]
+    assert plain["image_judge_screenshots"] == ["0000.png", "0001.png"]
 
 
 def test_missing_folder_is_a_usage_error(tmp_path, judge_server, capsys):
@@ -305,3 +304,88 @@ def test_every_kind_of_episode_is_read_by_the_official_evaluator_then_judged_and
     r = cli("report", *(str(out) for out in runs.values()), "--format", "md")
     assert r.returncode == 0, r.stderr
     assert "| overall | 100.0% (2/2) |" in r.stdout and "## comparison" in r.stdout
+
+
+def distinct_png(seed: int) -> bytes:
+    """A real picture (Pillow decodes it), different for each seed: the judge re-encodes it as JPEG."""
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 48), ((seed * 53) % 256, (seed * 97) % 256, (seed * 31) % 256)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def test_what_is_sent_is_what_the_official_method_sends(tmp_path):
+    """JPEG images with detail high, temperature 0, max_tokens 512, every kept screenshot's reasoning in the
+    verdict, and the first 50 kept: judged by the stub, which says success only when each image shown comes with
+    its reasoning."""
+    from .judge_stub import StubJudge
+
+    out = tmp_path / "run"
+    folder = out / RIGHT
+    (folder / "trajectory").mkdir(parents=True)
+    for i in range(100):
+        (folder / "trajectory" / f"{i}_full_screenshot.png").write_bytes(distinct_png(i))
+    (folder / "result.json").write_text(json.dumps({
+        "task_id": RIGHT, "task": TEMPLATES[RIGHT]["confirmed_task"], "final_result_response": "x",
+        "action_history": ["SCROLL DOWN"], "thoughts": ["a"]}))
+    with StubJudge() as stub:
+        assert cli_main(["judge", str(out), "--judge-model", "stub-judge", "--judge-url", stub.url]) == 0
+        requests = list(stub.requests)
+    rec = read_judged(out / "WebJudge_Online_Mind2Web_eval_stub-judge_score_threshold_3_auto_eval_results.json")[RIGHT]
+    scores = [r for r in requests if r["kind"] == "score"]
+    assert len(scores) == 100 and all(r["jpeg"] and r["detail"] == "high" for r in scores)
+    assert all(r["temperature"] == 0 and r["max_tokens"] == 512 for r in requests)
+    passing = [i for i, x in enumerate(rec["image_judge_record"]) if x["Score"] >= 3]
+    assert len(passing) > 50
+    assert rec["kept_screenshots"] == [f"{i}_full_screenshot.png" for i in passing[:50]]   # the first 50
+    verdict, = [r for r in requests if r["kind"] == "verdict"]
+    assert verdict["images"] == 50 and verdict["success"] and rec["predicted_label"] == 1
+    assert set(rec["image_judge_record"][0]) == {"Response", "Score"}
+    assert rec["task"] == TEMPLATES[RIGHT]["confirmed_task"] and rec["thoughts"] == ["a"]   # the result, judged
+
+
+async def test_an_endpoint_that_refuses_the_sampling_settings_gets_the_call_without_them():
+    """Reasoning models (o4-mini) refuse temperature 0 and max_tokens: the call goes again without them, and the
+    later calls follow."""
+    from openai import AsyncOpenAI
+
+    from .judge_stub import send_json
+
+    seen: list[dict] = []
+
+    class Picky(BaseHTTPRequestHandler):
+        def do_POST(self):   # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append(body)
+            if "temperature" in body or "max_tokens" in body:
+                bad = "temperature" if "temperature" in body else "max_tokens"
+                status, payload = 400, {"error": {"message": f"Unsupported parameter: '{bad}' is not supported "
+                                                             f"with this model.", "type": "invalid_request_error"}}
+            else:
+                status, payload = 200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                                        "choices": [{"index": 0, "finish_reason": "stop",
+                                                     "message": {"role": "assistant", "content": "ok"}}]}
+            send_json(self, status, payload)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Picky)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    client = AsyncOpenAI(base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", api_key="k", max_retries=0)
+    logged: list[str] = []
+    try:
+        call = Caller(client, Settings(model="o4-mini"), log=logged.append)
+        assert await call([{"role": "user", "content": "hi"}], Usage()) == "ok"
+        assert await call([{"role": "user", "content": "again"}], Usage()) == "ok"
+    finally:
+        await client.close()
+        server.shutdown()
+        server.server_close()
+    assert seen[0]["temperature"] == 0 and seen[0]["max_tokens"] == 512
+    assert "temperature" not in seen[-1] and seen[-1]["max_completion_tokens"] == 512
+    assert len(seen) == 4                                   # two refusals, then each call once
+    assert len(logged) == 2 and "temperature" in logged[0] and "max_completion_tokens" in logged[1]

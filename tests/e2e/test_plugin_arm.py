@@ -36,7 +36,7 @@ def test_a_plugin_arm_runs_end_to_end(tmp_path, plugin_path):
     assert rec["arm"] == "echo" and rec["status"] == "done" and rec["answer"].startswith("echo: ")
     res = check_task_folder(out / "offline_longpage_footer_15")
     assert res["action_history"] == ["SCROLL DOWN"] and res["final_result_response"] == rec["answer"]
-    assert rec["screenshots"] == 3          # two steps and the final state
+    assert rec["screenshots"] == 2          # two steps; the final state is the last step's page, not written twice
 
 
 def test_an_unknown_arm_is_refused_before_anything_is_written(tmp_path):

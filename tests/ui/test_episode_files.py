@@ -40,3 +40,12 @@ def test_a_folder_is_read_whole(tmp_path):
     assert [p.name for p in ep.shots] == [f"{i}_full_screenshot.png" for i in range(4)]
     assert dict(ep.files)["trajectory/"] == -4 and "result.json" in dict(ep.files) and not ep.problem
     assert read_episode(tmp_path / "nothing").problem.startswith("no folder yet")
+
+
+def test_v2_as_written_now_one_entry_a_step_and_a_closing_entry_that_is_no_action():
+    result = {"schema_version": "online-mind2web-v2", "agent_final_answer": "", "action_history": [
+        {"step": 0, "action": "TYPE: a ; CLICK b", "thought": "t0", "screenshot": "0_full_screenshot.png", "url": "u0"},
+        {"step": 1, "action": "TASK_INCOMPLETE -> STOPPED: timeout", "thought": None,
+         "screenshot": "1_full_screenshot.png", "url": "u0"}]}
+    answer, steps = episode_steps(result, shots(2))
+    assert [s.actions for s in steps] == [["TYPE: a", "CLICK b"], []]

@@ -104,11 +104,36 @@ def test_duplicate_indices_make_the_order_undefined(tmp_path):
 
 def test_a_stray_file_in_the_trajectory_is_taken_as_a_screenshot(tmp_path):
     folder = make_task(tmp_path, "t1")
-    (folder / "trajectory" / "2_full_screenshot.jpg").write_bytes(JPEG)
+    (folder / "trajectory" / "2_notes.txt").write_text("not a picture")
     (folder / "trajectory" / ".0_full_screenshot.png.ab12.tmp").write_bytes(b"\x89PN")   # a torn atomic write
     problems = check_run(tmp_path)
-    assert any("2_full_screenshot.jpg is not a PNG" in p for p in problems)
+    assert any("2_notes.txt is not an image" in p for p in problems)
     assert any(".0_full_screenshot.png.ab12.tmp" in p for p in problems)
+
+
+def test_a_jpeg_screenshot_is_read_right(tmp_path):
+    folder = make_task(tmp_path, "t1")
+    (folder / "trajectory" / "2_full_screenshot.jpg").write_bytes(JPEG)
+    assert check_run(tmp_path) == []
+
+
+def test_an_empty_trajectory_is_a_problem(tmp_path):
+    make_task(tmp_path, "t1", shots=0)
+    problems = check_run(tmp_path)
+    assert len(problems) == 1 and problems[0].startswith("t1: trajectory/ is empty")
+
+
+def test_keys_the_evaluator_never_reads_are_notes_not_problems(tmp_path):
+    make_task(tmp_path, "t1", task_id=...)
+    folder = make_v2(tmp_path, "v")
+    res = json.loads((folder / "result.json").read_text())
+    del res["task_id"]
+    del res["action_history"][0]["thought"]
+    (folder / "result.json").write_text(json.dumps(res))
+    run = read_run(tmp_path)
+    assert run.problems == []
+    assert any(n.startswith("t1: result.json has no `task_id`") for n in run.notes)
+    assert any(n.startswith("v: step 0 has no `thought`") for n in run.notes)
 
 
 def test_missing_files_and_keys(tmp_path):
@@ -176,6 +201,78 @@ def test_v2_problems(tmp_path):
     assert any(p.startswith("missing_shot: step 1's screenshot trajectory/0001.png does not exist") for p in problems)
     assert any(p.startswith("no_action: step 0 has no `action`") for p in problems)
     assert "no_action" not in read_run(tmp_path).episodes
+
+
+def test_v2_a_null_screenshot_crashes_the_evaluator(tmp_path):
+    folder = make_v2(tmp_path, "v")
+    res = json.loads((folder / "result.json").read_text())
+    res["action_history"][0]["screenshot"] = None
+    (folder / "result.json").write_text(json.dumps(res))
+    run = read_run(tmp_path)
+    assert any(p.startswith("v: step 0's screenshot is not a file name") for p in run.problems)
+    assert "v" not in run.episodes
+
+
+def test_v2_a_repeated_screenshot_is_read_right_but_noted(tmp_path):
+    folder = make_v2(tmp_path, "v", steps=3)
+    res = json.loads((folder / "result.json").read_text())
+    res["action_history"][1]["screenshot"] = "0000.png"
+    (folder / "result.json").write_text(json.dumps(res))
+    run = read_run(tmp_path)
+    assert run.problems == []
+    assert any("repeats the screenshot 0000.png" in n for n in run.notes)
+    assert [p.name for p in run.episodes["v"].screenshots] == ["0000.png", "0000.png", "0002.png"]
+
+
+def test_v2_a_cut_episode_closes_with_task_incomplete(tmp_path):
+    folder = make_v2(tmp_path, "v", final=False)
+    res = json.loads((folder / "result.json").read_text())
+    res["action_history"][-1]["action"] = "TASK_INCOMPLETE -> STOPPED: timeout"
+    (folder / "result.json").write_text(json.dumps(res))
+    assert check_run(tmp_path) == []
+
+
+@pytest.mark.parametrize("schema", ["v1", "v2"])
+def test_what_our_writer_writes_passes_the_check(tmp_path, schema):
+    """Every shape of episode our writer leaves (finished, cut, without any screenshot) reads right."""
+    from types import SimpleNamespace
+
+    from om2w_tui.trajectory import TrajectoryWriter
+
+    class Act:
+        def __init__(self, d):
+            self.d = d
+
+        def model_dump(self, exclude_none=True):
+            return self.d
+
+    def step(actions, shot):
+        return SimpleNamespace(state=SimpleNamespace(screenshot_path=shot, interacted_element=[], url="https://x/"),
+                               model_output=SimpleNamespace(action=[Act(a) for a in actions], next_goal="g"))
+
+    pics = []
+    for i in range(3):
+        pics.append(tmp_path / f"p{i}.png")
+        pics[-1].write_bytes(PNG + bytes([i]))
+    two = [{"scroll": {"down": True}}, {"go_back": {}}]
+    w = TrajectoryWriter(tmp_path / "out" / "done", "done", "x", schema=schema)
+    w.add_step(step(two, str(pics[0])))
+    w.add_step(step([{"done": {"text": "42"}}], str(pics[1])))
+    w.finish("42", pics[1].read_bytes())
+    w = TrajectoryWriter(tmp_path / "out" / "cut", "cut", "x", schema=schema)
+    w.add_step(step(two, str(pics[0])))
+    w.add_step(step(two, str(pics[2])))
+    w.finish(None, None, cut_short="timeout")
+    w = TrajectoryWriter(tmp_path / "out" / "blank", "blank", "x", schema=schema)
+    w.finish(None, None, cut_short="error")
+    w = TrajectoryWriter(tmp_path / "out" / "running", "running", "x", schema=schema)
+    w.add_step(step(two, str(pics[0])))
+    w.add_step(step(two, str(pics[1])))                      # a hard kill leaves the folder as it is now
+    TrajectoryWriter(tmp_path / "out" / "started", "started", "x", schema=schema)   # killed before any step
+    run = read_run(tmp_path / "out")
+    assert run.problems == [] and run.notes == []
+    assert {d: len(e.screenshots) for d, e in run.episodes.items()} == {"done": 2, "cut": 2, "blank": 1,
+                                                                        "running": 2, "started": 1}
 
 
 def test_the_check_command_lists_problems_and_exits_1(tmp_path, capsys):

@@ -231,3 +231,45 @@ def test_the_tools_import_neither_rich_nor_textual_until_a_table_is_printed():
             "print(bad); sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code, str(REPO)], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def official_lines(out: Path, name: str, labels: dict[str, int]) -> Path:
+    """A judge file as the official evaluator writes it: the task's result.json with the judgement added, and
+    neither our mode nor our model in its lines (only in its name)."""
+    path = out / name
+    path.write_text("".join(json.dumps({"task_id": t, "task": "x", "action_history": [], "predicted_label": v,
+                                        "image_judge_record": [{"Response": "Score: 4", "Score": 4}],
+                                        "evaluation_details": {"response": "Status: success", "predicted_label": v}})
+                            + "\n" for t, v in labels.items()))
+    return path
+
+
+def test_an_official_judge_file_says_its_mode_and_model(tmp_path):
+    out = tmp_path / "foreign"
+    for t in ("aaa", "bbb"):
+        task_folder(out, t)
+    official_lines(out, "WebJudge_Online_Mind2Web_eval_o4-mini_score_threshold_3_auto_eval_results.json",
+                   {"aaa": 1, "bbb": 0})
+    j = summarize(out)["success"]["judge"]
+    assert (j["mode"], j["model"], j["threshold"], j["by"]) == ("WebJudge_Online_Mind2Web_eval", "o4-mini", 3,
+                                                                "the official evaluator")
+    md = to_markdown([summarize(out)], None)
+    assert "(by the official evaluator, WebJudge_Online_Mind2Web_eval, o4-mini; 2 of 2 tasks judged)" in md
+
+
+def test_the_official_rate_is_read_beside_ours(tmp_path):
+    out = tmp_path / "run"
+    for t in ("aaa", "bbb", "ccc"):
+        task_folder(out, t)
+    official = official_lines(
+        out, "official_WebJudge_Online_Mind2Web_eval_Qwen-Qwen2.5-VL_score_threshold_3_auto_eval_results.json",
+        {"aaa": 1, "bbb": 1})
+    ours = judge_file(out, {"aaa": 1, "bbb": 0, "ccc": 0},
+                      "WebJudge_Online_Mind2Web_eval_Qwen-Qwen2.5-VL_score_threshold_3")
+    os.utime(official, (1_000_000, 1_000_000))
+    s = summarize(out)
+    assert s["success"]["judge"]["file"] == str(ours) and s["success"]["overall"]["successes"] == 1
+    other, = s["success"]["other_judges"]
+    assert other["by"] == "the official evaluator" and other["model"] == "Qwen-Qwen2.5-VL"
+    assert other["rate"] == {"successes": 2, "tasks": 3, "rate": 2 / 3} and other["judged"] == 2
+    assert "also judged in official_WebJudge" in to_markdown([s], None)

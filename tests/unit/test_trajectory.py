@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from om2w_tui.trajectory import (TrajectoryWriter, action_line, element_tag, step_actions, write_atomic,
+from om2w_tui.trajectory import (TrajectoryWriter, action_line, blank_png, element_tag, step_actions, write_atomic,
                                  write_json_atomic)
 
 RESULT_KEYS = {"task_id", "task", "final_result_response", "action_history", "thoughts"}
@@ -170,9 +170,11 @@ def test_writer_writes_as_it_goes(tmp_path):
         p.write_bytes(png(i))
         pics.append(p)
     w = TrajectoryWriter(folder, "t1", "find tea")
-    assert read_result(folder) == {"task_id": "t1", "task": "find tea", "final_result_response": "",
-                                   "action_history": [], "thoughts": []}
-    assert shots(folder) == []
+    first = json.loads((folder / "result.json").read_text())
+    assert {k: first[k] for k in RESULT_KEYS} == {"task_id": "t1", "task": "find tea", "final_result_response": "",
+                                                  "action_history": [], "thoughts": []}
+    # readable from the start: a blank stand-in until the first screenshot, said in the record
+    assert shots(folder) == ["0_full_screenshot.png"] and "blank" in first["blank_screenshot"]
 
     lines = w.add_step(step([Action("navigate", url="https://tea.com")], goal="open", shot=pics[0]))
     assert lines == ["NAVIGATE -> https://tea.com"]
@@ -210,11 +212,13 @@ def test_writer_step_without_screenshot(tmp_path):
     w = TrajectoryWriter(tmp_path / "t", "t", "x")
     w.add_step(step([Action("go_back")], shot=None))
     w.add_step(step([Action("go_back")], shot=tmp_path / "missing.png"))
-    assert shots(tmp_path / "t") == []
+    assert shots(tmp_path / "t") == ["0_full_screenshot.png"]   # the blank stand-in
+    assert (tmp_path / "t" / "trajectory" / "0_full_screenshot.png").read_bytes() == blank_png()
     pic = tmp_path / "p.png"
     pic.write_bytes(png(1))
     w.add_step(step([Action("go_back")], shot=pic))
-    assert shots(tmp_path / "t") == ["0_full_screenshot.png"]   # numbering has no gaps
+    assert shots(tmp_path / "t") == ["0_full_screenshot.png"]   # it took the stand-in's place: no gaps
+    assert (tmp_path / "t" / "trajectory" / "0_full_screenshot.png").read_bytes() == png(1)
     assert read_result(tmp_path / "t")["action_history"] == ["GO BACK"] * 3
 
 
@@ -231,8 +235,13 @@ def test_writer_finish_without_answer_or_picture_and_histories(tmp_path):
             raise RuntimeError("cannot")
 
     w.finish(None, None, [History(), Broken(), {"plain": True}])
-    assert read_result(folder)["final_result_response"] == ""
-    assert shots(folder) == []
+    r = json.loads((folder / "result.json").read_text())
+    assert r["final_result_response"] == ""
+    # no screenshot at all: a blank final state keeps the folder readable (an empty trajectory/ crashes the
+    # evaluator's Autonomous and AgentTrek modes), and the record says it is a stand-in
+    assert shots(folder) == ["0_full_screenshot.png"]
+    assert (folder / "trajectory" / "0_full_screenshot.png").read_bytes() == blank_png()
+    assert "blank" in r["blank_screenshot"] and "0_full_screenshot.png" in r["blank_screenshot"]
     assert json.loads((folder / "history_0.json").read_text()) == {"history": [{"n": 1}]}
     assert not (folder / "history_1.json").exists()
     assert json.loads((folder / "history_2.json").read_text()) == {"plain": True}
@@ -269,41 +278,139 @@ def test_write_atomic_files_are_readable_like_plain_files(tmp_path):
     assert (os.stat(p).st_mode & 0o777) == (os.stat(plain).st_mode & 0o777)
 
 
-def test_v2_layout_names_each_actions_screenshot_and_closes_with_task_complete(tmp_path):
-    import json
-    from types import SimpleNamespace
+def _pics(tmp_path, n):
+    out = []
+    for i in range(n):
+        p = tmp_path / f"pic{i}.png"
+        p.write_bytes(png(i + 1))
+        out.append(p)
+    return out
 
-    from om2w_tui.trajectory import TrajectoryWriter
 
-    png = tmp_path / "shot.png"
-    png.write_bytes(b"\x89PNG\r\n\x1a\nfake")
-
-    class Act:
-        def __init__(self, d):
-            self.d = d
-
-        def model_dump(self, exclude_none=True):
-            return self.d
-
-    def step(actions, url):
-        return SimpleNamespace(state=SimpleNamespace(screenshot_path=str(png), interacted_element=[None] * len(actions),
-                                                     url=url),
-                               model_output=SimpleNamespace(action=[Act(a) for a in actions], next_goal="go"))
-
-    w = TrajectoryWriter(tmp_path / "t1", "t1", "Find it", schema="v2", reference_length=4)
-    w.add_step(step([{"navigate": {"url": "https://a.b/"}}, {"scroll": {"down": True}}], "https://a.b/start"))
-    w.add_step(step([{"done": {"text": "42", "success": True}}], "https://a.b/page"))
-    w.finish("42", b"\x89PNG\r\n\x1a\nfinal")
-    doc = json.loads((tmp_path / "t1" / "result.json").read_text())
-    assert doc["schema_version"] == "online-mind2web-v2" and doc["agent_final_answer"] == "42"
-    assert doc["reference_length"] == 4 and doc["task"] == "Find it" and doc["task_id"] == "t1"
+def v2_history(folder: Path) -> list[dict]:
+    doc = json.loads((folder / "result.json").read_text())
+    assert doc["schema_version"] == "online-mind2web-v2"
     hist = doc["action_history"]
-    assert [h["step"] for h in hist] == [0, 1, 2]
-    assert [h["action"] for h in hist] == ["NAVIGATE -> https://a.b/", "SCROLL DOWN", "TASK_COMPLETE -> ANSWER: 42"]
-    assert [h["screenshot"] for h in hist] == ["0_full_screenshot.png", "0_full_screenshot.png",
+    assert [h["step"] for h in hist] == list(range(len(hist)))
+    names = [h["screenshot"] for h in hist]
+    assert None not in names and len(set(names)) == len(names), names     # never null, never named twice
+    assert all((folder / "trajectory" / n).is_file() for n in names)
+    return hist
+
+
+def test_v1_final_state_is_not_written_twice(tmp_path):
+    """The `done` step's screenshot is the final page: the final state, byte-identical, is not written again."""
+    a, b = _pics(tmp_path, 2)
+    w = TrajectoryWriter(tmp_path / "t", "t", "x")
+    w.add_step(step([Action("scroll", down=True)], shot=a))
+    w.add_step(step([Action("done", text="42")], shot=b))
+    w.finish("42", b.read_bytes())
+    assert shots(tmp_path / "t") == ["0_full_screenshot.png", "1_full_screenshot.png"]
+    w2 = TrajectoryWriter(tmp_path / "u", "u", "x")
+    w2.add_step(step([Action("scroll", down=True)], shot=a))
+    w2.finish("", png(50))                                   # the page changed after the last step: kept
+    assert shots(tmp_path / "u") == ["0_full_screenshot.png", "1_full_screenshot.png"]
+
+
+def test_v2_each_entry_is_a_step_with_the_state_it_acted_on_and_the_last_state_closes(tmp_path):
+    a, b, c = _pics(tmp_path, 3)
+    folder = tmp_path / "t1"
+    w = TrajectoryWriter(folder, "t1", "Find it", schema="v2", reference_length=4)
+    w.add_step(step([Action("navigate", url="https://a.b/"), Action("scroll", down=True)], shot=a,
+                    url="https://a.b/start", goal="go"))
+    w.add_step(step([Action("click", index=1)], [element("A", {"href": "/x"})], shot=b, url="https://a.b/list",
+                    goal="open"))
+    w.add_step(step([Action("done", text="42", success=True)], shot=c, url="https://a.b/x"))
+    w.finish("42", c.read_bytes())                              # the final page is the done step's screenshot
+    doc = json.loads((folder / "result.json").read_text())
+    assert doc["agent_final_answer"] == "42" and doc["reference_length"] == 4 and doc["task_id"] == "t1"
+    assert "cut_short" not in doc
+    hist = v2_history(folder)
+    assert [h["action"] for h in hist] == ["NAVIGATE -> https://a.b/ ; SCROLL DOWN", '<a href="/x"> -> CLICK',
+                                           "TASK_COMPLETE -> ANSWER: 42"]
+    assert [h["screenshot"] for h in hist] == ["0_full_screenshot.png", "1_full_screenshot.png",
                                                "2_full_screenshot.png"]
-    assert all((tmp_path / "t1" / "trajectory" / h["screenshot"]).exists() for h in hist)
-    assert hist[0]["url"] == "https://a.b/start" and hist[0]["thought"] == "go"
+    assert (folder / "trajectory" / "2_full_screenshot.png").read_bytes() == c.read_bytes()
+    assert shots(folder) == ["0_full_screenshot.png", "1_full_screenshot.png", "2_full_screenshot.png"]
+    assert hist[0]["url"] == "https://a.b/start" and hist[0]["thought"] == "go" and hist[1]["thought"] == "open"
+
+
+def test_v2_while_running_names_no_screenshot_twice_and_does_not_read_as_finished(tmp_path):
+    a, b = _pics(tmp_path, 2)
+    folder = tmp_path / "t"
+    w = TrajectoryWriter(folder, "t", "x", schema="v2")
+    hist = v2_history(folder)                    # readable from the start: the blank stand-in closes it
+    assert len(hist) == 1 and hist[0]["action"].startswith("TASK_INCOMPLETE")
+    w.add_step(step([Action("scroll", down=True)], shot=a))
+    hist = v2_history(folder)
+    assert len(hist) == 1 and hist[0]["action"].startswith("TASK_INCOMPLETE")
+    assert "SCROLL DOWN" in hist[0]["action"]      # kept in the record, though the evaluator drops the last one
+    w.add_step(step([Action("go_back")], shot=b))
+    hist = v2_history(folder)
+    assert [h["screenshot"] for h in hist] == ["0_full_screenshot.png", "1_full_screenshot.png"]
+    assert hist[0]["action"] == "SCROLL DOWN ; GO BACK" and hist[-1]["action"].startswith("TASK_INCOMPLETE")
+
+
+@pytest.mark.parametrize("schema", ["v1", "v2"])
+def test_a_cut_episode_says_so(tmp_path, schema):
+    a, = _pics(tmp_path, 1)
+    folder = tmp_path / "t"
+    w = TrajectoryWriter(folder, "t", "x", schema=schema)
+    w.add_step(step([Action("scroll", down=True)], shot=a))
+    w.finish(None, png(60), cut_short="timeout")
+    doc = json.loads((folder / "result.json").read_text())
+    assert doc["cut_short"] == "timeout"
+    if schema == "v2":
+        hist = v2_history(folder)
+        assert [h["action"] for h in hist] == ["SCROLL DOWN", "TASK_INCOMPLETE -> STOPPED: timeout"]
+        assert not any(h["action"].startswith("TASK_COMPLETE") for h in hist)
+        assert hist[-1]["screenshot"] == "1_full_screenshot.png"
+
+
+def test_v2_cut_without_a_final_screenshot_closes_with_the_last_one_taken(tmp_path):
+    a, b = _pics(tmp_path, 2)
+    folder = tmp_path / "t"
+    w = TrajectoryWriter(folder, "t", "x", schema="v2")
+    w.add_step(step([Action("scroll", down=True)], shot=a))
+    w.add_step(step([Action("go_back")], shot=b))
+    w.finish(None, None, cut_short="killed")                 # the browser was gone: no final state
+    hist = v2_history(folder)
+    assert [h["screenshot"] for h in hist] == ["0_full_screenshot.png", "1_full_screenshot.png"]
+    assert hist[0]["action"] == "SCROLL DOWN ; GO BACK" and hist[1]["action"] == "TASK_INCOMPLETE -> STOPPED: killed"
+
+
+def test_v2_without_any_screenshot_gets_a_blank_final_state_never_null(tmp_path):
+    folder = tmp_path / "t"
+    w = TrajectoryWriter(folder, "t", "x", schema="v2")
+    w.add_step(step([Action("go_back")], shot=None))
+    w.finish(None, None, cut_short="error")
+    doc = json.loads((folder / "result.json").read_text())
+    hist = v2_history(folder)
+    assert len(hist) == 1 and hist[0]["screenshot"] == "0_full_screenshot.png"
+    assert hist[0]["action"].startswith("TASK_INCOMPLETE -> STOPPED: error") and "GO BACK" in hist[0]["action"]
+    assert "blank" in doc["blank_screenshot"] and doc["cut_short"] == "error"
+
+
+def test_v2_a_step_without_screenshot_joins_its_neighbour(tmp_path):
+    a, b = _pics(tmp_path, 2)
+    folder = tmp_path / "t"
+    w = TrajectoryWriter(folder, "t", "x", schema="v2")
+    w.add_step(step([Action("go_back")], shot=None))           # before any screenshot: joins the next entry
+    w.add_step(step([Action("scroll", down=True)], shot=a))
+    w.add_step(step([Action("scroll", down=False)], shot=None))  # joins the entry before it
+    w.add_step(step([Action("done", text="")], shot=b))
+    w.finish("", b.read_bytes())
+    hist = v2_history(folder)
+    assert [h["action"] for h in hist] == ["GO BACK ; SCROLL DOWN ; SCROLL UP", "TASK_COMPLETE -> ANSWER: "]
+
+
+def test_blank_png_is_a_valid_png():
+    data = blank_png(4, 3)
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    width, height = struct.unpack(">II", data[16:24])
+    assert (width, height) == (4, 3)
+    idat = data[data.index(b"IDAT") + 4:data.index(b"IEND") - 8]
+    assert zlib.decompress(idat) == (b"\x00" + b"\xee" * 4) * 3
 
 
 def test_a_screenshot_write_cut_short_leaves_nothing_in_trajectory(tmp_path, monkeypatch):
@@ -320,7 +427,8 @@ def test_a_screenshot_write_cut_short_leaves_nothing_in_trajectory(tmp_path, mon
     monkeypatch.setattr(tr.os, "replace", crash)
     with pytest.raises(OSError):
         w.add_screenshot(png=b"\x89PNG\r\n\x1a\n" + b"x" * 100)
-    assert list((tmp_path / "t" / "trajectory").iterdir()) == []
+    only, = (tmp_path / "t" / "trajectory").iterdir()       # the blank stand-in, whole, and nothing else
+    assert only.read_bytes() == tr.blank_png()
     assert not [p for p in (tmp_path / "t").iterdir() if p.name.endswith(".tmp")]   # and no leftover beside it
     monkeypatch.undo()
     assert w.add_screenshot(png=b"\x89PNG\r\n\x1a\nok") and w.n_shots == 1

@@ -18,6 +18,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Label, Static
 
+from ...trajectory import V2_JOIN
 from ..formatting import clip
 from ..widgets.screenshot import fit_cells, load_screenshot, screenshot_widget
 
@@ -83,11 +84,12 @@ def episode_steps(result: dict[str, Any], shots: list[Path]) -> tuple[str, list[
     if result.get("schema_version") or any(isinstance(h, dict) for h in history):
         steps: dict[int, StepView] = {}
         for h in history:
-            if not isinstance(h, dict) or str(h.get("action", "")).startswith("TASK_COMPLETE"):
+            # the closing entry (the answer, or why the episode stopped) is no action
+            if not isinstance(h, dict) or str(h.get("action", "")).startswith(("TASK_COMPLETE", "TASK_INCOMPLETE")):
                 continue
             i = index.get(str(h.get("screenshot")), -1)
             v = steps.setdefault(i, StepView(thought=str(h.get("thought") or ""), url=str(h.get("url") or "")))
-            v.actions.append(str(h.get("action", "")))
+            v.actions += str(h.get("action", "")).split(V2_JOIN)   # one entry is one step, its actions joined
         ordered = [steps.get(i, StepView()) for i in range(max([len(shots), *[k + 1 for k in steps]]))]
         return str(result.get("agent_final_answer") or ""), ordered
     actions = [str(a) for a in history]

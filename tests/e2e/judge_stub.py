@@ -1,0 +1,142 @@
+"""A judge model for tests: an OpenAI-compatible chat-completions server on 127.0.0.1 that answers the requests of
+the official WebJudge method and of `om2w-tui judge` alike, whatever their wording, so that both can be judged on
+the same replies.
+
+A request is known by its system prompt: one asking for a `Status:` is a verdict, one asking for a `Score` is a
+screenshot's score, one asking for key points is the key points. A screenshot's score comes from its pixels (a
+fingerprint of the decoded image, so a JPEG made by either side scores the same), and so does the format of the
+reply, which cycles through the forms the official evaluator reads right (plain, markdown bold, bullets, headings,
+trailing remarks). Each score's reasoning names the screenshot (`shot-<fingerprint>`); the verdict is success when
+at least two screenshots were shown and the text carries a reasoning for each of them, so a judge that drops the
+kept screenshots' reasoning, or keeps others than the official method keeps, gives other verdicts.
+
+Every request is recorded (`requests`), with what it was and which screenshot it scored.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+SCORE_FORMATS = (
+    "1. **Reasoning**: {why}\n2. **Score**: {n}",
+    "Reasoning: {why}\nScore: {n}",
+    "- **Reasoning**: {why}\n- **Score**: {n}",
+    "### Reasoning\n{why}\n\n### Score\n{n}",
+    "**Reasoning**: {why}\n\n**Score**: {n}\n\nThe rest of the page adds nothing.",
+)
+_TOKEN = re.compile(r"shot-[0-9a-f]{8}")
+
+
+def fingerprint(data_url: str) -> str:
+    from PIL import Image
+
+    raw = base64.b64decode(data_url.split(",", 1)[1])
+    with Image.open(io.BytesIO(raw)) as img:
+        thumb = img.convert("L").resize((16, 16))
+    return hashlib.sha1(bytes(v >> 3 for v in thumb.tobytes())).hexdigest()[:8]
+
+
+def _texts(body: dict[str, Any]) -> tuple[str, str, list[str]]:
+    system, user, images = [], [], []
+    for m in body.get("messages") or []:
+        content = m.get("content")
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
+        for part in parts:
+            if part.get("type") == "text":
+                (system if m.get("role") == "system" else user).append(part["text"])
+            elif part.get("type") == "image_url":
+                images.append(part["image_url"]["url"])
+    return "\n".join(system), "\n".join(user), images
+
+
+def _task_of(user: str) -> str:
+    m = re.search(r"(?:^|\n)\**(?:User )?Task\**:\**\s*(.*)", user)
+    return m.group(1).strip() if m else ""
+
+
+def reply(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    system, user, images = _texts(body)
+    task = _task_of(user)
+    if "Status:" in system:
+        shown = len(_TOKEN.findall(user))
+        ok = len(images) >= 2 and shown >= len(images)
+        why = f"{len(images)} screenshots shown, {shown} with their reasoning"
+        return (f"Thoughts: {why}.\nStatus: \"{'success' if ok else 'failure'}\"",
+                {"kind": "verdict", "task": task, "images": len(images), "success": ok})
+    if "score" in system.lower() and images:
+        fp = fingerprint(images[0])
+        n = int(fp, 16) % 5 + 1
+        text = SCORE_FORMATS[int(fp, 16) // 5 % len(SCORE_FORMATS)].format(
+            why=f"The page (shot-{fp}) shows part of the task.", n=n)
+        return text, {"kind": "score", "task": task, "shot": fp, "score": n,
+                      "detail": body["messages"][-1]["content"][-1]["image_url"].get("detail"),
+                      "jpeg": base64.b64decode(images[0].split(",", 1)[1])[:3] == b"\xff\xd8\xff"}
+    if "key point" in system.lower():
+        return "**Key Points**:\n1. Open the right page\n2. Find what the task asks for", {"kind": "key_points",
+                                                                                          "task": task}
+    return "I do not know this request.", {"kind": "other", "task": task}
+
+
+def send_json(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:
+    data = json.dumps(payload).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
+class StubJudge:
+    """`with StubJudge() as judge:` -> judge.url (an OpenAI base URL) and judge.requests."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:   # noqa: N802
+                send_json(self, 200, {"object": "list", "data": [{"id": "stub-judge", "object": "model"}]})
+
+            def do_POST(self) -> None:   # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                text, seen = reply(body)
+                seen.update({"model": body.get("model"), "temperature": body.get("temperature"),
+                             "max_tokens": body.get("max_tokens")})
+                with stub.lock:
+                    stub.requests.append(seen)
+                send_json(self, 200, {"id": "stub", "object": "chat.completion", "created": 0, "model": body.get("model"),
+                                 "choices": [{"index": 0, "finish_reason": "stop",
+                                              "message": {"role": "assistant", "content": text}}],
+                                 "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}})
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> StubJudge:
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+if __name__ == "__main__":   # serve it by hand: python tests/e2e/judge_stub.py
+    import time
+
+    with StubJudge() as judge:
+        print(judge.url, flush=True)
+        while True:
+            time.sleep(3600)

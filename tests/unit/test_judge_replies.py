@@ -1,0 +1,80 @@
+"""How `om2w-tui judge` reads a judge model's replies, on a corpus of replies in every form a model gives: plain,
+markdown bold, bullets, headings, trailing remarks, second thoughts.
+
+Each case carries what the official evaluator reads from the same reply (measured by running its own expressions
+on this corpus): ours must agree wherever it reads right, and each case where it does not says why ours differs."""
+
+from __future__ import annotations
+
+import pytest
+
+from om2w_tui.judge import parse_key_points, parse_reasoning, parse_score, parse_status
+
+# (reply, ours, the official evaluator's reading, why they differ if they do)
+SCORES = [
+    ("Reasoning: The search results for 'kettle' are listed with their prices.\nScore: 4", 4, 4, ""),
+    ("1. **Reasoning**: The product page shows the Copper Pour-Over Kettle, rated 4.6.\n2. **Score**: 5", 5, 5, ""),
+    ("**Reasoning:** The cart holds both items.\n**Score:** 3", 3, 3, ""),
+    ("- **Reasoning**: Only the home page, nothing about the task.\n- **Score**: 1", 1, 1, ""),
+    ("### Reasoning\nThe filter panel shows Kitchen selected and a price limit.\n\n### Score\n4", 4, 4, ""),
+    ("**Reasoning**: The search box holds the query.\n\n**Score**: 2\n\nNote: a score of 5 would need the price.",
+     2, 2, ""),
+    ("Reasoning: first look.\nScore: 5\nOn second thought the price is cut off. Score: 2", 5, 5, ""),
+    ("**Score**: 4", 4, 4, ""),
+    ("**Score**: 4/5\n\n**Reasoning**: the results are sorted by price.", 4, 4, ""),
+    ("Reasoning: relevant.\nScore: [4]", 4, 4, ""),
+    ("Reasoning: the login page.\n\nRating: 1", 0, 0, ""),
+    ("Reasoning: relevant, the ports table.\nScore (1-5): 3", 3, 1, "the official takes the 1 of '(1-5)'"),
+    ("Reasoning: The Scores tab of the league table is open, showing 3 matches.\nScore: 2", 2, 3,
+     "the official reads after the first 'Score' anywhere, here inside the reasoning"),
+    ("reasoning: the order confirmation.\nscore: 5", 5, 0, "the official looks for 'Score' in that case only"),
+    ("Reasoning: fine.\nScore: 10/10", 0, 1, "out of 1-5: not a score (the official takes the 1 of 10)"),
+    ("I cannot see the image.", 0, 0, ""),
+]
+
+STATUSES = [
+    ('Thoughts: All key points are met: the filter, the sort and the item.\nStatus: "success"', 1, 1, ""),
+    ('Thoughts: The price filter was never applied.\nStatus: "failure"', 0, 0, ""),
+    ("Thoughts: The answer is on the page.\nStatus: success", 1, 1, ""),
+    ("- Thoughts: only the home page was visited.\n- Status: failure", 0, 0, ""),
+    ("Thoughts: done as asked.\nStatus: Success.\n\nThe agent completed the task.", 1, 1, ""),
+    ('Thoughts: the key point "sort by price" is unmet, so no.\nStatus: failure', 0, 0, ""),
+    ("The agent seems to have succeeded.", 0, 0, ""),
+    ("**Thoughts**: every key point is shown.\n**Status**: success", 1, 0,
+     "the official looks for 'status:' and misses the markdown"),
+    ("### Thoughts\nEvery key point is shown.\n\n### Status\nsuccess", 1, 0, "the official needs 'status:'"),
+    ('Thoughts: it stopped on the search page.\nStatus: "failure" (the agent never reached success)', 0, 1,
+     "the official finds 'success' anywhere after 'status:'"),
+    ("Thoughts: one of two items added.\nStatus: partial success", 0, 1, "a partial success is not a success"),
+    ("Thoughts: no result page.\nStatus: unsuccessful", 0, 1, "'unsuccessful' holds 'success'"),
+]
+
+
+@pytest.mark.parametrize("reply, ours, official, why", SCORES)
+def test_scores(reply, ours, official, why):
+    assert parse_score(reply) == ours
+    assert (ours == official) == (why == ""), "a difference from the official reading must say why"
+
+
+@pytest.mark.parametrize("reply, ours, official, why", STATUSES)
+def test_statuses(reply, ours, official, why):
+    assert parse_status(reply) == ours
+    assert (ours == official) == (why == ""), "a difference from the official reading must say why"
+
+
+@pytest.mark.parametrize("reply, reasoning", [
+    ("1. **Reasoning**: The product page shows the kettle.\n2. **Score**: 5", "The product page shows the kettle."),
+    ("Reasoning: The results, listed.\nScore: 4", "The results, listed."),
+    ("### Reasoning\nThe filter panel,\nKitchen selected.\n\n### Score\n4", "The filter panel, Kitchen selected."),
+    ("- **Reasoning**: Home page only.\n- **Score**: 1", "Home page only."),
+    ("The page shows the cart.\n\nScore: 3", "The page shows the cart."),
+    ("Score: 3", ""),
+])
+def test_the_reasoning_that_goes_to_the_verdict(reply, reasoning):
+    assert parse_reasoning(reply) == reasoning
+
+
+def test_key_points_in_either_form():
+    assert parse_key_points("**Key Points**:\n1. Kitchen\n2. under $50") == "1. Kitchen\n2. under $50"
+    assert parse_key_points("Key points:\n1. a") == "1. a"
+    assert parse_key_points("1. a\n2. b") == "1. a\n2. b"
