@@ -26,6 +26,7 @@ from .events import (DispatchChanged, EpisodeFinished, EpisodeStarted, EpisodeSt
 from .pacing import SitePacer
 from .results import ENDPOINT_ERROR, INTERRUPTED, REQUEUED, STATUSES, ResultsStore, read_results
 from .tasks import Task
+from .trajectory import V2_JOIN
 
 Judge = Callable[[dict[str, Any], dict[str, Any]], "bool | None"]
 Probe = Callable[[], Awaitable[bool]]
@@ -108,13 +109,18 @@ def record_from_folder(folder: Path) -> dict[str, Any]:
     if not isinstance(res, dict):
         res = {}
     shots = folder / "trajectory"
-    actions = res.get("action_history") or []
-    if res.get("schema_version"):   # v2: entries, the last one possibly TASK_COMPLETE
-        actions = [a for a in actions if not str(a.get("action", "")).startswith("TASK_COMPLETE")]
-    return {"steps": len(actions), "actions": len(actions),
-            "screenshots": len(list(shots.glob("*_full_screenshot.png"))) if shots.exists() else 0,
-            "answer": (res.get("final_result_response") or res.get("agent_final_answer") or "")[:500],
-            "agent_done": False}
+    history = res.get("action_history") or []
+    if res.get("schema_version"):   # v2: one entry a step (its actions joined), closed by the last state's entry
+        steps = [str(e.get("action", "")) for e in history if isinstance(e, dict)
+                 and not str(e.get("action", "")).startswith(("TASK_COMPLETE", "TASK_INCOMPLETE"))]
+        n_steps, n_actions = len(steps), sum(len(s.split(V2_JOIN)) for s in steps)
+    else:
+        n_steps = n_actions = len(history)
+    blank = bool(res.get("blank_screenshot"))   # the stand-in image of an episode that got no screenshot
+    n_shots = len(list(shots.glob("*_full_screenshot.png"))) if shots.exists() else 0
+    return {"steps": n_steps, "actions": n_actions, "screenshots": 0 if blank else n_shots,
+            "answer": str(res.get("final_result_response") or res.get("agent_final_answer") or "")[:500],
+            "agent_done": False, **({"blank_screenshot": True} if blank else {})}
 
 
 class Scheduler:
@@ -522,7 +528,7 @@ class Scheduler:
                "finished_at": round(finished, 3), "attempt": ep.attempt, "slot": ep.slot}
         if rec["status"] not in STATUSES:
             rec.update(status="error", error=f"unknown status {str(rec['status'])[:40]!r}: {rec['error']}")
-        for key in ("rows", "hint_left", "cut", "blank_screenshot"):   # optional fields the worker may add
+        for key in ("rows", "hint_left", "blank_screenshot"):   # optional fields the worker may add
             if key in part:
                 rec[key] = part[key]
         if judge and self.judge is not None:

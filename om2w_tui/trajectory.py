@@ -68,14 +68,15 @@ def element_tag(el: Any) -> str:
     return f"<{tag}{' ' + keep if keep else ''}>{' ' + str(name)[:80] if name else ''}"
 
 
-def action_line(name: str, params: dict[str, Any] | None, el: Any = None) -> str:
-    """One action in the benchmark's style."""
+def action_line(name: str, params: dict[str, Any] | None, el: Any = None, coordinates: str = "normalized") -> str:
+    """One action in the benchmark's style. `coordinates` is the run's mode: a coordinate click is said on the
+    0-1000 grid (normalized) or in screenshot pixels (pixels)."""
     params = params or {}
     if name in ("click", "dropdown_options"):
         if el is None:
             x, y = params.get("coordinate_x"), params.get("coordinate_y")
-            if x is not None or y is not None:   # a coordinate click on the 0-1000 screen scale: no element
-                return f"CLICK at ({x}, {y}) of 1000"
+            if x is not None or y is not None:   # a coordinate click: no element
+                return f"CLICK at ({x}, {y}) px" if coordinates == "pixels" else f"CLICK at ({x}, {y}) of 1000"
             return "<element> -> CLICK"          # no element matched the index
         return f"{element_tag(el)} -> CLICK"
     if name == "input":
@@ -95,7 +96,7 @@ def action_line(name: str, params: dict[str, Any] | None, el: Any = None) -> str
     return f"{name.upper()} {json.dumps(params, ensure_ascii=False)[:120]}"
 
 
-def step_actions(step: Any, skip: Iterable[str] = ()) -> tuple[list[str], list[str]]:
+def step_actions(step: Any, skip: Iterable[str] = (), coordinates: str = "normalized") -> tuple[list[str], list[str]]:
     """(action lines, thoughts) of one browser-use history step; one thought per recorded action."""
     mo = getattr(step, "model_output", None)
     if mo is None:
@@ -109,7 +110,7 @@ def step_actions(step: Any, skip: Iterable[str] = ()) -> tuple[list[str], list[s
         name = next(iter(d), "")
         if not name or name in skip:
             continue
-        actions.append(action_line(name, d.get(name), els[k] if k < len(els) else None))
+        actions.append(action_line(name, d.get(name), els[k] if k < len(els) else None, coordinates))
         thoughts.append(thought)
     return actions, thoughts
 
@@ -135,13 +136,14 @@ class TrajectoryWriter:
     with the last state: TASK_COMPLETE, or TASK_INCOMPLETE for an episode cut short or still running)."""
 
     def __init__(self, folder: Path, task_id: str, task_text: str, schema: str = "v1",
-                 reference_length: int | None = None):
+                 reference_length: int | None = None, coordinates: str = "normalized"):
         if schema not in ("v1", "v2"):
             raise ValueError(f"unknown trajectory schema {schema!r}")
         self.folder = Path(folder)
         self.shots = self.folder / "trajectory"
         self.task_id, self.task_text, self.schema = task_id, task_text, schema
         self.reference_length = reference_length
+        self.coordinates = coordinates       # how coordinate clicks are said (the run's --coordinates)
         self.actions: list[str] = []
         self.thoughts: list[str] = []
         # one per step: {"shot": name | None, "actions": [...], "thought": str, "url": str}
@@ -262,7 +264,7 @@ class TrajectoryWriter:
         state = getattr(step, "state", None)
         shot = self._shot_name(self.n_shots - 1) if self.add_screenshot(path=getattr(state, "screenshot_path", None)) \
             else None
-        actions, thoughts = step_actions(step, skip)
+        actions, thoughts = step_actions(step, skip, self.coordinates)
         mo = getattr(step, "model_output", None)
         thought = thoughts[0] if thoughts else str(getattr(mo, "next_goal", None) or "")[:400]
         self._add_frame(shot, actions, thought, str(getattr(state, "url", "") or ""))

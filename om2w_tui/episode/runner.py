@@ -74,7 +74,8 @@ async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, co
     """-> the episode's part of its results record (status, steps, actions, screenshots, answer, error ...)."""
     folder = Path(spec["folder"])
     writer = TrajectoryWriter(folder, task["task_id"], task["confirmed_task"], schema=spec.get("schema", "v1"),
-                              reference_length=task.get("reference_length"))
+                              reference_length=task.get("reference_length"),
+                              coordinates=spec.get("coordinates", "normalized"))
     scratch = Path(tempfile.mkdtemp(prefix=f"om2w-episode-{os.environ.get('OM2W_RUN_TAG', 'run')}-"))
     # browser-use's per-agent leftovers (screenshots too) and Chromium's own temp files go here, then away
     worker_tmp = os.environ.get("TMPDIR")
@@ -165,5 +166,6 @@ async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, co
             os.environ["TMPDIR"] = worker_tmp
     return {"status": status, "error": error, "error_kind": error_kind, "agent_done": result.agent_done,
             "steps": sum(len(getattr(h, "history", [])) for h in result.histories) or writer.n_steps,
-            "actions": len(writer.actions), "screenshots": writer.n_shots, "answer": (result.answer or "")[:500],
-            "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens, **rows}
+            "actions": len(writer.actions), "screenshots": 0 if writer.blank else writer.n_shots,
+            "answer": (result.answer or "")[:500], "prompt_tokens": result.prompt_tokens,
+            "completion_tokens": result.completion_tokens, **rows, **({"blank_screenshot": True} if writer.blank else {})}

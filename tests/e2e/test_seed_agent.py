@@ -152,3 +152,6 @@ def test_pixel_coordinates_land_too(tmp_path):
     system = _rows(out / "offline_studio_target_18")[0]["messages"][0]["content"]
     system = system if isinstance(system, str) else " ".join(p.get("text", "") for p in system)
     assert "are pixels of the screenshot" in system and "0-1000" not in system
+    actions = json.loads((out / "offline_studio_target_18" / "result.json").read_text())["action_history"]
+    clicks = [a for a in actions if a.startswith("CLICK at (")]
+    assert clicks and all(a.endswith(" px") for a in clicks), actions     # said in the mode the run used
