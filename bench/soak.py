@@ -3,11 +3,14 @@
     .venv/bin/python bench/soak.py [--episodes 64] [--workers 2] [--seed 7] [--keep DIR]
 
 Faults, all real: a chaos proxy in front of the oracle answers some model calls with HTTP 500 and lets others
-hang past the client's timeout; a killer ends a random Chromium of the run now and then; a few tasks start on a
-page that never answers. The run is the real command line (`om2w-tui run --no-ui`). At the end it prints: tasks
-with exactly one final record, records per status, task folders that conform to the evaluator's layout, Chromium
-processes left (must be 0), and the cost of the faults (wall time against a clean run of the same tasks, when
---baseline is given).
+hang past the client's timeout, and goes down (its port closed: connections refused) and comes up again several
+times, as a model server that restarts; a killer ends a random Chromium of the run now and then; a few tasks start
+on a page that never answers. The run is the real command line (`om2w-tui run --no-ui`). At the end it checks
+every record, not the latest, and prints: tasks with exactly one settling record that is their last (nothing run
+after it was settled, nothing settled twice), attempts numbered without a gap, records per status, task folders
+that conform to the evaluator's layout (`om2w_tui.conformance.check_run`), Chromium processes left (must be 0),
+and the cost of the faults (wall time against a clean run of the same tasks, when --baseline is given). Exit 1
+when anything was lost or run twice.
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import re
 import shutil
 import subprocess
 import sys
@@ -32,6 +34,7 @@ import psutil
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from om2w_tui.conformance import check_run  # noqa: E402
 from om2w_tui.executors.local import run_tag  # noqa: E402
 from om2w_tui.offline import OfflineSuite, OracleServer  # noqa: E402
 from om2w_tui.results import read_results, settles  # noqa: E402
@@ -93,12 +96,31 @@ class ChaosProxy:
             def handle_error(self, request, client_address):   # a client that gave up on a hang: expected
                 pass
 
+        self._server_class = Server
+        self._handler = Handler
         self.server = Server(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.url = f"http://127.0.0.1:{self.port}/v1"
 
     def stop(self) -> None:
         self.server.shutdown()
+        self.server.server_close()
+
+    def flap(self, down_s: float) -> None:
+        """The model server goes away (its port closed: connections are refused) and comes back on the same port."""
+        self.stop()
+        self.counts["down"] += 1
+        time.sleep(down_s)
+        self.server = self._server_class(("127.0.0.1", self.port), self._handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def flapper(proxy: ChaosProxy, flaps: int, every_s: float, down_s: float, stop: threading.Event) -> None:
+    for _ in range(flaps):
+        if stop.wait(every_s):
+            return
+        proxy.flap(down_s)
 
 
 def chromium_of(out: Path) -> list[psutil.Process]:
@@ -139,16 +161,6 @@ def make_tasks(suite: OfflineSuite, episodes: int, hanging: int) -> list[dict]:
     return rows
 
 
-def conforming(folder: Path) -> bool:
-    try:
-        res = json.loads((folder / "result.json").read_text())
-        shots = list((folder / "trajectory").iterdir())
-        return ({"task_id", "task", "final_result_response", "action_history", "thoughts"} <= res.keys()
-                and all(re.search(r"\d", p.name) for p in shots) and res["task_id"] == folder.name)
-    except (OSError, ValueError):
-        return False
-
-
 def run(args: argparse.Namespace, out: Path, tasks_file: Path, model_url: str) -> float:
     cmd = [sys.executable, "-m", "om2w_tui", "run", "--no-ui", "--tasks", str(tasks_file), "--model", "oracle",
            "--vllm", model_url, "--workers", str(args.workers), "--pace-cooldown", "0", "--timeout", "30",
@@ -169,6 +181,9 @@ def main() -> int:
     ap.add_argument("--p500", type=float, default=0.04)
     ap.add_argument("--phang", type=float, default=0.02)
     ap.add_argument("--kill-every", type=float, default=25.0, help="mean seconds between Chromium kills")
+    ap.add_argument("--flaps", type=int, default=3, help="times the model server goes down and comes back")
+    ap.add_argument("--flap-every", type=float, default=45.0, help="seconds between model server flaps")
+    ap.add_argument("--flap-down", type=float, default=10.0, help="seconds the model server stays down")
     ap.add_argument("--baseline", action="store_true", help="also run the same tasks without faults and compare")
     ap.add_argument("--keep", type=Path, default=None, help="keep the run folders here")
     args = ap.parse_args()
@@ -189,6 +204,8 @@ def main() -> int:
         shutil.rmtree(out, ignore_errors=True)
         stop, kills = threading.Event(), Counter()
         threading.Thread(target=killer, args=(out, rng, args.kill_every, stop, kills), daemon=True).start()
+        threading.Thread(target=flapper, args=(proxy, args.flaps, args.flap_every, args.flap_down, stop),
+                         daemon=True).start()
         try:
             soak_s = run(args, out, tasks_file, proxy.url)
         finally:
@@ -196,24 +213,34 @@ def main() -> int:
             proxy.stop()
     log = read_results(out)
     latest = log.latest()
-    settling = Counter(r["task_id"] for r in log.records if settles(r))
     ids = [r["task_id"] for r in rows]
-    exactly_one = sum(settling[t] == 1 for t in ids)
-    twice = sorted(t for t in ids if settling[t] > 1)
+    by_task: dict[str, list[dict]] = {t: [] for t in ids}
+    for r in log.records:   # file order is the order they were written
+        by_task.setdefault(r["task_id"], []).append(r)
+    exactly_one = [t for t in ids if sum(map(settles, by_task[t])) == 1 and settles(by_task[t][-1])]
+    twice = sorted(t for t in ids if sum(map(settles, by_task[t])) > 1)
+    after = sorted(t for t in ids if any(settles(r) for r in by_task[t][:-1]))
+    gaps = sorted(t for t in ids if [r.get("attempt") for r in by_task[t]] != list(range(1, len(by_task[t]) + 1)))
+    unsettled = sorted(t for t in ids if not any(map(settles, by_task[t])))
     folders = [p for p in out.iterdir() if p.is_dir()]
+    problems = check_run(out)
     print(f"soak: {len(ids)} tasks, {args.workers} workers, seed {args.seed}, folder {work}")
-    print(f"faults injected: {dict(proxy.counts)} model calls, {dict(kills)}, {args.hanging} hanging start pages")
+    print(f"faults injected: {dict(proxy.counts)} model calls and server flaps, {dict(kills)}, "
+          f"{args.hanging} hanging start pages")
     print(f"records: {len(log.records)} attempts; per status {dict(Counter(r['status'] for r in log.records))}")
     print(f"final records per status: {dict(Counter(r['status'] for r in latest.values()))}")
-    print(f"tasks with exactly one final record: {exactly_one} of {len(ids)}; with several: {twice or 'none'}")
-    print(f"task folders: {len(folders)}, conforming: {sum(conforming(f) for f in folders)}, "
-          f"not a task: {sorted(f.name for f in folders if f.name not in set(ids))}")
+    print(f"tasks with exactly one settling record, their last: {len(exactly_one)} of {len(ids)}; "
+          f"settled twice: {twice or 'none'}; run after settling: {after or 'none'}; "
+          f"attempts with a gap: {gaps or 'none'}; never settled: {unsettled or 'none'}")
+    print(f"task folders: {len(folders)}, conforming: {len(folders) - len({p.split(':')[0] for p in problems})}, "
+          f"problems: {problems[:5] or 'none'}")
     correct = sum(bool(r.get("correct")) for r in latest.values())
     print(f"correct (reference judge on the final record): {correct} of {len(ids) - args.hanging} solvable")
     print(f"chromium processes left: {len(chromium_of(out))}")
     print(f"wall time: soak {soak_s:.0f} s" + (f", clean {baseline_s:.0f} s, ratio {soak_s / baseline_s:.2f}x"
                                               if baseline_s else ""))
-    return 0
+    lost = twice or after or gaps or len(exactly_one) + len(unsettled) != len(ids) or chromium_of(out)
+    return 1 if lost else 0
 
 
 if __name__ == "__main__":

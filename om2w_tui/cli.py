@@ -95,6 +95,10 @@ def add_run_flags(p: argparse.ArgumentParser, *, demo: bool = False) -> None:
                    help="episodes at once (one worker process each)")
     s.add_argument("--pace-cooldown", type=_seconds("--pace-cooldown", True), default=0.0 if demo else 120.0,
                    help="seconds from the end of one episode on a site to the start of the next")
+    s.add_argument("--site-slots", type=_count("--site-slots"), default=1, metavar="N",
+                   help="episodes at once on one site (1; 0: no limit)")
+    s.add_argument("--no-pacing", action="store_true",
+                   help="no pacing at all: as many episodes on a site as slots, no cooldown (the seed's default)")
     f = p.add_argument_group("faults")
     f.add_argument("--breaker-after", type=_positive_int("--breaker-after"), default=3,
                    help="infra errors in a row that pause dispatch until the endpoint answers again (3)")
@@ -125,6 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     """Every RunConfig field the command's flags name (flag dest == field name); the demo fixes the rest."""
     given = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig) if hasattr(args, f.name)}
+    if getattr(args, "no_pacing", False):
+        given.update(site_slots=0, pace_cooldown=0.0)
     if args.command == "demo":
         given.update(out=args.out or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S"), bench="offline",
                      model="oracle")

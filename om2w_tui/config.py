@@ -40,6 +40,7 @@ class RunConfig:
     timeout: float = 1800.0
     max_steps: int = 30
     pace_cooldown: float = 120.0
+    site_slots: int = 1            # episodes at once on one site (0: no limit); with cooldown 0, no pacing at all
     workers: int = 4
     chromium: str | None = None
     vision: bool = True

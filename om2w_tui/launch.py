@@ -116,6 +116,8 @@ def _check_settings(cfg: RunConfig) -> str:
         return f"--timeout {cfg.timeout:g}: must be a positive number of seconds"
     if cfg.pace_cooldown < 0:
         return f"--pace-cooldown {cfg.pace_cooldown:g}: must be 0 or more seconds"
+    if cfg.site_slots < 0:
+        return f"--site-slots {cfg.site_slots}: must be 0 (no limit) or more"
     if cfg.retries < 0:
         return f"--retries {cfg.retries}: must be 0 or more"
     if cfg.max_steps < 1:
@@ -170,7 +172,8 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True) -> tuple[Preflight |
         return not problem
 
     add("settings", _check_settings(cfg), f"arm {cfg.arm}, {cfg.workers} workers, timeout {cfg.timeout:g} s, "
-        f"cooldown {cfg.pace_cooldown:g} s, {cfg.max_steps} steps")
+        f"cooldown {cfg.pace_cooldown:g} s, {cfg.site_slots or 'any number of'} per site, {cfg.max_steps} steps"
+        + (" (unpaced)" if cfg.site_slots == 0 and cfg.pace_cooldown == 0 else ""))
     chosen: list[Task] = []
     task_file = None
     try:

@@ -1,5 +1,6 @@
-"""Polite pacing per website: one episode at a time on a site, and a cooldown from the end of one to the start of
-the next. Pure bookkeeping on a clock the caller gives (the event loop's), so tests run it in virtual time."""
+"""Polite pacing per website: at most `per_site` episodes at a time on a site (one by default; 0: no limit), and a
+cooldown from the end of one to the start of the next. Pure bookkeeping on a clock the caller gives (the event
+loop's), so tests run it in virtual time."""
 
 from __future__ import annotations
 
@@ -8,9 +9,15 @@ from dataclasses import dataclass
 
 @dataclass
 class SiteState:
-    busy: bool = False
+    running: int = 0           # episodes on the site now
+    limit: int = 1             # episodes at once allowed (0: no limit)
     ready_at: float = 0.0      # clock time before which no episode may start here
     cooldown: float = 0.0      # the site's current cooldown (the run's default unless widened)
+
+    @property
+    def busy(self) -> bool:
+        """No room for another episode now."""
+        return bool(self.limit) and self.running >= self.limit
 
 
 WIDEN_FLOOR_S = 60.0     # a widened cooldown is at least this, even where the run's default is 0
@@ -24,15 +31,16 @@ class SitePacer:
     """Per site: busy or not, when the next episode may start, and its cooldown, which widens when the site shows
     a bot check and relaxes after clean episodes (as Scrapy's AutoThrottle adapts its delays)."""
 
-    def __init__(self, cooldown: float):
+    def __init__(self, cooldown: float, per_site: int = 1):
         self.cooldown = float(cooldown)
+        self.per_site = max(0, int(per_site))
         self.cap = max(self.cooldown * CAP_FACTOR, CAP_FLOOR_S)
         self._sites: dict[str, SiteState] = {}
 
     def state(self, site: str) -> SiteState:
         st = self._sites.get(site)
         if st is None:
-            st = self._sites[site] = SiteState(cooldown=self.cooldown)
+            st = self._sites[site] = SiteState(limit=self.per_site, cooldown=self.cooldown)
         return st
 
     def can_start(self, site: str, now: float) -> bool:
@@ -42,16 +50,17 @@ class SitePacer:
     def acquire(self, site: str, now: float) -> None:
         if not self.can_start(site, now):
             raise RuntimeError(f"site {site} is busy or cooling down")
-        self.state(site).busy = True
+        self.state(site).running += 1
 
     def release(self, site: str, now: float) -> None:
         st = self.state(site)
-        st.busy = False
-        st.ready_at = now + st.cooldown
+        st.running = max(0, st.running - 1)
+        st.ready_at = max(st.ready_at, now + st.cooldown)
 
     def release_without_cooldown(self, site: str) -> None:
         """An episode that never reached the site (the worker failed to start it) leaves no cooldown."""
-        self.state(site).busy = False
+        st = self.state(site)
+        st.running = max(0, st.running - 1)
 
     def widen(self, site: str) -> float:
         """A block seen on the site: double its cooldown (at least WIDEN_FLOOR_S, at most the cap)."""

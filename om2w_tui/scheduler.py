@@ -54,6 +54,7 @@ class Episode:
     sent: bool = False                 # the worker has been handed the task (the timeout runs from here)
     put_back: bool = False             # it ends without a record and goes back in the queue (never ran)
     killed_worker: bool = False        # its worker's process group was ended by the kill timer
+    site_released: bool = False        # its place on the site was given back to the pacer
 
 
 @dataclass
@@ -137,7 +138,7 @@ class Scheduler:
         self.spec_extra = spec_extra or {}
         self.out = Path(config.out)
         self.store = ResultsStore(self.out)
-        self.pacer = SitePacer(config.pace_cooldown)
+        self.pacer = SitePacer(config.pace_cooldown, config.site_slots)
         self.queue: dict[str, deque[Task]] = {}
         self.slots: dict[int, Slot] = {}
         self.target_workers = max(1, int(config.workers))
@@ -367,6 +368,9 @@ class Scheduler:
         self.attempts[task.task_id] = attempt
         ep = slot.episode = Episode(task, attempt, slot.id, started_at=self.epoch())
         self._running.add(task.task_id)
+        # said when decided, so that sinks see starts and ends in the order the pacer saw them
+        self.emit(EpisodeStarted(slot.id, task.task_id, task.site, task.level, attempt, ep.started_at))
+        self.emit(SlotChanged(slot.id, "starting", task.task_id))
         self._spawn(self._episode(slot, ep))
 
     # ── one episode ────────────────────────────────────────
@@ -379,8 +383,6 @@ class Scheduler:
         site = ep.task.site
         part: dict[str, Any] | None = None
         try:
-            self.emit(EpisodeStarted(slot.id, ep.task.task_id, site, ep.task.level, ep.attempt, ep.started_at))
-            self.emit(SlotChanged(slot.id, "starting", ep.task.task_id))
             part = await self._drive(slot, ep)
         except Exception as e:
             part = {"status": "error", "error": f"harness: {type(e).__name__}: {str(e)[:300]}", "error_kind": "infra"}
@@ -395,8 +397,8 @@ class Scheduler:
                 else:
                     self._settle(ep, self._record(ep, part))
             finally:
-                st = self.pacer.state(site)
-                if st.busy:   # settling failed before it released the site
+                if not ep.site_released:   # settling failed before it released the site
+                    ep.site_released = True
                     self.pacer.release_without_cooldown(site)
                 slot.episode = None
                 if slot.retired:
@@ -410,6 +412,7 @@ class Scheduler:
         taking it): no record, no try used, no cooldown; the task goes back to the front of the queue. A task whose
         worker keeps vanishing is recorded as the harness's failure after a few free restarts."""
         tid = ep.task.task_id
+        ep.site_released = True
         self.pacer.release_without_cooldown(ep.task.site)
         if part is not None and not ep.stop_reason:   # its worker was lost
             self.free_restarts[tid] = self.free_restarts.get(tid, 0) + 1
@@ -634,10 +637,12 @@ class Scheduler:
             self.emit(Log("warning", f"{site}: {rec['error']}; its cooldown is now {cooldown:g} s"))
         elif rec["status"] == "done":
             self.pacer.relax(site)
-        if ep.sent:
-            self.pacer.release(site, self.loop.time())
-        else:
-            self.pacer.release_without_cooldown(site)
+        if not ep.site_released:
+            ep.site_released = True
+            if ep.sent:
+                self.pacer.release(site, self.loop.time())
+            else:
+                self.pacer.release_without_cooldown(site)
         s = self.stats
         s.finished += 1
         s.by_status[rec["status"]] = s.by_status.get(rec["status"], 0) + 1
@@ -844,10 +849,12 @@ class Scheduler:
         for name, c in self.sites.items():
             st = self.pacer.state(name)
             left = len(self.queue.get(name, ()))
-            state = "running" if st.busy else ("cooling" if st.ready_at > now else ("free" if left else "done"))
+            state = "running" if st.running else ("cooling" if st.ready_at > now else ("free" if left else "done"))
             sites.append({"site": name, "state": state, "ready_at": st.ready_at, "left": left,
-                          "done": c.done, "errors": c.errors, "total": c.total, "cooldown": st.cooldown})
+                          "done": c.done, "errors": c.errors, "total": c.total, "cooldown": st.cooldown,
+                          "running": st.running, "limit": st.limit})
         return {"now": now, "slots": slots, "sites": sites, "paused": self.dispatch_paused,
+                "pacing": {"per_site": self.pacer.per_site, "cooldown": self.pacer.cooldown},
                 "target_workers": self.target_workers, "errors": len(self.errored),
                 "user_paused": self.user_paused, "breaker": self.breaker_reason if self.breaker_open else "",
                 "stopping": self.stopping, "summary": self.summary()}

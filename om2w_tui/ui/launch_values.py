@@ -35,6 +35,7 @@ FIELDS: tuple[Field, ...] = (
     Field("workers", "workers", "int", flag="--workers"),
     Field("out", "out folder", placeholder="runs/my-run", flag="--out"),
     Field("pace_cooldown", "cooldown (s)", "number", flag="--pace-cooldown"),
+    Field("site_slots", "per site", "int", placeholder="1 (0: no limit)", flag="--site-slots"),
     Field("timeout", "timeout (s)", "number", flag="--timeout"),
     Field("max_steps", "max steps", "int", flag="--max-steps"),
     Field("levels", "levels", "csv", placeholder="easy,medium,hard (all)", flag="--level"),
@@ -56,6 +57,7 @@ BY_KEY = {f.key: f for f in FIELDS}
 DEFAULTS: dict[str, str] = {
     "bench": "offline", "tasks": "", "arm": "base", "model": "oracle", "vllm": "",
     "api_key_env": "OPENAI_API_KEY", "workers": "2", "out": "runs/offline", "pace_cooldown": "0",
+    "site_slots": "1",
     "timeout": "1800", "max_steps": "30", "levels": "", "sites": "", "task_ids": "", "limit": "0",
     "instruction_template_file": "", "coordinates": "normalized", "viewport": DEFAULT_VIEWPORT, "user_agent": "auto",
     "locale": DEFAULT_LOCALE, "timezone": DEFAULT_TIMEZONE,
@@ -104,7 +106,7 @@ def values_from_config(cfg: RunConfig) -> dict[str, str]:
 
     return {"bench": cfg.bench, "tasks": str(cfg.tasks or ""), "arm": cfg.arm, "model": cfg.model,
             "vllm": cfg.vllm or "", "api_key_env": cfg.api_key_env, "workers": str(cfg.workers), "out": str(cfg.out),
-            "pace_cooldown": num(cfg.pace_cooldown), "timeout": num(cfg.timeout), "max_steps": str(cfg.max_steps),
+            "pace_cooldown": num(cfg.pace_cooldown), "site_slots": str(cfg.site_slots), "timeout": num(cfg.timeout), "max_steps": str(cfg.max_steps),
             "levels": ",".join(cfg.levels), "sites": ",".join(cfg.sites), "task_ids": ",".join(cfg.task_ids),
             "limit": str(cfg.limit), "instruction_template_file": str(cfg.instruction_template_file or ""),
             "coordinates": cfg.coordinates, "viewport": cfg.viewport, "user_agent": cfg.user_agent,
@@ -164,6 +166,7 @@ def config_from_values(values: Mapping[str, str]) -> RunConfig:
         vllm=v["vllm"].strip() or None, api_key_env=v["api_key_env"].strip(),
         timeout=_seconds("timeout", v["timeout"], False), max_steps=_int("max_steps", v["max_steps"], 1),
         pace_cooldown=_seconds("pace_cooldown", v["pace_cooldown"], True), workers=_int("workers", v["workers"], 1),
+        site_slots=_int("site_slots", v.get("site_slots") or "1", 0),
         instruction_template=template,
         instruction_template_file=Path(template_file).expanduser() if template_file else None,
         coordinates=v["coordinates"], **browser)

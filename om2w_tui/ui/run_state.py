@@ -41,6 +41,8 @@ class SiteView:
     done: int = 0
     errors: int = 0
     total: int = 0
+    running: int = 0
+    limit: int = 1                      # episodes at once allowed on the site (0: no limit)
 
 
 @dataclass
@@ -60,6 +62,7 @@ class RunState:
     correct: int = 0
     judged: int = 0
     sites_seen: bool = False
+    pacing: dict[str, Any] = field(default_factory=dict)   # per_site, cooldown: how the run paces its sites
     slots: dict[int, SlotView] = field(default_factory=dict)
     sites: dict[str, SiteView] = field(default_factory=dict)
     steps: "OrderedDict[str, deque[str]]" = field(default_factory=OrderedDict)
@@ -136,6 +139,7 @@ class RunState:
     def apply_snapshot(self, snap: dict[str, Any], taken_at: float) -> None:
         """Take the engine's state as it was at `taken_at` (console clock); loop-clock deadlines become console ones."""
         loop_now = float(snap.get("now", 0.0))
+        self.pacing = dict(snap.get("pacing") or {})
         present = set()
         for row in snap.get("slots", []):
             sid = int(row["slot"])
@@ -162,6 +166,7 @@ class RunState:
             v.state = row.get("state", "free")
             v.ready_at = taken_at + (float(row.get("ready_at") or 0.0) - loop_now)
             v.left, v.done, v.errors, v.total = (int(row.get(k) or 0) for k in ("left", "done", "errors", "total"))
+            v.running, v.limit = int(row.get("running") or 0), int(row.get("limit", 1))
         for name in list(self.sites):
             if name not in seen:
                 del self.sites[name]

@@ -46,6 +46,16 @@ RUN_COMMANDS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+
+def pacing_text(pacing: dict[str, Any]) -> str:
+    """How the run paces its sites, for the Sites panel: episodes at once per site and the cooldown."""
+    if not pacing:
+        return ""
+    per_site, cooldown = int(pacing.get("per_site", 1)), float(pacing.get("cooldown", 0))
+    if per_site == 0 and cooldown == 0:
+        return "unpaced"
+    return f"{per_site or 'any'} per site, cooldown {cooldown:g} s"
+
 class DashboardScreen(Screen[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE, "-wide")]
     BINDINGS = [
@@ -128,7 +138,9 @@ class DashboardScreen(Screen[None]):
             target = getattr(self.console_app.scheduler, "target_workers", None)
             n = len(self.state.slots)
             slots.border_subtitle = f"{n} slots" + (f", target {target}" if target is not None and target != n else "")
-            self.query_one(SitesTable).show(self.state, now)
+            sites = self.query_one(SitesTable)
+            sites.show(self.state, now)
+            sites.border_subtitle = pacing_text(self.state.pacing)
 
     def _fit_top_row(self) -> None:
         """Side by side, Slots and Sites get the height of the longer one (up to half the screen)."""

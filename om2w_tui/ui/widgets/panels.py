@@ -55,6 +55,9 @@ class SitesTable(KeyedTable):
         for name, v in state.sites.items():
             if v.state == "cooling" and v.ready_at > now:
                 shown = Text(f"cooling {countdown_text(v.ready_at - now)}", style=STATE_STYLE["cooling"])
+            elif v.state == "running" and v.limit != 1:   # several at once: how many, of how many
+                shown = Text(f"running {v.running}" + (f"/{v.limit}" if v.limit else ""),
+                             style=STATE_STYLE["running"])
             else:
                 # a cooldown that ran out between two snapshots is free (or done) already
                 st = v.state if v.state != "cooling" else ("free" if v.left else "done")
