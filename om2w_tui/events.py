@@ -32,6 +32,7 @@ class EpisodeStarted:
     level: str | None
     attempt: int
     started_at: float
+    max_steps: int | None = None   # the episode's step budget (a task's own, or the run's)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable
 
 from .config import RunConfig
+from .episode.instruction import step_budget
 from .events import (DispatchChanged, EpisodeFinished, EpisodeStarted, EpisodeStep, Log, RunFinished, RunStarted,
                      SlotChanged)
 from .pacing import SitePacer
@@ -369,7 +370,8 @@ class Scheduler:
         ep = slot.episode = Episode(task, attempt, slot.id, started_at=self.epoch())
         self._running.add(task.task_id)
         # said when decided, so that sinks see starts and ends in the order the pacer saw them
-        self.emit(EpisodeStarted(slot.id, task.task_id, task.site, task.level, attempt, ep.started_at))
+        self.emit(EpisodeStarted(slot.id, task.task_id, task.site, task.level, attempt, ep.started_at,
+                                 step_budget(task.raw, self.cfg.max_steps)))
         self.emit(SlotChanged(slot.id, "starting", task.task_id))
         self._spawn(self._episode(slot, ep))
 
@@ -844,7 +846,8 @@ class Scheduler:
             slots.append({"slot": s.id, "state": ep.state if ep else ("retiring" if s.retired else "idle"),
                           "task_id": ep.task.task_id if ep else None, "site": ep.task.site if ep else None,
                           "level": ep.task.level if ep else None, "step": ep.steps if ep else 0,
-                          "started_at": ep.started_at if ep else None, "attempt": ep.attempt if ep else None})
+                          "started_at": ep.started_at if ep else None, "attempt": ep.attempt if ep else None,
+                          "max_steps": step_budget(ep.task.raw, self.cfg.max_steps) if ep else None})
         sites = []
         for name, c in self.sites.items():
             st = self.pacer.state(name)

@@ -106,7 +106,8 @@ def values_from_config(cfg: RunConfig) -> dict[str, str]:
 
     return {"bench": cfg.bench, "tasks": str(cfg.tasks or ""), "arm": cfg.arm, "model": cfg.model,
             "vllm": cfg.vllm or "", "api_key_env": cfg.api_key_env, "workers": str(cfg.workers), "out": str(cfg.out),
-            "pace_cooldown": num(cfg.pace_cooldown), "site_slots": str(cfg.site_slots), "timeout": num(cfg.timeout), "max_steps": str(cfg.max_steps),
+            "pace_cooldown": num(cfg.pace_cooldown), "site_slots": str(cfg.site_slots), "timeout": num(cfg.timeout),
+            "max_steps": str(cfg.max_steps),
             "levels": ",".join(cfg.levels), "sites": ",".join(cfg.sites), "task_ids": ",".join(cfg.task_ids),
             "limit": str(cfg.limit), "instruction_template_file": str(cfg.instruction_template_file or ""),
             "coordinates": cfg.coordinates, "viewport": cfg.viewport, "user_agent": cfg.user_agent,

@@ -26,6 +26,7 @@ class SlotView:
     step: int = 0
     started_at: float | None = None     # epoch seconds (the engine's record time)
     last_task: str | None = None        # the task it ran last, for the episode view and the steps of an idle slot
+    max_steps: int | None = None        # the running episode's step budget, when the engine said it
 
     @property
     def busy(self) -> bool:
@@ -91,6 +92,7 @@ class RunState:
         s = self.slots.setdefault(ev.slot, SlotView(ev.slot))
         s.task_id = s.last_task = ev.task_id
         s.site, s.level, s.attempt, s.step, s.started_at = ev.site, ev.level, ev.attempt, 0, ev.started_at
+        s.max_steps = ev.max_steps
         if s.state == "idle":
             s.state = "starting"
         self.task_lines(ev.task_id).clear()
@@ -155,6 +157,7 @@ class RunState:
             s.site, s.level = row.get("site"), row.get("level")
             s.step = int(row.get("step") or 0)
             s.started_at = row.get("started_at")
+            s.max_steps = row.get("max_steps")
         for sid in list(self.slots):
             if sid not in present:
                 del self.slots[sid]

@@ -309,3 +309,17 @@ async def test_an_unwritable_results_file_stops_dispatch_and_keeps_the_record(tm
     assert len(ex.runs) == 3
     assert not [t for _, t in ex.runs if fault_at < t < 500]   # nothing started while the disk was full
     assert sorted(r["task_id"] for r in records(tmp_path)) == ["a.com-0", "b.com-0", "c.com-0"]
+
+
+async def test_an_episode_says_its_own_step_budget(tmp_path):
+    """A task's own max_steps wins over --max-steps: the Slots panel shows `step k/5`, not k/30."""
+    rec = Recorder()
+    own = Task("a.com-0", "do it", "https://www.a.com/", "easy", {"max_steps": 5})
+    sched = Scheduler(config(tmp_path, workers=2, max_steps=30), [own, *make_tasks({"b.com": 1})], FakeExecutor(),
+                      [rec])
+    seen = {}
+    loop = asyncio.get_running_loop()
+    loop.call_at(loop.time() + 5, lambda: seen.update(snap=sched.snapshot()))
+    await sched.run()
+    assert {e.task_id: e.max_steps for e in rec.of(EpisodeStarted)} == {"a.com-0": 5, "b.com-0": 30}
+    assert sorted(s["max_steps"] for s in seen["snap"]["slots"]) == [5, 30]

@@ -37,7 +37,7 @@ class SlotsTable(KeyedTable):
             busy = s.task_id is not None
             rows[str(sid)] = (
                 str(sid), clip(s.task_id, task_w) if busy else "-", clip_left(s.site, site_w) if busy else "",
-                (s.level or "") if busy else "", f"{s.step}/{state.max_steps}" if busy else "",
+                (s.level or "") if busy else "", f"{s.step}/{s.max_steps or state.max_steps}" if busy else "",
                 clock_text(now - s.started_at) if busy and s.started_at else "",
                 styled(s.state, STATE_STYLE))
         self.sync(rows)
