@@ -45,12 +45,12 @@ def test_a_family_outside_the_adapters_uses_the_fallback_and_a_timeout_keeps_the
     out = tmp_path / "agent-timeout"
     tid = "offline_shop_cart_05"
     r = cli("run", "--no-ui", "--bench", "offline", "--model", "oracle", "--arm", "agent", "--adapters", "none",
-            "--fallback", "oracle-slow-1.5", "--task-ids", tid, "--timeout", "9", "--retries", "0",
+            "--fallback", "oracle-slow-3", "--task-ids", tid, "--timeout", "15", "--retries", "0",
             "--out", str(out))
     assert r.returncode == 0, r.stderr[-3000:]
     (rec,) = records(out)
     assert rec["status"] == "timeout" and rec["actions"] >= 1
     trace = json.loads((out / tid / "subtasks.json").read_text())["trace"]
-    assert trace[0]["model"] == "oracle-slow-1.5" and trace[0].get("stopped") is True and trace[0]["steps"] >= 1
+    assert trace[0]["model"] == "oracle-slow-3" and trace[0].get("stopped") is True and trace[0]["steps"] >= 1
     assert (out / tid / "history_0.json").exists()
     check_task_folder(out / tid)
