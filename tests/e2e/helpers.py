@@ -70,3 +70,12 @@ def assert_settled_once(rows: list[dict[str, Any]], task_ids: list[str]) -> None
         settling = [r for r in mine if settles(r)]
         assert len(settling) == 1 and mine[-1] is settling[0], (tid, trail)
         assert [r["attempt"] for r in mine] == list(range(1, len(mine) + 1)), (tid, trail)
+
+
+def steps_on_disk(folder: Path) -> int:
+    """Actions an episode has written so far (its result.json is rewritten after every step; the blank stand-in
+    image in trajectory/ from its first moment is not a step)."""
+    try:
+        return len(json.loads((folder / "result.json").read_text()).get("action_history") or [])
+    except (OSError, ValueError):
+        return 0

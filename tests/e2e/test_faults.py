@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from .helpers import REPO, assert_settled_once, check_task_folder, chromium_left, cli, popen, records
+from .helpers import REPO, assert_settled_once, check_task_folder, chromium_left, cli, popen, records, steps_on_disk
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 MULTI_STEP = "offline_shop_cart_05"        # seven steps with the oracle
@@ -33,8 +33,7 @@ def wait_for(predicate, timeout: float, proc: subprocess.Popen | None = None, wh
 
 
 def first_step_on_disk(out: Path, task: str) -> bool:
-    shots = out / task / "trajectory"
-    return shots.exists() and any(p.name[0].isdigit() for p in shots.iterdir())
+    return steps_on_disk(out / task) >= 1
 
 
 def free_port() -> int:
@@ -199,7 +198,7 @@ def small_disk(tmp_path):
     """A real, tiny file system (tmpfs) that fills up; the test grows it later to free space."""
     mount = tmp_path / "disk"
     mount.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1200k", "tmpfs", str(mount)], capture_output=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=700k", "tmpfs", str(mount)], capture_output=True)
     if r.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here ({r.stderr.decode().strip()}); needs root")
     yield mount

@@ -25,7 +25,7 @@ from om2w_tui.offline.oracle import OracleServer
 from om2w_tui.offline.suite import load_task_templates
 from om2w_tui.report import compare, summarize
 
-from .helpers import cli, popen, records
+from .helpers import cli, popen, records, steps_on_disk
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 TEMPLATES = {t["task_id"]: t for t in load_task_templates()}
@@ -263,9 +263,8 @@ def test_every_kind_of_episode_is_read_by_the_official_evaluator_then_judged_and
                 "--out", str(runs["blocked"]))
         assert r.returncode == 0, r.stderr[-3000:]
         p = popen(*offline("--model", "oracle-slow-1", "--task-ids", WRONG, "--out", str(runs["killed"])))
-        shots = runs["killed"] / WRONG / "trajectory"
         deadline = time.monotonic() + 120
-        while not (shots.exists() and any(x.name[0].isdigit() for x in shots.iterdir())):
+        while not steps_on_disk(runs["killed"] / WRONG):
             assert p.poll() is None and time.monotonic() < deadline, "the killed run ended before its first step"
             time.sleep(0.2)
         p.send_signal(signal.SIGINT)
