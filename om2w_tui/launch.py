@@ -22,7 +22,7 @@ from typing import Any, AsyncIterator, Callable
 from .config import COORDINATES, RunConfig
 from .episode.browser import BrowserNotFound, check_browser_settings, find_chromium, resolve_browser
 from .episode.instruction import check_template
-from .redact import redact_url
+from .redact import redact_argv, redact_url
 from .resources import data_dir, default_task_file
 from .results import read_results
 from .runlock import OutFolderBusy, RunLock, check_free
@@ -243,7 +243,7 @@ def write_manifest(pre: Preflight, extra: dict[str, Any] | None = None) -> None:
         "task_file": {"path": str(pre.task_file.resolve()), "sha256": file_sha256(pre.task_file),
                       "selected": len(pre.tasks)},
         "task_refresh": refresh_note(pre.task_file),
-        "versions": versions(), "argv": [a for a in sys.argv[1:]], "started_at": now,
+        "versions": versions(), "argv": redact_argv(sys.argv[1:]), "started_at": now,
         "first_started_at": first or now, **(extra or {})})
 
 

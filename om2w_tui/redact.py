@@ -31,3 +31,16 @@ def redact_url(url: str | None) -> str | None:
     if netloc == parts.netloc and query == parts.query:
         return url
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """A command line as recorded: every URL in it (`--vllm URL`, `--vllm=URL`) redacted."""
+    out = []
+    for arg in argv:
+        flag, eq, value = arg.partition("=")
+        if not (arg.startswith("--") and eq):   # not --flag=value: the whole argument is the value
+            flag, eq, value = "", "", arg
+        if "://" in value:
+            value = redact_url(value) or value
+        out.append(flag + eq + value)
+    return out

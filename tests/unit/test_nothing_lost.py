@@ -19,7 +19,7 @@ import pytest
 from om2w_tui.config import RunConfig
 from om2w_tui.episode.worker import EventWriter, event_stream
 from om2w_tui.events import EpisodeFinished
-from om2w_tui.redact import redact_url
+from om2w_tui.redact import redact_argv, redact_url
 from om2w_tui.results import ResultsStore, read_results, settles
 from om2w_tui.runlock import OutFolderBusy, RunLock, check_free
 from om2w_tui.scheduler import Scheduler
@@ -357,4 +357,6 @@ def test_credentials_in_the_endpoint_url_are_never_recorded(tmp_path):
     assert "hunter2" not in text and "sk-abc123" not in text and "alice" not in text
     assert d["vllm"] == "https://***@llm.example/v1?api_key=***&region=eu"
     assert redact_url("http://127.0.0.1:8400/v1") == "http://127.0.0.1:8400/v1"
+    argv = ["run", "--vllm", url, f"--vllm={url}", "--model", "m"]
+    assert "hunter2" not in json.dumps(redact_argv(argv)) and redact_argv(["--out", "x"]) == ["--out", "x"]
 
