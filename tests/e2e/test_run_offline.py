@@ -10,7 +10,7 @@ import pytest
 
 from om2w_tui.offline import TASKS_TEMPLATE
 
-from .helpers import check_task_folder, chromium_left, cli, popen, records
+from .helpers import check_task_folder, chromium_left, cli, popen, records, steps_on_disk
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 OFFLINE_IDS = [t["task_id"] for t in json.loads(TASKS_TEMPLATE.read_text())]
@@ -80,9 +80,8 @@ def test_ctrl_c_stops_gracefully_keeps_steps_and_the_next_run_finishes(tmp_path)
     task = by_site("longpage")[0]
     p = popen("run", "--no-ui", "--bench", "offline", "--model", "oracle-slow-1", "--task-ids", task,
               "--out", str(out))
-    shots = out / task / "trajectory"
     deadline = time.monotonic() + 120
-    while not (shots.exists() and any(shots.iterdir())):   # wait for the first finished step on disk
+    while not steps_on_disk(out / task):   # wait for the first finished step on disk
         assert p.poll() is None and time.monotonic() < deadline, p.stderr.read() if p.poll() is not None else ""
         time.sleep(0.2)
     p.send_signal(signal.SIGINT)
