@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+from collections.abc import Callable
 
 
 def number(flag: str, kind: type = int, minimum: float = 0, above: bool = False) -> Callable[[str], float]:

@@ -9,8 +9,8 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import asyncio
+import dataclasses
 import sys
 import time
 from pathlib import Path

@@ -41,9 +41,10 @@ import random
 import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .argtypes import positive_int
 from .conformance import Episode, read_run
@@ -289,7 +290,7 @@ def jpeg_data_url(path: Path) -> str:
     read goes as it is (`check` reports it: the official evaluator crashes on it)."""
     raw = Path(path).read_bytes()
     try:
-        from PIL import Image   # Pillow comes with browser-use; imported here to keep the CLI's start light
+        from PIL import Image  # Pillow comes with browser-use; imported here to keep the CLI's start light
 
         with Image.open(io.BytesIO(raw)) as img:
             buf = io.BytesIO()

@@ -14,10 +14,11 @@ import os
 import platform
 import sys
 import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 from .config import COORDINATES, RunConfig
 from .episode.browser import BrowserNotFound, check_browser_settings, find_chromium, resolve_browser

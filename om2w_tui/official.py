@@ -19,13 +19,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from .conformance import read_run
-from .judge import (EXIT_USAGE, FILE_MODES, OFFICIAL_PREFIX, RESULTS_SUFFIX, Settings, read_judged,
-                    safe_model_name)
+from .judge import EXIT_USAGE, FILE_MODES, OFFICIAL_PREFIX, RESULTS_SUFFIX, Settings, read_judged, safe_model_name
 from .trajectory import write_atomic
 
 

@@ -20,8 +20,9 @@ import json
 import math
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .results import STATUSES, read_results
 
@@ -554,7 +555,7 @@ def run(args: Any) -> int:
             print(f"om2w-tui report: {e}", file=sys.stderr)
             return 2
     if getattr(args, "ui", False):
-        from .ui.app import run_console   # the console only when asked for: the report itself needs no Textual
+        from .ui.app import run_console  # the console only when asked for: the report itself needs no Textual
 
         return run_console(None, report=outs[0], judge=judge)
     comparison = compare(summaries) if len(summaries) > 1 else None

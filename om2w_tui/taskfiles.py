@@ -30,9 +30,10 @@ import json
 import os
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 EXIT_FAIL = 2
@@ -604,7 +605,7 @@ def run(args: Any) -> int:
 
 
 def _run_fetch(args: Any) -> int:
-    from .resources import data_dir   # the shipped data/ folder, the default target
+    from .resources import data_dir  # the shipped data/ folder, the default target
 
     source = SOURCES[args.bench]
     rev = args.revision or source.default_rev

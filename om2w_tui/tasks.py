@@ -9,9 +9,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 # a task id becomes a folder name under --out: letters, digits and a few safe marks, not starting with a dot;
@@ -46,7 +47,7 @@ class Task:
                 "website": self.website, "level": self.level}
 
     @classmethod
-    def from_dict(cls, row: dict[str, Any]) -> "Task":
+    def from_dict(cls, row: dict[str, Any]) -> Task:
         return cls(row["task_id"], row["confirmed_task"], row["website"], row.get("level"), dict(row))
 
 

@@ -5,7 +5,7 @@ Each entry of COMMANDS is a name -> (add_arguments(subparsers), run(args) -> exi
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+from collections.abc import Callable
 
 COMMANDS: dict[str, tuple[Callable[[argparse._SubParsersAction], None], Callable[[argparse.Namespace], int]]] = {}
 

@@ -26,8 +26,9 @@ import secrets
 import shutil
 import struct
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 NOT_ACTIONS = {"done"}
 _KEEP_ATTRS = ("id", "aria-label", "name", "placeholder", "title", "href", "role", "type", "value", "alt")

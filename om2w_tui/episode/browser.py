@@ -93,7 +93,7 @@ def parse_viewport(text: str) -> tuple[int, int]:
 
 def check_browser_settings(settings: dict[str, Any]) -> str:
     """'' when viewport, locale and timezone are usable, else what is wrong, naming the flag."""
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError   # only the checks need the time zone database
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # only the checks need the time zone database
 
     try:
         parse_viewport(settings.get("viewport", DEFAULT_VIEWPORT))

@@ -10,9 +10,10 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from ..results import ENDPOINT_ERROR
 from ..trajectory import TrajectoryWriter, write_json_atomic
@@ -66,7 +67,7 @@ def endpoint_failure(histories: list[Any]) -> str | None:
 async def _bounded(coro: Awaitable[Any], seconds: float) -> Any:
     try:
         return await asyncio.wait_for(coro, seconds)
-    except (Exception, asyncio.TimeoutError):
+    except (TimeoutError, Exception):
         return None
 
 

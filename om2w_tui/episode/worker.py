@@ -46,7 +46,7 @@ class EventWriter:
             pass
 
 
-def _watch_stdin(loop: asyncio.AbstractEventLoop, commands: "asyncio.Queue[dict[str, Any]]") -> None:
+def _watch_stdin(loop: asyncio.AbstractEventLoop, commands: asyncio.Queue[dict[str, Any]]) -> None:
     """Reads commands in a thread, so that a worker whose event loop is stuck still notices the console's death."""
     for line in sys.stdin:
         line = line.strip()

@@ -52,7 +52,7 @@ def message_text(content: Any) -> str:
 
 def last_image(content: Any) -> bytes | None:
     """The bytes of the last data-URL image in a message's content parts."""
-    import base64   # only vision requests carry images
+    import base64  # only vision requests carry images
 
     found = None
     for part in content if isinstance(content, list) else []:

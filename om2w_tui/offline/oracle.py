@@ -18,8 +18,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from .agent_request import AgentRequest, message_text, normalise
 from ..episode.arms.planner import FAMILIES
+from .agent_request import AgentRequest, message_text, normalise
 from .planner_play import planner_reply
 from .player import decide, find_task
 from .serving import BackgroundServer, QuietHandler

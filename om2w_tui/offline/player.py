@@ -90,7 +90,7 @@ def colour_centre(png: bytes, colour: str, tolerance: int = 48) -> tuple[float, 
     when the colour is not on it. This is the oracle's eyes: what a vision model would locate in the image."""
     import io
 
-    from PIL import Image, ImageChops   # only vision tasks need the pixels
+    from PIL import Image, ImageChops  # only vision tasks need the pixels
 
     image = Image.open(io.BytesIO(png)).convert("RGB")
     wanted = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]

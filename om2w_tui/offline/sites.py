@@ -49,7 +49,7 @@ def render_page(title: str, body: str, *, header: str = "", footer: str = "") ->
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{escape(title)}</title>\n<style>{_stylesheet()}</style>\n</head>\n"
         f'<body>\n{header}\n<main id="content">\n{body}\n</main>\n{footer}\n</body>\n</html>\n'
-    ).encode("utf-8")
+    ).encode()
 
 
 def _options(choices: list[tuple[str, str]], selected: str) -> str:

@@ -19,8 +19,17 @@ import pytest
 
 from om2w_tui.cli import main as cli_main
 from om2w_tui.conformance import check_run
-from om2w_tui.judge import (Caller, Settings, Usage, output_path, parse_score, parse_status, parse_webvoyager,
-                            read_judged, select_kept)
+from om2w_tui.judge import (
+    Caller,
+    Settings,
+    Usage,
+    output_path,
+    parse_score,
+    parse_status,
+    parse_webvoyager,
+    read_judged,
+    select_kept,
+)
 from om2w_tui.offline.oracle import OracleServer
 from om2w_tui.offline.suite import load_task_templates
 from om2w_tui.report import compare, summarize

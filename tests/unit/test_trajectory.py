@@ -11,8 +11,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from om2w_tui.trajectory import (TrajectoryWriter, action_line, blank_png, element_tag, step_actions, write_atomic,
-                                 write_json_atomic)
+from om2w_tui.trajectory import (
+    TrajectoryWriter,
+    action_line,
+    blank_png,
+    element_tag,
+    step_actions,
+    write_atomic,
+    write_json_atomic,
+)
 
 RESULT_KEYS = {"task_id", "task", "final_result_response", "action_history", "thoughts"}
 

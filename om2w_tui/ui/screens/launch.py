@@ -54,7 +54,7 @@ class LaunchScreen(Screen[None]):
         self._check_timer: Timer | None = None
 
     @property
-    def console_app(self) -> "ConsoleApp":
+    def console_app(self) -> ConsoleApp:
         return cast("ConsoleApp", self.app)
 
     def compose(self) -> ComposeResult:
