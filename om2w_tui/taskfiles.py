@@ -181,8 +181,10 @@ _SEP = r"\s*(?:-|–|—|\bto\b|\buntil\b|\bthrough\b)\s*"
 
 # each pattern names its pieces m1 d1 m2 d2 y (y1 y2 for numeric forms); order: the longer forms first
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("md-range", re.compile(rf"\b(?P<m1>{_M})\s+(?P<d1>{_D})(?P<sep>{_SEP})(?:(?P<m2>{_M})\s+)?(?P<d2>{_D}),?\s+(?P<y>{_Y})")),
-    ("dm-range", re.compile(rf"\b(?P<d1>{_D})(?:\s+(?P<m1>{_M}))?(?P<sep>{_SEP})(?P<d2>{_D})\s+(?P<m2>{_M}),?\s+(?P<y>{_Y})")),
+    ("md-range", re.compile(rf"\b(?P<m1>{_M})\s+(?P<d1>{_D})(?P<sep>{_SEP})"
+                            rf"(?:(?P<m2>{_M})\s+)?(?P<d2>{_D}),?\s+(?P<y>{_Y})")),
+    ("dm-range", re.compile(rf"\b(?P<d1>{_D})(?:\s+(?P<m1>{_M}))?(?P<sep>{_SEP})"
+                            rf"(?P<d2>{_D})\s+(?P<m2>{_M}),?\s+(?P<y>{_Y})")),
     ("md", re.compile(rf"\b(?P<m1>{_M})\s+(?P<d1>{_D}),?\s+(?P<y>{_Y})")),
     ("dm", re.compile(rf"\b(?P<d1>{_D})\s+(?:of\s+)?(?P<m1>{_M}),?\s+(?P<y>{_Y})")),
     ("iso", re.compile(r"\b(?P<y>(?:19|20)\d\d)-(?P<mo>\d\d)-(?P<d1>\d\d)\b")),

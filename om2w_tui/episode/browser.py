@@ -35,7 +35,8 @@ def _playwright_browsers() -> list[str]:
     roots = [os.environ.get("PLAYWRIGHT_BROWSERS_PATH") or "", str(Path.home() / ".cache" / "ms-playwright")]
     found: list[str] = []
     for root in filter(None, roots):
-        for pattern in ("chromium-*/chrome-linux*/chrome", "chromium-*/chrome-mac*/Chromium.app/Contents/MacOS/Chromium",
+        for pattern in ("chromium-*/chrome-linux*/chrome",
+                        "chromium-*/chrome-mac*/Chromium.app/Contents/MacOS/Chromium",
                         "chromium_headless_shell-*/chrome-*/headless_shell"):
             found += sorted(glob.glob(os.path.join(root, pattern)), reverse=True)
     return found

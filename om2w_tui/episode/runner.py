@@ -71,7 +71,8 @@ async def _bounded(coro: Awaitable[Any], seconds: float) -> Any:
         return None
 
 
-async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, control: EpisodeControl) -> dict[str, Any]:
+async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit,
+                      control: EpisodeControl) -> dict[str, Any]:
     """-> the episode's part of its results record (status, steps, actions, screenshots, answer, error ...)."""
     folder = Path(spec["folder"])
     writer = TrajectoryWriter(folder, task["task_id"], task["confirmed_task"], schema=spec.get("schema", "v1"),
@@ -169,4 +170,5 @@ async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, co
             "steps": sum(len(getattr(h, "history", [])) for h in result.histories) or writer.n_steps,
             "actions": len(writer.actions), "screenshots": 0 if writer.blank else writer.n_shots,
             "answer": (result.answer or "")[:500], "prompt_tokens": result.prompt_tokens,
-            "completion_tokens": result.completion_tokens, **rows, **({"blank_screenshot": True} if writer.blank else {})}
+            "completion_tokens": result.completion_tokens, **rows,
+            **({"blank_screenshot": True} if writer.blank else {})}

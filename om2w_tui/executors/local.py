@@ -49,7 +49,8 @@ class WorkerProcess:
             ev = await asyncio.wait_for(self.next_event(), READY_TIMEOUT_S)
         except TimeoutError:
             await self.kill()
-            raise WorkerDied(f"worker {self.slot} did not start within {READY_TIMEOUT_S:.0f} s (see {self.log_path})")
+            raise WorkerDied(f"worker {self.slot} did not start within {READY_TIMEOUT_S:.0f} s "
+                             f"(see {self.log_path})") from None
         if ev.get("ev") != "ready":
             await self.kill()
             raise WorkerDied(f"worker {self.slot} failed to start (see {self.log_path}): {ev}")

@@ -146,7 +146,8 @@ class AgentRequest:
     def from_body(cls, body: dict[str, Any]) -> AgentRequest:
         messages = body.get("messages") or []
         texts = [message_text(m.get("content")) for m in messages if isinstance(m, dict)]
-        user_texts = [message_text(m.get("content")) for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+        user_texts = [message_text(m.get("content")) for m in messages
+                      if isinstance(m, dict) and m.get("role") == "user"]
         # browser-use may append short user messages (e.g. a planning nudge) after the state message
         state_texts = [text for text in user_texts if "<user_request>" in text]
         user_text = (state_texts or user_texts or [""])[-1]

@@ -15,9 +15,9 @@ The first rule whose conditions hold is played. In its actions every `"el": SELE
 element's `"index"` (a drag's `"from_el"`/`"to_el"` become `from_index`/`to_index`); a selector is 'key=value'
 (an attribute as browser-use prints it, `tag`, or `text`, which is contained in the element's text) or a dict of
 several. `"at_colour": "#rrggbb"` in a click is found in the request's screenshot, as a vision model would see it,
-and becomes `coordinate_x`/`coordinate_y` on the grid the system prompt asks for (0-1000, or pixels). `navigate` URLs may be relative to the
-current page. When no rule holds or a selector is not on the page, the oracle scrolls down one page, and
-gives up with a failed `done` from step GIVE_UP_AT_STEP (or the agent's last step) on.
+and becomes `coordinate_x`/`coordinate_y` on the grid the system prompt asks for (0-1000, or pixels). `navigate`
+URLs may be relative to the current page. When no rule holds or a selector is not on the page, the oracle scrolls
+down one page, and gives up with a failed `done` from step GIVE_UP_AT_STEP (or the agent's last step) on.
 """
 
 from __future__ import annotations
@@ -128,7 +128,8 @@ def resolve_action(action: dict[str, Any], request: AgentRequest) -> dict[str, A
 
 
 def _describe(actions: list[dict[str, Any]]) -> str:
-    compact = [f"{name} {json.dumps(params, separators=(',', ':'))}" for action in actions for name, params in action.items()]
+    compact = [f"{name} {json.dumps(params, separators=(',', ':'))}"
+               for action in actions for name, params in action.items()]
     return ", ".join(compact)
 
 

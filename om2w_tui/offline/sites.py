@@ -614,7 +614,7 @@ class LongPageHandler(SiteHandler):
     def route_home(self) -> None:
         data = load_data("longpage.json")
         toc = "".join(
-            f'<li><a id="toc-{_slug(l["name"])}" href="#{_slug(l["name"])}">{escape(l["name"])}</a></li>' for l in data["lighthouses"]
+            f'<li><a id="toc-{_slug(h["name"])}" href="#{_slug(h["name"])}">{escape(h["name"])}</a></li>' for h in data["lighthouses"]
         )
         sections = ""
         for number, light in enumerate(data["lighthouses"], start=1):
