@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from .sites import site_key
+
 # a task id becomes a folder name under --out: letters, digits and a few safe marks, not starting with a dot;
 # spaces inside are fine (WebVoyager's ids are like "BBC News--0"), not at either end
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9_.\- ]{0,126}[A-Za-z0-9_.\-])?$")
@@ -37,8 +39,6 @@ class Task:
 
     @property
     def site(self) -> str:
-        from .sites import site_key
-
         return site_key(self.website)
 
     def to_dict(self) -> dict[str, Any]:

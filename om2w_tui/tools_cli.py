@@ -20,10 +20,10 @@ def _load() -> None:
     if _loaded:
         return
     _loaded = True
-    from . import conformance, judge, report, taskfiles
+    from . import conformance, judge_cli, report_cli, taskfiles  # registered on first use, see above
 
-    COMMANDS.setdefault("judge", (judge.add_arguments, judge.run))
-    COMMANDS.setdefault("report", (report.add_arguments, report.run))
+    COMMANDS.setdefault("judge", (judge_cli.add_arguments, judge_cli.run))
+    COMMANDS.setdefault("report", (report_cli.add_arguments, report_cli.run))
     COMMANDS.setdefault("tasks", (taskfiles.add_arguments, taskfiles.run))
     COMMANDS.setdefault("check", (conformance.add_arguments, conformance.run))
 

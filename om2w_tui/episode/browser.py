@@ -134,7 +134,7 @@ def resolve_browser(settings: dict[str, Any], executable: str) -> dict[str, Any]
 
 def make_session(executable: str, downloads: Path, user_data_dir: Path, settings: dict[str, Any] | None = None) -> Any:
     """A fresh browser-use session pinned to `settings` (viewport, user_agent, locale, timezone)."""
-    from browser_use import BrowserProfile, BrowserSession
+    from browser_use import BrowserProfile, BrowserSession  # browser-use (slow to import) only inside a worker
 
     settings = resolve_browser({"viewport": DEFAULT_VIEWPORT, "user_agent": "auto", "locale": DEFAULT_LOCALE,
                                 "timezone": DEFAULT_TIMEZONE, **(settings or {})}, executable)

@@ -22,6 +22,7 @@ down one page, and gives up with a failed `done` from step GIVE_UP_AT_STEP (or t
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -88,8 +89,6 @@ def _index_of(selector: Any, request: AgentRequest) -> int:
 def colour_centre(png: bytes, colour: str, tolerance: int = 48) -> tuple[float, float, int, int] | None:
     """(x, y, width, height): the centre of the pixels of `colour` (`#rrggbb`) in a screenshot, and its size; None
     when the colour is not on it. This is the oracle's eyes: what a vision model would locate in the image."""
-    import io
-
     from PIL import Image, ImageChops  # only vision tasks need the pixels
 
     image = Image.open(io.BytesIO(png)).convert("RGB")
