@@ -14,7 +14,7 @@ from .judge import EXIT_USAGE, MAX_TOKENS, MODES, JudgeFatal, JudgeOutcome, Sett
 from .official import OfficialUsage, run_official
 
 
-def add_arguments(sub: argparse._SubParsersAction) -> None:
+def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("judge", help="judge a finished run with a model (WebJudge or WebVoyager-style)",
                        description="Judge every task folder of a run with an OpenAI-compatible model, as the "
                                    "official Online-Mind2Web evaluator does; resumable.")

@@ -150,11 +150,12 @@ def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task]]:
             task_file, tasks = offline_tasks(cfg.tasks)
         else:
             # without --tasks, the benchmark's file shipped in data/ (as the seed's defaults were)
-            task_file = cfg.tasks or default_task_file(cfg.bench)
-            if cfg.tasks is None and (task_file is None or not task_file.exists()):
+            found = cfg.tasks or default_task_file(cfg.bench)
+            if found is None or (cfg.tasks is None and not found.exists()):
                 raise UsageError(f"--bench {cfg.bench} needs --tasks PATH (the benchmark's task file; "
                                  f"`om2w-tui tasks fetch {cfg.bench}` puts it in {data_dir()}; "
                                  f"use --bench offline for the built-in suite)")
+            task_file = found
             tasks = load_tasks(task_file)
         chosen = select(tasks, task_ids=cfg.task_ids, levels=cfg.levels, sites=cfg.sites, limit=cfg.limit)
     except TaskFileError as e:

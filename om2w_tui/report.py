@@ -204,17 +204,16 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> dict[str
         m = meta.get(tid, {})
         level = rec.get("level") or m.get("level")
         site = m.get("site") or _site_of(rec.get("website"))
+        ok: bool | None = None
         if success_source == "judge":
-            success = judged.get(tid, {}).get("predicted_label") == 1 if tid in judged else None
+            ok = judged.get(tid, {}).get("predicted_label") == 1 if tid in judged else None
         elif success_source == "correct":
-            success = bool(rec.get("correct")) if rec else None
-        else:
-            success = None
+            ok = bool(rec.get("correct")) if rec else None
         steps = rec.get("steps") if isinstance(rec.get("steps"), int) else (ep.steps if ep else None)
         per_task[tid] = {
             "level": str(level) if level is not None else UNKNOWN, "site": site or UNKNOWN,
             "status": rec.get("status") or ("unrecorded" if latest else "folder"),
-            "success": success, "steps": steps, "duration_s": rec.get("duration_s"),
+            "success": ok, "steps": steps, "duration_s": rec.get("duration_s"),
             "prompt_tokens": rec.get("prompt_tokens"), "completion_tokens": rec.get("completion_tokens"),
             "has_folder": tid in folders,
         }
@@ -301,7 +300,8 @@ def compare(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         succ = s["success"]
         if not succ.get("source"):
             return None
-        return succ["overall"] if group == "overall" else succ[group].get(key)
+        found: dict[str, Any] | None = succ["overall"] if group == "overall" else succ[group].get(key)
+        return found
 
     def row(label: str, group: str, key: str | None) -> dict[str, Any]:
         values = [cell(s, group, key) for s in summaries]
@@ -327,7 +327,7 @@ def compare(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     common = set(summaries[0]["per_task"]) if summaries else set()
     for s in summaries[1:]:
         common &= set(s["per_task"])
-    paired_values = []
+    paired_values: list[dict[str, Any] | None] = []
     for s in summaries:
         if not s["success"].get("source"):
             paired_values.append(None)

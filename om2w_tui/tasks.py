@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from .sites import site_key
@@ -85,7 +85,7 @@ def _normalise(row: Any, where: str) -> dict[str, Any]:
         raise TaskFileError(f"{where}: website {str(row['website'])[:120]!r} of task {tid} is not an http(s) URL")
     if row.get("level") is not None:
         row = {**row, "level": str(row["level"])}
-    return row
+    return cast(dict[str, Any], row)   # a JSON object (checked above): its keys are strings
 
 
 def _check_types(row: dict[str, Any], tid: str, where: str) -> None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-COMMANDS: dict[str, tuple[Callable[[argparse._SubParsersAction], None], Callable[[argparse.Namespace], int]]] = {}
+COMMANDS: dict[str, tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None],
+                          Callable[[argparse.Namespace], int]]] = {}
 
 
 _loaded = False
@@ -28,7 +29,7 @@ def _load() -> None:
     COMMANDS.setdefault("check", (conformance.add_arguments, conformance.run))
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _load()
     for add, _ in COMMANDS.values():
         add(sub)
