@@ -6,6 +6,7 @@ fault tests of page-load timeouts.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -735,8 +736,6 @@ class StudioHandler(SiteHandler):
         self.html("Studio", "<h1>Studio</h1><p>Team tools: invites, target practice and the release checklist.</p>")
 
     def route_invite(self) -> None:
-        import base64  # only this page hides its code from the page's text
-
         script = _INVITE_SCRIPT % base64.b64encode(INVITE_CODE.encode()).decode()
         self.html(
             "Team invite - Studio",
