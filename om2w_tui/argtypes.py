@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+from collections.abc import Callable
 
 
 def number(flag: str, kind: type = int, minimum: float = 0, above: bool = False) -> Callable[[str], float]:
@@ -12,7 +12,7 @@ def number(flag: str, kind: type = int, minimum: float = 0, above: bool = False)
 
     def parse(s: str) -> float:
         try:
-            v = kind(s)
+            v: float = kind(s)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{flag} {s}: not a {noun}") from None
         if v < minimum or (above and v == minimum):

@@ -9,12 +9,13 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import asyncio
+import dataclasses
 import sys
 import time
 from pathlib import Path
 
+from . import tools_cli
 from .argtypes import count as _count
 from .argtypes import csv as _csv
 from .argtypes import positive_int as _positive_int
@@ -22,6 +23,8 @@ from .argtypes import seconds as _seconds
 from .config import BENCHES, COORDINATES, DEFAULT_VLLM, SCHEMAS, RunConfig
 from .episode.browser import DEFAULT_LOCALE, DEFAULT_TIMEZONE, DEFAULT_VIEWPORT
 from .episode.instruction import TemplateError, read_template
+from .headless import run_headless
+from .launch import UsageError, preflight, run_checks
 
 EXIT_USAGE = 2
 
@@ -120,8 +123,6 @@ def build_parser() -> argparse.ArgumentParser:
     oracle = sub.add_parser("oracle", help="serve the offline sites and the oracle model server")
     oracle.add_argument("--port", type=int, default=8400, help="the oracle's port (default 8400)")
     oracle.add_argument("--host", default="127.0.0.1")
-    from . import tools_cli
-
     tools_cli.register(sub)
     return ap
 
@@ -156,10 +157,9 @@ def _fail(message: str) -> int:
 
 def doctor(cfg: RunConfig) -> int:
     """The preflight checks as a table; exit 0 when a run could start, 2 when not."""
+    # rich only for this table: the other commands start without it
     from rich.console import Console
     from rich.table import Table
-
-    from .launch import run_checks
 
     pre, checks = run_checks(cfg)
     table = Table(title="om2w-tui doctor", show_lines=False)
@@ -175,11 +175,9 @@ def doctor(cfg: RunConfig) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "oracle":
-        from .offline.oracle import main as oracle_main
+        from .offline.oracle import main as oracle_main  # the oracle's modules only for this subcommand
 
         return oracle_main(["--port", str(args.port), "--host", args.host]) or 0
-    from . import tools_cli
-
     code = tools_cli.run(args)
     if code is not None:
         return code
@@ -187,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         if not has_terminal():
             return _fail("the console needs a terminal; without one (nohup, Slurm, cron) use "
                          "`om2w-tui run --no-ui ...`")
-        from .ui.app import run_console
+        from .ui.app import run_console  # Textual only for the console
 
         return run_console(None)
     try:
@@ -196,8 +194,6 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(e))
     if args.command == "doctor":
         return doctor(cfg)
-    from .launch import UsageError, preflight
-
     try:
         pre = preflight(cfg)
     except UsageError as e:
@@ -207,13 +203,11 @@ def main(argv: list[str] | None = None) -> int:
         print("om2w-tui: no terminal, so running headless (as with --no-ui)", flush=True)
         args.no_ui = True
     if args.no_ui:
-        from .headless import run_headless
-
         try:
             return asyncio.run(run_headless(pre))
         except UsageError as e:   # found only as the run opens (another run took the out folder meanwhile)
             return _fail(str(e))
-    from .ui.app import run_console
+    from .ui.app import run_console  # Textual only for the console
 
     return run_console(pre)
 

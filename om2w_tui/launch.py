@@ -14,18 +14,23 @@ import os
 import platform
 import sys
 import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 from .config import COORDINATES, RunConfig
+from .episode.arms import arm_names
 from .episode.browser import BrowserNotFound, check_browser_settings, find_chromium, resolve_browser
 from .episode.instruction import check_template
+from .executors.local import LocalExecutor
 from .redact import redact_argv, redact_url
 from .resources import data_dir, default_task_file
 from .results import read_results
 from .runlock import OutFolderBusy, RunLock, check_free
+from .scheduler import Scheduler
+from .taskfiles import refresh_note
 from .tasks import Task, TaskFileError, file_sha256, load_tasks, parse_tasks, select
 from .trajectory import write_json_atomic
 
@@ -50,7 +55,7 @@ def _stand_in(name: str) -> str:
 def offline_tasks(path: Path | None = None) -> tuple[Path, list[Task]]:
     """The offline suite's tasks (the shipped file, or a file of the same kind): their `{shop}`-style placeholders
     become stand-in addresses until the sites run and `live_offline_task` puts the real ones in."""
-    from .offline import SITE_NAMES, TASKS_TEMPLATE
+    from .offline import SITE_NAMES, TASKS_TEMPLATE  # the offline suite only when a run uses it
 
     path = Path(path or TASKS_TEMPLATE)
     if not path.exists():
@@ -70,7 +75,7 @@ def live_offline_task(task: Task, base_urls: dict[str, str]) -> Task:
 
 def check_endpoint(base_url: str, model: str, api_key: str, timeout: float = 10.0) -> str:
     """'' when `GET <base_url>/models` answers and lists `model`; else what is wrong and what to do."""
-    import httpx
+    import httpx  # slow to import: only when an endpoint is checked
 
     url = base_url.rstrip("/") + "/models"
     base_url = redact_url(base_url) or base_url   # as shown in the messages below
@@ -96,7 +101,7 @@ def check_endpoint(base_url: str, model: str, api_key: str, timeout: float = 10.
 def probe_endpoint(base_url: str, model: str, api_key: str, timeout: float = 30.0) -> bool:
     """Whether the model answers a one-token chat completion (the circuit breaker's probe: a server can list its
     models and still fail every completion)."""
-    import httpx
+    import httpx  # slow to import: only when an endpoint is probed
 
     try:
         r = httpx.post(base_url.rstrip("/") + "/chat/completions", timeout=timeout,
@@ -108,8 +113,6 @@ def probe_endpoint(base_url: str, model: str, api_key: str, timeout: float = 30.
 
 
 def _check_settings(cfg: RunConfig) -> str:
-    from .episode.arms import arm_names
-
     if cfg.workers < 1:
         return f"--workers {cfg.workers}: must be at least 1"
     if cfg.timeout <= 0:
@@ -147,11 +150,12 @@ def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task]]:
             task_file, tasks = offline_tasks(cfg.tasks)
         else:
             # without --tasks, the benchmark's file shipped in data/ (as the seed's defaults were)
-            task_file = cfg.tasks or default_task_file(cfg.bench)
-            if cfg.tasks is None and (task_file is None or not task_file.exists()):
+            found = cfg.tasks or default_task_file(cfg.bench)
+            if found is None or (cfg.tasks is None and not found.exists()):
                 raise UsageError(f"--bench {cfg.bench} needs --tasks PATH (the benchmark's task file; "
                                  f"`om2w-tui tasks fetch {cfg.bench}` puts it in {data_dir()}; "
                                  f"use --bench offline for the built-in suite)")
+            task_file = found
             tasks = load_tasks(task_file)
         chosen = select(tasks, task_ids=cfg.task_ids, levels=cfg.levels, sites=cfg.sites, limit=cfg.limit)
     except TaskFileError as e:
@@ -229,8 +233,6 @@ def versions() -> dict[str, str]:
 
 
 def write_manifest(pre: Preflight, extra: dict[str, Any] | None = None) -> None:
-    from .taskfiles import refresh_note
-
     cfg = pre.config
     path = cfg.out / "run.json"
     first = None
@@ -252,7 +254,7 @@ def reference_judge(task: dict[str, Any], rec: dict[str, Any]) -> bool | None:
     ended well, the agent said it was done, and its answer holds every reference string. None without one."""
     if "reference_answer" not in task:
         return None
-    from .offline import judge_answer
+    from .offline import judge_answer  # the offline suite only when a run uses it
 
     return rec.get("status") == "done" and bool(rec.get("agent_done")) and judge_answer(task, rec.get("answer"))
 
@@ -260,22 +262,19 @@ def reference_judge(task: dict[str, Any], rec: dict[str, Any]) -> bool | None:
 @contextlib.asynccontextmanager
 async def open_run(pre: Preflight, sinks: list[Any]) -> AsyncIterator[Any]:
     """Start the run's services and yield its Scheduler; everything started here is ended on the way out."""
-    from .executors.local import LocalExecutor
-    from .scheduler import Scheduler
-
     cfg = pre.config
     tasks = pre.tasks
     judge: Callable[[dict[str, Any], dict[str, Any]], bool | None] | None = None
     with contextlib.ExitStack() as stack:
         if cfg.bench == "offline":
-            from .offline import OfflineSuite
+            from .offline import OfflineSuite  # the offline suite only when a run uses it
 
             suite = stack.enter_context(OfflineSuite())
             tasks = [live_offline_task(t, suite.base_urls) for t in tasks]
         if any("reference_answer" in t.raw for t in tasks):
             judge = reference_judge
         if cfg.builtin_oracle:
-            from .offline import OracleServer
+            from .offline import OracleServer  # the oracle only when it is served here
 
             all_tasks = suite.tasks() if cfg.bench == "offline" else [t.to_dict() for t in tasks]
             endpoint = stack.enter_context(OracleServer(all_tasks)).url

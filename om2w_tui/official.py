@@ -17,15 +17,13 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from .conformance import read_run
-from .judge import (EXIT_USAGE, FILE_MODES, OFFICIAL_PREFIX, RESULTS_SUFFIX, Settings, read_judged,
-                    safe_model_name)
+from .judge import FILE_MODES, OFFICIAL_PREFIX, RESULTS_SUFFIX, Settings, read_judged, safe_model_name
 from .trajectory import write_atomic
 
 
@@ -112,29 +110,3 @@ def run_official(out: Path, checkout: Path, python: str, s: Settings, judge_url:
     return OfficialOutcome(keep, len(tasks), len(in_run),
                            sum(1 for r in in_run.values() if r.get("predicted_label") == 1),
                            [t for t in tasks if t not in in_run], crashed, proc.returncode)
-
-
-def run_official_cli(out: Path, checkout: Path, python: str | None, s: Settings, judge_url: str, key: str,
-                     task_ids_given: bool) -> int:
-    if task_ids_given:
-        print("om2w-tui judge: --task-ids cannot be used with --official (the evaluator judges every task folder)",
-              file=sys.stderr)
-        return EXIT_USAGE
-    python = python or os.environ.get("OM2W_OFFICIAL_PYTHON") or sys.executable
-    try:
-        res = run_official(out, checkout, python, s, judge_url, key, log=lambda m: print(m, flush=True))
-    except OfficialUsage as e:
-        print(f"om2w-tui judge: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("om2w-tui judge: interrupted; run the same command again to resume", file=sys.stderr)
-        return 130
-    rate = 100.0 * res.successes / res.tasks
-    print(f"official evaluator: judged {res.judged} of {res.tasks} task folders, success {res.successes} "
-          f"({rate:.1f}% of all) -> {res.path}")
-    if res.missing:
-        print(f"official evaluator: {len(res.missing)} task folder(s) not judged ({res.crashed} traceback(s) "
-              f"printed, exit status {res.returncode}), e.g. {', '.join(res.missing[:5])}; `om2w-tui check "
-              f"{out}` says what it cannot read", file=sys.stderr)
-        return 1
-    return 0 if res.returncode == 0 else 1

@@ -4,6 +4,7 @@ loop's), so tests run it in virtual time."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -80,7 +81,7 @@ class SitePacer:
         st = self.state(site)
         return st.ready_at if not st.busy and st.ready_at > now else None
 
-    def next_ready(self, sites, now: float) -> float | None:
+    def next_ready(self, sites: Iterable[str], now: float) -> float | None:
         """The earliest time one of `sites` (not busy, cooling) becomes free; None if none is cooling."""
         times = [st.ready_at for s in sites if not (st := self.state(s)).busy and st.ready_at - CLOCK_SLACK_S > now]
         return min(times) if times else None

@@ -1,8 +1,9 @@
 """Summaries of finished runs, one or several side by side: `om2w-tui report OUT [OUT ...]`.
 
 The computation is plain functions over plain data, for the command line and for a screen of the console:
-`summarize(out) -> dict` for one run folder, `compare([summary, ...]) -> dict` for several; the command writes
-them as a table (rich, in `ui/report_table.py`: the engine imports no rich), Markdown, CSV or JSON.
+`summarize(out) -> dict` for one run folder, `compare([summary, ...]) -> dict` for several, and their text
+(Markdown, CSV, JSON, and the sections a rich table is drawn from). The command is `report_cli.py`; the rich table
+is `ui/report_table.py` and the console's screen `ui/screens/report.py`: the engine imports no front end.
 
 A run folder is anything in the Online-Mind2Web v1 (or v2) layout. With om2w-tui's `results.jsonl` and `run.json`
 the summary has statuses, durations, tokens and errors; a folder written by another harness has only its task
@@ -16,14 +17,20 @@ evaluator, a success rate divides by every task of the run, judged or not.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
+from .conformance import read_run
+from .judge import parse_output_name, read_judged
 from .results import STATUSES, read_results
+from .sites import site_key
 
 JUDGE_GLOB = "*_auto_eval_results.json"
 UNKNOWN = "-"
@@ -85,8 +92,6 @@ def _site_of(website: str | None) -> str:
     m = re.fullmatch(r"\{(\w+)\}.*", website)   # an offline suite template: {shop}/
     if m:
         return m[1]
-    from .sites import site_key
-
     return site_key(website) or UNKNOWN
 
 
@@ -129,16 +134,12 @@ def find_judge_file(out: Path) -> Path | None:
 
 
 def read_judge_file(path: Path) -> dict[str, dict[str, Any]]:
-    from .judge import read_judged
-
     return read_judged(path)
 
 
 def judge_file_info(path: Path, judged: dict[str, dict[str, Any]], task_ids: Iterable[str]) -> dict[str, Any]:
     """Whose judge file it is, its mode, model and threshold (from its lines, else its name), and its rate over
     the run's tasks."""
-    from .judge import parse_output_name
-
     tasks = set(task_ids)
     any_rec = next(iter(judged.values()), {})
     named = parse_output_name(path.name)
@@ -164,8 +165,6 @@ def _label(manifest: dict[str, Any] | None, out: Path) -> str:
 
 def summarize(out: str | Path, judge_file: str | Path | None = None) -> dict[str, Any]:
     """One run's summary as plain data (JSON-ready)."""
-    from .conformance import read_run
-
     out = Path(out)
     warnings: list[str] = []
     manifest = _read_json(out / "run.json") if (out / "run.json").is_file() else None
@@ -205,17 +204,16 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> dict[str
         m = meta.get(tid, {})
         level = rec.get("level") or m.get("level")
         site = m.get("site") or _site_of(rec.get("website"))
+        ok: bool | None = None
         if success_source == "judge":
-            success = judged.get(tid, {}).get("predicted_label") == 1 if tid in judged else None
+            ok = judged.get(tid, {}).get("predicted_label") == 1 if tid in judged else None
         elif success_source == "correct":
-            success = bool(rec.get("correct")) if rec else None
-        else:
-            success = None
+            ok = bool(rec.get("correct")) if rec else None
         steps = rec.get("steps") if isinstance(rec.get("steps"), int) else (ep.steps if ep else None)
         per_task[tid] = {
             "level": str(level) if level is not None else UNKNOWN, "site": site or UNKNOWN,
             "status": rec.get("status") or ("unrecorded" if latest else "folder"),
-            "success": success, "steps": steps, "duration_s": rec.get("duration_s"),
+            "success": ok, "steps": steps, "duration_s": rec.get("duration_s"),
             "prompt_tokens": rec.get("prompt_tokens"), "completion_tokens": rec.get("completion_tokens"),
             "has_folder": tid in folders,
         }
@@ -302,7 +300,8 @@ def compare(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         succ = s["success"]
         if not succ.get("source"):
             return None
-        return succ["overall"] if group == "overall" else succ[group].get(key)
+        found: dict[str, Any] | None = succ["overall"] if group == "overall" else succ[group].get(key)
+        return found
 
     def row(label: str, group: str, key: str | None) -> dict[str, Any]:
         values = [cell(s, group, key) for s in summaries]
@@ -328,7 +327,7 @@ def compare(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     common = set(summaries[0]["per_task"]) if summaries else set()
     for s in summaries[1:]:
         common &= set(s["per_task"])
-    paired_values = []
+    paired_values: list[dict[str, Any] | None] = []
     for s in summaries:
         if not s["success"].get("source"):
             paired_values.append(None)
@@ -477,9 +476,6 @@ def to_markdown(summaries: list[dict[str, Any]], comparison: dict[str, Any] | No
 
 def to_csv(summaries: list[dict[str, Any]], comparison: dict[str, Any] | None) -> str:
     """Long form, one number a line: run, section, group, metric, value."""
-    import csv
-    import io
-
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["run", "out", "section", "group", "metric", "value"])
@@ -507,68 +503,3 @@ def to_csv(summaries: list[dict[str, Any]], comparison: dict[str, Any] | None) -
 
 def to_json(summaries: list[dict[str, Any]], comparison: dict[str, Any] | None) -> str:
     return json.dumps({"runs": summaries, "compare": comparison}, indent=1, ensure_ascii=False, default=str) + "\n"
-
-
-# ------------------------------------------------------------------------------------------ CLI
-
-
-def add_arguments(sub: Any) -> None:
-    import argparse
-
-    p = sub.add_parser("report", help="summarise finished runs (one, or several side by side)",
-                       description="Success rates (overall, by level and site), statuses, steps, durations, tokens "
-                                   "and grouped errors of runs; several runs are compared against the first.")
-    p.add_argument("outs", type=Path, nargs="+", metavar="OUT", help="run folders (the first is the baseline)")
-    p.add_argument("--format", choices=("table", "md", "csv", "json"), default="table", help="output format (table)")
-    p.add_argument("--judge", type=Path, action="append", default=[],
-                   help="the judge output file to take success from (default: the newest *_auto_eval_results.json "
-                        "in each folder); give it once per OUT, in order, or once for all")
-    p.add_argument("--ui", action="store_true",
-                   help="open the report in the console (one OUT): charts, failures and their episodes")
-    p.add_argument("--no-per-task", action="store_true", help=argparse.SUPPRESS)
-
-
-def run(args: Any) -> int:
-    import sys
-
-    outs: list[Path] = args.outs
-    judges: list[Path] = args.judge
-    if judges and len(judges) not in (1, len(outs)):
-        print(f"om2w-tui report: --judge given {len(judges)} times for {len(outs)} runs; give it once per run "
-              f"or once", file=sys.stderr)
-        return 2
-    if getattr(args, "ui", False) and len(outs) != 1:
-        print(f"om2w-tui report: --ui shows one run; {len(outs)} given", file=sys.stderr)
-        return 2
-    summaries = []
-    for i, out in enumerate(outs):
-        if not out.is_dir():
-            print(f"om2w-tui report: {out}: no such folder", file=sys.stderr)
-            return 2
-        judge = (judges[i] if len(judges) == len(outs) else judges[0]) if judges else None
-        if judge is not None and not judge.is_file() and (out / judge).is_file():
-            judge = out / judge
-        try:
-            summaries.append(summarize(out, judge))
-        except FileNotFoundError as e:
-            print(f"om2w-tui report: {e}", file=sys.stderr)
-            return 2
-    if getattr(args, "ui", False):
-        from .ui.app import run_console   # the console only when asked for: the report itself needs no Textual
-
-        return run_console(None, report=outs[0], judge=judge)
-    comparison = compare(summaries) if len(summaries) > 1 else None
-    if args.format == "table":
-        from .ui.report_table import print_table
-
-        print_table(summaries, comparison)
-    elif args.format == "md":
-        sys.stdout.write(to_markdown(summaries, comparison))
-    elif args.format == "csv":
-        sys.stdout.write(to_csv(summaries, comparison))
-    else:
-        if args.no_per_task:
-            for s in summaries:
-                s.pop("per_task", None)
-        sys.stdout.write(to_json(summaries, comparison))
-    return 0

@@ -16,14 +16,23 @@ import re
 import shutil
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any
 
 from .config import RunConfig
 from .episode.instruction import step_budget
-from .events import (DispatchChanged, EpisodeFinished, EpisodeStarted, EpisodeStep, Log, RunFinished, RunStarted,
-                     SlotChanged)
+from .events import (
+    DispatchChanged,
+    EpisodeFinished,
+    EpisodeStarted,
+    EpisodeStep,
+    Log,
+    RunFinished,
+    RunStarted,
+    SlotChanged,
+)
 from .pacing import SitePacer
 from .results import ENDPOINT_ERROR, INTERRUPTED, REQUEUED, STATUSES, ResultsStore, read_results
 from .tasks import Task

@@ -23,6 +23,7 @@ refresh-dates
 
 from __future__ import annotations
 
+import argparse
 import calendar
 import datetime as dt
 import hashlib
@@ -30,10 +31,15 @@ import json
 import os
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 from urllib.parse import urlsplit
+
+from .resources import data_dir
+from .tasks import TaskFileError, file_sha256, parse_tasks
+from .trajectory import write_atomic
 
 EXIT_FAIL = 2
 
@@ -98,10 +104,7 @@ def fetch_url(source: Source, rev: str, base_url: str | None = None) -> str:
 
 def fetch(bench: str, revision: str | None = None, to: Path = Path("data"), *, base_url: str | None = None,
           sha256: str | None = None, force: bool = False, timeout: float = 60.0) -> Fetched:
-    import httpx
-
-    from .tasks import TaskFileError, parse_tasks
-    from .trajectory import write_atomic
+    import httpx  # slow to import: only when a file is fetched
 
     source = SOURCES[bench]
     rev = revision or source.default_rev
@@ -180,8 +183,10 @@ _SEP = r"\s*(?:-|–|—|\bto\b|\buntil\b|\bthrough\b)\s*"
 
 # each pattern names its pieces m1 d1 m2 d2 y (y1 y2 for numeric forms); order: the longer forms first
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("md-range", re.compile(rf"\b(?P<m1>{_M})\s+(?P<d1>{_D})(?P<sep>{_SEP})(?:(?P<m2>{_M})\s+)?(?P<d2>{_D}),?\s+(?P<y>{_Y})")),
-    ("dm-range", re.compile(rf"\b(?P<d1>{_D})(?:\s+(?P<m1>{_M}))?(?P<sep>{_SEP})(?P<d2>{_D})\s+(?P<m2>{_M}),?\s+(?P<y>{_Y})")),
+    ("md-range", re.compile(rf"\b(?P<m1>{_M})\s+(?P<d1>{_D})(?P<sep>{_SEP})"
+                            rf"(?:(?P<m2>{_M})\s+)?(?P<d2>{_D}),?\s+(?P<y>{_Y})")),
+    ("dm-range", re.compile(rf"\b(?P<d1>{_D})(?:\s+(?P<m1>{_M}))?(?P<sep>{_SEP})"
+                            rf"(?P<d2>{_D})\s+(?P<m2>{_M}),?\s+(?P<y>{_Y})")),
     ("md", re.compile(rf"\b(?P<m1>{_M})\s+(?P<d1>{_D}),?\s+(?P<y>{_Y})")),
     ("dm", re.compile(rf"\b(?P<d1>{_D})\s+(?:of\s+)?(?P<m1>{_M}),?\s+(?P<y>{_Y})")),
     ("iso", re.compile(r"\b(?P<y>(?:19|20)\d\d)-(?P<mo>\d\d)-(?P<d1>\d\d)\b")),
@@ -477,9 +482,6 @@ def _replace_value(line: bytes, old: str, new: str) -> bytes:
 def refresh_file(src: Path, dst: Path, today: dt.date, sites: Iterable[str] = DEFAULT_SITES,
                  task_ids: Iterable[str] = ()) -> list[dict[str, Any]]:
     """Write `src` (JSON lines) to `dst` with the chosen tasks' dates moved; -> the changes."""
-    from .tasks import TaskFileError, parse_tasks
-    from .trajectory import write_atomic
-
     src, dst, sites = Path(src), Path(dst), list(sites)
     if not src.is_file():
         raise RefreshError(f"{src}: no such file")
@@ -522,8 +524,6 @@ def refresh_file(src: Path, dst: Path, today: dt.date, sites: Iterable[str] = DE
         raise RefreshError(f"the refreshed file would not load as a task file: {e}") from None
     dst.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(dst, data)
-    from .tasks import file_sha256
-
     # beside the refreshed file: what it was made from, so a run that uses it records the refresh in run.json
     write_atomic(refresh_note_path(dst), json.dumps({
         "source": str(src.resolve()), "source_sha256": file_sha256(src), "today": today.isoformat(),
@@ -538,8 +538,6 @@ def refresh_note_path(task_file: Path) -> Path:
 
 def refresh_note(task_file: Path) -> dict[str, Any] | None:
     """The note `refresh-dates` left beside a task file it wrote, if it still describes that file."""
-    from .tasks import file_sha256
-
     path = refresh_note_path(task_file)
     try:
         note = json.loads(path.read_text())
@@ -586,8 +584,6 @@ def _csv(s: str) -> list[str]:
 
 
 def _date(s: str) -> dt.date:
-    import argparse
-
     try:
         return dt.date.fromisoformat(s)
     except ValueError:
@@ -604,8 +600,6 @@ def run(args: Any) -> int:
 
 
 def _run_fetch(args: Any) -> int:
-    from .resources import data_dir   # the shipped data/ folder, the default target
-
     source = SOURCES[args.bench]
     rev = args.revision or source.default_rev
     print(f"fetching {source.name} revision {rev} ...", flush=True)

@@ -9,10 +9,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, cast
 from urllib.parse import urlsplit
+
+from .sites import site_key
 
 # a task id becomes a folder name under --out: letters, digits and a few safe marks, not starting with a dot;
 # spaces inside are fine (WebVoyager's ids are like "BBC News--0"), not at either end
@@ -36,8 +39,6 @@ class Task:
 
     @property
     def site(self) -> str:
-        from .sites import site_key
-
         return site_key(self.website)
 
     def to_dict(self) -> dict[str, Any]:
@@ -46,7 +47,7 @@ class Task:
                 "website": self.website, "level": self.level}
 
     @classmethod
-    def from_dict(cls, row: dict[str, Any]) -> "Task":
+    def from_dict(cls, row: dict[str, Any]) -> Task:
         return cls(row["task_id"], row["confirmed_task"], row["website"], row.get("level"), dict(row))
 
 
@@ -84,7 +85,7 @@ def _normalise(row: Any, where: str) -> dict[str, Any]:
         raise TaskFileError(f"{where}: website {str(row['website'])[:120]!r} of task {tid} is not an http(s) URL")
     if row.get("level") is not None:
         row = {**row, "level": str(row["level"])}
-    return row
+    return cast(dict[str, Any], row)   # a JSON object (checked above): its keys are strings
 
 
 def _check_types(row: dict[str, Any], tid: str, where: str) -> None:

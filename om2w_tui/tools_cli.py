@@ -5,9 +5,10 @@ Each entry of COMMANDS is a name -> (add_arguments(subparsers), run(args) -> exi
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+from collections.abc import Callable
 
-COMMANDS: dict[str, tuple[Callable[[argparse._SubParsersAction], None], Callable[[argparse.Namespace], int]]] = {}
+COMMANDS: dict[str, tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None],
+                          Callable[[argparse.Namespace], int]]] = {}
 
 
 _loaded = False
@@ -20,15 +21,15 @@ def _load() -> None:
     if _loaded:
         return
     _loaded = True
-    from . import conformance, judge, report, taskfiles
+    from . import conformance, judge_cli, report_cli, taskfiles  # registered on first use, see above
 
-    COMMANDS.setdefault("judge", (judge.add_arguments, judge.run))
-    COMMANDS.setdefault("report", (report.add_arguments, report.run))
+    COMMANDS.setdefault("judge", (judge_cli.add_arguments, judge_cli.run))
+    COMMANDS.setdefault("report", (report_cli.add_arguments, report_cli.run))
     COMMANDS.setdefault("tasks", (taskfiles.add_arguments, taskfiles.run))
     COMMANDS.setdefault("check", (conformance.add_arguments, conformance.run))
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _load()
     for add, _ in COMMANDS.values():
         add(sub)

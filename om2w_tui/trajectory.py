@@ -14,8 +14,9 @@ A browser-use step's screenshot is the page the step acted on. The evaluator sen
 and one per v2 entry, so no state is written or named twice: the final state is kept only when it differs from the
 last step's screenshot, a v2 entry is one step (its actions joined by " ; ") with that step's screenshot, and the
 closing entry carries the last state. Until its first screenshot an episode has a blank image (said in
-`result.json`) so that its folder is readable even if its worker dies; an episode cut short (timeout, kill, error) says so in `cut_short`, a key the
-evaluator ignores, and its v2 history closes with TASK_INCOMPLETE instead of an answer.
+`result.json`) so that its folder is readable even if its worker dies; an episode cut short (timeout, kill, error)
+says so in `cut_short`, a key the evaluator ignores, and its v2 history closes with TASK_INCOMPLETE instead of an
+answer.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ import secrets
 import shutil
 import struct
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 NOT_ACTIONS = {"done"}
 _KEEP_ATTRS = ("id", "aria-label", "name", "placeholder", "title", "href", "role", "type", "value", "alt")

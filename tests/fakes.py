@@ -31,12 +31,12 @@ class FakeExecutor:
     behaviour: dict[str, Behaviour] = field(default_factory=dict)   # by task id; default Behaviour()
     started: list[int] = field(default_factory=list)               # slots a worker was started for
     runs: list[tuple[str, float]] = field(default_factory=list)    # (task_id, loop time) of each run command
-    workers: list["FakeWorker"] = field(default_factory=list)
+    workers: list[FakeWorker] = field(default_factory=list)
     start_s: float = 1.0                                           # how long a worker takes to start
     exit_seen_s: float = 0.5                                       # how late a killed worker's exit is seen
     endpoint_down: bool = False                                    # every run ends as a model endpoint error
 
-    async def start_worker(self, slot: int) -> "FakeWorker":
+    async def start_worker(self, slot: int) -> FakeWorker:
         await asyncio.sleep(self.start_s)
         self.started.append(slot)
         w = FakeWorker(self, slot)

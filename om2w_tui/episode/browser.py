@@ -35,7 +35,8 @@ def _playwright_browsers() -> list[str]:
     roots = [os.environ.get("PLAYWRIGHT_BROWSERS_PATH") or "", str(Path.home() / ".cache" / "ms-playwright")]
     found: list[str] = []
     for root in filter(None, roots):
-        for pattern in ("chromium-*/chrome-linux*/chrome", "chromium-*/chrome-mac*/Chromium.app/Contents/MacOS/Chromium",
+        for pattern in ("chromium-*/chrome-linux*/chrome",
+                        "chromium-*/chrome-mac*/Chromium.app/Contents/MacOS/Chromium",
                         "chromium_headless_shell-*/chrome-*/headless_shell"):
             found += sorted(glob.glob(os.path.join(root, pattern)), reverse=True)
     return found
@@ -93,7 +94,7 @@ def parse_viewport(text: str) -> tuple[int, int]:
 
 def check_browser_settings(settings: dict[str, Any]) -> str:
     """'' when viewport, locale and timezone are usable, else what is wrong, naming the flag."""
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError   # only the checks need the time zone database
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # only the checks need the time zone database
 
     try:
         parse_viewport(settings.get("viewport", DEFAULT_VIEWPORT))
@@ -133,7 +134,7 @@ def resolve_browser(settings: dict[str, Any], executable: str) -> dict[str, Any]
 
 def make_session(executable: str, downloads: Path, user_data_dir: Path, settings: dict[str, Any] | None = None) -> Any:
     """A fresh browser-use session pinned to `settings` (viewport, user_agent, locale, timezone)."""
-    from browser_use import BrowserProfile, BrowserSession
+    from browser_use import BrowserProfile, BrowserSession  # browser-use (slow to import) only inside a worker
 
     settings = resolve_browser({"viewport": DEFAULT_VIEWPORT, "user_agent": "auto", "locale": DEFAULT_LOCALE,
                                 "timezone": DEFAULT_TIMEZONE, **(settings or {})}, executable)

@@ -44,7 +44,7 @@ def read_template(path: Path) -> str:
 
 def task_text(task: dict[str, Any], hint_field: str | None = None) -> str:
     """The task, with a privileged hint appended while acting (--hint-field)."""
-    text = task["confirmed_task"]
+    text: str = task["confirmed_task"]
     hint = task.get(hint_field) if hint_field else None
     return text + (f"\n\n{hint}" if hint else "")
 

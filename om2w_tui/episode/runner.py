@@ -10,9 +10,10 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from ..results import ENDPOINT_ERROR
 from ..trajectory import TrajectoryWriter, write_json_atomic
@@ -66,11 +67,12 @@ def endpoint_failure(histories: list[Any]) -> str | None:
 async def _bounded(coro: Awaitable[Any], seconds: float) -> Any:
     try:
         return await asyncio.wait_for(coro, seconds)
-    except (Exception, asyncio.TimeoutError):
+    except (TimeoutError, Exception):
         return None
 
 
-async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, control: EpisodeControl) -> dict[str, Any]:
+async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit,
+                      control: EpisodeControl) -> dict[str, Any]:
     """-> the episode's part of its results record (status, steps, actions, screenshots, answer, error ...)."""
     folder = Path(spec["folder"])
     writer = TrajectoryWriter(folder, task["task_id"], task["confirmed_task"], schema=spec.get("schema", "v1"),
@@ -168,4 +170,5 @@ async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit, co
             "steps": sum(len(getattr(h, "history", [])) for h in result.histories) or writer.n_steps,
             "actions": len(writer.actions), "screenshots": 0 if writer.blank else writer.n_shots,
             "answer": (result.answer or "")[:500], "prompt_tokens": result.prompt_tokens,
-            "completion_tokens": result.completion_tokens, **rows, **({"blank_screenshot": True} if writer.blank else {})}
+            "completion_tokens": result.completion_tokens, **rows,
+            **({"blank_screenshot": True} if writer.blank else {})}

@@ -101,6 +101,7 @@ async def drag_mouse(session: Any, start: tuple[float, float], end: tuple[float,
 
 def make_tools(coordinates: str = "normalized") -> Any:
     """browser-use's Tools with coordinate clicking as asked and the drag action."""
+    # browser-use (slow to import) only inside a worker
     from browser_use import Tools
     from browser_use.agent.views import ActionResult
 

@@ -15,6 +15,7 @@ import asyncio
 import json
 import logging
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -22,6 +23,8 @@ import threading
 import time
 import traceback
 from typing import IO, Any
+
+from .browser import browser_use_env
 
 WORKER_NICE = 5          # below the console, so the screen and the scheduler stay live on busy cores
 ORPHAN_GRACE_S = 3.0     # after the console's pipe closes, time for an orderly exit before the group is killed
@@ -46,7 +49,7 @@ class EventWriter:
             pass
 
 
-def _watch_stdin(loop: asyncio.AbstractEventLoop, commands: "asyncio.Queue[dict[str, Any]]") -> None:
+def _watch_stdin(loop: asyncio.AbstractEventLoop, commands: asyncio.Queue[dict[str, Any]]) -> None:
     """Reads commands in a thread, so that a worker whose event loop is stuck still notices the console's death."""
     for line in sys.stdin:
         line = line.strip()
@@ -65,7 +68,7 @@ def _watch_stdin(loop: asyncio.AbstractEventLoop, commands: "asyncio.Queue[dict[
 
 
 async def serve(emit: EventWriter) -> None:
-    from .runner import EpisodeControl, run_episode
+    from .runner import EpisodeControl, run_episode  # the episode's modules once main() has set browser-use's env
 
     loop = asyncio.get_running_loop()
     commands: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
@@ -134,8 +137,6 @@ def main() -> None:
     os.dup2(2, 1)                        # stray prints (browser-use's pause banner) go to the log, not the events
     sys.stdout = sys.stderr
     scratch = tempfile.mkdtemp(prefix="om2w-worker-")
-    from .browser import browser_use_env
-
     os.environ.update(browser_use_env(os.path.join(scratch, "config")))
     os.environ["TMPDIR"] = scratch       # Chromium's and browser-use's temp files live and die with the worker
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
@@ -148,15 +149,13 @@ def main() -> None:
     try:
         asyncio.run(serve(EventWriter(events)))
     finally:
-        import shutil
-
         _end_group_but_me()
         shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _end_group_but_me() -> None:
     """Every other process of this worker's group (a Chromium that outlived its session) is ended with it."""
-    import psutil
+    import psutil  # browser-use's dependency, not ours: only as the worker ends
 
     me, group = os.getpid(), os.getpgid(0)
     for proc in psutil.process_iter(["pid"]):

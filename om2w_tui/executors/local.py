@@ -47,9 +47,10 @@ class WorkerProcess:
         self._reader = asyncio.create_task(self._read())
         try:
             ev = await asyncio.wait_for(self.next_event(), READY_TIMEOUT_S)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             await self.kill()
-            raise WorkerDied(f"worker {self.slot} did not start within {READY_TIMEOUT_S:.0f} s (see {self.log_path})")
+            raise WorkerDied(f"worker {self.slot} did not start within {READY_TIMEOUT_S:.0f} s "
+                             f"(see {self.log_path})") from None
         if ev.get("ev") != "ready":
             await self.kill()
             raise WorkerDied(f"worker {self.slot} failed to start (see {self.log_path}): {ev}")
@@ -107,7 +108,7 @@ class WorkerProcess:
         if await self.send({"cmd": "exit"}):
             try:
                 await asyncio.wait_for(self.proc.wait(), EXIT_TIMEOUT_S)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         await self.kill()   # the group too: nothing it started may outlive it
 

@@ -18,8 +18,8 @@ __all__ = ["ORACLE_MODES", "SITE_NAMES", "TASKS_TEMPLATE", "OfflineSuite", "Orac
 
 
 def __getattr__(name: str) -> Any:
-    # imported on first use, so that `python -m om2w_tui.offline.oracle` does not find its module already loaded
     if name in ("OracleServer", "ORACLE_MODES"):
+        # on first use, so that `python -m om2w_tui.offline.oracle` does not find its module already loaded
         from . import oracle
 
         return oracle.OracleServer if name == "OracleServer" else oracle.MODES

@@ -16,6 +16,7 @@ leading `*` marks elements new since the last step; inputs, selects and checkbox
 
 from __future__ import annotations
 
+import base64
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,8 +53,6 @@ def message_text(content: Any) -> str:
 
 def last_image(content: Any) -> bytes | None:
     """The bytes of the last data-URL image in a message's content parts."""
-    import base64   # only vision requests carry images
-
     found = None
     for part in content if isinstance(content, list) else []:
         url = part.get("image_url", {}).get("url") if isinstance(part, dict) else None
@@ -146,7 +145,8 @@ class AgentRequest:
     def from_body(cls, body: dict[str, Any]) -> AgentRequest:
         messages = body.get("messages") or []
         texts = [message_text(m.get("content")) for m in messages if isinstance(m, dict)]
-        user_texts = [message_text(m.get("content")) for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+        user_texts = [message_text(m.get("content")) for m in messages
+                      if isinstance(m, dict) and m.get("role") == "user"]
         # browser-use may append short user messages (e.g. a planning nudge) after the state message
         state_texts = [text for text in user_texts if "<user_request>" in text]
         user_text = (state_texts or user_texts or [""])[-1]

@@ -18,11 +18,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from .agent_request import AgentRequest, message_text, normalise
 from ..episode.arms.planner import FAMILIES
+from .agent_request import AgentRequest, message_text, normalise
 from .planner_play import planner_reply
 from .player import decide, find_task
 from .serving import BackgroundServer, QuietHandler
+from .suite import OfflineSuite
 
 SLOW_DEFAULT_SECONDS = 3.0
 MODES: dict[str, str] = {
@@ -302,8 +303,6 @@ class OracleServer:
 
 def main(argv: list[str] | None = None) -> int:
     """Serve the offline sites and the oracle until interrupted."""
-    from .suite import OfflineSuite
-
     parser = argparse.ArgumentParser(
         prog="om2w-tui oracle", description="Serve the offline sites and the scripted oracle model."
     )

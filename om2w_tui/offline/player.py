@@ -15,13 +15,14 @@ The first rule whose conditions hold is played. In its actions every `"el": SELE
 element's `"index"` (a drag's `"from_el"`/`"to_el"` become `from_index`/`to_index`); a selector is 'key=value'
 (an attribute as browser-use prints it, `tag`, or `text`, which is contained in the element's text) or a dict of
 several. `"at_colour": "#rrggbb"` in a click is found in the request's screenshot, as a vision model would see it,
-and becomes `coordinate_x`/`coordinate_y` on the grid the system prompt asks for (0-1000, or pixels). `navigate` URLs may be relative to the
-current page. When no rule holds or a selector is not on the page, the oracle scrolls down one page, and
-gives up with a failed `done` from step GIVE_UP_AT_STEP (or the agent's last step) on.
+and becomes `coordinate_x`/`coordinate_y` on the grid the system prompt asks for (0-1000, or pixels). `navigate`
+URLs may be relative to the current page. When no rule holds or a selector is not on the page, the oracle scrolls
+down one page, and gives up with a failed `done` from step GIVE_UP_AT_STEP (or the agent's last step) on.
 """
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -88,9 +89,7 @@ def _index_of(selector: Any, request: AgentRequest) -> int:
 def colour_centre(png: bytes, colour: str, tolerance: int = 48) -> tuple[float, float, int, int] | None:
     """(x, y, width, height): the centre of the pixels of `colour` (`#rrggbb`) in a screenshot, and its size; None
     when the colour is not on it. This is the oracle's eyes: what a vision model would locate in the image."""
-    import io
-
-    from PIL import Image, ImageChops   # only vision tasks need the pixels
+    from PIL import Image, ImageChops  # only vision tasks need the pixels
 
     image = Image.open(io.BytesIO(png)).convert("RGB")
     wanted = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]
@@ -128,7 +127,8 @@ def resolve_action(action: dict[str, Any], request: AgentRequest) -> dict[str, A
 
 
 def _describe(actions: list[dict[str, Any]]) -> str:
-    compact = [f"{name} {json.dumps(params, separators=(',', ':'))}" for action in actions for name, params in action.items()]
+    compact = [f"{name} {json.dumps(params, separators=(',', ':'))}"
+               for action in actions for name, params in action.items()]
     return ", ".join(compact)
 
 

@@ -83,7 +83,8 @@ class QuietHandler(BaseHTTPRequestHandler):
 class BackgroundServer:
     """One ThreadingHTTPServer on host:port (0 = any free port) serving in a daemon thread."""
 
-    def __init__(self, handler: type[QuietHandler], app: Any, host: str = "127.0.0.1", port: int = 0, name: str = "http"):
+    def __init__(self, handler: type[QuietHandler], app: Any, host: str = "127.0.0.1", port: int = 0,
+                 name: str = "http"):
         self._handler = handler
         self._app = app
         self._host = host

@@ -6,6 +6,7 @@ fault tests of page-load timeouts.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -49,7 +50,7 @@ def render_page(title: str, body: str, *, header: str = "", footer: str = "") ->
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{escape(title)}</title>\n<style>{_stylesheet()}</style>\n</head>\n"
         f'<body>\n{header}\n<main id="content">\n{body}\n</main>\n{footer}\n</body>\n</html>\n'
-    ).encode("utf-8")
+    ).encode()
 
 
 def _options(choices: list[tuple[str, str]], selected: str) -> str:
@@ -614,7 +615,7 @@ class LongPageHandler(SiteHandler):
     def route_home(self) -> None:
         data = load_data("longpage.json")
         toc = "".join(
-            f'<li><a id="toc-{_slug(l["name"])}" href="#{_slug(l["name"])}">{escape(l["name"])}</a></li>' for l in data["lighthouses"]
+            f'<li><a id="toc-{_slug(h["name"])}" href="#{_slug(h["name"])}">{escape(h["name"])}</a></li>' for h in data["lighthouses"]
         )
         sections = ""
         for number, light in enumerate(data["lighthouses"], start=1):
@@ -735,8 +736,6 @@ class StudioHandler(SiteHandler):
         self.html("Studio", "<h1>Studio</h1><p>Team tools: invites, target practice and the release checklist.</p>")
 
     def route_invite(self) -> None:
-        import base64  # only this page hides its code from the page's text
-
         script = _INVITE_SCRIPT % base64.b64encode(INVITE_CODE.encode()).decode()
         self.html(
             "Team invite - Studio",

@@ -8,9 +8,10 @@ app exits."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from textual import work
 from textual.app import App, SystemCommand

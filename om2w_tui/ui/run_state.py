@@ -66,7 +66,7 @@ class RunState:
     pacing: dict[str, Any] = field(default_factory=dict)   # per_site, cooldown: how the run paces its sites
     slots: dict[int, SlotView] = field(default_factory=dict)
     sites: dict[str, SiteView] = field(default_factory=dict)
-    steps: "OrderedDict[str, deque[str]]" = field(default_factory=OrderedDict)
+    steps: OrderedDict[str, deque[str]] = field(default_factory=OrderedDict)
     records: list[dict[str, Any]] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
 

@@ -112,8 +112,8 @@ class StubJudge:
                              "max_tokens": body.get("max_tokens")})
                 with stub.lock:
                     stub.requests.append(seen)
-                send_json(self, 200, {"id": "stub", "object": "chat.completion", "created": 0, "model": body.get("model"),
-                                 "choices": [{"index": 0, "finish_reason": "stop",
+                send_json(self, 200, {"id": "stub", "object": "chat.completion", "created": 0,
+                                 "model": body.get("model"), "choices": [{"index": 0, "finish_reason": "stop",
                                               "message": {"role": "assistant", "content": text}}],
                                  "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}})
 

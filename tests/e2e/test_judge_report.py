@@ -19,8 +19,17 @@ import pytest
 
 from om2w_tui.cli import main as cli_main
 from om2w_tui.conformance import check_run
-from om2w_tui.judge import (Caller, Settings, Usage, output_path, parse_score, parse_status, parse_webvoyager,
-                            read_judged, select_kept)
+from om2w_tui.judge import (
+    Caller,
+    Settings,
+    Usage,
+    output_path,
+    parse_score,
+    parse_status,
+    parse_webvoyager,
+    read_judged,
+    select_kept,
+)
 from om2w_tui.offline.oracle import OracleServer
 from om2w_tui.offline.suite import load_task_templates
 from om2w_tui.report import compare, summarize
@@ -79,7 +88,8 @@ def test_reply_parsing():
 
 def test_the_output_file_is_a_file_in_the_run_folder_whatever_the_model_name(tmp_path):
     path = output_path(tmp_path, Settings(model="openai/o4-mini", score_threshold=3))
-    assert path.parent == tmp_path and path.name == "WebJudge_Online_Mind2Web_eval_openai-o4-mini_score_threshold_3_auto_eval_results.json"
+    assert path.parent == tmp_path
+    assert path.name == "WebJudge_Online_Mind2Web_eval_openai-o4-mini_score_threshold_3_auto_eval_results.json"
     assert output_path(tmp_path, Settings(model="../x", mode="webvoyager")).parent == tmp_path
 
 
@@ -92,7 +102,8 @@ def test_webjudge_scores_screenshots_keeps_the_relevant_ones_and_does_not_show_t
     assert right["key_points"].startswith("1. What is the nightly rate")
     assert [x["Score"] for x in right["image_judge_record"]] == [2, 2, 4, 5]
     assert right["kept_screenshots"] == ["2_full_screenshot.png", "3_full_screenshot.png"]
-    assert "189" not in right["input_text"] and "Action history:\n1. <a id=\"nav\"> Next -> CLICK" in right["input_text"]
+    assert "189" not in right["input_text"]
+    assert "Action history:\n1. <a id=\"nav\"> Next -> CLICK" in right["input_text"]
     assert right["predicted_label"] == 0 == got[WRONG]["predicted_label"]    # the oracle sees no pixels
     assert right["usage"]["calls"] == 1 + 4 + 1 and right["usage"]["prompt_tokens"] > 0
     assert check_run(run_dir) == []                                        # a file beside the tasks, never a folder
@@ -102,7 +113,8 @@ def test_webjudge_scores_screenshots_keeps_the_relevant_ones_and_does_not_show_t
 
 def test_with_the_answer_shown_the_verdict_follows_the_reference_answers(run_dir, judge_server):
     assert judge(run_dir, judge_server, "--include-answer", "--score-threshold", "5") == 0
-    got = {r["task_id"]: r for r in lines(run_dir / "WebJudge_Online_Mind2Web_eval_answer_oracle-judge_score_threshold_5_auto_eval_results.json")}
+    name = "WebJudge_Online_Mind2Web_eval_answer_oracle-judge_score_threshold_5_auto_eval_results.json"
+    got = {r["task_id"]: r for r in lines(run_dir / name)}
     assert (got[RIGHT]["predicted_label"], got[WRONG]["predicted_label"]) == (1, 0)
     assert got[RIGHT]["kept_screenshots"] == ["3_full_screenshot.png"]
     assert "Status: success" in got[RIGHT]["response"] and got[RIGHT]["mode"] == "webjudge-answer"
@@ -114,7 +126,8 @@ def test_webvoyager_mode_is_one_call_with_the_answer_and_the_last_screenshots(ru
     before = judge_server.calls
     assert judge(run_dir, judge_server, "--mode", "webvoyager", "--last-screenshots", "2") == 0
     assert judge_server.calls - before == 2
-    got = {r["task_id"]: r for r in lines(run_dir / "WebVoyager_eval_oracle-judge_score_threshold_3_auto_eval_results.json")}
+    name = "WebVoyager_eval_oracle-judge_score_threshold_3_auto_eval_results.json"
+    got = {r["task_id"]: r for r in lines(run_dir / name)}
     assert (got[RIGHT]["predicted_label"], got[WRONG]["predicted_label"]) == (1, 0)
     assert "The last 2 screenshots (of 4) follow." in got[RIGHT]["input_text"]
 
@@ -173,8 +186,10 @@ def test_a_v2_folder_is_judged_from_its_steps(tmp_path, judge_server):
         "agent_final_answer": "$189.00 a night", "reference_length": 3, "action_history": steps}))
     assert check_run(out) == []
     assert judge(out, judge_server) == 0 and judge(out, judge_server, "--include-answer") == 0
-    plain = read_judged(out / "WebJudge_Online_Mind2Web_eval_oracle-judge_score_threshold_3_auto_eval_results.json")[RIGHT]
-    shown = read_judged(out / "WebJudge_Online_Mind2Web_eval_answer_oracle-judge_score_threshold_3_auto_eval_results.json")[RIGHT]
+    plain = read_judged(out / ("WebJudge_Online_Mind2Web_eval_oracle-judge_score_threshold_3_"
+                               "auto_eval_results.json"))[RIGHT]
+    shown = read_judged(out / ("WebJudge_Online_Mind2Web_eval_answer_oracle-judge_score_threshold_3_"
+                               "auto_eval_results.json"))[RIGHT]
     assert plain["judged_actions"] == ["link -> CLICK"] and plain["schema"] == "v2"   # the answer step is dropped
     assert (plain["predicted_label"], shown["predicted_label"]) == (0, 1)
     assert plain["image_judge_screenshots"] == ["0000.png", "0001.png"]

@@ -96,7 +96,8 @@ async def test_oracle_solves_the_task_through_a_real_agent(offline, task_id):
     assert history.is_successful(), answer
     assert judge_answer(task, answer), answer
     assert not any(history.errors()), history.errors()
-    assert oracle.calls - calls_before == len(history.history) - 1  # one model call a step, after the initial navigation
+    # one model call a step, after the initial navigation
+    assert oracle.calls - calls_before == len(history.history) - 1
     await _assert_no_chromium_left()
 
 

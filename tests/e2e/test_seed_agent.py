@@ -46,7 +46,7 @@ def test_coordinates_clipboard_and_drag_on_a_viewport_of_our_choosing(tmp_path, 
     assert r.returncode == 0, r.stderr[-3000:]
     recs = {x["task_id"]: x for x in records(out)}
     assert set(recs) == set(STUDIO)
-    for tid, rec in recs.items():
+    for rec in recs.values():
         assert rec["status"] == "done" and rec["agent_done"] and rec["correct"], rec
     actions = {tid: check_task_folder(out / tid)["action_history"] for tid in STUDIO}
     # the clipboard: copy, then the page's Paste button reads what was copied (granted read and write)

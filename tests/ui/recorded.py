@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.config import RunConfig
-from om2w_tui.events import (DispatchChanged, EpisodeFinished, EpisodeStarted, EpisodeStep, RunStarted,
-                             SlotChanged)
+from om2w_tui.events import DispatchChanged, EpisodeFinished, EpisodeStarted, EpisodeStep, RunStarted, SlotChanged
 from om2w_tui.launch import Preflight
 from om2w_tui.tasks import Task
 

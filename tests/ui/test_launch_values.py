@@ -8,8 +8,16 @@ from pathlib import Path
 import pytest
 
 from om2w_tui.config import RunConfig
-from om2w_tui.ui.launch_values import (DEFAULTS, FormError, config_from_values, field_of_problem, last_launch_path,
-                                       load_values, save_values, values_from_config)
+from om2w_tui.ui.launch_values import (
+    DEFAULTS,
+    FormError,
+    config_from_values,
+    field_of_problem,
+    last_launch_path,
+    load_values,
+    save_values,
+    values_from_config,
+)
 
 
 def test_the_last_launch_lives_under_xdg_config_home_or_dot_config():

@@ -130,7 +130,7 @@ async def test_the_report_shows_summarize_numbers(tmp_path, size):
         assert easy.split() == ["easy", "100%", "2/2"] and medium.split() == ["medium", "33%", "1/3"]
         assert hard.split() == ["hard", "0%", "0/3"]
         assert by_site.labels[0].split() == ["amazon.com", "33%", "1/3"] and len(by_site.labels) == 4
-        for label, (site, v) in zip(by_site.labels, s["success"]["by_site"].items()):
+        for label, (_site, v) in zip(by_site.labels, s["success"]["by_site"].items()):
             assert label.split()[-2:] == [f"{100 * v['rate']:.0f}%", f"{v['successes']}/{v['tasks']}"]
         drawn = str(by_level.query_one("PlotextPlot").render())
         assert "medium  33% 1/3" in drawn and "100%" in drawn

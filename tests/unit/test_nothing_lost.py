@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import io
 import json
 import os
 import threading
@@ -244,7 +243,7 @@ def test_a_finished_event_with_a_lone_surrogate_crosses_the_pipe_and_lands_in_th
     r, w = os.pipe()
     answer = "price \udcff\ud800 ok \\\udc80"
     EventWriter(event_stream(w))({"ev": "finished", "record": {"status": "done", "answer": answer}})
-    with io.open(r, "rb") as f:
+    with open(r, "rb") as f:
         line = f.readline()
     ev = json.loads(line)        # how the console reads events
     assert ev["record"]["answer"] == answer

@@ -26,7 +26,8 @@ args = p.parse_args()
 tasks = sorted(d for d in os.listdir(args.trajectories_dir) if os.path.isdir(os.path.join(args.trajectories_dir, d)))
 if len(tasks) // args.num_worker == 0:
     raise ValueError("range() arg 3 must not be zero")
-name = os.path.join(args.output_path, f"{args.mode}_{args.model}_score_threshold_{args.score_threshold}_auto_eval_results.json")
+name = os.path.join(args.output_path,
+                    f"{args.mode}_{args.model}_score_threshold_{args.score_threshold}_auto_eval_results.json")
 done = set()
 if os.path.exists(name):
     done = {json.loads(x)["task_id"] for x in open(name) if x.strip()}

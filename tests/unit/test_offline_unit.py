@@ -71,9 +71,11 @@ $42.50
 
 def user_message(task: str, browser_state: str, step: int = 2, history: str = "") -> str:
     return (
-        f"<user_request>\n{task}\n</user_request>\n\n<agent_history>\nAgent initialized\n{history}\n</agent_history>\n\n"
+        f"<user_request>\n{task}\n</user_request>\n\n"
+        f"<agent_history>\nAgent initialized\n{history}\n</agent_history>\n\n"
         "<agent_state>\n<file_system>\n\n</file_system>\n</agent_state>\n"
-        f"<browser_state>\n{browser_state}\n</browser_state>\n<step_info>Step{step} maximum:30\nToday:2026-01-01</step_info>\n"
+        f"<browser_state>\n{browser_state}\n</browser_state>\n"
+        f"<step_info>Step{step} maximum:30\nToday:2026-01-01</step_info>\n"
     )
 
 
@@ -94,7 +96,8 @@ AGENT_SCHEMA = {
     "json_schema": {
         "name": "agent_output",
         "strict": True,
-        "schema": {"type": "object", "properties": {"evaluation_previous_goal": {}, "memory": {}, "next_goal": {}, "action": {}}},
+        "schema": {"type": "object",
+                   "properties": {"evaluation_previous_goal": {}, "memory": {}, "next_goal": {}, "action": {}}},
     },
 }
 
@@ -108,7 +111,8 @@ def http_get(url: str, timeout: float = 5.0, opener: urllib.request.OpenerDirect
 
 
 def http_post_json(url: str, payload: object) -> tuple[int, dict]:
-    request = urllib.request.Request(url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(url, data=json.dumps(payload).encode(),
+                                     headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=5) as response:
             return response.status, json.loads(response.read())
@@ -216,7 +220,8 @@ def test_each_site_has_its_own_port_on_localhost(suite):
     [
         ("shop", "/", "Featured products"),
         ("shop", "/search?q=kettle", "Copper Pour-Over Kettle"),
-        ("shop", "/search?category=kitchen&max_price=50&sort=rating", "Showing 3 results in Kitchen, under $50, sorted by customer rating."),
+        ("shop", "/search?category=kitchen&max_price=50&sort=rating",
+         "Showing 3 results in Kitchen, under $50, sorted by customer rating."),
         ("shop", "/category/audio", "Pulse ANC Headphones"),
         ("shop", "/product/headphones-pulse", "32 hours"),
         ("shop", "/cart", "Your cart is empty."),
@@ -227,7 +232,8 @@ def test_each_site_has_its_own_port_on_localhost(suite):
         ("wiki", "/search?q=snapshot+retained", "Snapshots"),
         ("booking", "/", 'id="checkin"'),
         ("booking", "/rooms", "$189.00 per night"),
-        ("booking", "/book?checkin=2025-07-01&checkout=2025-07-04&room=standard&guests=2&guest_name=Ada+Lovelace", "SEA-21F211"),
+        ("booking", "/book?checkin=2025-07-01&checkout=2025-07-04&room=standard&guests=2&guest_name=Ada+Lovelace",
+         "SEA-21F211"),
         ("longpage", "/", "Gull Point was automated in 1987"),
     ],
 )
@@ -241,7 +247,8 @@ def test_site_pages_answer_over_http(suite, site, path, expected):
 def test_unknown_pages_and_invalid_bookings_are_errors(suite):
     assert http_get(suite.base_urls["shop"] + "/product/nope")[0] == 404
     assert http_get(suite.base_urls["wiki"] + "/guide/nope/")[0] == 404
-    status, body = http_get(suite.base_urls["booking"] + "/book?checkin=2025-07-04&checkout=2025-07-01&room=suite&guests=2&guest_name=X")
+    status, body = http_get(suite.base_urls["booking"]
+                            + "/book?checkin=2025-07-04&checkout=2025-07-01&room=suite&guests=2&guest_name=X")
     assert status == 400 and "must be after the check-in date" in body
 
 
@@ -328,8 +335,8 @@ def client(oracle: OracleServer, timeout: float = 10.0) -> openai.OpenAI:
     return openai.OpenAI(base_url=oracle.url, api_key="x", max_retries=0, timeout=timeout)
 
 
-def ask(oracle: OracleServer, model: str = "oracle", state: str = SHOP_HOME_STATE, task: str | None = None, step: int = 2,
-        vision: bool = False, timeout: float = 10.0):
+def ask(oracle: OracleServer, model: str = "oracle", state: str = SHOP_HOME_STATE, task: str | None = None,
+        step: int = 2, vision: bool = False, timeout: float = 10.0):
     messages = agent_messages(SEARCH_TASK["confirmed_task"] if task is None else task, state, step, vision)
     return client(oracle, timeout).chat.completions.create(model=model, messages=messages, response_format=AGENT_SCHEMA)
 
@@ -372,7 +379,8 @@ def test_oracle_gives_up_on_unknown_tasks_and_scrolls_for_missing_elements(oracl
     unknown = json.loads(ask(oracle, task="Buy a yacht.").choices[0].message.content)
     assert unknown["action"] == [{"done": {"text": "oracle: unknown task", "success": False}}]
     bare = "Current tab: 2BB6\nTab 2BB6: http://127.0.0.1:41977/ - x\nInteractive elements:\nempty page"
-    assert json.loads(ask(oracle, state=bare).choices[0].message.content)["action"] == [{"scroll": {"down": True, "pages": 1.0}}]
+    scroll = [{"scroll": {"down": True, "pages": 1.0}}]
+    assert json.loads(ask(oracle, state=bare).choices[0].message.content)["action"] == scroll
     late = json.loads(ask(oracle, state=bare, step=GIVE_UP_AT_STEP).choices[0].message.content)
     assert late["action"][0]["done"]["success"] is False
 
@@ -459,7 +467,8 @@ def test_standalone_oracle_serves_sites_and_model_until_interrupted():
         assert set(site_urls) == set(SITE_NAMES)
         assert http_get(site_urls["wiki"] + "/guide/")[0] == 200
         models = json.loads(http_get(oracle_url + "/models")[1])
-        assert models["object"] == "list" and models["data"][0] == {"id": "oracle", "object": "model", "created": 0, "owned_by": "om2w-tui"}
+        assert models["object"] == "list"
+        assert models["data"][0] == {"id": "oracle", "object": "model", "created": 0, "owned_by": "om2w-tui"}
     finally:
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=5) == 0

@@ -30,7 +30,8 @@ def _request(grid: str | None, png: bytes | None) -> AgentRequest:
     system = "You are a browser agent. " + (COORDINATE_PROMPT[grid] if grid else "")
     parts = [{"type": "text", "text": STATE}]
     if png:
-        parts.append({"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(png).decode()}})
+        url = "data:image/png;base64," + base64.b64encode(png).decode()
+        parts.append({"type": "image_url", "image_url": {"url": url}})
     return AgentRequest.from_body({"model": "oracle", "messages": [{"role": "system", "content": system},
                                                                    {"role": "user", "content": parts}]})
 

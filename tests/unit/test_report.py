@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from om2w_tui.cli import main as cli_main
-from om2w_tui.report import (compare, normalise_error, quantile, summarize, to_csv, to_json, to_markdown)
+from om2w_tui.report import compare, normalise_error, quantile, summarize, to_csv, to_json, to_markdown
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 REPO = Path(__file__).resolve().parents[2]

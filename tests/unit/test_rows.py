@@ -6,8 +6,8 @@ from __future__ import annotations
 import base64
 import json
 
-from om2w_tui.episode.rows import CallLog, write_rows
 from om2w_tui.episode.instruction import task_text as instruction_for
+from om2w_tui.episode.rows import CallLog, write_rows
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"0" * 16
 TASK = {"task_id": "t1", "confirmed_task": "Find the cheapest lamp", "website": "https://shop.example/",

@@ -11,8 +11,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from om2w_tui.trajectory import (TrajectoryWriter, action_line, blank_png, element_tag, step_actions, write_atomic,
-                                 write_json_atomic)
+from om2w_tui.trajectory import (
+    TrajectoryWriter,
+    action_line,
+    blank_png,
+    element_tag,
+    step_actions,
+    write_atomic,
+    write_json_atomic,
+)
 
 RESULT_KEYS = {"task_id", "task", "final_result_response", "action_history", "thoughts"}
 
@@ -183,7 +190,8 @@ def test_writer_writes_as_it_goes(tmp_path):
     assert shots(folder) == ["0_full_screenshot.png"]
 
     w.add_step(step([Action("input", index=1, text="green"), Action("click", index=2)],
-                    [element("INPUT", {"id": "q"}), element("BUTTON", {"id": "go"}, "Go")], goal="search", shot=pics[1]))
+                    [element("INPUT", {"id": "q"}), element("BUTTON", {"id": "go"}, "Go")], goal="search",
+                    shot=pics[1]))
     r = read_result(folder)
     assert r["action_history"] == ["NAVIGATE -> https://tea.com", '<input id="q"> -> TYPE: green',
                                    '<button id="go"> Go -> CLICK']

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..rows import record_calls
 from .interface import ArmContext, ArmResult, StepReporter, agent_usage, new_agent, run_agent
 
 
@@ -14,14 +15,12 @@ class BaseArm:
         self.steps = StepReporter(ctx)
 
     def _llm(self) -> Any:
-        from browser_use import ChatOpenAI
+        from browser_use import ChatOpenAI  # browser-use (slow to import) only inside a worker
 
         c = self.ctx
         llm = ChatOpenAI(model=c.model, base_url=c.base_url, api_key=c.api_key, temperature=c.temperature,
                          timeout=c.llm_timeout, max_retries=c.llm_retries)
         if c.call_log is not None:   # --record-rows
-            from ..rows import record_calls
-
             record_calls(llm, c.call_log)
         return llm
 

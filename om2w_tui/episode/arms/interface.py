@@ -8,8 +8,12 @@ on disk at once, so a timeout or a kill keeps it."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any
+
+from ..browser import grant_clipboard
+from ..tools import agent_kwargs, use_coordinates
 
 
 @dataclass
@@ -77,9 +81,7 @@ async def agent_usage(agent: Any) -> tuple[int, int]:
 def new_agent(ctx: ArmContext, task: str, llm: Any) -> Any:
     """A browser-use Agent in the episode's browser, set up for a harness: no judge call, no signal handlers, no
     synthetic first step for a URL in the task text; the seed's tools (drag, coordinates as asked)."""
-    from browser_use import Agent
-
-    from ..tools import agent_kwargs, use_coordinates
+    from browser_use import Agent  # browser-use (slow to import) only inside a worker
 
     agent = Agent(task=task, llm=llm, browser_session=ctx.session, use_vision=ctx.vision, use_judge=False,
                   enable_signal_handler=False, directly_open_url=False, max_failures=3,
@@ -91,8 +93,6 @@ def new_agent(ctx: ArmContext, task: str, llm: Any) -> Any:
 async def run_agent(ctx: ArmContext, agent: Any, max_steps: int, on_step_end: Any) -> Any:
     """`agent.run` with the clipboard granted again at every step's start, as the seed does (a new tab, a
     navigation to another origin: pages keep their copy and paste)."""
-    from ..browser import grant_clipboard
-
     async def step_start(_agent: Any) -> None:
         await grant_clipboard(ctx.session)
 

@@ -10,11 +10,13 @@ is never an action. Besides the histories it writes `planner_history.json` and `
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import time
 from typing import Any
 
+from ..rows import record_calls
 from .interface import ArmContext, ArmResult, StepReporter, agent_usage, new_agent, run_agent
 
 FAMILIES = ("drag", "io", "select", "rest", "reasoning")
@@ -73,8 +75,6 @@ class PlannerArm:
                 f"</specialist_reports>\n<budget>{max(0, c.max_steps - used)} site actions left</budget>")
         content: Any = text
         if png and c.vision:
-            import base64
-
             content = [{"type": "text", "text": text},
                        {"type": "image_url", "image_url": {"url": "data:image/png;base64," +
                                                            base64.b64encode(png).decode()}}]
@@ -108,15 +108,13 @@ class PlannerArm:
 
     # ── a specialist ────────────────────────────────────────
     async def _delegate(self, family: str, subtask: str, budget: int) -> dict[str, Any]:
-        from browser_use import ChatOpenAI
+        from browser_use import ChatOpenAI  # browser-use (slow to import) only inside a worker
 
         c = self.ctx
         model = self.model_for(family)
         llm = ChatOpenAI(model=model, base_url=c.base_url, api_key=c.api_key, temperature=c.temperature,
                          timeout=c.llm_timeout, max_retries=c.llm_retries)
         if c.call_log is not None:   # --record-rows: the specialists' calls are rows too, one segment each
-            from ..rows import record_calls
-
             c.call_log.segment = len(self.trace) + 1
             record_calls(llm, c.call_log)
         entry = {"family": family, "model": model, "subtask": subtask, "started_at": time.time(), "steps": 0,
@@ -136,7 +134,7 @@ class PlannerArm:
 
     # ── the episode ─────────────────────────────────────────
     async def run(self) -> ArmResult:
-        from openai import AsyncOpenAI
+        from openai import AsyncOpenAI  # only when the arm runs: the oracle imports this module for FAMILIES
 
         c = self.ctx
         client = AsyncOpenAI(base_url=c.base_url, api_key=c.api_key, timeout=c.llm_timeout, max_retries=c.llm_retries)

@@ -16,8 +16,17 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer
 
 from ..formatting import clip
-from ..messages import (DispatchToggled, EngineLog, EpisodeBegan, EpisodeEnded, RunBegan, RunEnded, SlotUpdated,
-                        SnapshotTaken, StepTaken)
+from ..messages import (
+    DispatchToggled,
+    EngineLog,
+    EpisodeBegan,
+    EpisodeEnded,
+    RunBegan,
+    RunEnded,
+    SlotUpdated,
+    SnapshotTaken,
+    StepTaken,
+)
 from ..run_state import ACTIVE_STATES, RunState, SlotView, finish_line
 from ..widgets.keyed_table import KeyedTable
 from ..widgets.panels import EpisodesTable, SitesTable, SlotsTable, StepsLog
@@ -84,7 +93,7 @@ class DashboardScreen(Screen[None]):
         self._top_height: int | None = None
 
     @property
-    def console_app(self) -> "ConsoleApp":
+    def console_app(self) -> ConsoleApp:
         return cast("ConsoleApp", self.app)
 
     # ── layout ─────────────────────────────────────────────

@@ -16,6 +16,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Button, Footer, Input, Label, Select, Static
 
+from ...episode.arms import arm_names
 from ...launch import Preflight
 from ..launch_values import CHOICES, FIELDS, FormError, config_from_values, field_of_problem
 
@@ -27,8 +28,6 @@ Check = tuple[str, bool, str]      # (what, ok, detail), as launch.run_checks gi
 
 
 def arm_choices() -> list[str]:
-    from ...episode.arms import arm_names
-
     try:
         return arm_names()
     except Exception:    # a broken plugin must not keep the form from opening
@@ -54,7 +53,7 @@ class LaunchScreen(Screen[None]):
         self._check_timer: Timer | None = None
 
     @property
-    def console_app(self) -> "ConsoleApp":
+    def console_app(self) -> ConsoleApp:
         return cast("ConsoleApp", self.app)
 
     def compose(self) -> ComposeResult:

@@ -262,7 +262,7 @@ class ReportScreen(Screen[None]):
         self._due: Timer | None = None
 
     @property
-    def console_app(self) -> "ConsoleApp":
+    def console_app(self) -> ConsoleApp:
         return cast("ConsoleApp", self.app)
 
     @property
