@@ -205,7 +205,7 @@ class OracleHandler(QuietHandler):
             self.send_json(404, openai_error(f"Unknown path {path}", "invalid_request_error", "not_found"))
             return
         status, payload = self.answer_chat(raw)
-        self.app.count_call()  # counted before sending, so a client that has its reply sees the new count
+        self.app.count_call(raw)  # counted before sending, so a client that has its reply sees the new count
         self.send_json(status, payload)
 
     def answer_chat(self, raw: bytes) -> tuple[int, dict[str, Any]]:
@@ -257,10 +257,12 @@ class _Dropped(Exception):
 class OracleServer:
     """The oracle on host:port (0 = a free port) in a daemon thread; `url` is the OpenAI base URL."""
 
-    def __init__(self, tasks: list[dict[str, Any]], host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, tasks: list[dict[str, Any]], host: str = "127.0.0.1", port: int = 0, keep: bool = False):
         self.tasks = list(tasks)
         self._lock = threading.Lock()
         self._calls = 0
+        self._keep = keep                  # keep every request body (tests read what the model was shown)
+        self._bodies: list[bytes] = []
         self._flaky_requests = 0
         self._server = BackgroundServer(OracleHandler, app=self, host=host, port=port, name="oracle")
 
@@ -278,9 +280,17 @@ class OracleServer:
         with self._lock:
             return self._calls
 
-    def count_call(self) -> None:
+    def count_call(self, body: bytes = b"") -> None:
         with self._lock:
             self._calls += 1
+            if self._keep:
+                self._bodies.append(body)
+
+    @property
+    def bodies(self) -> list[bytes]:
+        """The chat-completions request bodies answered so far (with keep=True)."""
+        with self._lock:
+            return list(self._bodies)
 
     def next_flaky_fails(self) -> bool:
         with self._lock:

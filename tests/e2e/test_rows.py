@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from om2w_tui.offline import TASKS_TEMPLATE
+from om2w_tui.offline import TASKS_TEMPLATE, OfflineSuite, OracleServer
 
 from .helpers import check_task_folder, cli, records
 
@@ -22,9 +22,15 @@ def test_rows_keep_no_hint_and_hold_images_as_files(tmp_path):
     hinted = tmp_path / "hinted.json"
     hinted.write_text(json.dumps(tasks))
     out = tmp_path / "rows"
-    r = cli("run", "--no-ui", "--bench", "offline", "--tasks", str(hinted), "--model", "oracle", "--record-rows",
-            "--hint-field", "hint", "--workers", "2", "--pace-cooldown", "0", "--out", str(out))
+    # an oracle in this process keeps what the model was shown: the hint must be there while acting
+    with OfflineSuite() as suite, OracleServer(suite.tasks(), keep=True) as oracle:
+        r = cli("run", "--no-ui", "--bench", "offline", "--tasks", str(hinted), "--model", "oracle",
+                "--vllm", oracle.url, "--record-rows", "--hint-field", "hint", "--workers", "2",
+                "--pace-cooldown", "0", "--out", str(out))
+        shown = b"".join(oracle.bodies).decode()
     assert r.returncode == 0, r.stderr[-3000:]
+    for hint in HINTS.values():
+        assert json.dumps(hint)[1:-1] in shown        # the model saw each hint while it acted...
     recs = {x["task_id"]: x for x in records(out)}
     assert set(recs) == set(HINTS)
     for tid, hint in HINTS.items():
@@ -34,7 +40,7 @@ def test_rows_keep_no_hint_and_hold_images_as_files(tmp_path):
         rows = [json.loads(x) for x in (rows_dir / "rows.jsonl").read_text().splitlines()]
         assert len(rows) == rec["rows"] == rec["steps"]
         text = (rows_dir / "rows.jsonl").read_text()
-        assert hint[:30] not in text and "PRIVILEGED" not in text
+        assert hint[:30] not in text and "PRIVILEGED" not in text   # ...and no row keeps it
         assert "data:image" not in text
         images = sorted(p.name for p in rows_dir.glob("*.png"))
         assert images and all(name in text for name in images)
