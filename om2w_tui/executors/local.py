@@ -33,6 +33,7 @@ class WorkerProcess:
         self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._reader: asyncio.Task[None] | None = None
         self.exited = False
+        self.killed = False     # its group was sent SIGKILL: never hand it work, though its exit is seen later
 
     @property
     def pid(self) -> int | None:
@@ -76,7 +77,7 @@ class WorkerProcess:
 
     async def send(self, cmd: dict[str, Any]) -> bool:
         """Send a command; False when the worker is gone."""
-        if self.exited or not self.proc or not self.proc.stdin or self.proc.stdin.is_closing():
+        if self.exited or self.killed or not self.proc or not self.proc.stdin or self.proc.stdin.is_closing():
             return False
         try:
             self.proc.stdin.write((json.dumps(cmd, ensure_ascii=False, default=str) + "\n").encode())
@@ -88,6 +89,7 @@ class WorkerProcess:
     def kill_group(self) -> None:
         if self.proc is None:
             return
+        self.killed = True
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
 

@@ -18,6 +18,7 @@ import pytest
 from om2w_tui.config import RunConfig
 from om2w_tui.episode.worker import EventWriter, event_stream
 from om2w_tui.events import EpisodeFinished
+from om2w_tui.executors.local import WorkerProcess
 from om2w_tui.redact import redact_argv, redact_url
 from om2w_tui.results import ResultsStore, read_results, settles
 from om2w_tui.runlock import OutFolderBusy, RunLock, check_free
@@ -236,6 +237,19 @@ async def test_a_killed_worker_is_never_handed_the_next_episode(tmp_path):
     rows = records(tmp_path)
     assert [(r["task_id"], r["status"]) for r in rows] == [("a.com-0", "timeout"), ("b.com-0", "done")]
     assert ex.started == [0, 0]
+
+
+async def test_a_real_worker_is_unusable_from_the_moment_it_is_killed(tmp_path):
+    """The real worker process: `killed` is set by the kill itself, before its exit is seen."""
+    w = WorkerProcess(0, tmp_path / "worker_0.log")
+    await w.start()
+    try:
+        w.kill_group()
+        assert w.killed and not await w.send({"cmd": "pause"})
+        assert not Scheduler._usable(w)
+        assert (await asyncio.wait_for(w.next_event(), 30))["ev"] == "exit" and w.exited
+    finally:
+        await w.kill()
 
 
 # ── 9. a lone surrogate dropped the `finished` event ────────
