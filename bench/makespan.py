@@ -128,7 +128,8 @@ def main() -> int:
                               {**t.raw, "reference_length": length[t.task_id]}) for t in tasks]
                 told = max(told, scheduler_makespan(known, length, slots, args.cooldown) / bound)
             worst = max(worst, ours)
-            print(f"{label:<28} {len(tasks):>5} {n_sites:>5} {slots:>5} {bound_h:>7.2f} {ours:>8.3f} {seed:>6.3f} {told:>12.3f}  "
+            print(f"{label:<28} {len(tasks):>5} {n_sites:>5} {slots:>5} {bound_h:>7.2f} {ours:>8.3f} {seed:>6.3f} "
+                  f"{told:>12.3f}  "
                   f"{verdict(ours <= GOAL)}")
     print(f"worst om2w-tui ratio {worst:.3f} ({verdict(worst <= GOAL)}); {time.monotonic() - t0:.0f} s of real time")
     return 0

@@ -3,8 +3,8 @@
 It is event-driven: a slot is filled the moment an episode ends, a site's cooldown expires or a command arrives,
 never by polling. Among the sites it may start, it takes the one with the longest chain of work left (its tasks'
 expected lengths and the cooldowns between them: the busiest site's chain bounds the run's length), and on a site
-the longest task first (the run's tail is set by long episodes started late). All time goes through the event loop's clock, so tests run
-cooldowns and timeouts in virtual time. It writes `results.jsonl` alone and reports to sinks; it knows no front end.
+the longest task first (the run's tail is set by long episodes started late). All time goes through the event
+loop's clock, so tests run cooldowns and timeouts in virtual time. It writes `results.jsonl` alone and reports to sinks; it knows no front end.
 """
 
 from __future__ import annotations
