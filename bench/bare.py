@@ -1,6 +1,6 @@
 """om2w-tui against a bare runner written the seed's way, on the same tasks, oracle and worker count.
 
-    .venv/bin/python bench/bare.py [--workers 2] [--heavy-tasks 4] [--heavy-items 1000]
+    .venv/bin/python bench/bare.py [--workers 2] [--heavy-tasks 4] [--heavy-items 300]
 
 The bare runner is what a user would otherwise write (the seed runner's policy): static slots as processes (task k
 goes to slot k mod N), each slot taking the first of its tasks whose site is free (a lock per site, 15 s polls), and
@@ -9,8 +9,8 @@ harness differs); no console. om2w-tui runs headless (`run --no-ui`): its schedu
 per slot. Both start the same servers in their own process (the offline sites or none, and the oracle model).
 
 Two task sets: the offline suite (19 light tasks on 5 sites), and a DOM-heavy results page served by this bench
-(`--heavy-items` product cards, each a link, a quantity field and a button: 3,000 interactive elements at the
-default, like a retailer's results page), one task per site so that pacing does not serialise them.
+(`--heavy-items` product cards, each a link, a quantity field and a button: 900 interactive elements and ~2,400
+nodes at the default, like a retailer's results page), one task per site so that pacing does not serialise them.
 
 Measured for each runner, as a process tree (Chromium included): wall time and episodes per hour; CPU seconds per
 episode (the tree's user + system time, from the kernel's accounting of every reaped descendant); the peak memory of
@@ -157,6 +157,11 @@ def bare_runner(args: argparse.Namespace) -> int:
             tasks = oracle_tasks = json.loads(Path(args.tasks_file).read_text())
         oracle = stack.enter_context(OracleServer(oracle_tasks))
         (out / "tasks.json").write_text(json.dumps(tasks))
+        from om2w_tui.config import RunConfig
+        from om2w_tui.episode.browser import find_chromium, resolve_browser
+        chromium = find_chromium(None)   # as the preflight does, once: the slots start with it known
+        ua = resolve_browser(RunConfig(out=out).browser_settings(), chromium)["user_agent"]
+        (out / "browser.json").write_text(json.dumps({"chromium": chromium, "user_agent": ua}))
         procs = [subprocess.Popen([sys.executable, __file__, "--bare-slot", str(k), "--workers", str(args.workers),
                                    "--out", str(out), "--base-url", oracle.url], cwd=REPO)
                  for k in range(args.workers)]
@@ -175,7 +180,7 @@ def bare_slot(args: argparse.Namespace) -> int:
     from om2w_tui.sites import site_key
 
     tasks = [t for i, t in enumerate(json.loads((out / "tasks.json").read_text())) if i % n == k]
-    cfg = RunConfig(out=out, model="oracle", workers=n)
+    cfg = RunConfig(out=out, model="oracle", workers=n, **json.loads((out / "browser.json").read_text()))
     locks = out / ".pace"
     locks.mkdir(exist_ok=True)
     results = out / f"results_{k}.jsonl"
@@ -263,7 +268,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--heavy-tasks", type=int, default=4)
-    ap.add_argument("--heavy-items", type=int, default=1000)
+    ap.add_argument("--heavy-items", type=int, default=300)
     ap.add_argument("--only", default="", help="run only the task set whose name contains this")
     ap.add_argument("--bare-runner", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--bare-slot", type=int, default=None, help=argparse.SUPPRESS)
