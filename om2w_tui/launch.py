@@ -265,7 +265,8 @@ async def open_run(pre: Preflight, sinks: list[Any]) -> AsyncIterator[Any]:
     cfg = pre.config
     tasks = pre.tasks
     judge: Callable[[dict[str, Any], dict[str, Any]], bool | None] | None = None
-    with contextlib.ExitStack() as stack:
+    stack = contextlib.ExitStack()
+    try:
         if cfg.bench == "offline":
             from .offline import OfflineSuite  # the offline suite only when a run uses it
 
@@ -292,3 +293,7 @@ async def open_run(pre: Preflight, sinks: list[Any]) -> AsyncIterator[Any]:
             return await asyncio.to_thread(probe_endpoint, endpoint, cfg.model, cfg.api_key())
 
         yield Scheduler(cfg, tasks, executor, sinks, judge=judge, probe=probe, spec_extra={"base_url": endpoint})
+    finally:
+        # in a thread: a server's shutdown waits for its poll loop (up to 0.5 s each), which froze the console's
+        # screen at the end of every offline run (bench/console_lag.py); shielded, so a cancel still closes it all
+        await asyncio.shield(asyncio.to_thread(stack.close))

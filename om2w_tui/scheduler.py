@@ -1,9 +1,11 @@
 """The run's scheduler: one global queue, N slots, per-site pacing, per-episode timeouts, resume, live control.
 
 It is event-driven: a slot is filled the moment an episode ends, a site's cooldown expires or a command arrives,
-never by polling. Among the tasks it may start, it takes one of the site with the most work left (the pacing chain
-of the busiest site bounds the run's length). All time goes through the event loop's clock, so tests run
-cooldowns and timeouts in virtual time. It writes `results.jsonl` alone and reports to sinks; it knows no front end.
+never by polling. Among the sites it may start, it takes the one with the longest chain of work left (its tasks'
+expected lengths and the cooldowns between them: the busiest site's chain bounds the run's length), and on a site
+the longest task first (the run's tail is set by long episodes started late). All time goes through the event
+loop's clock, so tests run cooldowns and timeouts in virtual time. It writes `results.jsonl` alone and reports to
+sinks; it knows no front end.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ from .trajectory import V2_JOIN
 Judge = Callable[[dict[str, Any], dict[str, Any]], "bool | None"]
 Probe = Callable[[], Awaitable[bool]]
 USER_KILL_GRACE_S = 5.0
+# an episode's expected length before any has finished: seconds per unit of a task's reference length
+PRIOR_S_PER_UNIT = 20.0
 FREE_RESTARTS = 3                 # an episode whose worker vanished before taking it is put back this often for free
 STORAGE_PROBE_BYTES = 1 << 20     # dispatch resumes when the out folder takes this much again
 _STORAGE_ERROR = re.compile(r"no space left on device|read-only file system|disk quota exceeded|errno 28\b", re.I)
@@ -180,6 +184,13 @@ class Scheduler:
         self._probing = False
         self._ended = False
         self._background: set[asyncio.Task[Any]] = set()   # every task the scheduler starts, awaited at the end
+        # dispatch: a task's expected length in units (its reference length), the units queued on each site, and
+        # the seconds a unit took in the episodes finished so far (learnt, so chains and cooldowns compare)
+        known = [u for t in self.tasks if (u := _units(t)) is not None]
+        self._default_units = sum(known) / len(known) if known else 1.0
+        self._units: dict[str, float] = {t.task_id: _units(t) or self._default_units for t in self.tasks}
+        self._site_units: dict[str, float] = {}
+        self._done_units = self._done_s = 0.0
 
     # ── sinks ──────────────────────────────────────────────
     def emit(self, event: object) -> None:
@@ -223,6 +234,10 @@ class Scheduler:
                 self._mark_settled(t, latest[t.task_id].get("status") == "error")
             else:
                 self._enqueue(t)
+        for q in self.queue.values():   # on each site the longest task first (a stable sort: file order otherwise)
+            q_sorted = sorted(q, key=lambda t: -self._units.get(t.task_id, self._default_units))
+            q.clear()
+            q.extend(q_sorted)
         self.stats.total = len(self.tasks)
 
     async def run(self) -> RunStats:
@@ -285,7 +300,14 @@ class Scheduler:
         q = self.queue.setdefault(task.site, deque())
         q.appendleft(task) if front else q.append(task)
         self._queued.add(tid)
+        self._site_units[task.site] = self._site_units.get(task.site, 0.0) + self._task_units(task)
         return True
+
+    def _task_units(self, task: Task) -> float:
+        units = self._units.get(task.task_id)
+        if units is None:   # a task added after the start (none today): its own reference length, or the mean
+            units = self._units[task.task_id] = _units(task) or self._default_units
+        return units
 
     def _mark_settled(self, task: Task, error: bool) -> None:
         self._settled.add(task.task_id)
@@ -345,12 +367,54 @@ class Scheduler:
             slot.worker = None
 
     # ── dispatch ───────────────────────────────────────────
+    def _s_per_unit(self) -> float:
+        return self._done_s / self._done_units if self._done_units > 0 else PRIOR_S_PER_UNIT
+
+    def _chain(self, site: str, n: int) -> float:
+        """The site's chain of work left in seconds: its queued tasks' expected lengths and the cooldowns between."""
+        return self._site_units.get(site, 0.0) * self._s_per_unit() + max(0, n - 1) * self.pacer.state(site).cooldown
+
     def _pick_site(self, now: float) -> str | None:
-        best, best_n = None, 0
+        """Of the sites that may start now, the one with the longest chain left (the most tasks, without lengths);
+        None to keep the last free slot for a cooling site whose chain sets the run's length (see `_keep_slot_for`)."""
+        best, best_chain = None, -1.0
         for site, q in self.queue.items():
-            if q and len(q) > best_n and self.pacer.can_start(site, now):
-                best, best_n = site, len(q)
+            if q and self.pacer.can_start(site, now):
+                chain = self._chain(site, len(q))
+                if chain > best_chain:
+                    best, best_chain = site, chain
+        if best is not None and self._keep_slot_for(now) is not None:
+            return None
         return best
+
+    def _keep_slot_for(self, now: float) -> str | None:
+        """The cooling site the last free slot waits for, if any. When one site's chain (its tasks' expected lengths
+        and the cooldowns between) outlasts the other sites' work spread over the other slots, that chain is the run's
+        length: were the slot filled, the site would wait for an episode to end each time its cooldown ran out
+        (measured: 7-8% longer runs at 4 slots, bench/makespan.py). Idling one slot costs nothing the chain does not
+        cover."""
+        free = sum(1 for s in self.slots.values() if s.episode is None and not s.retired)
+        active = sum(1 for s in self.slots.values() if not s.retired)
+        if free != 1 or active < 2 or self.pacer.cooldown <= 0:
+            return None
+        # only quantities that change at events (never with the clock alone): a decision taken at one dispatch holds
+        # until the next event wakes dispatch again (the cooldown's end among them)
+        crit, crit_chain = None, 0.0
+        for site, q in self.queue.items():
+            if q and (chain := self._chain(site, len(q))) > crit_chain:
+                crit, crit_chain = site, chain
+        if crit is None or self.pacer.can_start(crit, now) or self.pacer.state(crit).busy:
+            return None
+        rest = (sum(self._site_units.values()) - self._site_units.get(crit, 0.0)) * self._s_per_unit()
+        return crit if crit_chain >= rest / (active - 1) else None
+
+    def _learn_length(self, rec: dict[str, Any]) -> None:
+        """A finished episode's length teaches the seconds per unit of reference length (done episodes only: an
+        error or a kill says little about how long a task takes)."""
+        units = self._units.get(str(rec.get("task_id")))
+        if rec.get("status") == "done" and units and float(rec.get("duration_s") or 0) > 0:
+            self._done_units += units
+            self._done_s += float(rec["duration_s"])
 
     def _dispatch(self) -> None:
         if self._cooldown_timer:
@@ -366,6 +430,7 @@ class Scheduler:
                 break
             task = self.queue[site].popleft()
             self._queued.discard(task.task_id)
+            self._site_units[site] = max(0.0, self._site_units.get(site, 0.0) - self._task_units(task))
             self._start(slot, task, now)
         if any(s.episode is None and not s.retired for s in self.slots.values()):
             nxt = self.pacer.next_ready([s for s, q in self.queue.items() if q], now)
@@ -562,6 +627,7 @@ class Scheduler:
         the loop); when the folder cannot take one, it stays in memory, dispatch stops, and the storage probe
         starts the writer again once the folder can be written."""
         self.unwritten.append(rec)
+        self._learn_length(rec)
         if not self.storage_error:
             self._start_writer()
 
@@ -870,6 +936,15 @@ class Scheduler:
                 "target_workers": self.target_workers, "errors": len(self.errored),
                 "user_paused": self.user_paused, "breaker": self.breaker_reason if self.breaker_open else "",
                 "stopping": self.stopping, "summary": self.summary()}
+
+
+def _units(task: Task) -> float | None:
+    """A task's expected length in units: its reference length (Online-Mind2Web's human step count), if it has one."""
+    try:
+        ref = float((task.raw or {}).get("reference_length") or 0)
+    except (TypeError, ValueError):
+        return None
+    return ref if ref > 0 else None
 
 
 def _int(value: Any) -> int:

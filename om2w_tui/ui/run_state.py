@@ -12,6 +12,7 @@ from ..results import settles
 
 STEP_LINES_PER_TASK = 400
 TASKS_WITH_STEPS = 64      # the step lines of this many recent tasks are kept, for the selected-slot view
+RECORDS_KEPT = 2000        # the latest finished attempts kept (as many as the Episodes table shows)
 ACTIVE_STATES = ("starting", "running", "paused")
 
 
@@ -67,7 +68,7 @@ class RunState:
     slots: dict[int, SlotView] = field(default_factory=dict)
     sites: dict[str, SiteView] = field(default_factory=dict)
     steps: OrderedDict[str, deque[str]] = field(default_factory=OrderedDict)
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RECORDS_KEPT))
     summary: dict[str, Any] = field(default_factory=dict)
 
     # ── events ─────────────────────────────────────────────

@@ -91,7 +91,7 @@ async def test_each_key_sends_its_command_to_the_selected_slot(tmp_path):
         assert "pause_episode" in keys and "resume_episode" not in keys and "retry_errors" not in keys
         await pilot.press("p", "space", "k", "K", "plus", "minus")
         await pilot.press("down", "space")          # slot 1 is paused: space resumes it
-        await pilot.pause()
+        await pilot.pause(0.3)    # the snapshot the keys asked for (the stub's, which never changes) lands first
         assert stub.commands == [("pause_dispatch", False), ("pause_episode", 0, True), ("kill", 0, False),
                                  ("kill", 0, True), ("set_workers", 3), ("set_workers", 2),
                                  ("pause_episode", 1, False)]

@@ -2,7 +2,11 @@
 
 Engine events arrive as messages (see `messages.py`) and are folded into a RunState; the panels are brought up to
 date by difference. Once a second the app pulls the scheduler's snapshot (sites, cooldown deadlines, slots), which
-arrives as a message too; countdowns and elapsed times are computed from stored deadlines and the clock."""
+arrives as a message too; countdowns and elapsed times are computed from stored deadlines and the clock.
+
+What each event costs is bounded and proportional to what it changed (bench/scale.py measures it): a step redraws
+its slot's row only; a burst of events redraws the panels once, after the next refresh; the Sites table is redrawn
+from snapshots and the clock's tick only; the footer is rebuilt only when the set of allowed commands changed."""
 
 from __future__ import annotations
 
@@ -91,6 +95,9 @@ class DashboardScreen(Screen[None]):
         self._snapshot_timer: Timer | None = None
         self._tick_timer: Timer | None = None
         self._top_height: int | None = None
+        self._render_due = False
+        self._sites_due = True
+        self._allowed: tuple[Any, ...] | None = None   # the allowed commands the footer shows now
 
     @property
     def console_app(self) -> ConsoleApp:
@@ -135,7 +142,19 @@ class DashboardScreen(Screen[None]):
     def on_resize(self) -> None:
         self.call_after_refresh(self.render_all)
 
-    def render_all(self) -> None:
+    def render_soon(self) -> None:
+        """Redraw once after the next refresh, however many events arrive before it."""
+        if not self._render_due:
+            self._render_due = True
+            self.call_after_refresh(self._render_if_due)
+
+    def _render_if_due(self) -> None:
+        if self._render_due:
+            self.render_all(sites=self._sites_due)
+
+    def render_all(self, sites: bool = True) -> None:
+        """Redraw the panels; `sites`: the Sites table too (its rows change with snapshots and the clock only)."""
+        self._render_due = False
         now = self.now()
         with self.app.batch_update():
             for table in self.query(KeyedTable):
@@ -147,9 +166,11 @@ class DashboardScreen(Screen[None]):
             target = getattr(self.console_app.scheduler, "target_workers", None)
             n = len(self.state.slots)
             slots.border_subtitle = f"{n} slots" + (f", target {target}" if target is not None and target != n else "")
-            sites = self.query_one(SitesTable)
-            sites.show(self.state, now)
-            sites.border_subtitle = pacing_text(self.state.pacing)
+            if sites:
+                self._sites_due = False
+                sites_table = self.query_one(SitesTable)
+                sites_table.show(self.state, now)
+                sites_table.border_subtitle = pacing_text(self.state.pacing)
 
     def _fit_top_row(self) -> None:
         """Side by side, Slots and Sites get the height of the longer one (up to half the screen)."""
@@ -160,6 +181,13 @@ class DashboardScreen(Screen[None]):
         if height != self._top_height:
             self._top_height = height
             self.query_one("#top-row").styles.height = height
+
+    def refresh_commands(self) -> None:
+        """Rebuild the footer only when a command became allowed or not (a rebuild remounts every key in it)."""
+        allowed = tuple(self.check_action(action, ()) for action, _, _ in RUN_COMMANDS)
+        if allowed != self._allowed:
+            self._allowed = allowed
+            self.refresh_bindings()
 
     def _tick(self) -> None:
         if not self.console_app.pull_snapshot():
@@ -178,13 +206,13 @@ class DashboardScreen(Screen[None]):
     def on_run_began(self, m: RunBegan) -> None:
         self.state.run_started(m.event, self.now())
         self.render_all()
-        self.refresh_bindings()
+        self.refresh_commands()
         self.snapshot_soon()
 
     def on_slot_updated(self, m: SlotUpdated) -> None:
         self.state.slot_changed(m.event)
-        self.render_all()
-        self.refresh_bindings()
+        self.render_soon()
+        self.refresh_commands()
 
     def on_episode_began(self, m: EpisodeBegan) -> None:
         ev = m.event
@@ -193,7 +221,7 @@ class DashboardScreen(Screen[None]):
         self._log_all(ev.slot, ev.task_id, [f"▶ started on {ev.site}{again}"])
         if self.steps_scope == "selected" and self._selected_task() == ev.task_id:
             self._show_steps()
-        self.render_all()
+        self.render_soon()
         self.snapshot_soon()
 
     def on_step_taken(self, m: StepTaken) -> None:
@@ -202,7 +230,7 @@ class DashboardScreen(Screen[None]):
         self._log_all(ev.slot, ev.task_id, lines)
         if self.steps_scope == "selected" and self._shown_task == ev.task_id:
             self.query_one(StepsLog).add_lines(lines)
-        self.query_one(SlotsTable).show(self.state, self.now())
+        self.query_one(SlotsTable).show_slot(self.state, ev.slot, self.now())
         self.console_app.episode_changed(ev.task_id)
 
     def on_episode_ended(self, m: EpisodeEnded) -> None:
@@ -212,8 +240,8 @@ class DashboardScreen(Screen[None]):
         self._log_all(m.event.slot, rec["task_id"], [finish_line(rec)])
         if self.steps_scope == "selected" and self._shown_task == rec["task_id"]:
             self.query_one(StepsLog).add_lines([finish_line(rec)])
-        self.render_all()
-        self.refresh_bindings()
+        self.render_soon()
+        self.refresh_commands()
         self.snapshot_soon()
         self.console_app.episode_changed(rec["task_id"], rec)
 
@@ -222,7 +250,7 @@ class DashboardScreen(Screen[None]):
         self._log_all(None, None, [f"dispatch {'paused' if m.event.paused else 'resumed'}"
                                    + (f": {m.event.reason}" if m.event.reason else "")])
         self.render_all()
-        self.refresh_bindings()
+        self.refresh_commands()
 
     def on_engine_log(self, m: EngineLog) -> None:
         ev = m.event
@@ -239,11 +267,12 @@ class DashboardScreen(Screen[None]):
             line += f", {s['correct']} of {s['judged']} correct"
         self._log_all(None, None, [line])
         self.render_all()
-        self.refresh_bindings()
+        self.refresh_commands()
 
     def on_snapshot_taken(self, m: SnapshotTaken) -> None:
         self.state.apply_snapshot(m.snapshot, m.taken_at)
-        self.render_all()
+        self._sites_due = True
+        self.render_soon()
 
     def engine_stopped(self, phase: str, why: str = "") -> None:
         """The engine worker is over (finished, failed or cancelled); nothing more will come."""
@@ -254,14 +283,14 @@ class DashboardScreen(Screen[None]):
         if why:
             self._log_all(None, None, [f"! {why}"])
         self.render_all()
-        self.refresh_bindings()
+        self.refresh_commands()
 
     def stopping(self) -> None:
         if self.state.phase == "running":
             self.state.phase = "stopping"
         self._log_all(None, None, ["stopping: running episodes end keeping their steps (ctrl+c: end them now)"])
         self.render_all()
-        self.refresh_bindings()
+        self.refresh_commands()
 
     def add_earlier_records(self, records: list[dict[str, Any]]) -> None:
         """Attempts finished in this folder before this run (the table skips any it has already)."""
@@ -309,7 +338,7 @@ class DashboardScreen(Screen[None]):
         if event.data_table.id == "slots":
             if self.steps_scope == "selected" and self._selected_task() != self._shown_task:
                 self._show_steps()
-            self.refresh_bindings()
+            self.refresh_commands()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         # a click on the highlighted row
@@ -348,7 +377,7 @@ class DashboardScreen(Screen[None]):
     def _after_command(self, note: str = "") -> None:
         if note:
             self.notify(note, timeout=2.5)
-        self.refresh_bindings()
+        self.refresh_commands()
         self.snapshot_soon()
 
     def action_pause_dispatch(self) -> None:
@@ -396,12 +425,12 @@ class DashboardScreen(Screen[None]):
     def action_steps_all(self) -> None:
         self.steps_scope = "all"
         self._show_steps()
-        self.refresh_bindings()
+        self.refresh_commands()
 
     def action_steps_selected(self) -> None:
         self.steps_scope = "selected"
         self._show_steps()
-        self.refresh_bindings()
+        self.refresh_commands()
 
     def action_open_report(self) -> None:
         self.console_app.open_report()

@@ -75,6 +75,18 @@ class KeyedTable(DataTable[Any]):
             self._keep_cursor = None
         return changed
 
+    def sync_row(self, key: str, cells: Sequence[Any]) -> bool:
+        """Bring one existing row to `cells`; False (nothing done) when the table has no such row."""
+        old = self._cells.get(key)
+        if old is None:
+            return False
+        cells = tuple(cells)
+        for col, a, b in zip(self.COLUMNS, old, cells):
+            if a != b:
+                self.update_cell(key, col.key, b)
+        self._cells[key] = cells
+        return True
+
     def cursor_key(self) -> str | None:
         """The key of the row under the cursor, or None when the table is empty."""
         if not self.row_count:

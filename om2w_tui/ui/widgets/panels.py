@@ -31,17 +31,20 @@ class SlotsTable(KeyedTable):
                Col("state", "state", 8))
 
     def show(self, state: RunState, now: float) -> None:
+        self.sync({str(sid): self._slot_cells(state, sid, now) for sid in sorted(state.slots)})
+
+    def show_slot(self, state: RunState, sid: int, now: float) -> None:
+        """One slot's row only (a step changes nothing else)."""
+        if sid in state.slots and not self.sync_row(str(sid), self._slot_cells(state, sid, now)):
+            self.show(state, now)
+
+    def _slot_cells(self, state: RunState, sid: int, now: float) -> tuple[Any, ...]:
+        s = state.slots[sid]
+        busy = s.task_id is not None
         task_w, site_w = self.width_of("task"), self.width_of("site")
-        rows = {}
-        for sid in sorted(state.slots):
-            s = state.slots[sid]
-            busy = s.task_id is not None
-            rows[str(sid)] = (
-                str(sid), clip(s.task_id, task_w) if busy else "-", clip_left(s.site, site_w) if busy else "",
+        return (str(sid), clip(s.task_id, task_w) if busy else "-", clip_left(s.site, site_w) if busy else "",
                 (s.level or "") if busy else "", f"{s.step}/{s.max_steps or state.max_steps}" if busy else "",
-                clock_text(now - s.started_at) if busy and s.started_at else "",
-                styled(s.state, STATE_STYLE))
-        self.sync(rows)
+                clock_text(now - s.started_at) if busy and s.started_at else "", styled(s.state, STATE_STYLE))
 
 
 class SitesTable(KeyedTable):

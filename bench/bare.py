@@ -1,0 +1,287 @@
+"""om2w-tui against a bare runner written the seed's way, on the same tasks, oracle and worker count.
+
+    .venv/bin/python bench/bare.py [--workers 2] [--heavy-tasks 4] [--heavy-items 300]
+
+The bare runner is what a user would otherwise write (the seed runner's policy): static slots as processes (task k
+goes to slot k mod N), each slot taking the first of its tasks whose site is free (a lock per site, 15 s polls), and
+a fresh event loop, Agent and browser session per task (the same episode code om2w-tui's workers run, so only the
+harness differs); no console. om2w-tui runs headless (`run --no-ui`): its scheduler, one long-lived worker process
+per slot. Both start the same servers in their own process (the offline sites or none, and the oracle model).
+
+Two task sets: the offline suite (19 light tasks on 5 sites), and a DOM-heavy results page served by this bench
+(`--heavy-items` product cards, each a link, a quantity field and a button: 900 interactive elements and ~2,400
+nodes at the default, like a retailer's results page), one task per site so that pacing does not serialise them.
+
+Measured for each runner, as a process tree (Chromium included): wall time and episodes per hour; CPU seconds per
+episode (the tree's user + system time, from the kernel's accounting of every reaped descendant); the peak memory of
+a slot (a worker or slot process and its Chromium, unique set size, sampled every 0.5 s).
+Goals: om2w-tui's throughput >= the bare runner's; its CPU per episode <= 1.10x the bare runner's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import fcntl
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+SEED_POLL_S = 15.0
+
+
+# ── the DOM-heavy site ────────────────────────────────────
+def heavy_page(items: int, shop: int) -> bytes:
+    cards = "".join(
+        f'<li class="card"><a href="/item/{i}" id="item-{i}">Kettle model {shop}-{i}</a> '
+        f'<span class="price">${10 + i % 90}.{i % 100:02d}</span> '
+        f'<input name="qty-{i}" type="number" value="1" aria-label="quantity {i}"> '
+        f'<button type="button" id="add-{i}">Add to cart</button></li>' for i in range(items))
+    target = items // 2
+    note = f"<p>Best seller of shop {shop}: Kettle model {shop}-{target}, sold 4{shop}2 times.</p>"
+    return (f"<!doctype html><html><head><title>Results {shop}</title></head><body><h1>Results for kettle</h1>"
+            f"{note}<ul>{cards}</ul><footer>End of results</footer></body></html>").encode()
+
+
+def serve_heavy(items: int, shops: int) -> tuple[ThreadingHTTPServer, list[str]]:
+    pages = {f"/shop{s}/": heavy_page(items, s) for s in range(shops)}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = pages.get(self.path) or pages.get(self.path.rstrip("/") + "/") or b"<p>item</p>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    # one port per shop: a site is host:port, so the tasks are on different sites
+    servers = []
+    urls = []
+    for s in range(shops):
+        srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        servers.append(srv)
+        urls.append(f"http://127.0.0.1:{srv.server_address[1]}/shop{s}/")
+    return servers, urls
+
+
+def heavy_tasks(urls: list[str]) -> list[dict[str, Any]]:
+    """One task per heavy shop, with the oracle's script: read the best seller off the page, then answer."""
+    tasks = []
+    for s, url in enumerate(urls):
+        fact = f"sold 4{s}2 times"
+        tasks.append({
+            "task_id": f"heavy_results_{s:02d}", "website": url, "level": "easy", "reference_length": 2,
+            "confirmed_task": "On this shop's results page for kettle, find how many times the best seller was sold.",
+            "reference_answer": [f"4{s}2"],
+            "solution": [
+                {"when": {"text_contains": fact}, "do": [{"done": {"text": f"It was {fact}.", "success": True}}]},
+                {"when": {}, "do": [{"scroll": {"down": True, "pages": 1.0}}]}]})
+    return tasks
+
+
+# ── measuring a process tree ──────────────────────────────
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def uss(p: psutil.Process) -> float:
+    try:
+        return p.memory_full_info().uss / 2**20
+    except psutil.Error:
+        return 0.0
+
+
+def measured(cmd: list[str], slot_procs: Any, env: dict[str, str] | None = None) -> dict[str, float]:
+    """Run `cmd` to its end; -> wall, CPU of its whole tree, peak USS of a slot (`slot_procs(root)` lists them)."""
+    cpu0, t0 = children_cpu(), time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env={**os.environ, **(env or {})})
+    peak = [0.0]
+    done = threading.Event()
+
+    def sample() -> None:
+        root = psutil.Process(proc.pid)
+        while not done.wait(0.5):
+            with contextlib.suppress(psutil.Error):
+                for p in slot_procs(root):
+                    peak[0] = max(peak[0], uss(p) + sum(uss(c) for c in p.children(recursive=True)))
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    _, err = proc.communicate()
+    done.set()
+    t.join()
+    if proc.returncode != 0:
+        raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{err.decode()[-2000:]}")
+    return {"wall": time.monotonic() - t0, "cpu": children_cpu() - cpu0, "slot_mb": peak[0]}
+
+
+def episodes_in(out: Path) -> int:
+    return sum(1 for f in out.glob("results*.jsonl") for line in f.read_text().splitlines() if line.strip())
+
+
+# ── the bare runner ───────────────────────────────────────
+def bare_runner(args: argparse.Namespace) -> int:
+    """The parent of the bare runner: the servers, then one process per slot, waited for."""
+    from om2w_tui.launch import live_offline_task, offline_tasks
+    from om2w_tui.offline import OfflineSuite, OracleServer
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        if args.tasks_file == "offline":
+            suite = stack.enter_context(OfflineSuite())
+            tasks = [live_offline_task(t, suite.base_urls).to_dict() for t in offline_tasks()[1]]
+            oracle_tasks = suite.tasks()
+        else:
+            tasks = oracle_tasks = json.loads(Path(args.tasks_file).read_text())
+        oracle = stack.enter_context(OracleServer(oracle_tasks))
+        (out / "tasks.json").write_text(json.dumps(tasks))
+        from om2w_tui.config import RunConfig
+        from om2w_tui.episode.browser import find_chromium, resolve_browser
+        chromium = find_chromium(None)   # as the preflight does, once: the slots start with it known
+        ua = resolve_browser(RunConfig(out=out).browser_settings(), chromium)["user_agent"]
+        (out / "browser.json").write_text(json.dumps({"chromium": chromium, "user_agent": ua}))
+        procs = [subprocess.Popen([sys.executable, __file__, "--bare-slot", str(k), "--workers", str(args.workers),
+                                   "--out", str(out), "--base-url", oracle.url], cwd=REPO)
+                 for k in range(args.workers)]
+        return max(p.wait() for p in procs)
+
+
+def bare_slot(args: argparse.Namespace) -> int:
+    """One slot of the bare runner: its static share of the tasks, one fresh episode (loop, Agent, browser) each."""
+    out, k, n = Path(args.out), args.bare_slot, args.workers
+    scratch = tempfile.mkdtemp(prefix=f"om2w-bare-{k}-")
+    from om2w_tui.episode.browser import browser_use_env
+    os.environ.update(browser_use_env(os.path.join(scratch, "config")))
+    os.environ["TMPDIR"] = scratch
+    from om2w_tui.config import RunConfig
+    from om2w_tui.episode.runner import EpisodeControl, run_episode
+    from om2w_tui.sites import site_key
+
+    tasks = [t for i, t in enumerate(json.loads((out / "tasks.json").read_text())) if i % n == k]
+    cfg = RunConfig(out=out, model="oracle", workers=n, **json.loads((out / "browser.json").read_text()))
+    locks = out / ".pace"
+    locks.mkdir(exist_ok=True)
+    results = out / f"results_{k}.jsonl"
+    while tasks:
+        held = None
+        for t in tasks:   # the first task whose site is free (the seed's flock per site)
+            f = open(locks / f"{site_key(t['website']).replace(':', '_')}.lock", "a+")
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                held = (t, f)
+                break
+            except OSError:
+                f.close()
+        if held is None:
+            time.sleep(SEED_POLL_S)
+            continue
+        task, lock = held
+        tasks.remove(task)
+        folder = out / task["task_id"]
+        folder.mkdir(parents=True, exist_ok=True)
+        spec = {**cfg.worker_spec(folder), "base_url": args.base_url}
+        try:
+            rec = asyncio.run(run_episode(task, spec, lambda ev: None, EpisodeControl()))
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            lock.close()
+        with open(results, "a") as f:
+            f.write(json.dumps({"task_id": task["task_id"], **rec}, default=str) + "\n")
+    shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+# ── the comparison ────────────────────────────────────────
+def compare(args: argparse.Namespace) -> int:
+    work = Path(tempfile.mkdtemp(prefix="om2w-bare-"))
+    servers, urls = serve_heavy(args.heavy_items, args.heavy_tasks)
+    heavy_file = work / "heavy.json"
+    heavy_file.write_text(json.dumps(heavy_tasks(urls)))
+    sets = {"offline suite": "offline", f"DOM-heavy ({args.heavy_items} items)": str(heavy_file)}
+    rows = []
+    try:
+        for label, tasks in sets.items():
+            if args.only and args.only not in label:
+                continue
+            for runner in ("bare", "om2w-tui"):
+                out = work / f"{runner}-{tasks == 'offline'}"
+                if runner == "bare":
+                    cmd = [sys.executable, __file__, "--bare-runner", "--tasks-file", tasks,
+                           "--workers", str(args.workers), "--out", str(out)]
+                    slots = lambda root: root.children()   # noqa: E731  (the slot processes)
+                else:
+                    cmd = [sys.executable, "-m", "om2w_tui", "run", "--no-ui", "--model", "oracle",
+                           "--workers", str(args.workers), "--pace-cooldown", "0", "--out", str(out)]
+                    cmd += ["--bench", "offline"] if tasks == "offline" else ["--tasks", tasks]
+                    slots = lambda root: root.children()   # noqa: E731  (the worker processes)
+                m = measured(cmd, slots)
+                n = episodes_in(out)
+                rows.append((label, runner, n, m))
+                print(f"  {label}, {runner}: {n} episodes, {m['wall']:.0f} s, {m['cpu']:.0f} CPU s", flush=True)
+    finally:
+        for srv in servers:
+            srv.shutdown()
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"\n{args.workers} workers, oracle model, cooldown 0 (one episode per site at a time); "
+          f"{psutil.cpu_count()} cores")
+    print(f"{'task set':<22} {'runner':<9} {'eps':>4} {'wall s':>7} {'ep/hour':>8} {'CPU s/ep':>9} "
+          f"{'slot MB':>8} {'thru x':>7} {'CPU x':>6}  goals: thru >= 1, CPU <= 1.10")
+    for label in sets:
+        pair = {r: (n, m) for lab, r, n, m in rows if lab == label}
+        if len(pair) < 2:
+            continue
+        bn, bm = pair["bare"]
+        for runner, (n, m) in pair.items():
+            per_hour, cpu_ep = n / m["wall"] * 3600, m["cpu"] / max(1, n)
+            thru = per_hour / (bn / bm["wall"] * 3600)
+            cpu_x = cpu_ep / (bm["cpu"] / max(1, bn))
+            goal = "" if runner == "bare" else (f"{'met' if thru >= 1 else 'MISSED'} / "
+                                                 f"{'met' if cpu_x <= 1.10 else 'MISSED'}")
+            print(f"{label:<22} {runner:<9} {n:>4} {m['wall']:>7.0f} {per_hour:>8.0f} {cpu_ep:>9.1f} "
+                  f"{m['slot_mb']:>8.0f} {thru:>7.2f} {cpu_x:>6.2f}  {goal}")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--heavy-tasks", type=int, default=4)
+    ap.add_argument("--heavy-items", type=int, default=300)
+    ap.add_argument("--only", default="", help="run only the task set whose name contains this")
+    ap.add_argument("--bare-runner", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--bare-slot", type=int, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--tasks-file", default="offline", help=argparse.SUPPRESS)
+    ap.add_argument("--out", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--base-url", default="", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.bare_slot is not None:
+        return bare_slot(args)
+    if args.bare_runner:
+        return bare_runner(args)
+    return compare(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
