@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:   # `python bench/x.py` runs with bench/ on the path, not the repository
     sys.path.insert(0, str(REPO))
 
-from om2w_tui.tasks import Task, load_tasks  # noqa: E402
+from om2w_tui.benchmarks.tasks import Task, load_tasks  # noqa: E402
 
 DATA = REPO / "data"
 MAX_EPISODE_S = 1800.0      # the run's default timeout: no episode lasts longer

@@ -143,7 +143,7 @@ def episodes_in(out: Path) -> int:
 # ── the bare runner ───────────────────────────────────────
 def bare_runner(args: argparse.Namespace) -> int:
     """The parent of the bare runner: the servers, then one process per slot, waited for."""
-    from om2w_tui.launch import live_offline_task, offline_tasks
+    from om2w_tui.engine.launch import live_offline_task, offline_tasks
     from om2w_tui.offline import OfflineSuite, OracleServer
 
     out = Path(args.out)
@@ -157,7 +157,7 @@ def bare_runner(args: argparse.Namespace) -> int:
             tasks = oracle_tasks = json.loads(Path(args.tasks_file).read_text())
         oracle = stack.enter_context(OracleServer(oracle_tasks))
         (out / "tasks.json").write_text(json.dumps(tasks))
-        from om2w_tui.config import RunConfig
+        from om2w_tui.engine.config import RunConfig
         from om2w_tui.episode.browser import find_chromium, resolve_browser
         chromium = find_chromium(None)   # as the preflight does, once: the slots start with it known
         ua = resolve_browser(RunConfig(out=out).browser_settings(), chromium)["user_agent"]
@@ -175,9 +175,9 @@ def bare_slot(args: argparse.Namespace) -> int:
     from om2w_tui.episode.browser import browser_use_env
     os.environ.update(browser_use_env(os.path.join(scratch, "config")))
     os.environ["TMPDIR"] = scratch
-    from om2w_tui.config import RunConfig
+    from om2w_tui.benchmarks.sites import site_key
+    from om2w_tui.engine.config import RunConfig
     from om2w_tui.episode.runner import EpisodeControl, run_episode
-    from om2w_tui.sites import site_key
 
     tasks = [t for i, t in enumerate(json.loads((out / "tasks.json").read_text())) if i % n == k]
     cfg = RunConfig(out=out, model="oracle", workers=n, **json.loads((out / "browser.json").read_text()))

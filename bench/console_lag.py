@@ -30,8 +30,8 @@ from pathlib import Path
 import psutil
 from _common import pct, verdict
 
-from om2w_tui.config import RunConfig
-from om2w_tui.launch import preflight
+from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.launch import preflight
 
 GOAL_MS = 50.0
 PROBE_S = 0.010
@@ -86,7 +86,7 @@ def serve(info: Path) -> int:
 
 async def measure(out: Path, workers: int, cooldown: float, idle_s: float,
                   served: dict[str, str] | None) -> dict[str, object]:
-    from om2w_tui.ui.app import make_app
+    from om2w_tui.frontends.console.app import make_app
 
     pre = preflight(run_config(out, workers, cooldown, served))
     app = make_app(pre, start_engine=False, last_launch=None, image_renderer="unicode", cursor_blink=False)
@@ -133,7 +133,7 @@ def bare_probe() -> int:
 
 async def measure_headless(out: Path, workers: int, cooldown: float, served: dict[str, str] | None) -> list[float]:
     """The same run with no front end, the probe in its loop: what the engine and the in-process servers cost."""
-    from om2w_tui.launch import open_run
+    from om2w_tui.engine.launch import open_run
 
     cfg = run_config(out, workers, cooldown, served)
     lags: list[float] = []

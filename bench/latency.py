@@ -22,10 +22,10 @@ from typing import Any
 
 from _common import pct, verdict
 
-from om2w_tui.config import RunConfig
+from om2w_tui.benchmarks.sites import site_key
+from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.launch import open_run, preflight
 from om2w_tui.executors import local
-from om2w_tui.launch import open_run, preflight
-from om2w_tui.sites import site_key
 
 GOAL_MS = 50.0
 

@@ -24,10 +24,10 @@ from pathlib import Path
 
 from _common import SimExecutor, episode_lengths, lower_bound, om2w_tasks, verdict, virtual_loop, webvoyager_tasks
 
-from om2w_tui.config import RunConfig
-from om2w_tui.events import EpisodeFinished
-from om2w_tui.scheduler import Scheduler
-from om2w_tui.tasks import Task
+from om2w_tui.benchmarks.tasks import Task
+from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.events import EpisodeFinished
+from om2w_tui.engine.scheduler import Scheduler
 
 GOAL = 1.01
 SEED_POLL_S = 15.0

@@ -31,11 +31,11 @@ from typing import Any
 import psutil
 from _common import SimExecutor, pct, verdict
 
-from om2w_tui.config import RunConfig
-from om2w_tui.events import EpisodeFinished
-from om2w_tui.launch import Preflight
-from om2w_tui.scheduler import Scheduler
-from om2w_tui.tasks import Task
+from om2w_tui.benchmarks.tasks import Task
+from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.events import EpisodeFinished
+from om2w_tui.engine.launch import Preflight
+from om2w_tui.engine.scheduler import Scheduler
 
 LAG_GOAL_MS, RSS_GOAL_MB = 50.0, 150.0
 PROBE_S = 0.010
@@ -109,7 +109,7 @@ async def run(tasks: list[Task], slots: int, lengths: dict[str, float], step_s: 
     cpu0, t0 = time.process_time(), time.monotonic()
     executor = SimExecutor(lengths, step_s=step_s)
     if ui:
-        from om2w_tui.ui.app import make_app
+        from om2w_tui.frontends.console.app import make_app
         app = make_app(Preflight(cfg, tasks, Path("tasks.json"), settled=0), start_engine=False, last_launch=None,
                        image_renderer="unicode", cursor_blink=False)
         async with app.run_test(size=(160, 50)) as pilot:

@@ -8,7 +8,7 @@ times, as a model server that restarts; a killer ends a random Chromium of the r
 on a page that never answers. The run is the real command line (`om2w-tui run --no-ui`). At the end it checks
 every record, not the latest, and prints: tasks with exactly one settling record that is their last (nothing run
 after it was settled, nothing settled twice), attempts numbered without a gap, records per status, task folders
-that conform to the evaluator's layout (`om2w_tui.conformance.check_run`), Chromium processes left (must be 0),
+that conform to the evaluator's layout (`benchmarks.conformance.check_run`), Chromium processes left (must be 0),
 and the cost of the faults (wall time against a clean run of the same tasks, when --baseline is given). Exit 1
 when anything was lost or run twice.
 """
@@ -34,10 +34,10 @@ import psutil
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from om2w_tui.conformance import check_run  # noqa: E402
+from om2w_tui.benchmarks.conformance import check_run  # noqa: E402
+from om2w_tui.engine.results import read_results, settles  # noqa: E402
 from om2w_tui.executors.local import run_tag  # noqa: E402
 from om2w_tui.offline import OfflineSuite, OracleServer  # noqa: E402
-from om2w_tui.results import read_results, settles  # noqa: E402
 
 
 class ChaosProxy:

@@ -1,5 +1,5 @@
 import sys
 
-from .cli import main
+from om2w_tui.cli.main import main
 
 sys.exit(main())

@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..results import ENDPOINT_ERROR
-from ..trajectory import TrajectoryWriter, write_json_atomic
-from .arms import load_arm
-from .arms.interface import ArmContext, ArmResult
-from .blocking import page_block
-from .browser import make_session, start_session
-from .instruction import instruction, step_budget
-from .rows import CallLog, write_rows
+from om2w_tui.benchmarks.trajectory import TrajectoryWriter, write_json_atomic
+from om2w_tui.engine.results import ENDPOINT_ERROR
+from om2w_tui.episode.arms import load_arm
+from om2w_tui.episode.arms.interface import ArmContext, ArmResult
+from om2w_tui.episode.blocking import page_block
+from om2w_tui.episode.browser import make_session, start_session
+from om2w_tui.episode.instruction import instruction, step_budget
+from om2w_tui.episode.rows import CallLog, write_rows
 
 Emit = Callable[[dict[str, Any]], None]
 

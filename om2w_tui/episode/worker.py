@@ -24,7 +24,7 @@ import time
 import traceback
 from typing import IO, Any
 
-from .browser import browser_use_env
+from om2w_tui.episode.browser import browser_use_env
 
 WORKER_NICE = 15         # well below the console: at 5 its loop lagged 100 ms (p99) on busy cores (bench/console_lag)
 ORPHAN_GRACE_S = 3.0     # after the console's pipe closes, time for an orderly exit before the group is killed
@@ -68,7 +68,10 @@ def _watch_stdin(loop: asyncio.AbstractEventLoop, commands: asyncio.Queue[dict[s
 
 
 async def serve(emit: EventWriter) -> None:
-    from .runner import EpisodeControl, run_episode  # the episode's modules once main() has set browser-use's env
+    from om2w_tui.episode.runner import (  # the episode's modules once main() has set browser-use's env
+        EpisodeControl,
+        run_episode,
+    )
 
     loop = asyncio.get_running_loop()
     commands: asyncio.Queue[dict[str, Any]] = asyncio.Queue()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .suite import SITE_NAMES, TASKS_TEMPLATE, OfflineSuite, judge_answer
+from om2w_tui.offline.suite import SITE_NAMES, TASKS_TEMPLATE, OfflineSuite, judge_answer
 
 __all__ = ["ORACLE_MODES", "SITE_NAMES", "TASKS_TEMPLATE", "OfflineSuite", "OracleServer", "judge_answer"]
 
@@ -20,7 +20,7 @@ __all__ = ["ORACLE_MODES", "SITE_NAMES", "TASKS_TEMPLATE", "OfflineSuite", "Orac
 def __getattr__(name: str) -> Any:
     if name in ("OracleServer", "ORACLE_MODES"):
         # on first use, so that `python -m om2w_tui.offline.oracle` does not find its module already loaded
-        from . import oracle
+        from om2w_tui.offline import oracle
 
         return oracle.OracleServer if name == "OracleServer" else oracle.MODES
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

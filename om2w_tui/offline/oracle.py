@@ -18,12 +18,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from ..episode.arms.planner import FAMILIES
-from .agent_request import AgentRequest, message_text, normalise
-from .planner_play import planner_reply
-from .player import decide, find_task
-from .serving import BackgroundServer, QuietHandler
-from .suite import OfflineSuite
+from om2w_tui.episode.arms.planner import FAMILIES
+from om2w_tui.offline.agent_request import AgentRequest, message_text, normalise
+from om2w_tui.offline.planner_play import planner_reply
+from om2w_tui.offline.player import decide, find_task
+from om2w_tui.offline.serving import BackgroundServer, QuietHandler
+from om2w_tui.offline.suite import OfflineSuite
 
 SLOW_DEFAULT_SECONDS = 3.0
 MODES: dict[str, str] = {
@@ -100,7 +100,7 @@ def agent_reply(tasks: list[dict[str, Any]], request: AgentRequest, *, allow_don
 
 # ------------------------------------------------------------------------------------------------ the judge
 #
-# `om2w-tui judge` (om2w_tui/judge.py) asks for a reply format in its system prompts; a request is known by it:
+# `om2w-tui judge` (evaluation/judge.py) asks for a reply format in its system prompts; a request is known by it:
 #   "Verdict: NOT SUCCESS"  a WebVoyager-style verdict  -> "Verdict: SUCCESS" or "Verdict: NOT SUCCESS"
 #   "Status: failure"       a WebJudge outcome          -> "Status: success" or "Status: failure"
 #   "Score: <1-5>"          one screenshot's relevance  -> "Score: 5" for the trajectory's last screenshot,

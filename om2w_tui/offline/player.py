@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin
 
-from .agent_request import AgentRequest, normalise
+from om2w_tui.offline.agent_request import AgentRequest, normalise
 
 GIVE_UP_AT_STEP = 20
 SCROLL_DOWN = {"scroll": {"down": True, "pages": 1.0}}

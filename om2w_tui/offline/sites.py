@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
-from .serving import QuietHandler
+from om2w_tui.offline.serving import QuietHandler
 
 DATA_DIR = Path(str(resources.files(__package__).joinpath("data")))
 

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .serving import BackgroundServer
-from .sites import DATA_DIR, SITE_HANDLERS
+from om2w_tui.offline.serving import BackgroundServer
+from om2w_tui.offline.sites import DATA_DIR, SITE_HANDLERS
 
 TASKS_TEMPLATE: Path = DATA_DIR / "tasks.json"
 SITE_NAMES: tuple[str, ...] = tuple(SITE_HANDLERS)

@@ -62,7 +62,7 @@ def chromium_left(out: Path) -> list[int]:
 def assert_settled_once(rows: list[dict[str, Any]], task_ids: list[str]) -> None:
     """Every record, not the latest: each task has exactly one settling record, it is the task's last, and its
     attempts count 1, 2, 3 ... (nothing ran twice at once, nothing ran after it was settled)."""
-    from om2w_tui.results import settles
+    from om2w_tui.engine.results import settles
 
     for tid in task_ids:
         mine = [r for r in rows if r["task_id"] == tid]

@@ -12,7 +12,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 
 def test_the_planner_runs_the_offline_suite_and_its_steps_merge_into_conforming_trajectories(tmp_path):
-    from om2w_tui.conformance import check_run
+    from om2w_tui.benchmarks.conformance import check_run
     from om2w_tui.offline import TASKS_TEMPLATE
 
     out = tmp_path / "agent"

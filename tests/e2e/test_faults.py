@@ -206,7 +206,7 @@ def small_disk(tmp_path):
 
 
 def test_a_full_disk_stops_dispatch_loses_nothing_and_resumes_when_space_is_freed(small_disk):
-    from om2w_tui.conformance import check_run
+    from om2w_tui.benchmarks.conformance import check_run
 
     out = small_disk / "run"
     ids = ["offline_shop_cart_05", "offline_wiki_admin_10", "offline_booking_rates_11", "offline_longpage_footer_15"]

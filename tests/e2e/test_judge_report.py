@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from om2w_tui.cli import main as cli_main
-from om2w_tui.conformance import check_run
-from om2w_tui.judge import (
+from om2w_tui.benchmarks.conformance import check_run
+from om2w_tui.cli.main import main as cli_main
+from om2w_tui.evaluation.judge import (
     Caller,
     Settings,
     Usage,
@@ -30,9 +30,9 @@ from om2w_tui.judge import (
     read_judged,
     select_kept,
 )
+from om2w_tui.evaluation.report import compare, summarize
 from om2w_tui.offline.oracle import OracleServer
 from om2w_tui.offline.suite import load_task_templates
-from om2w_tui.report import compare, summarize
 
 from .helpers import cli, popen, records, steps_on_disk
 

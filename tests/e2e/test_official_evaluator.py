@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from om2w_tui.conformance import check_run, read_run
+from om2w_tui.benchmarks.conformance import check_run, read_run
 
 from .helpers import cli
 from .judge_stub import StubJudge

@@ -112,7 +112,7 @@ def test_the_installed_package_runs_from_any_folder(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     (rec,) = records(tmp_path / "here")
     assert rec["correct"]
-    styles = subprocess.run([sys.executable, "-c", "import om2w_tui.ui.app as a, pathlib; "
+    styles = subprocess.run([sys.executable, "-c", "import om2w_tui.frontends.console.app as a, pathlib; "
                              "print(all(pathlib.Path(p).exists() for p in a.ConsoleApp.CSS_PATH))"],
                             cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert styles.stdout.strip() == "True", styles.stderr[-2000:]

@@ -11,10 +11,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from om2w_tui.config import RunConfig
-from om2w_tui.events import DispatchChanged, EpisodeFinished, EpisodeStarted, EpisodeStep, RunStarted, SlotChanged
-from om2w_tui.launch import Preflight
-from om2w_tui.tasks import Task
+from om2w_tui.benchmarks.tasks import Task
+from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.events import (
+    DispatchChanged,
+    EpisodeFinished,
+    EpisodeStarted,
+    EpisodeStep,
+    RunStarted,
+    SlotChanged,
+)
+from om2w_tui.engine.launch import Preflight
 
 T0 = 1_750_000_000.0          # the frozen clock's start (epoch seconds)
 LOOP0 = 5_000.0               # the engine's loop clock at T0

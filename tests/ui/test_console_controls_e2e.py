@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from om2w_tui.events import EpisodeFinished, EpisodeStarted, EpisodeStep, RunFinished, SlotChanged
+from om2w_tui.engine.events import EpisodeFinished, EpisodeStarted, EpisodeStep, RunFinished, SlotChanged
 
 from .test_console_e2e import app_exits, console, our_chromium, records, still_alive, until
 

@@ -15,13 +15,20 @@ from typing import Any
 import psutil
 import pytest
 
-from om2w_tui.config import RunConfig
-from om2w_tui.events import DispatchChanged, EpisodeFinished, EpisodeStarted, EpisodeStep, RunFinished, SlotChanged
-from om2w_tui.launch import preflight
-from om2w_tui.ui.app import ConsoleApp, make_app
-from om2w_tui.ui.screens.episode import EpisodeScreen
-from om2w_tui.ui.screens.quit import ConfirmQuit
-from om2w_tui.ui.widgets.panels import EpisodesTable, SlotsTable
+from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.events import (
+    DispatchChanged,
+    EpisodeFinished,
+    EpisodeStarted,
+    EpisodeStep,
+    RunFinished,
+    SlotChanged,
+)
+from om2w_tui.engine.launch import preflight
+from om2w_tui.frontends.console.app import ConsoleApp, make_app
+from om2w_tui.frontends.console.screens.episode import EpisodeScreen
+from om2w_tui.frontends.console.screens.quit import ConfirmQuit
+from om2w_tui.frontends.console.widgets.panels import EpisodesTable, SlotsTable
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 WAIT_S = 150.0

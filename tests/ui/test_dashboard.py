@@ -10,12 +10,12 @@ from pathlib import Path
 
 from textual.command import CommandList
 
-from om2w_tui.events import DispatchChanged, EpisodeStep, RunFinished, SlotChanged
-from om2w_tui.ui.app import ConsoleApp, make_app
-from om2w_tui.ui.screens.dashboard import DashboardScreen
-from om2w_tui.ui.screens.episode import EpisodeScreen
-from om2w_tui.ui.screens.quit import ConfirmQuit
-from om2w_tui.ui.widgets.panels import EpisodesTable, SitesTable, SlotsTable, StepsLog
+from om2w_tui.engine.events import DispatchChanged, EpisodeStep, RunFinished, SlotChanged
+from om2w_tui.frontends.console.app import ConsoleApp, make_app
+from om2w_tui.frontends.console.screens.dashboard import DashboardScreen
+from om2w_tui.frontends.console.screens.episode import EpisodeScreen
+from om2w_tui.frontends.console.screens.quit import ConfirmQuit
+from om2w_tui.frontends.console.widgets.panels import EpisodesTable, SitesTable, SlotsTable, StepsLog
 
 from . import recorded as R
 

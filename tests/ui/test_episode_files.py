@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from om2w_tui.ui.screens.episode import episode_steps, read_episode
+from om2w_tui.frontends.console.screens.episode import episode_steps, read_episode
 
 from . import recorded as R
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 from textual.widgets import Input, Static
 
-from om2w_tui.config import RunConfig
-from om2w_tui.launch import Preflight
-from om2w_tui.tasks import Task
-from om2w_tui.ui.app import make_app
-from om2w_tui.ui.launch_values import DEFAULTS
-from om2w_tui.ui.screens.dashboard import DashboardScreen
-from om2w_tui.ui.screens.launch import LaunchScreen
+from om2w_tui.benchmarks.tasks import Task
+from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.launch import Preflight
+from om2w_tui.frontends.console.app import make_app
+from om2w_tui.frontends.console.launch_values import DEFAULTS
+from om2w_tui.frontends.console.screens.dashboard import DashboardScreen
+from om2w_tui.frontends.console.screens.launch import LaunchScreen
 
 
 def remembered(tmp_path: Path, **values: str) -> Path:

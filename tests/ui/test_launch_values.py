@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from om2w_tui.config import RunConfig
-from om2w_tui.ui.launch_values import (
+from om2w_tui.engine.config import RunConfig
+from om2w_tui.frontends.console.launch_values import (
     DEFAULTS,
     FormError,
     config_from_values,

@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 from textual.command import CommandList
 
-from om2w_tui.cli import main as cli_main
-from om2w_tui.events import EpisodeFinished
-from om2w_tui.report import fmt_rate, summarize
-from om2w_tui.ui.app import ConsoleApp, make_app
-from om2w_tui.ui.screens.dashboard import DashboardScreen
-from om2w_tui.ui.screens.episode import EpisodeScreen
-from om2w_tui.ui.screens.report import ErrorsTable, FailuresTable, ReportScreen
-from om2w_tui.ui.widgets.rate_chart import RateChart
+from om2w_tui.cli.main import main as cli_main
+from om2w_tui.engine.events import EpisodeFinished
+from om2w_tui.evaluation.report import fmt_rate, summarize
+from om2w_tui.frontends.console.app import ConsoleApp, make_app
+from om2w_tui.frontends.console.screens.dashboard import DashboardScreen
+from om2w_tui.frontends.console.screens.episode import EpisodeScreen
+from om2w_tui.frontends.console.screens.report import ErrorsTable, FailuresTable, ReportScreen
+from om2w_tui.frontends.console.widgets.rate_chart import RateChart
 
 from . import recorded as R
 from .test_dashboard import build, feed

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from om2w_tui.events import EpisodeFinished, RunStarted
-from om2w_tui.ui.formatting import clip_left, clock_text, countdown_text, eta_seconds
-from om2w_tui.ui.run_state import RunState
+from om2w_tui.engine.events import EpisodeFinished, RunStarted
+from om2w_tui.frontends.console.formatting import clip_left, clock_text, countdown_text, eta_seconds
+from om2w_tui.frontends.console.run_state import RunState
 
 from . import recorded as R
 

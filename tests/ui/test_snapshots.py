@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from om2w_tui.ui.app import make_app
+from om2w_tui.frontends.console.app import make_app
 
 from . import recorded as R
 from .test_dashboard import build, feed, settle

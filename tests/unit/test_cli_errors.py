@@ -69,8 +69,8 @@ def task_file(work: Path, text: str, name: str = "bad.json") -> Path:
 def test_a_good_preflight_reaches_past_these_checks(work, monkeypatch):
     """The harness itself: with good input and --model oracle the same flags pass preflight (not a usage error)."""
     monkeypatch.chdir(work)
-    from om2w_tui.cli import build_parser, config_from_args
-    from om2w_tui.launch import preflight
+    from om2w_tui.cli.main import build_parser, config_from_args
+    from om2w_tui.engine.launch import preflight
 
     args = build_parser().parse_args(["run", "--no-ui", "--out", str(work / "out"), "--chromium", "/bin/true",
                                       "--model", "oracle", "--tasks", str(work / "tasks.json")])
@@ -88,8 +88,8 @@ def test_missing_tasks_file(work):
 def test_no_tasks_flag_for_a_benchmark_without_its_shipped_file(work, monkeypatch):
     """`--bench om2w` reads data/Online_Mind2Web.json (tests/unit/test_resources.py); where that file is missing,
     the message says to pass --tasks or fetch it."""
-    from om2w_tui import launch
-    from om2w_tui.config import RunConfig
+    from om2w_tui.engine import launch
+    from om2w_tui.engine.config import RunConfig
 
     monkeypatch.setattr(launch, "default_task_file", lambda bench: work / "missing" / "Online_Mind2Web.json")
     with pytest.raises(launch.UsageError) as e:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from om2w_tui.cli import main as cli_main
-from om2w_tui.conformance import check_run, load_episode, read_run, task_dirs
+from om2w_tui.benchmarks.conformance import check_run, load_episode, read_run, task_dirs
+from om2w_tui.cli.main import main as cli_main
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 JPEG = b"\xff\xd8\xff\xe0" + b"\x00" * 16
@@ -237,7 +237,7 @@ def test_what_our_writer_writes_passes_the_check(tmp_path, schema):
     """Every shape of episode our writer leaves (finished, cut, without any screenshot) reads right."""
     from types import SimpleNamespace
 
-    from om2w_tui.trajectory import TrajectoryWriter
+    from om2w_tui.benchmarks.trajectory import TrajectoryWriter
 
     class Act:
         def __init__(self, d):

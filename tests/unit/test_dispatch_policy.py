@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from om2w_tui.config import RunConfig
-from om2w_tui.scheduler import Scheduler
-from om2w_tui.tasks import Task
+from om2w_tui.benchmarks.tasks import Task
+from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.scheduler import Scheduler
 from tests.fakes import Behaviour, FakeExecutor
 
 pytestmark = pytest.mark.looptime

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from om2w_tui.judge import parse_key_points, parse_reasoning, parse_score, parse_status
+from om2w_tui.evaluation.judge import parse_key_points, parse_reasoning, parse_score, parse_status
 
 # (reply, ours, the official evaluator's reading, why they differ if they do)
 SCORES = [

@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from om2w_tui.config import RunConfig
+from om2w_tui.benchmarks.tasks import Task, TaskFileError, parse_tasks
+from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.events import EpisodeFinished
+from om2w_tui.engine.redact import redact_argv, redact_url
+from om2w_tui.engine.results import ResultsStore, read_results, settles
+from om2w_tui.engine.runlock import OutFolderBusy, RunLock, check_free
+from om2w_tui.engine.scheduler import Scheduler
 from om2w_tui.episode.worker import EventWriter, event_stream
-from om2w_tui.events import EpisodeFinished
 from om2w_tui.executors.local import WorkerProcess
-from om2w_tui.redact import redact_argv, redact_url
-from om2w_tui.results import ResultsStore, read_results, settles
-from om2w_tui.runlock import OutFolderBusy, RunLock, check_free
-from om2w_tui.scheduler import Scheduler
-from om2w_tui.tasks import Task, TaskFileError, parse_tasks
 from tests.fakes import Behaviour, FakeExecutor
 
 from .test_scheduler import Recorder, config, make_tasks, records

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from om2w_tui.cli import main as cli_main
+from om2w_tui.cli.main import main as cli_main
 
 # Takes the evaluator's arguments; writes one line per task folder into
 # <output_path>/<mode>_<model>_score_threshold_<t>_auto_eval_results.json, skipping the tasks already there, and

@@ -1,11 +1,11 @@
-"""om2w_tui.pacing.SitePacer (on a clock the test gives) and om2w_tui.sites.site_key."""
+"""om2w_tui.engine.pacing.SitePacer (on a clock the test gives) and om2w_tui.benchmarks.sites.site_key."""
 
 from __future__ import annotations
 
 import pytest
 
-from om2w_tui.pacing import SitePacer
-from om2w_tui.sites import site_key
+from om2w_tui.benchmarks.sites import site_key
+from om2w_tui.engine.pacing import SitePacer
 
 
 def test_a_fresh_site_can_start():

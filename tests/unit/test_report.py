@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from om2w_tui.cli import main as cli_main
-from om2w_tui.report import compare, normalise_error, quantile, summarize, to_csv, to_json, to_markdown
+from om2w_tui.cli.main import main as cli_main
+from om2w_tui.evaluation.report import compare, normalise_error, quantile, summarize, to_csv, to_json, to_markdown
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 REPO = Path(__file__).resolve().parents[2]
@@ -225,8 +225,9 @@ def test_the_report_command(run_a, tmp_path, capsys, monkeypatch):
 
 
 def test_the_tools_import_neither_rich_nor_textual_until_a_table_is_printed():
-    code = ("import sys; import om2w_tui.report as r, om2w_tui.judge, om2w_tui.conformance, om2w_tui.taskfiles, "
-            "om2w_tui.tools_cli as t; t._load(); r.summarize(sys.argv[1]); "
+    code = ("import sys; import om2w_tui.evaluation.report as r, om2w_tui.evaluation.judge, "
+            "om2w_tui.benchmarks.conformance, om2w_tui.benchmarks.taskfiles, om2w_tui.cli.tools as t; "
+            "t._load(); r.summarize(sys.argv[1]); "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('rich', 'textual', 'openai', 'httpx')]; "
             "print(bad); sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code, str(REPO)], cwd=REPO, capture_output=True, text=True, timeout=60)

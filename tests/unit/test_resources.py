@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from om2w_tui.config import RunConfig
-from om2w_tui.launch import _load_selection
+from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.launch import _load_selection
 from om2w_tui.resources import data_dir, default_task_file, styles_dir
 
 REPO = Path(__file__).resolve().parents[2]

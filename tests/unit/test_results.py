@@ -1,4 +1,4 @@
-"""om2w_tui.results: the append-only record of attempts, resume from every results*.jsonl, torn lines."""
+"""om2w_tui.engine.results: the append-only record of attempts, resume from every results*.jsonl, torn lines."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import logging
 from pathlib import Path
 
-from om2w_tui.results import INTERRUPTED, REQUEUED, ResultsLog, ResultsStore, read_results, settles
+from om2w_tui.engine.results import INTERRUPTED, REQUEUED, ResultsLog, ResultsStore, read_results, settles
 
 
 def rec(tid: str, status: str | None = "done", finished_at: float | None = 100.0, **kw) -> dict:
@@ -72,7 +72,7 @@ def test_lines_that_are_not_task_records_are_ignored(tmp_path):
 def test_torn_last_line_is_skipped_with_a_warning(tmp_path, caplog):
     path = tmp_path / "results.jsonl"
     path.write_text(json.dumps(rec("a")) + "\n" + json.dumps(rec("b")) + "\n" + '{"task_id": "c", "sta')
-    with caplog.at_level(logging.WARNING, logger="om2w_tui.results"):
+    with caplog.at_level(logging.WARNING, logger="om2w_tui.engine.results"):
         log = read_results(tmp_path)
     assert [r["task_id"] for r in log.records] == ["a", "b"]
     assert len(log.warnings) == 1 and log.warnings[0].startswith(f"{path}:3: ")

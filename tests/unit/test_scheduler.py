@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from om2w_tui.config import RunConfig
-from om2w_tui.events import EpisodeFinished, EpisodeStarted
-from om2w_tui.results import read_results
-from om2w_tui.scheduler import Scheduler
-from om2w_tui.tasks import Task
+from om2w_tui.benchmarks.tasks import Task
+from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.events import EpisodeFinished, EpisodeStarted
+from om2w_tui.engine.results import read_results
+from om2w_tui.engine.scheduler import Scheduler
 from tests.fakes import Behaviour, FakeExecutor
 
 pytestmark = pytest.mark.looptime
@@ -279,7 +279,7 @@ async def test_the_breaker_pauses_dispatch_while_the_endpoint_is_down_and_no_tas
 async def test_an_unwritable_results_file_stops_dispatch_and_keeps_the_record(tmp_path, monkeypatch):
     """The disk fills after the first record: dispatch stops with a message naming the file; once the user
     resumes (space freed), the kept record is written and the run goes on. No line is half-written."""
-    from om2w_tui.results import ResultsStore
+    from om2w_tui.engine.results import ResultsStore
 
     real_append = ResultsStore.append
     full = {"on": False, "calls": 0}

@@ -33,11 +33,11 @@ import looptime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from om2w_tui.config import RunConfig
-from om2w_tui.events import EpisodeFinished, EpisodeStarted
-from om2w_tui.results import INTERRUPTED, read_results, settles
-from om2w_tui.scheduler import Scheduler
-from om2w_tui.tasks import Task
+from om2w_tui.benchmarks.tasks import Task
+from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.events import EpisodeFinished, EpisodeStarted
+from om2w_tui.engine.results import INTERRUPTED, read_results, settles
+from om2w_tui.engine.scheduler import Scheduler
 from tests.fakes import Behaviour, FakeExecutor
 
 EXAMPLES = int(os.environ.get("OM2W_PROPERTY_EXAMPLES", "1500"))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from om2w_tui.cli import build_parser, config_from_args, main
-from om2w_tui.config import RunConfig
+from om2w_tui.cli.main import build_parser, config_from_args, main
+from om2w_tui.engine.config import RunConfig
 from om2w_tui.episode.browser import check_browser_settings, desktop_user_agent, parse_viewport
 from om2w_tui.episode.instruction import DEFAULT_TEMPLATE, check_template, instruction, step_budget
 

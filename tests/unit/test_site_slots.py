@@ -8,12 +8,12 @@ from collections import defaultdict
 
 import pytest
 
-from om2w_tui.cli import build_parser, config_from_args, main
-from om2w_tui.events import EpisodeFinished, EpisodeStarted
-from om2w_tui.pacing import SitePacer
-from om2w_tui.scheduler import Scheduler
-from om2w_tui.ui.run_state import RunState, SiteView
-from om2w_tui.ui.screens.dashboard import pacing_text
+from om2w_tui.cli.main import build_parser, config_from_args, main
+from om2w_tui.engine.events import EpisodeFinished, EpisodeStarted
+from om2w_tui.engine.pacing import SitePacer
+from om2w_tui.engine.scheduler import Scheduler
+from om2w_tui.frontends.console.run_state import RunState, SiteView
+from om2w_tui.frontends.console.screens.dashboard import pacing_text
 from tests.fakes import FakeExecutor
 
 from .test_scheduler import Recorder, config, make_tasks, records

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from om2w_tui.cli import main as cli_main
-from om2w_tui.taskfiles import PINS, add_years, find_dates, refresh, refresh_file, shift_text
-from om2w_tui.tasks import load_tasks
+from om2w_tui.benchmarks.taskfiles import PINS, add_years, find_dates, refresh, refresh_file, shift_text
+from om2w_tui.benchmarks.tasks import load_tasks
+from om2w_tui.cli.main import main as cli_main
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 WV = SHARED / "WebVoyager_data.jsonl"
@@ -302,9 +302,9 @@ def test_a_run_on_a_refreshed_file_records_the_refresh_in_its_manifest(tmp_path)
     import datetime as dt
     import json as _json
 
-    from om2w_tui.config import RunConfig
-    from om2w_tui.launch import preflight, write_manifest
-    from om2w_tui.taskfiles import refresh_file
+    from om2w_tui.benchmarks.taskfiles import refresh_file
+    from om2w_tui.engine.config import RunConfig
+    from om2w_tui.engine.launch import preflight, write_manifest
 
     src = tmp_path / "wv.jsonl"
     src.write_text(_json.dumps({"web_name": "Booking", "id": "Booking--1", "web": "https://www.booking.com/",

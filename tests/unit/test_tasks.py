@@ -1,4 +1,4 @@
-"""om2w_tui.tasks: the benchmarks' real task files, plain JSON/JSONL in either shape, filters, and every bad input."""
+"""benchmarks.tasks: the benchmarks' real task files, plain JSON/JSONL in either shape, filters, and every bad input."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from om2w_tui.tasks import Task, TaskFileError, load_tasks, parse_tasks, select
+from om2w_tui.benchmarks.tasks import Task, TaskFileError, load_tasks, parse_tasks, select
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 OM2W = DATA / "Online_Mind2Web.json"

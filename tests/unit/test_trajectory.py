@@ -1,4 +1,4 @@
-"""om2w_tui.trajectory: the benchmark's action lines, and an episode's folder written step by step."""
+"""om2w_tui.benchmarks.trajectory: the benchmark's action lines, and an episode's folder written step by step."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from om2w_tui.trajectory import (
+from om2w_tui.benchmarks.trajectory import (
     TrajectoryWriter,
     action_line,
     blank_png,
@@ -425,7 +425,7 @@ def test_a_screenshot_write_cut_short_leaves_nothing_in_trajectory(tmp_path, mon
     """The evaluator reads every file in trajectory/: a half-written screenshot must never be one of them."""
     import pytest
 
-    from om2w_tui import trajectory as tr
+    from om2w_tui.benchmarks import trajectory as tr
 
     w = tr.TrajectoryWriter(tmp_path / "t", "t", "task")
 

@@ -14,11 +14,11 @@ def arm_names() -> list[str]:
 def load_arm(name: str) -> Any:
     """The arm class registered as `name`."""
     if name == "base":
-        from .base import BaseArm  # only the arm asked for is imported
+        from om2w_tui.episode.arms.base import BaseArm  # only the arm asked for is imported
 
         return BaseArm
     if name == "agent":
-        from .planner import PlannerArm  # only the arm asked for is imported
+        from om2w_tui.episode.arms.planner import PlannerArm  # only the arm asked for is imported
 
         return PlannerArm
     for ep in entry_points(group="om2w_tui.arms"):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..rows import record_calls
-from .interface import ArmContext, ArmResult, StepReporter, agent_usage, new_agent, run_agent
+from om2w_tui.episode.arms.interface import ArmContext, ArmResult, StepReporter, agent_usage, new_agent, run_agent
+from om2w_tui.episode.rows import record_calls
 
 
 class BaseArm:

@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..browser import grant_clipboard
-from ..tools import agent_kwargs, use_coordinates
+from om2w_tui.episode.browser import grant_clipboard
+from om2w_tui.episode.tools import agent_kwargs, use_coordinates
 
 
 @dataclass

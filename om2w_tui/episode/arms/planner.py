@@ -16,8 +16,8 @@ import re
 import time
 from typing import Any
 
-from ..rows import record_calls
-from .interface import ArmContext, ArmResult, StepReporter, agent_usage, new_agent, run_agent
+from om2w_tui.episode.arms.interface import ArmContext, ArmResult, StepReporter, agent_usage, new_agent, run_agent
+from om2w_tui.episode.rows import record_calls
 
 FAMILIES = ("drag", "io", "select", "rest", "reasoning")
 PLANNER_MARKER = "You are the planner of an om2w-tui agent team."

@@ -1,0 +1,640 @@
+"""Task files: fetching the official ones (`om2w-tui tasks fetch`) and moving WebVoyager's booking dates into the
+future (`om2w-tui tasks refresh-dates`).
+
+fetch
+  om2w        Hugging Face dataset osunlp/Online-Mind2Web, file Online_Mind2Web.json (may be gated: HF_TOKEN);
+  webvoyager  GitHub MinorJerry/WebVoyager, data/WebVoyager_data.jsonl.
+  A pinned revision (PINS) is checked against its known sha256; the file is validated as a task file and written
+  atomically. Online-Mind2Web's revision `2026-03` is the March 2026 task list (300 tasks) pinned by its sha256
+  only: it is fetched from `main` (its Hugging Face commit id is not recorded here), so once upstream changes the
+  list the fetch stops with a checksum mismatch instead of handing over another task list under the same name.
+
+refresh-dates
+  WebVoyager's Booking and Google Flights tasks ask for dates (2023-2024) that are now past. For each chosen task,
+  N = the smallest whole number of years that puts the task's earliest date on or after --today. The earliest date
+  moves by N years (29 February becomes 28 February in a year without one); every other date of the task keeps
+  its distance in days from the earliest, so a range keeps its length and a round trip its duration (a date whose
+  distance from the earliest spans a 29 February therefore moves by N years and a day). Forms understood:
+  "January 10, 2024", "Jan. 1, 2024", "January 5th, 2024", "8 March 2024", "20/12/2023", "2023-12-29",
+  "February 14-21, 2024", "Jan 1 to Jan 4, 2024", "February 28 to March 2, 2024", "6 March to 8 March 2024",
+  "6-8 March 2024" and "October 2023" (a month, moved by N years). Dates without a year ("December 25-26") are left
+  as they are, and so are bare years ("published in 2024"; they are listed as notes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import calendar
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from om2w_tui.benchmarks.tasks import TaskFileError, file_sha256, parse_tasks
+from om2w_tui.benchmarks.trajectory import write_atomic
+from om2w_tui.resources import data_dir
+
+EXIT_FAIL = 2
+
+# ============================================================================================== fetch
+
+
+@dataclass(frozen=True)
+class Source:
+    name: str
+    host: str                  # scheme://host, replaced by --base-url
+    path: str                  # with {rev}
+    filename: str
+    default_rev: str
+    page: str                  # where a person finds the file
+    hugging_face: bool = False
+
+
+SOURCES: dict[str, Source] = {
+    "om2w": Source("Online-Mind2Web", "https://huggingface.co",
+                   "/datasets/osunlp/Online-Mind2Web/resolve/{rev}/Online_Mind2Web.json", "Online_Mind2Web.json",
+                   "main", "https://huggingface.co/datasets/osunlp/Online-Mind2Web", hugging_face=True),
+    "webvoyager": Source("WebVoyager", "https://raw.githubusercontent.com",
+                         "/MinorJerry/WebVoyager/{rev}/data/WebVoyager_data.jsonl", "WebVoyager_data.jsonl",
+                         "5a78967", "https://github.com/MinorJerry/WebVoyager/tree/main/data"),
+}
+
+
+@dataclass(frozen=True)
+class Pin:
+    fetch_rev: str             # the revision in the URL
+    sha256: str
+    about: str
+
+
+PINS: dict[tuple[str, str], Pin] = {
+    ("om2w", "2026-03"): Pin("main", "50d330ee9f347c5ae136e52421516590033b146df305ab091c5a36b199b14aa4",
+                             "Online-Mind2Web, March 2026 revision: 300 tasks (easy 80, medium 143, hard 77)"),
+    ("webvoyager", "5a78967"): Pin("5a78967", "69b19fd86c23f1a500244a3724e039aa7ca6a1223d03e11eb10e308d4f11c488",
+                                   "WebVoyager at commit 5a78967: 643 tasks on 15 sites"),
+}
+KNOWN = {pin.sha256: f"{pin.about} (revision {rev})" for (_, rev), pin in PINS.items()}
+
+
+class FetchError(RuntimeError):
+    """A fetch that did not give a usable task file; the message says what to do."""
+
+
+@dataclass
+class Fetched:
+    path: Path
+    url: str
+    sha256: str
+    tasks: int
+    pinned: bool
+    known: str | None
+    unchanged: bool = False
+
+
+def fetch_url(source: Source, rev: str, base_url: str | None = None) -> str:
+    return (base_url or source.host).rstrip("/") + source.path.format(rev=rev)
+
+
+def fetch(bench: str, revision: str | None = None, to: Path = Path("data"), *, base_url: str | None = None,
+          sha256: str | None = None, force: bool = False, timeout: float = 60.0) -> Fetched:
+    import httpx  # slow to import: only when a file is fetched
+
+    source = SOURCES[bench]
+    rev = revision or source.default_rev
+    pin = PINS.get((bench, rev))
+    url = fetch_url(source, pin.fetch_rev if pin else rev, base_url)
+    expected = (sha256 or (pin.sha256 if pin else None) or "").lower() or None
+    headers = {"User-Agent": "om2w-tui"}
+    token = os.environ.get("HF_TOKEN", "") if source.hugging_face else ""
+    if token:
+        headers["Authorization"] = f"Bearer {token}"   # httpx drops it on a redirect to another host (the CDN)
+    host = urlsplit(url).netloc
+    try:
+        r = httpx.get(url, headers=headers, follow_redirects=True, timeout=timeout)
+    except httpx.TransportError as e:
+        raise FetchError(
+            f"cannot reach {host} ({type(e).__name__}: {e or 'no detail'}). Without network access here, download "
+            f"{url} on a machine that has it and copy it to {to / source.filename} (or run with --tasks PATH)."
+        ) from None
+    if r.status_code in (401, 403):
+        if source.hugging_face:
+            raise FetchError(
+                f"HTTP {r.status_code} from {host}: the Online-Mind2Web dataset may be gated. Sign in at "
+                f"{source.page}, accept its terms, create a read token at https://huggingface.co/settings/tokens "
+                f"and set HF_TOKEN to it ({'HF_TOKEN is set but was refused' if token else 'HF_TOKEN is not set'}).")
+        raise FetchError(f"HTTP {r.status_code} from {url}: access denied.")
+    if r.status_code == 404:
+        raise FetchError(f"HTTP 404: {url} does not exist. Check --revision {rev!r} (a branch, tag or commit of "
+                         f"{source.page}); the file may also have moved upstream.")
+    if r.status_code != 200:
+        raise FetchError(f"HTTP {r.status_code} from {url}; try again later.")
+    body = r.content
+    got = hashlib.sha256(body).hexdigest()
+    if expected and got != expected:
+        why = f"the pinned revision {rev!r} ({pin.about})" if pin and not sha256 else "--sha256"
+        raise FetchError(
+            f"checksum mismatch for {url}: sha256 {got}, expected {expected} for {why}. Nothing was written. The "
+            f"file upstream is not the one pinned (it changed, or something between changed it). Take the current "
+            f"file with --revision main (its sha256 goes into each run's run.json), or pin it with --sha256.")
+    target = Path(to) / source.filename
+    try:
+        text = body.decode("utf-8")
+        tasks = parse_tasks(target, text)
+    except UnicodeDecodeError as e:
+        raise FetchError(f"{url} is not UTF-8 text ({e.reason}); is this the task file?") from None
+    except TaskFileError as e:
+        raise FetchError(f"{url} is not a usable task file: {e}") from None
+    known = KNOWN.get(got)
+    if target.exists():
+        if target.is_dir():
+            raise FetchError(f"{target} is a folder; choose another --to")
+        old = hashlib.sha256(target.read_bytes()).hexdigest()
+        if old == got:
+            return Fetched(target, url, got, len(tasks), expected is not None, known, unchanged=True)
+        if not force:
+            raise FetchError(f"{target} exists with other content (sha256 {old[:12]}...); runs that used it record "
+                             f"that sha256. Pass --force to replace it, or choose another --to.")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, body)
+    except OSError as e:
+        raise FetchError(f"cannot write {target}: {e}") from None
+    return Fetched(target, url, got, len(tasks), expected is not None, known)
+
+
+# ============================================================================================== refresh-dates
+
+DEFAULT_SITES = ("Booking", "Google Flights")
+_MONTH_NAMES = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+_MONTH_NAMES.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
+_MONTH_NAMES["sept"] = 9
+_M = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sept?(?:ember)?|"
+      r"Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\b\.?")
+_D = r"(?:[0-3]?\d)(?:st|nd|rd|th)?\b"
+_Y = r"(?:19|20)\d\d\b"
+_SEP = r"\s*(?:-|–|—|\bto\b|\buntil\b|\bthrough\b)\s*"
+
+# each pattern names its pieces m1 d1 m2 d2 y (y1 y2 for numeric forms); order: the longer forms first
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("md-range", re.compile(rf"\b(?P<m1>{_M})\s+(?P<d1>{_D})(?P<sep>{_SEP})"
+                            rf"(?:(?P<m2>{_M})\s+)?(?P<d2>{_D}),?\s+(?P<y>{_Y})")),
+    ("dm-range", re.compile(rf"\b(?P<d1>{_D})(?:\s+(?P<m1>{_M}))?(?P<sep>{_SEP})"
+                            rf"(?P<d2>{_D})\s+(?P<m2>{_M}),?\s+(?P<y>{_Y})")),
+    ("md", re.compile(rf"\b(?P<m1>{_M})\s+(?P<d1>{_D}),?\s+(?P<y>{_Y})")),
+    ("dm", re.compile(rf"\b(?P<d1>{_D})\s+(?:of\s+)?(?P<m1>{_M}),?\s+(?P<y>{_Y})")),
+    ("iso", re.compile(r"\b(?P<y>(?:19|20)\d\d)-(?P<mo>\d\d)-(?P<d1>\d\d)\b")),
+    ("numeric", re.compile(r"\b(?P<a>\d{1,2})(?P<ns>[/.-])(?P<b>\d{1,2})(?P=ns)(?P<y>(?:19|20)\d\d)\b")),
+    ("month", re.compile(rf"\b(?P<m1>{_M}),?\s+(?P<y>{_Y})")),
+]
+_BARE_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+
+
+def _month(token: str) -> int:
+    return _MONTH_NAMES[token.rstrip(".").lower()]
+
+
+def _day(token: str) -> int:
+    return int(re.match(r"\d+", token).group())
+
+
+def _ordinal(n: int) -> str:
+    if 11 <= n % 100 <= 13:
+        return "th"
+    return {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+
+
+_FULL_NAMES = {name.lower() for name in calendar.month_name if name}
+
+
+def _fmt_month(old: str, month: int) -> str:
+    """The month's name written as `old` was: in full or short ("Jan", "Jan.", "Sept"), upper case or not."""
+    dot = old.endswith(".")
+    bare = old.rstrip(".")
+    if bare.lower() in _FULL_NAMES:                 # "May", "June" and "July" count as written in full
+        name = calendar.month_name[month]
+    elif bare.lower() == "sept" and month == 9:
+        name = bare
+    else:
+        name = calendar.month_abbr[month]
+    if bare.isupper() and len(bare) > 1:
+        name = name.upper()
+    if name.lower() in _FULL_NAMES:                 # "Jan." moved to May is "May", not "May."
+        dot = False
+    return name + ("." if dot else "")
+
+
+def _fmt_day(old: str, day: int) -> str:
+    digits = re.match(r"\d+", old).group()
+    text = f"{day:0{len(digits)}d}" if digits.startswith("0") else str(day)
+    return text + (_ordinal(day) if len(old) > len(digits) else "")
+
+
+@dataclass
+class _Phrase:
+    kind: str
+    start: int
+    end: int
+    match: re.Match[str]
+    dates: list[dt.date]            # the dates it writes (implied years filled in)
+    precision: str = "day"          # "day" | "month"
+    order: str = ""                 # numeric: "dm" or "md"
+
+    @property
+    def text(self) -> str:
+        return self.match.group(0)
+
+
+def _valid(y: int, m: int, d: int) -> dt.date | None:
+    try:
+        return dt.date(y, m, d)
+    except ValueError:
+        return None
+
+
+def _phrase(kind: str, m: re.Match[str]) -> _Phrase | None:
+    g = m.groupdict()
+    if kind in ("md-range", "dm-range"):
+        y = int(g["y"])
+        m2 = _month(g["m2"]) if g.get("m2") else None
+        m1 = _month(g["m1"]) if g.get("m1") else m2
+        if kind == "md-range" and m2 is None:
+            m2 = m1
+        d1, d2 = _day(g["d1"]), _day(g["d2"])
+        y1 = y - 1 if (m1, d1) > (m2, d2) else y    # "December 30 to January 2, 2024" starts in 2023
+        a, b = _valid(y1, m1, d1), _valid(y, m2, d2)
+        return _Phrase(kind, m.start(), m.end(), m, [a, b]) if a and b else None
+    if kind in ("md", "dm"):
+        a = _valid(int(g["y"]), _month(g["m1"]), _day(g["d1"]))
+        return _Phrase(kind, m.start(), m.end(), m, [a]) if a else None
+    if kind == "iso":
+        a = _valid(int(g["y"]), int(g["mo"]), int(g["d1"]))
+        return _Phrase(kind, m.start(), m.end(), m, [a]) if a else None
+    if kind == "numeric":
+        x, z, y = int(g["a"]), int(g["b"]), int(g["y"])
+        order = "md" if z > 12 >= x else "dm"        # day first unless the second number cannot be a month
+        a = _valid(y, z, x) if order == "dm" else _valid(y, x, z)
+        return _Phrase(kind, m.start(), m.end(), m, [a], order=order) if a else None
+    if kind == "month":
+        return _Phrase(kind, m.start(), m.end(), m, [dt.date(int(g["y"]), _month(g["m1"]), 1)], precision="month")
+    return None
+
+
+def find_dates(text: str) -> list[_Phrase]:
+    """The dated phrases of a text that carry a year, left to right, not overlapping (the longer form wins)."""
+    found: list[_Phrase] = []
+    taken: list[tuple[int, int]] = []
+    for kind, pattern in _PATTERNS:
+        for m in pattern.finditer(text):
+            if any(m.start() < e and s < m.end() for s, e in taken):
+                continue
+            p = _phrase(kind, m)
+            if p is not None:
+                found.append(p)
+                taken.append((m.start(), m.end()))
+    return sorted(found, key=lambda p: p.start)
+
+
+def add_years(d: dt.date, n: int) -> dt.date:
+    """`d` moved by n years; 29 February becomes 28 February in a year without one."""
+    try:
+        return d.replace(year=d.year + n)
+    except ValueError:
+        return d.replace(year=d.year + n, day=28)
+
+
+def _render(p: _Phrase, new: list[dt.date]) -> str:
+    g = p.match
+    txt = p.text
+    o = g.start()
+
+    def put(pieces: list[tuple[str, str]]) -> str:
+        """Replace the named groups of the match with new text, right to left."""
+        out = txt
+        spans = sorted(((g.start(name) - o, g.end(name) - o, value) for name, value in pieces
+                        if g.group(name) is not None), reverse=True)
+        for s, e, value in spans:
+            out = out[:s] + value + out[e:]
+        return out
+
+    if p.kind in ("md", "dm"):
+        (a,) = new
+        return put([("m1", _fmt_month(g["m1"], a.month)), ("d1", _fmt_day(g["d1"], a.day)), ("y", str(a.year))])
+    if p.kind == "iso":
+        (a,) = new
+        return put([("y", str(a.year)), ("mo", f"{a.month:02d}"), ("d1", f"{a.day:02d}")])
+    if p.kind == "numeric":
+        (a,) = new
+        first, second = (a.day, a.month) if p.order == "dm" else (a.month, a.day)
+        return put([("a", f"{first:0{len(g['a'])}d}"), ("b", f"{second:0{len(g['b'])}d}"), ("y", str(a.year))])
+    if p.kind == "month":
+        (a,) = new
+        return put([("m1", _fmt_month(g["m1"], a.month)), ("y", str(a.year))])
+    a, b = new
+    month_style = g["m1"] or g["m2"]
+    implied_ok = a.year == b.year or (a.year == b.year - 1 and (a.month, a.day) > (b.month, b.day))
+    if p.kind == "md-range":
+        if g["m2"] is None and a.month != b.month:   # "February 25-29, 2024" whose end moved into March
+            return put([("m1", _fmt_month(g["m1"], a.month)), ("d1", _fmt_day(g["d1"], a.day)),
+                        ("d2", f"{_fmt_month(month_style, b.month)} {_fmt_day(g['d2'], b.day)}"),
+                        ("y", str(b.year))]) if implied_ok else \
+                f"{_fmt_month(month_style, a.month)} {_fmt_day(g['d1'], a.day)}, {a.year}{g['sep']}" \
+                f"{_fmt_month(month_style, b.month)} {_fmt_day(g['d2'], b.day)}, {b.year}"
+        if implied_ok:
+            pieces = [("m1", _fmt_month(g["m1"], a.month)), ("d1", _fmt_day(g["d1"], a.day)),
+                      ("d2", _fmt_day(g["d2"], b.day)), ("y", str(b.year))]
+            if g["m2"] is not None:
+                pieces.append(("m2", _fmt_month(g["m2"], b.month)))
+            return put(pieces)
+        return (f"{_fmt_month(month_style, a.month)} {_fmt_day(g['d1'], a.day)}, {a.year}{g['sep']}"
+                f"{_fmt_month(month_style, b.month)} {_fmt_day(g['d2'], b.day)}, {b.year}")
+    # dm-range
+    if g["m1"] is None and a.month != b.month:
+        return put([("d1", f"{_fmt_day(g['d1'], a.day)} {_fmt_month(g['m2'], a.month)}"),
+                    ("d2", _fmt_day(g["d2"], b.day)), ("m2", _fmt_month(g["m2"], b.month)), ("y", str(b.year))]) \
+            if implied_ok else f"{_fmt_day(g['d1'], a.day)} {_fmt_month(g['m2'], a.month)} {a.year}{g['sep']}" \
+                               f"{_fmt_day(g['d2'], b.day)} {_fmt_month(g['m2'], b.month)} {b.year}"
+    if implied_ok:
+        pieces = [("d1", _fmt_day(g["d1"], a.day)), ("d2", _fmt_day(g["d2"], b.day)),
+                  ("m2", _fmt_month(g["m2"], b.month)), ("y", str(b.year))]
+        if g["m1"] is not None:
+            pieces.append(("m1", _fmt_month(g["m1"], a.month)))
+        return put(pieces)
+    return (f"{_fmt_day(g['d1'], a.day)} {_fmt_month(g['m2'], a.month)} {a.year}{g['sep']}"
+            f"{_fmt_day(g['d2'], b.day)} {_fmt_month(g['m2'], b.month)} {b.year}")
+
+
+def _month_end(d: dt.date) -> dt.date:
+    return d.replace(day=calendar.monthrange(d.year, d.month)[1])
+
+
+def shift_text(text: str, today: dt.date) -> tuple[str, int, list[tuple[str, str]], list[str]]:
+    """(new text, years moved, [(old fragment, new fragment)], notes) for one task's text."""
+    phrases = find_dates(text)
+    notes: list[str] = []
+    covered = [(p.start, p.end) for p in phrases]
+    bare = [m.group() for m in _BARE_YEAR.finditer(text) if not any(s <= m.start() < e for s, e in covered)]
+    if not phrases:
+        return text, 0, [], ([f"bare year(s) {', '.join(bare)} left as they are"] if bare else [])
+    day_dates = [d for p in phrases if p.precision == "day" for d in p.dates]
+    month_dates = [d for p in phrases if p.precision == "month" for d in p.dates]
+
+    def first_ok(n: int) -> bool:
+        if day_dates:
+            anchor = min(day_dates)
+            return add_years(anchor, n) >= today and all(_month_end(add_years(d, n)) >= today for d in month_dates)
+        return all(_month_end(add_years(d, n)) >= today for d in month_dates)
+
+    n = 0
+    while not first_ok(n):
+        n += 1
+    if n == 0:
+        return text, 0, [], []
+    anchor = min(day_dates) if day_dates else None
+    new_anchor = add_years(anchor, n) if anchor else None
+    pieces: list[tuple[str, str]] = []
+    out, last = [], 0
+    for p in phrases:
+        if p.precision == "month":
+            new = [add_years(d, n) for d in p.dates]
+        else:
+            new = [new_anchor + (d - anchor) for d in p.dates]
+            if any(x != add_years(d, n) for x, d in zip(new, p.dates)):
+                notes.append(f"{p.text!r}: moved by {n} years and a day, keeping its distance from the earliest "
+                             f"date across a 29 February")
+        rendered = _render(p, new)
+        pieces.append((p.text, rendered))
+        out.append(text[last:p.start])
+        out.append(rendered)
+        last = p.end
+    out.append(text[last:])
+    if bare:
+        notes.append(f"bare year(s) {', '.join(bare)} left as they are")
+    return "".join(out), n, pieces, notes
+
+
+def _text_field(row: dict[str, Any]) -> str:
+    return "ques" if "ques" in row else "confirmed_task"
+
+
+def _row_id(row: dict[str, Any]) -> str:
+    return str(row.get("id", row.get("task_id", "")))
+
+
+def _chosen(row: dict[str, Any], sites: Iterable[str], task_ids: Iterable[str]) -> bool:
+    sites, task_ids = list(sites), set(task_ids)
+    if _row_id(row) in task_ids:
+        return True
+    name = row.get("web_name")
+    if name is not None:
+        return str(name).lower() in {s.lower() for s in sites}
+    website = str(row.get("website", row.get("web", ""))).lower()
+    return any(s and s.lower() in website for s in sites)
+
+
+def refresh(rows: list[dict[str, Any]], today: dt.date, sites: Iterable[str] = DEFAULT_SITES,
+            task_ids: Iterable[str] = ()) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(rows with their dates moved, the changes). A row is chosen by its web_name in `sites` (for rows without
+    one: a site that is part of its website) or its id in `task_ids`; rows not chosen or not changed are returned
+    as they are (the same objects), changed ones as copies with the same field order."""
+    sites, task_ids = list(sites), list(task_ids)
+    new_rows: list[dict[str, Any]] = []
+    changes: list[dict[str, Any]] = []
+    for row in rows:
+        if not isinstance(row, dict) or not _chosen(row, sites, task_ids):
+            new_rows.append(row)
+            continue
+        key = _text_field(row)
+        text = row.get(key)
+        if not isinstance(text, str):
+            new_rows.append(row)
+            continue
+        new_text, years, pieces, notes = shift_text(text, today)
+        if new_text == text:
+            new_rows.append(row)
+            if notes:
+                changes.append({"task_id": _row_id(row), "field": key, "years": 0, "fragments": [], "notes": notes})
+            continue
+        new_rows.append({k: (new_text if k == key else v) for k, v in row.items()})
+        changes.append({"task_id": _row_id(row), "field": key, "years": years, "fragments": pieces, "notes": notes})
+    return new_rows, changes
+
+
+class RefreshError(RuntimeError):
+    pass
+
+
+def _replace_value(line: bytes, old: str, new: str) -> bytes:
+    """The line with one JSON string value replaced, every other byte kept."""
+    for ascii_only in (True, False):
+        enc_old = json.dumps(old, ensure_ascii=ascii_only).encode()
+        if line.count(enc_old) == 1:
+            return line.replace(enc_old, json.dumps(new, ensure_ascii=ascii_only).encode())
+    return b""
+
+
+def refresh_file(src: Path, dst: Path, today: dt.date, sites: Iterable[str] = DEFAULT_SITES,
+                 task_ids: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """Write `src` (JSON lines) to `dst` with the chosen tasks' dates moved; -> the changes."""
+    src, dst, sites = Path(src), Path(dst), list(sites)
+    if not src.is_file():
+        raise RefreshError(f"{src}: no such file")
+    if dst.resolve() == src.resolve() or (dst.exists() and os.path.samefile(src, dst)):
+        raise RefreshError(f"--out {dst} is the input file; write the refreshed copy to another path")
+    if dst.is_dir():
+        raise RefreshError(f"--out {dst} is a folder; give a file path")
+    raw = src.read_bytes()
+    lines = raw.split(b"\n")
+    rows: list[Any] = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            rows.append(None)
+            continue
+        try:
+            rows.append(json.loads(line))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            hint = " (only JSON lines files, one task a line, are supported)" if n == 1 else ""
+            raise RefreshError(f"{src}:{n}: not a JSON line: {e}{hint}") from None
+    chosen_ids = list(task_ids)
+    known = {_row_id(r) for r in rows if isinstance(r, dict)}
+    unknown = [t for t in chosen_ids if t not in known]
+    if unknown:
+        raise RefreshError(f"--task-ids: not in {src}: {', '.join(unknown[:5])}")
+    new_rows, changes = refresh([r if isinstance(r, dict) else {} for r in rows], today, sites, chosen_ids)
+    out_lines = []
+    for line, old, new in zip(lines, rows, new_rows):
+        if old is None or new is old or not isinstance(old, dict):
+            out_lines.append(line)
+            continue
+        key = _text_field(old)
+        replaced = _replace_value(line, old[key], new[key])
+        if not replaced:
+            replaced = json.dumps(new, ensure_ascii=not any(b > 127 for b in line)).encode()
+        out_lines.append(replaced)
+    data = b"\n".join(out_lines)
+    try:
+        parse_tasks(dst, data.decode("utf-8"))
+    except TaskFileError as e:
+        raise RefreshError(f"the refreshed file would not load as a task file: {e}") from None
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(dst, data)
+    # beside the refreshed file: what it was made from, so a run that uses it records the refresh in run.json
+    write_atomic(refresh_note_path(dst), json.dumps({
+        "source": str(src.resolve()), "source_sha256": file_sha256(src), "today": today.isoformat(),
+        "sites": sorted(sites), "task_ids": chosen_ids, "sha256": file_sha256(dst), "changes": changes},
+        indent=1, ensure_ascii=False, default=str))
+    return changes
+
+
+def refresh_note_path(task_file: Path) -> Path:
+    return Path(task_file).with_name(Path(task_file).name + ".refresh.json")
+
+
+def refresh_note(task_file: Path) -> dict[str, Any] | None:
+    """The note `refresh-dates` left beside a task file it wrote, if it still describes that file."""
+    path = refresh_note_path(task_file)
+    try:
+        note = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return note if note.get("sha256") == file_sha256(task_file) else None
+
+
+# ============================================================================================== CLI
+
+
+def add_arguments(sub: Any) -> None:
+    p = sub.add_parser("tasks", help="task files: fetch the official ones, refresh past booking dates")
+    tsub = p.add_subparsers(dest="tasks_command", metavar="{fetch,refresh-dates}")
+    f = tsub.add_parser("fetch", help="download an official task file, check and validate it",
+                        description="Download Online-Mind2Web (Hugging Face; may be gated: set HF_TOKEN) or "
+                                    "WebVoyager (GitHub); a pinned revision is checked by sha256.")
+    f.add_argument("bench", choices=sorted(SOURCES), help="om2w | webvoyager")
+    f.add_argument("--revision", default=None,
+                   help="om2w: a branch, tag or commit, or 2026-03 (pinned by sha256) (main); "
+                        "webvoyager: a commit (5a78967, pinned)")
+    f.add_argument("--to", type=Path, default=None,
+                   help="the folder to write into (the data/ folder runs read by default)")
+    f.add_argument("--sha256", default=None, help="the sha256 the file must have (pins any revision)")
+    f.add_argument("--force", action="store_true", help="replace an existing file with other content")
+    f.add_argument("--base-url", default=None,
+                   help="scheme://host to fetch from instead of huggingface.co / raw.githubusercontent.com "
+                        "(a mirror; the path stays the same)")
+    r = tsub.add_parser("refresh-dates", help="move the past dates of booking tasks into the future",
+                        description="Shift every dated phrase of the chosen tasks (Booking and Google Flights by "
+                                    "default) by the smallest whole number of years that puts the task's earliest "
+                                    "date on or after --today; ranges keep their length.")
+    r.add_argument("input", type=Path, metavar="IN", help="a JSON lines task file (WebVoyager_data.jsonl)")
+    r.add_argument("--out", type=Path, required=True, help="the refreshed file (never IN)")
+    r.add_argument("--today", type=_date, default=None, help="YYYY-MM-DD (default: today)")
+    r.add_argument("--sites", type=_csv, default=None,
+                   help="comma-separated web_name values to refresh (Booking,Google Flights); 'none' for none")
+    r.add_argument("--task-ids", type=_csv, default=[], help="comma-separated task ids to refresh as well")
+    p.set_defaults(tasks_parser=p)
+
+
+def _csv(s: str) -> list[str]:
+    return [x.strip() for x in s.split(",") if x.strip()]
+
+
+def _date(s: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s}: not a date (YYYY-MM-DD)") from None
+
+
+def run(args: Any) -> int:
+    if args.tasks_command == "fetch":
+        return _run_fetch(args)
+    if args.tasks_command == "refresh-dates":
+        return _run_refresh(args)
+    args.tasks_parser.print_help(sys.stderr)
+    return EXIT_FAIL
+
+
+def _run_fetch(args: Any) -> int:
+    source = SOURCES[args.bench]
+    rev = args.revision or source.default_rev
+    print(f"fetching {source.name} revision {rev} ...", flush=True)
+    try:
+        to = args.to if args.to is not None else data_dir()   # refresh the files runs read without --tasks
+        got = fetch(args.bench, args.revision, to, base_url=args.base_url, sha256=args.sha256, force=args.force)
+    except FetchError as e:
+        print(f"om2w-tui tasks fetch: {e}", file=sys.stderr)
+        return EXIT_FAIL
+    if got.pinned:
+        check = "checksum ok (pinned)"
+    elif got.known:
+        check = f"not pinned; this is the known {got.known}"
+    else:
+        check = "not pinned and not a known revision: runs record its sha256 in run.json"
+    verb = "already up to date:" if got.unchanged else "wrote"
+    print(f"{verb} {got.path}: {got.tasks} tasks, sha256 {got.sha256}; {check}")
+    return 0
+
+
+def _run_refresh(args: Any) -> int:
+    today = args.today or dt.date.today()
+    sites = list(DEFAULT_SITES) if args.sites is None else [s for s in args.sites if s.lower() != "none"]
+    try:
+        changes = refresh_file(args.input, args.out, today, sites, args.task_ids)
+    except RefreshError as e:
+        print(f"om2w-tui tasks refresh-dates: {e}", file=sys.stderr)
+        return EXIT_FAIL
+    moved = [c for c in changes if c["fragments"]]
+    for c in changes:
+        if c["fragments"]:
+            frags = "; ".join(f"{old!r} -> {new!r}" for old, new in c["fragments"])
+            print(f"{c['task_id']}: +{c['years']} year{'s' if c['years'] != 1 else ''}: {frags}")
+        for note in c["notes"]:
+            print(f"{c['task_id']}: note: {note}")
+    print(f"{len(moved)} task(s) changed (today {today.isoformat()}, sites {', '.join(sites) or 'none'}"
+          f"{', ids ' + ', '.join(args.task_ids) if args.task_ids else ''}) -> {args.out}")
+    return 0

@@ -1,0 +1,136 @@
+"""`om2w-tui judge OUT`: its flags, and the run of a judge (ours, or `--official` PATH, the official evaluator) on
+a finished run's folder; the judging itself is `judge.py`, the official evaluator's wrapper `official.py`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from om2w_tui.cli.argtypes import positive_int
+from om2w_tui.evaluation.judge import (
+    EXIT_USAGE,
+    MAX_TOKENS,
+    MODES,
+    JudgeFatal,
+    JudgeOutcome,
+    Settings,
+    judge_run,
+    output_path,
+)
+from om2w_tui.evaluation.official import OfficialUsage, run_official
+
+
+def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("judge", help="judge a finished run with a model (WebJudge or WebVoyager-style)",
+                       description="Judge every task folder of a run with an OpenAI-compatible model, as the "
+                                   "official Online-Mind2Web evaluator does; resumable.")
+    p.add_argument("out", type=Path, help="the run's folder (one subfolder per task)")
+    p.add_argument("--judge-model", required=True, help="the judge model's served name (e.g. o4-mini)")
+    p.add_argument("--judge-url", required=True, help="the judge endpoint's OpenAI base URL (e.g. https://api.openai.com/v1)")
+    p.add_argument("--mode", choices=MODES, default="webjudge", help="webjudge (the paper's method) | webvoyager")
+    p.add_argument("--workers", type=positive_int("--workers"), default=4, help="model calls at once (4)")
+    p.add_argument("--score-threshold", type=int, default=3, choices=range(1, 6), metavar="1-5",
+                   help="keep screenshots scoring at least this (3)")
+    p.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                   help="the environment variable holding the judge's API key (OPENAI_API_KEY)")
+    p.add_argument("--include-answer", action="store_true",
+                   help="webjudge: also show the agent's final answer, as a claim (mode webjudge-answer)")
+    p.add_argument("--last-screenshots", type=int, default=3, help="webvoyager: how many last screenshots (3)")
+    p.add_argument("--task-ids", default="", help="comma-separated: judge only these task folders")
+    p.add_argument("--temperature", type=_temperature, default=0.0,
+                   help="sampling temperature (0, as the official evaluator; `none`: not sent; an endpoint that "
+                        "refuses it, like o4-mini's, gets none)")
+    p.add_argument("--max-tokens", type=positive_int("--max-tokens"), default=MAX_TOKENS,
+                   help=f"the longest reply of one call ({MAX_TOKENS}, as the official evaluator)")
+    p.add_argument("--official", type=Path, default=None, metavar="PATH",
+                   help="run your checkout of the official evaluator (PATH/src/run.py) on the run instead, with "
+                        "this endpoint and model; its output is kept as OUT/official_<its file name>")
+    p.add_argument("--official-python", default=None, metavar="PYTHON",
+                   help="the interpreter with the official evaluator's requirements (default: "
+                        "$OM2W_OFFICIAL_PYTHON, else this one)")
+    p.add_argument("--retries", type=int, default=5, help="retries of one call on 5xx/429/connection errors (5)")
+    p.add_argument("--backoff", type=float, default=2.0, help=argparse.SUPPRESS)
+    p.add_argument("--request-timeout", type=float, default=300.0, help=argparse.SUPPRESS)
+
+
+def _temperature(text: str) -> float | None:
+    if text.strip().lower() in ("none", "off", ""):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--temperature: {text!r} is not a number (or `none`)") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    out: Path = args.out
+    if not out.is_dir():
+        print(f"om2w-tui judge: {out}: no such folder (give a run's --out folder)", file=sys.stderr)
+        return EXIT_USAGE
+    s = Settings(model=args.judge_model, mode=args.mode, score_threshold=args.score_threshold,
+                 include_answer=args.include_answer, last_screenshots=args.last_screenshots, workers=args.workers,
+                 retries=max(0, args.retries), backoff=max(0.0, args.backoff), request_timeout=args.request_timeout,
+                 temperature=args.temperature, max_tokens=args.max_tokens)
+    task_ids = [t.strip() for t in args.task_ids.split(",") if t.strip()]
+    key = os.environ.get(args.api_key_env, "") or "EMPTY"
+    if args.official is not None:
+        return run_official_cli(out, args.official, args.official_python, s, args.judge_url, key, bool(task_ids))
+    from openai import AsyncOpenAI  # the model client only when a judge runs: the CLI starts light
+
+    async def go() -> JudgeOutcome:
+        client = AsyncOpenAI(base_url=args.judge_url, api_key=key, max_retries=0, timeout=s.request_timeout)
+        try:
+            return await judge_run(out, s, client, task_ids=task_ids, log=lambda m: print(m, flush=True))
+        finally:
+            await client.close()
+
+    print(f"judge: {s.mode_name} with {s.model} at {args.judge_url}, threshold {s.score_threshold}, "
+          f"{s.workers} workers -> {output_path(out, s).name}", flush=True)
+    try:
+        res = asyncio.run(go())
+    except JudgeFatal as e:
+        print(f"om2w-tui judge: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("om2w-tui judge: interrupted; the tasks judged so far are kept, run again to resume", file=sys.stderr)
+        return 130
+    if res.tasks == 0:
+        print(f"om2w-tui judge: {out}: no task folders", file=sys.stderr)
+        return EXIT_USAGE
+    rate = 100.0 * res.successes / res.tasks
+    print(f"judged {res.judged} now, {res.skipped} before; {len(res.failed)} failed, {len(res.unreadable)} unreadable")
+    print(f"success: {res.successes} of {res.tasks} task folders ({rate:.1f}%; {res.in_file} judged) -> {res.path}")
+    if res.failed or res.unreadable:
+        print("some tasks were not judged: run the same command again to resume "
+              "(`om2w-tui check OUT` lists what the evaluator cannot read)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_official_cli(out: Path, checkout: Path, python: str | None, s: Settings, judge_url: str, key: str,
+                     task_ids_given: bool) -> int:
+    if task_ids_given:
+        print("om2w-tui judge: --task-ids cannot be used with --official (the evaluator judges every task folder)",
+              file=sys.stderr)
+        return EXIT_USAGE
+    python = python or os.environ.get("OM2W_OFFICIAL_PYTHON") or sys.executable
+    try:
+        res = run_official(out, checkout, python, s, judge_url, key, log=lambda m: print(m, flush=True))
+    except OfficialUsage as e:
+        print(f"om2w-tui judge: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("om2w-tui judge: interrupted; run the same command again to resume", file=sys.stderr)
+        return 130
+    rate = 100.0 * res.successes / res.tasks
+    print(f"official evaluator: judged {res.judged} of {res.tasks} task folders, success {res.successes} "
+          f"({rate:.1f}% of all) -> {res.path}")
+    if res.missing:
+        print(f"official evaluator: {len(res.missing)} task folder(s) not judged ({res.crashed} traceback(s) "
+              f"printed, exit status {res.returncode}), e.g. {', '.join(res.missing[:5])}; `om2w-tui check "
+              f"{out}` says what it cannot read", file=sys.stderr)
+        return 1
+    return 0 if res.returncode == 0 else 1

@@ -1,0 +1,45 @@
+"""Subcommands that work on task files and finished runs (not on a live run): registered into the CLI's parser.
+
+Each entry of COMMANDS is a name -> (add_arguments(subparsers), run(args) -> exit code)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+COMMANDS: dict[str, tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None],
+                          Callable[[argparse.Namespace], int]]] = {}
+
+
+_loaded = False
+
+
+def _load() -> None:
+    """Register the result-side tools; their modules import nothing heavy at import time (openai, httpx and rich
+    are imported when a command runs), so `om2w-tui run` pays next to nothing for them."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    # registered on first use, see above
+    from om2w_tui.benchmarks import conformance, taskfiles
+    from om2w_tui.cli import judge as judge_cli
+    from om2w_tui.cli import report as report_cli
+
+    COMMANDS.setdefault("judge", (judge_cli.add_arguments, judge_cli.run))
+    COMMANDS.setdefault("report", (report_cli.add_arguments, report_cli.run))
+    COMMANDS.setdefault("tasks", (taskfiles.add_arguments, taskfiles.run))
+    COMMANDS.setdefault("check", (conformance.add_arguments, conformance.run))
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    _load()
+    for add, _ in COMMANDS.values():
+        add(sub)
+
+
+def run(args: argparse.Namespace) -> int | None:
+    """The exit code of a tools command, or None when `args` is not one."""
+    _load()
+    entry = COMMANDS.get(args.command)
+    return entry[1](args) if entry else None

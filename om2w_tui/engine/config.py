@@ -1,0 +1,112 @@
+"""A run's settings, built by the CLI or the launch screen and handed to the engine; what `run.json` records."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from om2w_tui.engine.redact import redact_url
+from om2w_tui.episode.browser import DEFAULT_LOCALE, DEFAULT_TIMEZONE, DEFAULT_VIEWPORT
+from om2w_tui.episode.instruction import DEFAULT_TEMPLATE
+
+BENCHES = ("om2w", "webvoyager", "offline")
+SCHEMAS = ("v1", "v2")
+COORDINATES = ("off", "pixels", "normalized")
+DEFAULT_VLLM = "http://127.0.0.1:8400/v1"
+
+
+def is_oracle(model: str) -> bool:
+    """The built-in oracle's names: `oracle` and its fault modes (`oracle-slow-2`, `oracle-500`, ...)."""
+    return model == "oracle" or model.startswith("oracle-")
+
+
+@dataclass
+class RunConfig:
+    out: Path
+    bench: str = "om2w"
+    tasks: Path | None = None
+    task_ids: list[str] = field(default_factory=list)
+    levels: list[str] = field(default_factory=list)
+    sites: list[str] = field(default_factory=list)
+    limit: int = 0
+    arm: str = "base"
+    model: str = "qwen35-4b"
+    vllm: str | None = None        # unset: DEFAULT_VLLM, or for an oracle model the oracle om2w-tui starts
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = 0.0
+    timeout: float = 1800.0
+    max_steps: int = 30
+    pace_cooldown: float = 120.0
+    site_slots: int = 1            # episodes at once on one site (0: no limit); with cooldown 0, no pacing at all
+    workers: int = 4
+    chromium: str | None = None
+    vision: bool = True
+    trajectory_schema: str = "v1"  # v1: the evaluator's result.json; v2: "online-mind2web-v2" steps
+    llm_timeout: float = 120.0
+    stop_grace: float = 20.0
+    record_rows: bool = False      # every model call recorded as a training row under <task>/rows/
+    hint_field: str | None = None  # a task field appended to the instruction while acting, stripped from rows
+    planner_name: str | None = None       # --arm agent: the planner's served model (default: --model)
+    adapters: str = "drag,io,select,rest,reasoning"   # --arm agent: specialist families served under their names
+    fallback: str | None = None           # --arm agent: the model for a family not in adapters (default: --model)
+    planner_turns: int = 8                # --arm agent: the planner's turns
+    retries: int = 1               # new attempts for an episode that failed through the harness's fault (infra)
+    breaker_after: int = 3         # infra errors in a row that pause dispatch until the endpoint answers again
+    probe_interval: float = 30.0   # seconds between endpoint probes while the breaker is open
+    instruction_template: str = DEFAULT_TEMPLATE   # what the agent is asked: `{task}` and `{website}` filled in
+    instruction_template_file: Path | None = None  # where a user's template came from (--instruction-template)
+    coordinates: str = "normalized"  # off | pixels | normalized (clicks and drags on a 0-1000 grid, as the seed)
+    viewport: str = DEFAULT_VIEWPORT                # WxH in CSS pixels, the same on every host
+    user_agent: str = "auto"       # auto: the browser's own desktop string, without "HeadlessChrome"
+    locale: str = DEFAULT_LOCALE
+    timezone: str = DEFAULT_TIMEZONE
+
+    def __post_init__(self) -> None:
+        self.out = Path(self.out)
+        if self.tasks is not None:
+            self.tasks = Path(self.tasks)
+        if self.instruction_template_file is not None:
+            self.instruction_template_file = Path(self.instruction_template_file)
+
+    @property
+    def endpoint(self) -> str:
+        return self.vllm or DEFAULT_VLLM
+
+    @property
+    def builtin_oracle(self) -> bool:
+        """An oracle model with no endpoint given: om2w-tui serves the oracle itself for the run."""
+        return is_oracle(self.model) and not self.vllm
+
+    def arm_options(self) -> dict[str, Any]:
+        return {"planner_name": self.planner_name or self.model, "fallback": self.fallback or self.model,
+                "adapters": [a for a in self.adapters.split(",") if a.strip() and a.strip() != "none"],
+                "planner_turns": self.planner_turns}
+
+    def worker_spec(self, folder: Path) -> dict[str, Any]:
+        """What a worker needs to run one episode of this run into `folder` (no secrets: the key's variable name)."""
+        return {"folder": str(folder), "chromium": self.chromium, "model": self.model, "base_url": self.endpoint,
+                "api_key_env": self.api_key_env, "temperature": self.temperature, "max_steps": self.max_steps,
+                "vision": self.vision, "llm_timeout": self.llm_timeout, "arm": self.arm,
+                "schema": self.trajectory_schema, "record_rows": self.record_rows, "hint_field": self.hint_field,
+                "arm_options": self.arm_options(), "instruction_template": self.instruction_template,
+                "coordinates": self.coordinates, "browser": self.browser_settings()}
+
+    def browser_settings(self) -> dict[str, Any]:
+        """The pinned browser: viewport, user agent, locale and timezone (what a worker's Chromium is started with)."""
+        return {"viewport": self.viewport, "user_agent": self.user_agent, "locale": self.locale,
+                "timezone": self.timezone}
+
+    def api_key(self) -> str:
+        """The key is read from the environment at the last moment and never stored in the config."""
+        return os.environ.get(self.api_key_env, "") or "EMPTY"
+
+    def to_json(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        for k, v in d.items():
+            if isinstance(v, Path):
+                d[k] = str(v)
+        d["vllm"] = redact_url(self.vllm)   # credentials in a URL are never recorded
+        return d

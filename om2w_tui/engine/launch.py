@@ -1,0 +1,299 @@
+"""From a RunConfig to a running scheduler, the same for every front end.
+
+`preflight` checks everything that can be checked before anything is written (task file, filters, out folder,
+Chromium, the model endpoint); `open_run` starts what the run needs (the offline sites, the oracle), writes the
+manifest `run.json`, and yields a Scheduler. Bad input raises `UsageError`, which front ends show as it is and
+turn into exit code 2."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from om2w_tui.benchmarks.taskfiles import refresh_note
+from om2w_tui.benchmarks.tasks import Task, TaskFileError, file_sha256, load_tasks, parse_tasks, select
+from om2w_tui.benchmarks.trajectory import write_json_atomic
+from om2w_tui.engine.config import COORDINATES, RunConfig
+from om2w_tui.engine.redact import redact_argv, redact_url
+from om2w_tui.engine.results import read_results
+from om2w_tui.engine.runlock import OutFolderBusy, RunLock, check_free
+from om2w_tui.engine.scheduler import Scheduler
+from om2w_tui.episode.arms import arm_names
+from om2w_tui.episode.browser import BrowserNotFound, check_browser_settings, find_chromium, resolve_browser
+from om2w_tui.episode.instruction import check_template
+from om2w_tui.executors.local import LocalExecutor
+from om2w_tui.resources import data_dir, default_task_file
+
+
+class UsageError(ValueError):
+    """Input the run cannot start with; the message names the file, line or flag and what to do."""
+
+
+@dataclass
+class Preflight:
+    config: RunConfig
+    tasks: list[Task]
+    task_file: Path
+    settled: int
+    checks: list[tuple[str, bool, str]] = field(default_factory=list)   # (what, ok, detail)
+
+
+def _stand_in(name: str) -> str:
+    return f"http://{name}.offline.invalid"
+
+
+def offline_tasks(path: Path | None = None) -> tuple[Path, list[Task]]:
+    """The offline suite's tasks (the shipped file, or a file of the same kind): their `{shop}`-style placeholders
+    become stand-in addresses until the sites run and `live_offline_task` puts the real ones in."""
+    from om2w_tui.offline import SITE_NAMES, TASKS_TEMPLATE  # the offline suite only when a run uses it
+
+    path = Path(path or TASKS_TEMPLATE)
+    if not path.exists():
+        raise TaskFileError(f"{path}: no such task file")
+    text = path.read_text(encoding="utf-8")
+    for name in SITE_NAMES:
+        text = text.replace("{" + name + "}", _stand_in(name))
+    return path, parse_tasks(path, text)
+
+
+def live_offline_task(task: Task, base_urls: dict[str, str]) -> Task:
+    raw = json.dumps(task.to_dict())
+    for name, url in base_urls.items():
+        raw = raw.replace(_stand_in(name), url)
+    return Task.from_dict(json.loads(raw))
+
+
+def check_endpoint(base_url: str, model: str, api_key: str, timeout: float = 10.0) -> str:
+    """'' when `GET <base_url>/models` answers and lists `model`; else what is wrong and what to do."""
+    import httpx  # slow to import: only when an endpoint is checked
+
+    url = base_url.rstrip("/") + "/models"
+    base_url = redact_url(base_url) or base_url   # as shown in the messages below
+    try:
+        r = httpx.get(url, headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout)
+    except (httpx.HTTPError, httpx.InvalidURL) as e:
+        return (f"--vllm {base_url}: the endpoint does not answer ({type(e).__name__}). Start the model server "
+                f"(vLLM: `vllm serve ... --served-model-name {model}`) or fix the URL")
+    if r.status_code in (401, 403):
+        return f"--vllm {base_url}: refused the API key (HTTP {r.status_code}); set the variable named by --api-key-env"
+    if r.status_code != 200:
+        return f"--vllm {base_url}: GET /models answered HTTP {r.status_code}; is this an OpenAI-compatible endpoint?"
+    try:
+        served = [m.get("id") for m in r.json().get("data", [])]
+    except (ValueError, AttributeError):
+        return f"--vllm {base_url}: GET /models did not answer JSON; is this an OpenAI-compatible endpoint?"
+    if model not in served and httpx.get(f"{url}/{model}", headers={"Authorization": f"Bearer {api_key}"},
+                                         timeout=timeout).status_code != 200:
+        return f"--model {model}: not served by {base_url} (it serves: {', '.join(map(str, served[:8])) or 'nothing'})"
+    return ""
+
+
+def probe_endpoint(base_url: str, model: str, api_key: str, timeout: float = 30.0) -> bool:
+    """Whether the model answers a one-token chat completion (the circuit breaker's probe: a server can list its
+    models and still fail every completion)."""
+    import httpx  # slow to import: only when an endpoint is probed
+
+    try:
+        r = httpx.post(base_url.rstrip("/") + "/chat/completions", timeout=timeout,
+                       headers={"Authorization": f"Bearer {api_key}"},
+                       json={"model": model, "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1})
+    except (httpx.HTTPError, httpx.InvalidURL):
+        return False
+    return r.status_code == 200
+
+
+def _check_settings(cfg: RunConfig) -> str:
+    if cfg.workers < 1:
+        return f"--workers {cfg.workers}: must be at least 1"
+    if cfg.timeout <= 0:
+        return f"--timeout {cfg.timeout:g}: must be a positive number of seconds"
+    if cfg.pace_cooldown < 0:
+        return f"--pace-cooldown {cfg.pace_cooldown:g}: must be 0 or more seconds"
+    if cfg.site_slots < 0:
+        return f"--site-slots {cfg.site_slots}: must be 0 (no limit) or more"
+    if cfg.retries < 0:
+        return f"--retries {cfg.retries}: must be 0 or more"
+    if cfg.max_steps < 1:
+        return f"--max-steps {cfg.max_steps}: must be at least 1"
+    if cfg.arm not in arm_names():
+        return f"--arm {cfg.arm}: no such arm (known: {', '.join(arm_names())})"
+    if cfg.coordinates not in COORDINATES:
+        return f"--coordinates {cfg.coordinates}: one of {', '.join(COORDINATES)}"
+    return ""
+
+
+def _check_out(out: Path) -> str:
+    if out.exists() and not out.is_dir():
+        return f"--out {out}: is a file, not a folder; choose another path"
+    probe = out if out.exists() else next((p for p in out.parents if p.exists()), Path("."))
+    if not probe.is_dir():
+        return f"--out {out}: {probe} is a file, not a folder; choose another path"
+    if not os.access(probe, os.W_OK):
+        return f"--out {out}: {probe} is not writable; choose a folder you can write to"
+    return check_free(out)
+
+
+def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task]]:
+    """(task file, all its tasks, the selected ones); raises UsageError."""
+    try:
+        if cfg.bench == "offline":
+            task_file, tasks = offline_tasks(cfg.tasks)
+        else:
+            # without --tasks, the benchmark's file shipped in data/ (as the seed's defaults were)
+            found = cfg.tasks or default_task_file(cfg.bench)
+            if found is None or (cfg.tasks is None and not found.exists()):
+                raise UsageError(f"--bench {cfg.bench} needs --tasks PATH (the benchmark's task file; "
+                                 f"`om2w-tui tasks fetch {cfg.bench}` puts it in {data_dir()}; "
+                                 f"use --bench offline for the built-in suite)")
+            task_file = found
+            tasks = load_tasks(task_file)
+        chosen = select(tasks, task_ids=cfg.task_ids, levels=cfg.levels, sites=cfg.sites, limit=cfg.limit)
+    except TaskFileError as e:
+        raise UsageError(str(e)) from None
+    if not chosen:
+        raise UsageError(f"no task left after the filters (--task-ids/--level/--site/--limit) out of {len(tasks)} "
+                         f"in {task_file}; loosen them")
+    return Path(task_file), tasks, chosen
+
+
+def run_checks(cfg: RunConfig, *, check_model: bool = True) -> tuple[Preflight | None, list[tuple[str, bool, str]]]:
+    """Every check that can be made before a run, each on its own (for `om2w-tui doctor` and the launch screen):
+    -> (the Preflight when all passed, else None; [(what, ok, detail)]). Writes nothing."""
+    checks: list[tuple[str, bool, str]] = []
+
+    def add(name: str, problem: str, ok_detail: str) -> bool:
+        checks.append((name, not problem, problem or ok_detail))
+        return not problem
+
+    add("settings", _check_settings(cfg), f"arm {cfg.arm}, {cfg.workers} workers, timeout {cfg.timeout:g} s, "
+        f"cooldown {cfg.pace_cooldown:g} s, {cfg.site_slots or 'any number of'} per site, {cfg.max_steps} steps"
+        + (" (unpaced)" if cfg.site_slots == 0 and cfg.pace_cooldown == 0 else ""))
+    chosen: list[Task] = []
+    task_file = None
+    try:
+        task_file, tasks, chosen = _load_selection(cfg)
+        add("tasks", "", f"{task_file}: {len(tasks)} tasks, {len(chosen)} selected")
+    except UsageError as e:
+        add("tasks", str(e), "")
+    out_ok = add("out folder", _check_out(cfg.out), str(cfg.out))
+    template = cfg.instruction_template_file or "the seed's"
+    add("instruction", check_template(cfg.instruction_template) and
+        f"--instruction-template {template}: {check_template(cfg.instruction_template)}",
+        f"{template} template: {cfg.instruction_template!r}; coordinates {cfg.coordinates}")
+    chromium_ok = False
+    try:
+        cfg.chromium = find_chromium(cfg.chromium)
+        chromium_ok = add("chromium", "", cfg.chromium)
+    except BrowserNotFound as e:
+        add("chromium", str(e), "")
+    problem = check_browser_settings(cfg.browser_settings())
+    if not problem and chromium_ok and cfg.chromium:
+        cfg.user_agent = resolve_browser(cfg.browser_settings(), cfg.chromium)["user_agent"]
+    add("browser", problem, f"viewport {cfg.viewport}, locale {cfg.locale}, timezone {cfg.timezone}, "
+        f"user agent {cfg.user_agent}")
+    if cfg.builtin_oracle:
+        add("model endpoint", "", f"{cfg.model}: the built-in oracle, started with the run")
+    elif check_model:
+        add("model endpoint", check_endpoint(cfg.endpoint, cfg.model, cfg.api_key()),
+            f"{cfg.endpoint} serves {cfg.model}")
+    settled = 0
+    if out_ok and cfg.out.is_dir() and chosen:
+        done = read_results(cfg.out).settled()
+        settled = sum(t.task_id in done for t in chosen)
+        checks.append(("resume", True, f"{settled} of {len(chosen)} already done in {cfg.out}"))
+    if not all(ok for _, ok, _ in checks) or task_file is None:
+        return None, checks
+    return Preflight(cfg, chosen, task_file, settled, checks), checks
+
+
+def preflight(cfg: RunConfig, *, check_model: bool = True) -> Preflight:
+    """Every check that needs no browser and writes nothing. Raises UsageError with the first problem."""
+    pre, checks = run_checks(cfg, check_model=check_model)
+    if pre is None:
+        raise UsageError(next(detail for _, ok, detail in checks if not ok))
+    return pre
+
+
+def versions() -> dict[str, str]:
+    v = {"python": platform.python_version()}
+    for pkg in ("om2w-tui", "browser-use", "openai", "playwright", "textual"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            v[pkg] = metadata.version(pkg)
+    return v
+
+
+def write_manifest(pre: Preflight, extra: dict[str, Any] | None = None) -> None:
+    cfg = pre.config
+    path = cfg.out / "run.json"
+    first = None
+    if path.exists():
+        with contextlib.suppress(OSError, ValueError):
+            first = json.loads(path.read_text()).get("first_started_at")
+    now = time.time()
+    write_json_atomic(path, {
+        "config": cfg.to_json(),
+        "task_file": {"path": str(pre.task_file.resolve()), "sha256": file_sha256(pre.task_file),
+                      "selected": len(pre.tasks)},
+        "task_refresh": refresh_note(pre.task_file),
+        "versions": versions(), "argv": redact_argv(sys.argv[1:]), "started_at": now,
+        "first_started_at": first or now, **(extra or {})})
+
+
+def reference_judge(task: dict[str, Any], rec: dict[str, Any]) -> bool | None:
+    """Tasks that carry `reference_answer` (the offline suite's, or any file's) are judged on the spot: the episode
+    ended well, the agent said it was done, and its answer holds every reference string. None without one."""
+    if "reference_answer" not in task:
+        return None
+    from om2w_tui.offline import judge_answer  # the offline suite only when a run uses it
+
+    return rec.get("status") == "done" and bool(rec.get("agent_done")) and judge_answer(task, rec.get("answer"))
+
+
+@contextlib.asynccontextmanager
+async def open_run(pre: Preflight, sinks: list[Any]) -> AsyncIterator[Any]:
+    """Start the run's services and yield its Scheduler; everything started here is ended on the way out."""
+    cfg = pre.config
+    tasks = pre.tasks
+    judge: Callable[[dict[str, Any], dict[str, Any]], bool | None] | None = None
+    stack = contextlib.ExitStack()
+    try:
+        if cfg.bench == "offline":
+            from om2w_tui.offline import OfflineSuite  # the offline suite only when a run uses it
+
+            suite = stack.enter_context(OfflineSuite())
+            tasks = [live_offline_task(t, suite.base_urls) for t in tasks]
+        if any("reference_answer" in t.raw for t in tasks):
+            judge = reference_judge
+        if cfg.builtin_oracle:
+            from om2w_tui.offline import OracleServer  # the oracle only when it is served here
+
+            all_tasks = suite.tasks() if cfg.bench == "offline" else [t.to_dict() for t in tasks]
+            endpoint = stack.enter_context(OracleServer(all_tasks)).url
+        else:
+            endpoint = cfg.endpoint
+        cfg.out.mkdir(parents=True, exist_ok=True)
+        try:   # before anything is written: a second run over this folder is refused
+            stack.enter_context(RunLock(cfg.out))
+        except OutFolderBusy as e:
+            raise UsageError(str(e)) from None
+        write_manifest(pre, {"endpoint": redact_url(endpoint)})
+        executor = LocalExecutor(cfg.out)
+
+        async def probe() -> bool:
+            return await asyncio.to_thread(probe_endpoint, endpoint, cfg.model, cfg.api_key())
+
+        yield Scheduler(cfg, tasks, executor, sinks, judge=judge, probe=probe, spec_extra={"base_url": endpoint})
+    finally:
+        # in a thread: a server's shutdown waits for its poll loop (up to 0.5 s each), which froze the console's
+        # screen at the end of every offline run (bench/console_lag.py); shielded, so a cancel still closes it all
+        await asyncio.shield(asyncio.to_thread(stack.close))

@@ -1,0 +1,954 @@
+"""The run's scheduler: one global queue, N slots, per-site pacing, per-episode timeouts, resume, live control.
+
+It is event-driven: a slot is filled the moment an episode ends, a site's cooldown expires or a command arrives,
+never by polling. Among the sites it may start, it takes the one with the longest chain of work left (its tasks'
+expected lengths and the cooldowns between them: the busiest site's chain bounds the run's length), and on a site
+the longest task first (the run's tail is set by long episodes started late). All time goes through the event
+loop's clock, so tests run cooldowns and timeouts in virtual time. It writes `results.jsonl` alone and reports to
+sinks; it knows no front end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import shutil
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from om2w_tui.benchmarks.tasks import Task
+from om2w_tui.benchmarks.trajectory import V2_JOIN
+from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.events import (
+    DispatchChanged,
+    EpisodeFinished,
+    EpisodeStarted,
+    EpisodeStep,
+    Log,
+    RunFinished,
+    RunStarted,
+    SlotChanged,
+)
+from om2w_tui.engine.pacing import SitePacer
+from om2w_tui.engine.results import ENDPOINT_ERROR, INTERRUPTED, REQUEUED, STATUSES, ResultsStore, read_results
+from om2w_tui.episode.instruction import step_budget
+
+Judge = Callable[[dict[str, Any], dict[str, Any]], "bool | None"]
+Probe = Callable[[], Awaitable[bool]]
+USER_KILL_GRACE_S = 5.0
+# an episode's expected length before any has finished: seconds per unit of a task's reference length
+PRIOR_S_PER_UNIT = 20.0
+FREE_RESTARTS = 3                 # an episode whose worker vanished before taking it is put back this often for free
+STORAGE_PROBE_BYTES = 1 << 20     # dispatch resumes when the out folder takes this much again
+_STORAGE_ERROR = re.compile(r"no space left on device|read-only file system|disk quota exceeded|errno 28\b", re.I)
+
+
+@dataclass
+class Episode:
+    task: Task
+    attempt: int
+    slot: int
+    started_at: float                  # epoch seconds, for the record
+    deadline: float = 0.0              # loop time when the timeout fires (moved on by pauses)
+    paused_at: float | None = None
+    stop_reason: str | None = None
+    stop_error: str | None = None
+    steps: int = 0
+    state: str = "starting"
+    timer: asyncio.TimerHandle | None = None
+    kill_timer: asyncio.TimerHandle | None = None
+    stop_requested: asyncio.Event = field(default_factory=asyncio.Event)
+    sent: bool = False                 # the worker has been handed the task (the timeout runs from here)
+    put_back: bool = False             # it ends without a record and goes back in the queue (never ran)
+    killed_worker: bool = False        # its worker's process group was ended by the kill timer
+    site_released: bool = False        # its place on the site was given back to the pacer
+
+
+@dataclass
+class Slot:
+    id: int
+    worker: Any = None
+    worker_start: asyncio.Task[Any] | None = None
+    episode: Episode | None = None
+    retired: bool = False
+
+
+@dataclass
+class SiteCounts:
+    total: int = 0
+    done: int = 0
+    errors: int = 0
+
+
+@dataclass
+class RunStats:
+    total: int = 0
+    settled_before: int = 0
+    finished: int = 0
+    by_status: dict[str, int] = field(default_factory=dict)
+    correct: int = 0
+    judged: int = 0
+    unwritten: int = 0                 # records the out folder never took (the run was stopped while it was full)
+
+
+def prepare_folder(folder: Path) -> None:
+    """Keep an earlier attempt's files in `<task>/attempts/<n>/` (inside the task's folder: every folder beside
+    the task folders would count as a task for the evaluator)."""
+    if not folder.exists():
+        return
+    leftovers = [p for p in folder.iterdir() if p.name != "attempts"]
+    if not leftovers:
+        return
+    attempts = folder / "attempts"
+    attempts.mkdir(exist_ok=True)
+    n = 1 + max((int(p.name) for p in attempts.iterdir() if p.name.isdigit()), default=0)
+    dest = attempts / str(n)
+    dest.mkdir()
+    for p in leftovers:
+        shutil.move(str(p), dest / p.name)
+
+
+def record_from_folder(folder: Path) -> dict[str, Any]:
+    """What an episode whose worker died left on disk (its result.json is rewritten after every step)."""
+    try:
+        res = json.loads((folder / "result.json").read_text())
+    except (OSError, ValueError):
+        res = {}
+    if not isinstance(res, dict):
+        res = {}
+    shots = folder / "trajectory"
+    history = res.get("action_history") or []
+    if res.get("schema_version"):   # v2: one entry a step (its actions joined), closed by the last state's entry
+        steps = [str(e.get("action", "")) for e in history if isinstance(e, dict)
+                 and not str(e.get("action", "")).startswith(("TASK_COMPLETE", "TASK_INCOMPLETE"))]
+        n_steps, n_actions = len(steps), sum(len(s.split(V2_JOIN)) for s in steps)
+    else:
+        n_steps = n_actions = len(history)
+    blank = bool(res.get("blank_screenshot"))   # the stand-in image of an episode that got no screenshot
+    n_shots = len(list(shots.glob("*_full_screenshot.png"))) if shots.exists() else 0
+    return {"steps": n_steps, "actions": n_actions, "screenshots": 0 if blank else n_shots,
+            "answer": str(res.get("final_result_response") or res.get("agent_final_answer") or "")[:500],
+            "agent_done": False, **({"blank_screenshot": True} if blank else {})}
+
+
+class Scheduler:
+    """The run. Every task is in exactly one place at a time: the queue, a slot, or settled (its record written or
+    waiting to be). `_settle` is the only way out of a slot, and it runs whatever the episode raised."""
+
+    def __init__(self, config: RunConfig, tasks: list[Task], executor: Any, sinks: Iterable[Any] = (),
+                 judge: Judge | None = None, spec_extra: dict[str, Any] | None = None, probe: Probe | None = None):
+        self.cfg = config
+        self.tasks = list(tasks)
+        self.executor = executor
+        self.sinks = list(sinks)
+        self.judge = judge
+        self.spec_extra = spec_extra or {}
+        self.out = Path(config.out)
+        self.store = ResultsStore(self.out)
+        self.pacer = SitePacer(config.pace_cooldown, config.site_slots)
+        self.queue: dict[str, deque[Task]] = {}
+        self.slots: dict[int, Slot] = {}
+        self.target_workers = max(1, int(config.workers))
+        self.user_paused = False
+        self.breaker_open = False
+        self.breaker_reason = ""
+        self.probe = probe
+        self.infra_in_a_row = 0
+        self.streak: list[Task] = []       # the tasks of the current run of endpoint errors, each once
+        self.retried: dict[str, int] = {}
+        self.free_restarts: dict[str, int] = {}   # episodes whose worker vanished before taking them
+        self.storage_error = ""            # the out folder cannot be written: dispatch waits until it can
+        self.unwritten: deque[dict[str, Any]] = deque()
+        self.stopping = False
+        self.stats = RunStats()
+        self.sites: dict[str, SiteCounts] = {}
+        self.attempts: dict[str, int] = {}
+        self.errored: dict[str, Task] = {}
+        self.started_mono = 0.0
+        self._epoch_offset = 0.0
+        self._wake: asyncio.Event | None = None
+        self._cooldown_timer: asyncio.TimerHandle | None = None
+        self._queued: set[str] = set()
+        self._running: set[str] = set()
+        self._settled: set[str] = set()
+        self._settled_before: set[str] = set()
+        self._writer: asyncio.Task[None] | None = None
+        self._probe_timer: asyncio.TimerHandle | None = None
+        self._probing = False
+        self._ended = False
+        self._background: set[asyncio.Task[Any]] = set()   # every task the scheduler starts, awaited at the end
+        # dispatch: a task's expected length in units (its reference length), the units queued on each site, and
+        # the seconds a unit took in the episodes finished so far (learnt, so chains and cooldowns compare)
+        known = [u for t in self.tasks if (u := _units(t)) is not None]
+        self._default_units = sum(known) / len(known) if known else 1.0
+        self._units: dict[str, float] = {t.task_id: _units(t) or self._default_units for t in self.tasks}
+        self._site_units: dict[str, float] = {}
+        self._done_units = self._done_s = 0.0
+
+    # ── sinks ──────────────────────────────────────────────
+    def emit(self, event: object) -> None:
+        for sink in self.sinks:
+            try:
+                sink.handle(event)
+            except Exception as e:   # a broken front end must not stop the run
+                if not isinstance(event, Log):
+                    self.emit(Log("error", f"a sink failed on {type(event).__name__}: {e}"))
+
+    # ── the run ────────────────────────────────────────────
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return asyncio.get_running_loop()
+
+    def _wake_up(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    def _spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
+        """A background task the scheduler owns: kept referenced, and awaited before the run ends."""
+        t = asyncio.ensure_future(coro)
+        self._background.add(t)
+        t.add_done_callback(self._background.discard)
+        t.add_done_callback(lambda t: t.cancelled() or t.exception())
+        return t
+
+    def _load_queue(self) -> None:
+        prior = read_results(self.out)
+        for w in prior.warnings:
+            self.emit(Log("warning", w))
+        settled = prior.settled()
+        self.attempts = prior.attempts()
+        latest = prior.latest()
+        for t in self.tasks:
+            counts = self.sites.setdefault(t.site, SiteCounts())
+            counts.total += 1
+            if t.task_id in settled:
+                self.stats.settled_before += 1
+                self._settled_before.add(t.task_id)
+                self._mark_settled(t, latest[t.task_id].get("status") == "error")
+            else:
+                self._enqueue(t)
+        for q in self.queue.values():   # on each site the longest task first (a stable sort: file order otherwise)
+            q_sorted = sorted(q, key=lambda t: -self._units.get(t.task_id, self._default_units))
+            q.clear()
+            q.extend(q_sorted)
+        self.stats.total = len(self.tasks)
+
+    async def run(self) -> RunStats:
+        self._wake = asyncio.Event()
+        self.started_mono = self.loop.time()
+        self._epoch_offset = time.time() - self.started_mono
+        self.out.mkdir(parents=True, exist_ok=True)
+        self._load_queue()
+        self.emit(RunStarted(self.stats.total, self.stats.settled_before, self.target_workers, str(self.out),
+                             self.epoch()))
+        for i in range(self.target_workers if self.pending() else 0):
+            self._add_slot(i, start_worker=i < self.pending())
+        try:
+            while True:
+                self._dispatch()
+                if self._over():
+                    break
+                await self._wake.wait()
+                self._wake.clear()
+        finally:
+            self._ended = True   # from here no control adds work or slots: the run is closing
+            if self._cooldown_timer:
+                self._cooldown_timer.cancel()
+            await self._end_all()
+        self.stats.unwritten = len(self.unwritten)
+        for rec in self.unwritten:   # the last word on records the folder would not take
+            self.emit(Log("error", f"record not written to {self.store.path}: {json.dumps(rec, default=str)}"))
+        self.emit(RunFinished(self.summary()))
+        return self.stats
+
+    def _over(self) -> bool:
+        """The run ends when nothing runs and nothing is left to start (or it is stopping), and every record is on
+        disk; while the out folder is full it waits for space, unless its user stops it."""
+        if self.running() or (self.pending() and not self.stopping):
+            return False
+        if self._writer is not None and not self._writer.done():
+            return False
+        return not self.unwritten or self.stopping
+
+    def epoch(self) -> float:
+        """Wall-clock seconds for records, read off the loop's clock so that records and pacing agree."""
+        return self.loop.time() + self._epoch_offset
+
+    @property
+    def dispatch_paused(self) -> bool:
+        return self.user_paused or self.breaker_open or bool(self.storage_error)
+
+    def pending(self) -> int:
+        return sum(len(q) for q in self.queue.values())
+
+    def running(self) -> list[Episode]:
+        return [s.episode for s in self.slots.values() if s.episode is not None]
+
+    # ── where a task is: queued, running, settled ──────────
+    def _enqueue(self, task: Task, front: bool = False) -> bool:
+        """Queue a task that is neither queued, running nor settled; False (and nothing done) otherwise."""
+        tid = task.task_id
+        if tid in self._queued or tid in self._settled or tid in self._running:
+            return False
+        q = self.queue.setdefault(task.site, deque())
+        q.appendleft(task) if front else q.append(task)
+        self._queued.add(tid)
+        self._site_units[task.site] = self._site_units.get(task.site, 0.0) + self._task_units(task)
+        return True
+
+    def _task_units(self, task: Task) -> float:
+        units = self._units.get(task.task_id)
+        if units is None:   # a task added after the start (none today): its own reference length, or the mean
+            units = self._units[task.task_id] = _units(task) or self._default_units
+        return units
+
+    def _mark_settled(self, task: Task, error: bool) -> None:
+        self._settled.add(task.task_id)
+        counts = self.sites.setdefault(task.site, SiteCounts())
+        counts.done += 1
+        if error:
+            counts.errors += 1
+            self.errored[task.task_id] = task
+
+    def _unsettle(self, task: Task) -> None:
+        """A settled task goes back to being work: its counts (this run's, or a run before's) are given back."""
+        tid = task.task_id
+        if tid not in self._settled:
+            return
+        self._settled.discard(tid)
+        counts = self.sites.setdefault(task.site, SiteCounts())
+        counts.done -= 1
+        if self.errored.pop(tid, None) is not None:
+            counts.errors -= 1
+        if tid in self._settled_before:
+            self._settled_before.discard(tid)
+            self.stats.settled_before -= 1
+
+    def done_count(self) -> tuple[int, int]:
+        """(tasks settled, of which errors) over the run's selection."""
+        return (sum(c.done for c in self.sites.values()), sum(c.errors for c in self.sites.values()))
+
+    # ── slots and their workers ────────────────────────────
+    def _add_slot(self, i: int, start_worker: bool = True) -> Slot:
+        slot = self.slots[i] = Slot(i)
+        if start_worker:   # a slot with nothing to do yet starts its worker on its first episode
+            self._ensure_worker(slot)
+        self.emit(SlotChanged(i, "idle"))
+        return slot
+
+    @staticmethod
+    def _usable(worker: Any) -> bool:
+        return not getattr(worker, "exited", False) and not getattr(worker, "killed", False)
+
+    def _ensure_worker(self, slot: Slot) -> asyncio.Task[Any]:
+        """The slot's worker, started once in the background (so imports overlap) and again if it died or was
+        killed (a killed worker's exit is seen late: it is never handed another episode)."""
+        start = slot.worker_start
+        usable = start is not None and (not start.done() or (
+            not start.cancelled() and start.exception() is None and self._usable(start.result())))
+        if not usable:
+            slot.worker = None
+            slot.worker_start = asyncio.create_task(self.executor.start_worker(slot.id))
+            slot.worker_start.add_done_callback(lambda t: t.cancelled() or t.exception())
+        assert slot.worker_start is not None
+        return slot.worker_start
+
+    def _kill_worker(self, slot: Slot | None, worker: Any) -> None:
+        """End a worker's process group now; the slot gets a new worker for its next episode."""
+        worker.kill_group()
+        if slot is not None and slot.worker is worker:
+            slot.worker = None
+
+    # ── dispatch ───────────────────────────────────────────
+    def _s_per_unit(self) -> float:
+        return self._done_s / self._done_units if self._done_units > 0 else PRIOR_S_PER_UNIT
+
+    def _chain(self, site: str, n: int) -> float:
+        """The site's chain of work left in seconds: its queued tasks' expected lengths and the cooldowns between."""
+        return self._site_units.get(site, 0.0) * self._s_per_unit() + max(0, n - 1) * self.pacer.state(site).cooldown
+
+    def _pick_site(self, now: float) -> str | None:
+        """Of the sites that may start now, the one with the longest chain left (the most tasks, without lengths);
+        None to keep the last free slot for a cooling site whose chain sets the run's length (see `_keep_slot_for`)."""
+        best, best_chain = None, -1.0
+        for site, q in self.queue.items():
+            if q and self.pacer.can_start(site, now):
+                chain = self._chain(site, len(q))
+                if chain > best_chain:
+                    best, best_chain = site, chain
+        if best is not None and self._keep_slot_for(now) is not None:
+            return None
+        return best
+
+    def _keep_slot_for(self, now: float) -> str | None:
+        """The cooling site the last free slot waits for, if any. When one site's chain (its tasks' expected lengths
+        and the cooldowns between) outlasts the other sites' work spread over the other slots, that chain is the run's
+        length: were the slot filled, the site would wait for an episode to end each time its cooldown ran out
+        (measured: 7-8% longer runs at 4 slots, bench/makespan.py). Idling one slot costs nothing the chain does not
+        cover."""
+        free = sum(1 for s in self.slots.values() if s.episode is None and not s.retired)
+        active = sum(1 for s in self.slots.values() if not s.retired)
+        if free != 1 or active < 2 or self.pacer.cooldown <= 0:
+            return None
+        # only quantities that change at events (never with the clock alone): a decision taken at one dispatch holds
+        # until the next event wakes dispatch again (the cooldown's end among them)
+        crit, crit_chain = None, 0.0
+        for site, q in self.queue.items():
+            if q and (chain := self._chain(site, len(q))) > crit_chain:
+                crit, crit_chain = site, chain
+        if crit is None or self.pacer.can_start(crit, now) or self.pacer.state(crit).busy:
+            return None
+        rest = (sum(self._site_units.values()) - self._site_units.get(crit, 0.0)) * self._s_per_unit()
+        return crit if crit_chain >= rest / (active - 1) else None
+
+    def _learn_length(self, rec: dict[str, Any]) -> None:
+        """A finished episode's length teaches the seconds per unit of reference length (done episodes only: an
+        error or a kill says little about how long a task takes)."""
+        units = self._units.get(str(rec.get("task_id")))
+        if rec.get("status") == "done" and units and float(rec.get("duration_s") or 0) > 0:
+            self._done_units += units
+            self._done_s += float(rec["duration_s"])
+
+    def _dispatch(self) -> None:
+        if self._cooldown_timer:
+            self._cooldown_timer.cancel()
+            self._cooldown_timer = None
+        if self.stopping or self.dispatch_paused:
+            return
+        now = self.loop.time()
+        free = sorted((s for s in self.slots.values() if s.episode is None and not s.retired), key=lambda s: s.id)
+        for slot in free:
+            site = self._pick_site(now)
+            if site is None:
+                break
+            task = self.queue[site].popleft()
+            self._queued.discard(task.task_id)
+            self._site_units[site] = max(0.0, self._site_units.get(site, 0.0) - self._task_units(task))
+            self._start(slot, task, now)
+        if any(s.episode is None and not s.retired for s in self.slots.values()):
+            nxt = self.pacer.next_ready([s for s, q in self.queue.items() if q], now)
+            if nxt is not None:
+                self._cooldown_timer = self.loop.call_at(nxt, self._wake_up)
+
+    def _start(self, slot: Slot, task: Task, now: float) -> None:
+        self.pacer.acquire(task.site, now)
+        attempt = self.attempts.get(task.task_id, 0) + 1
+        self.attempts[task.task_id] = attempt
+        ep = slot.episode = Episode(task, attempt, slot.id, started_at=self.epoch())
+        self._running.add(task.task_id)
+        # said when decided, so that sinks see starts and ends in the order the pacer saw them
+        self.emit(EpisodeStarted(slot.id, task.task_id, task.site, task.level, attempt, ep.started_at,
+                                 step_budget(task.raw, self.cfg.max_steps)))
+        self.emit(SlotChanged(slot.id, "starting", task.task_id))
+        self._spawn(self._episode(slot, ep))
+
+    # ── one episode ────────────────────────────────────────
+    def _spec(self, folder: Path) -> dict[str, Any]:
+        return {**self.cfg.worker_spec(folder), **self.spec_extra}
+
+    async def _episode(self, slot: Slot, ep: Episode) -> None:
+        """Run one attempt and settle it. Whatever raises, the site is released, the slot freed, the task either
+        recorded or queued again, and the loop woken."""
+        site = ep.task.site
+        part: dict[str, Any] | None = None
+        try:
+            part = await self._drive(slot, ep)
+        except Exception as e:
+            part = {"status": "error", "error": f"harness: {type(e).__name__}: {str(e)[:300]}", "error_kind": "infra"}
+        finally:
+            for h in (ep.timer, ep.kill_timer):
+                if h:
+                    h.cancel()
+            self._running.discard(ep.task.task_id)
+            try:
+                if part is None or ep.put_back:
+                    self._put_back(ep, part)
+                else:
+                    self._settle(ep, self._record(ep, part))
+            finally:
+                if not ep.site_released:   # settling failed before it released the site
+                    ep.site_released = True
+                    self.pacer.release_without_cooldown(site)
+                slot.episode = None
+                if slot.retired:
+                    self._spawn(self._retire(slot))
+                else:
+                    self.emit(SlotChanged(slot.id, "idle"))
+                self._wake_up()
+
+    def _put_back(self, ep: Episode, part: dict[str, Any] | None) -> None:
+        """The episode never reached its worker (stopped while the worker started, or the worker vanished before
+        taking it): no record, no try used, no cooldown; the task goes back to the front of the queue. A task whose
+        worker keeps vanishing is recorded as the harness's failure after a few free restarts."""
+        tid = ep.task.task_id
+        ep.site_released = True
+        self.pacer.release_without_cooldown(ep.task.site)
+        if part is not None and not ep.stop_reason:   # its worker was lost
+            self.free_restarts[tid] = self.free_restarts.get(tid, 0) + 1
+            if self.free_restarts[tid] > FREE_RESTARTS:   # recorded as an infra error (its retries then apply)
+                self._settle(ep, self._record(ep, part))
+                return
+        self.attempts[tid] = ep.attempt - 1
+        self._enqueue(ep.task, front=True)
+        why = ep.stop_error or (part or {}).get("error") or "stopped"
+        self.emit(Log("info", f"{tid}: put back in the queue before it started ({why})"))
+        self.emit(EpisodeFinished(ep.slot, self._record(ep, {"status": "killed", "error": REQUEUED}, judge=False),
+                                  True, *self.done_count()))
+
+    async def _drive(self, slot: Slot, ep: Episode) -> dict[str, Any]:
+        folder = self.out / ep.task.task_id
+        start = self._ensure_worker(slot)
+        stopped = asyncio.ensure_future(ep.stop_requested.wait())
+        try:
+            await asyncio.wait({start, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+        ep.put_back = True   # until the worker has the task, a stop or a lost worker puts it back
+        if ep.stop_reason:   # stopped while its worker started: the task was never run
+            return {"status": ep.stop_reason, "error": ep.stop_error}
+        ep.put_back = False
+        worker = slot.worker = start.result()   # a worker that failed to start: recorded as infra, retried
+        ep.put_back = True
+        await asyncio.to_thread(prepare_folder, folder)
+        if ep.stop_reason:
+            return {"status": ep.stop_reason, "error": ep.stop_error}
+        if not await worker.send({"cmd": "run", "task": ep.task.to_dict(), "spec": self._spec(folder)}):
+            self._kill_worker(slot, worker)
+            return {"status": "error", "error": "the worker process is gone", "error_kind": "infra"}
+        ep.sent = True
+        ep.deadline = self.loop.time() + self.cfg.timeout   # the timeout runs from when the worker has the task
+        self._arm_timeout(ep)
+        while True:
+            ev = await worker.next_event()
+            kind = ev.get("ev")
+            if kind == "started":
+                ep.put_back = False
+            elif kind == "step":
+                ep.put_back = False
+                ep.steps = int(ev.get("step") or ep.steps + 1)
+                self.emit(EpisodeStep(slot.id, ep.task.task_id, ep.steps, list(ev.get("actions") or []),
+                                      ev.get("url", ""), ev.get("thought", ""), ev.get("screenshot")))
+            elif kind == "running":
+                ep.put_back = False
+                if ep.state == "starting":
+                    self._set_state(ep, "running")
+            elif kind == "log":
+                self.emit(Log(ev.get("level", "info"), f"slot {slot.id}: {ev.get('message', '')}"))
+            elif kind == "finished":
+                ep.put_back = False
+                part = dict(ev.get("record") or {})
+                if ep.stop_reason and part.get("status") != "done":   # the scheduler's reason is the one recorded
+                    part.update(status=ep.stop_reason, error=ep.stop_error, error_kind=None)
+                if ep.killed_worker:   # the kill raced the worker's last word: it is gone all the same
+                    self._kill_worker(slot, worker)
+                return part
+            elif kind == "exit":
+                if slot.worker is worker:
+                    slot.worker = None
+                if ep.stop_reason:
+                    ep.put_back = False   # stopped after it had the task: what it did is recorded
+                if ep.put_back:      # it died before it took the task: nothing of the task ran
+                    return {"status": "error", "error": f"worker process exited (code {ev.get('rc')})",
+                            "error_kind": "infra"}
+                part = await asyncio.to_thread(record_from_folder, folder)
+                if ep.stop_reason:
+                    part.update(status=ep.stop_reason, error=ep.stop_error)
+                else:
+                    part.update(status="error", error=f"worker process exited (code {ev.get('rc')})",
+                                error_kind="infra")
+                return part
+
+    def _set_state(self, ep: Episode, state: str) -> None:
+        ep.state = state
+        self.emit(SlotChanged(ep.slot, state, ep.task.task_id))
+
+    def _arm_timeout(self, ep: Episode) -> None:
+        if ep.timer:
+            ep.timer.cancel()
+        ep.timer = self.loop.call_at(ep.deadline, self._stop, ep, "timeout", "timeout", self.cfg.stop_grace)
+
+    def _stop(self, ep: Episode, reason: str, error: str, grace: float) -> None:
+        """Ask the episode's worker to stop (it keeps every finished step); end the worker if it does not in time.
+        An episode whose worker has not got it yet is simply not started: it goes back in the queue."""
+        if ep.stop_reason:
+            return
+        ep.stop_reason, ep.stop_error = reason, error
+        ep.stop_requested.set()
+        self._set_state(ep, "stopping")
+        slot = self.slots.get(ep.slot)
+        worker = slot.worker if slot else None
+        if ep.sent and worker is not None:
+            self._spawn(worker.send({"cmd": "stop", "reason": reason, "error": error}))
+
+            def kill() -> None:
+                ep.killed_worker = True
+                self._kill_worker(slot, worker)
+
+            ep.kill_timer = self.loop.call_at(self.loop.time() + grace, kill)
+
+    def _record(self, ep: Episode, part: dict[str, Any], judge: bool = True) -> dict[str, Any]:
+        t = ep.task
+        finished = self.epoch()
+        rec = {"task_id": t.task_id, "arm": self.cfg.arm, "website": t.website, "level": t.level,
+               "model": self.cfg.model, "status": part.get("status", "error"), "error": part.get("error"),
+               "error_kind": part.get("error_kind"), "steps": _int(part.get("steps")),
+               "actions": _int(part.get("actions")), "screenshots": _int(part.get("screenshots")),
+               "answer": str(part.get("answer") or ""), "agent_done": bool(part.get("agent_done")),
+               "prompt_tokens": _int(part.get("prompt_tokens")),
+               "completion_tokens": _int(part.get("completion_tokens")),
+               "duration_s": round(finished - ep.started_at, 1), "started_at": round(ep.started_at, 3),
+               "finished_at": round(finished, 3), "attempt": ep.attempt, "slot": ep.slot}
+        if rec["status"] not in STATUSES:
+            rec.update(status="error", error=f"unknown status {str(rec['status'])[:40]!r}: {rec['error']}")
+        for key in ("rows", "hint_left", "blank_screenshot"):   # optional fields the worker may add
+            if key in part:
+                rec[key] = part[key]
+        if judge and self.judge is not None:
+            try:
+                verdict = self.judge(t.to_dict(), rec)
+            except Exception as e:   # a judge that cannot read the task costs the verdict, never the record
+                self.emit(Log("warning", f"{t.task_id}: the reference judge failed ({type(e).__name__}: {e}); "
+                                         f"no verdict recorded"))
+                verdict = None
+            if verdict is not None:
+                rec["correct"] = bool(verdict)
+        return rec
+
+    # ── records: written in order by one writer, off the event loop ──
+    def _submit(self, rec: dict[str, Any]) -> None:
+        """Queue a record for `results.jsonl`. One writer appends them in order in a thread (an fsync must not stall
+        the loop); when the folder cannot take one, it stays in memory, dispatch stops, and the storage probe
+        starts the writer again once the folder can be written."""
+        self.unwritten.append(rec)
+        self._learn_length(rec)
+        if not self.storage_error:
+            self._start_writer()
+
+    def _start_writer(self) -> None:
+        if self._writer is None or self._writer.done():
+            self._writer = self._spawn(self._write_records())
+
+    async def _write_records(self) -> None:
+        try:
+            while self.unwritten:
+                try:
+                    await asyncio.to_thread(self.store.append, self.unwritten[0])
+                except OSError as e:
+                    self._storage_fault(f"cannot write {self.store.path}: {e.strerror or e}")
+                    return
+                self.unwritten.popleft()
+        finally:
+            self._wake_up()   # the run may be over now
+
+    def _storage_fault(self, problem: str) -> None:
+        first = not self.storage_error
+        self.storage_error = (f"{problem}; free space or fix the folder: dispatch resumes when it can be written "
+                              f"({len(self.unwritten)} record(s) kept in memory)")
+        if first:
+            self.emit(DispatchChanged(True, self.storage_error))
+            self._schedule_storage_probe(self.cfg.probe_interval)
+        self.emit(Log("error", self.storage_error))
+
+    def _schedule_storage_probe(self, delay: float) -> None:
+        """One probe chain at a time, however often the user presses resume."""
+        if self._probing:
+            return   # the probe writing now schedules the next one itself if it must
+        if self._probe_timer is not None:
+            self._probe_timer.cancel()
+        self._probe_timer = self.loop.call_later(delay, lambda: self._spawn(self._probe_storage()))
+
+    def _space_ok(self) -> bool:
+        probe = self.out / ".om2w-space-probe"
+        try:
+            with open(probe, "wb") as f:
+                f.write(b"\0" * STORAGE_PROBE_BYTES)
+                f.flush()
+                os.fsync(f.fileno())
+            return True
+        except OSError:
+            return False
+        finally:
+            with contextlib.suppress(OSError):
+                probe.unlink()
+
+    async def _probe_storage(self) -> None:
+        """Dispatch waits while the out folder cannot take a record and a screenshot's worth of bytes (the probe's
+        write and fsync run in a thread)."""
+        self._probe_timer = None
+        self._probing = True
+        try:
+            if not self.storage_error or not await asyncio.to_thread(self._space_ok):
+                return
+            self.storage_error = ""
+            self._start_writer()
+            if self._writer is not None:
+                await self._writer
+            if not self.storage_error:   # the writer wrote every kept record
+                self.emit(DispatchChanged(self.dispatch_paused, "the out folder can be written again"))
+                self._wake_up()
+        finally:
+            self._probing = False
+            if self.storage_error and not self.stopping and not self._ended and self._probe_timer is None:
+                self._schedule_storage_probe(self.cfg.probe_interval)
+
+    # ── settling an attempt ────────────────────────────────
+    def _settle(self, ep: Episode, rec: dict[str, Any]) -> None:
+        """Record an attempt and decide what becomes of its task: settled, or queued again (interrupted, requeued by
+        its user, or failed through the harness's fault within its retries). Pacing learns from it before the site
+        is released, so a widened cooldown applies to the very next episode there."""
+        task, site = ep.task, ep.task.site
+        self._submit(rec)
+        # the folder failed, not the task: it runs again, costing no try, once the folder can be written
+        storage = rec["status"] == "error" and bool(_STORAGE_ERROR.search(rec.get("error") or ""))
+        if storage:
+            self._storage_fault(f"episode {task.task_id} could not write its folder: {rec['error']}")
+        if rec["status"] == "blocked":
+            cooldown = self.pacer.widen(site)
+            self.emit(Log("warning", f"{site}: {rec['error']}; its cooldown is now {cooldown:g} s"))
+        elif rec["status"] == "done":
+            self.pacer.relax(site)
+        if not ep.site_released:
+            ep.site_released = True
+            if ep.sent:
+                self.pacer.release(site, self.loop.time())
+            else:
+                self.pacer.release_without_cooldown(site)
+        s = self.stats
+        s.finished += 1
+        s.by_status[rec["status"]] = s.by_status.get(rec["status"], 0) + 1
+        infra = rec["status"] == "error" and rec.get("error_kind") == "infra" and not storage
+        # the breaker watches the model endpoint: a run of its failures is the endpoint's, not the tasks'
+        endpoint = infra and str(rec.get("error") or "").startswith(ENDPOINT_ERROR)
+        self.infra_in_a_row = self.infra_in_a_row + 1 if endpoint else 0
+        if not endpoint:
+            self.streak.clear()
+        elif all(t.task_id != task.task_id for t in self.streak):
+            self.streak.append(task)
+        if endpoint and self.infra_in_a_row >= self.cfg.breaker_after and not self.breaker_open \
+                and not self.stopping:
+            self._open_breaker(rec["error"] or "")
+        free = endpoint and self.breaker_open   # a failure while the endpoint is known to be down costs no try
+        retry = infra and (free or self.retried.get(task.task_id, 0) < self.cfg.retries)
+        if retry:
+            if not free:
+                self.retried[task.task_id] = self.retried.get(task.task_id, 0) + 1
+            self.emit(Log("warning", f"{task.task_id}: {rec['error']} (the harness's fault): trying again"))
+        requeued = rec["error"] in (INTERRUPTED, REQUEUED) or retry or storage
+        if requeued:
+            self._enqueue(task, front=True)
+        else:
+            if "correct" in rec:   # judged once per task: its final attempt
+                s.judged += 1
+                s.correct += rec["correct"]
+            self._mark_settled(task, rec["status"] == "error")
+        self.emit(EpisodeFinished(ep.slot, rec, requeued, *self.done_count()))
+
+    # ── the circuit breaker: a failing endpoint pauses dispatch instead of failing every task ──
+    def _open_breaker(self, error: str) -> None:
+        """Pause dispatch and probe the endpoint. The failures that tripped it are the endpoint's, not the tasks':
+        their tries are given back, and those already settled as errors go back in the queue (a streak task still
+        queued or running stays where it is: it is never queued twice)."""
+        self.breaker_open = True
+        n, self.infra_in_a_row = self.infra_in_a_row, 0
+        for task in self.streak:
+            self.retried.pop(task.task_id, None)
+            if task.task_id in self._settled:
+                self._unsettle(task)
+                self._enqueue(task, front=True)
+        self.streak.clear()
+        self.breaker_reason = (f"{n} infra errors in a row (last: {error[:160]}); "
+                               f"probing every {self.cfg.probe_interval:g} s")
+        self.emit(DispatchChanged(True, f"circuit breaker: {self.breaker_reason}"))
+        self.loop.call_later(self.cfg.probe_interval, self._start_probe)
+
+    def _start_probe(self) -> None:
+        if self.breaker_open and not self.stopping and not self._ended:
+            self._spawn(self._probe_once())
+
+    async def _probe_once(self) -> None:
+        try:
+            ok = await self.probe() if self.probe is not None else True
+        except Exception:
+            ok = False
+        if not self.breaker_open:
+            return
+        if ok:
+            self.breaker_open, self.breaker_reason = False, ""
+            self.streak.clear()
+            self.infra_in_a_row = 0
+            self.emit(DispatchChanged(self.dispatch_paused, "circuit breaker closed: the endpoint answers again"))
+            self._wake_up()
+        else:
+            self.loop.call_later(self.cfg.probe_interval, self._start_probe)
+
+    # ── control (called by front ends on the event loop) ──
+    def pause_dispatch(self, paused: bool = True, reason: str = "") -> None:
+        self.user_paused = paused
+        if not paused and self.storage_error:
+            self._schedule_storage_probe(0)
+        self.emit(DispatchChanged(self.dispatch_paused, reason or (self.breaker_reason if self.breaker_open else "")))
+        self._wake_up()
+
+    def episode_on(self, slot_id: int) -> Episode | None:
+        slot = self.slots.get(slot_id)
+        return slot.episode if slot else None
+
+    def kill(self, slot_id: int, requeue: bool = False) -> bool:
+        """End the slot's episode now, keeping its steps: recorded as killed, or put back in the queue."""
+        ep = self.episode_on(slot_id)
+        if ep is None or ep.stop_reason:
+            return False
+        self._stop(ep, "killed", REQUEUED if requeue else "killed by user", USER_KILL_GRACE_S)
+        return True
+
+    def pause_episode(self, slot_id: int, paused: bool = True) -> bool:
+        """Pause or resume one episode; its timeout does not run while it is paused."""
+        ep = self.episode_on(slot_id)
+        slot = self.slots.get(slot_id)
+        if ep is None or ep.stop_reason or not ep.sent or slot is None or slot.worker is None \
+                or (ep.paused_at is not None) == paused:
+            return False
+        now = self.loop.time()
+        if paused:
+            ep.paused_at = now
+            if ep.timer:
+                ep.timer.cancel()
+            self._set_state(ep, "paused")
+        else:
+            ep.deadline += now - (ep.paused_at or now)
+            ep.paused_at = None
+            self._arm_timeout(ep)
+            self._set_state(ep, "running")
+        self._spawn(slot.worker.send({"cmd": "pause" if paused else "resume"}))
+        return True
+
+    def set_workers(self, n: int) -> None:
+        """Change the number of slots live: new slots start at once, surplus ones retire when their episode ends."""
+        if self._ended:
+            return
+        n = max(1, int(n))
+        self.target_workers = n
+        active = sorted((s for s in self.slots.values() if not s.retired), key=lambda s: s.id)
+        if n > len(active):
+            for _ in range(n - len(active)):
+                self._add_slot(max(self.slots, default=-1) + 1)
+        else:
+            surplus = sorted(active, key=lambda s: (s.episode is not None, -s.id))[: len(active) - n]
+            for slot in surplus:
+                slot.retired = True
+                if slot.episode is None:
+                    self._spawn(self._retire(slot))
+        self._wake_up()
+
+    def retry_errors(self) -> int:
+        """Put the tasks whose latest attempt ended in error back in the queue."""
+        if self._ended:
+            return 0
+        n = 0
+        for task in list(self.errored.values()):
+            self._unsettle(task)
+            n += self._enqueue(task)
+        self._wake_up()
+        return n
+
+    def stop(self, force: bool = False) -> None:
+        """Stop the run gracefully: no new episodes; running ones end keeping their steps and run again next time.
+        `force` (a second Ctrl-C) ends every worker's process group now; the steps on disk are kept all the same."""
+        if force:
+            for slot in list(self.slots.values()):
+                if slot.worker is not None:
+                    self._kill_worker(slot, slot.worker)
+        if self.stopping:
+            self._wake_up()
+            return
+        self.stopping = True
+        for ep in self.running():
+            self._stop(ep, "killed", INTERRUPTED, self.cfg.stop_grace)
+        self._wake_up()
+
+    async def _retire(self, slot: Slot) -> None:
+        self.slots.pop(slot.id, None)
+        self.emit(SlotChanged(slot.id, "retired"))
+        await self._close_worker(slot)
+
+    async def _close_worker(self, slot: Slot) -> None:
+        if slot.worker_start is not None and not slot.worker_start.done():
+            with contextlib.suppress(BaseException):
+                await slot.worker_start
+        w = slot.worker
+        if w is None and slot.worker_start is not None and slot.worker_start.done() \
+                and not slot.worker_start.cancelled() and slot.worker_start.exception() is None:
+            w = slot.worker_start.result()
+        if w is not None:
+            await w.close()
+
+    async def _end_all(self) -> None:
+        for ep in self.running():
+            self._stop(ep, "killed", INTERRUPTED, self.cfg.stop_grace)
+        while self._background:   # episodes, sends, retirements, the record writer, probes
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+        if self.unwritten and not self.storage_error:   # kept while stopping: one more try
+            await self._write_records()
+        if self._probe_timer is not None:
+            self._probe_timer.cancel()
+        await asyncio.gather(*(self._close_worker(s) for s in list(self.slots.values())), return_exceptions=True)
+
+    # ── what front ends show ───────────────────────────────
+    def summary(self) -> dict[str, Any]:
+        s = self.stats
+        out = {"total": s.total, "settled_before": s.settled_before, "finished": s.finished,
+               "by_status": dict(s.by_status), "pending": self.pending(),
+               "elapsed_s": round(self.loop.time() - self.started_mono, 1), "out": str(self.out)}
+        if s.judged:
+            out.update(correct=s.correct, judged=s.judged)
+        if self.unwritten:
+            out["unwritten"] = len(self.unwritten)
+        return out
+
+    def snapshot(self) -> dict[str, Any]:
+        """The state front ends draw from: slots, sites with their cooldown deadlines, counts (loop-clock times)."""
+        now = self.loop.time()
+        slots = []
+        for s in sorted(self.slots.values(), key=lambda s: s.id):
+            ep = s.episode
+            slots.append({"slot": s.id, "state": ep.state if ep else ("retiring" if s.retired else "idle"),
+                          "task_id": ep.task.task_id if ep else None, "site": ep.task.site if ep else None,
+                          "level": ep.task.level if ep else None, "step": ep.steps if ep else 0,
+                          "started_at": ep.started_at if ep else None, "attempt": ep.attempt if ep else None,
+                          "max_steps": step_budget(ep.task.raw, self.cfg.max_steps) if ep else None})
+        sites = []
+        for name, c in self.sites.items():
+            st = self.pacer.state(name)
+            left = len(self.queue.get(name, ()))
+            state = "running" if st.running else ("cooling" if st.ready_at > now else ("free" if left else "done"))
+            sites.append({"site": name, "state": state, "ready_at": st.ready_at, "left": left,
+                          "done": c.done, "errors": c.errors, "total": c.total, "cooldown": st.cooldown,
+                          "running": st.running, "limit": st.limit})
+        return {"now": now, "slots": slots, "sites": sites, "paused": self.dispatch_paused,
+                "pacing": {"per_site": self.pacer.per_site, "cooldown": self.pacer.cooldown},
+                "target_workers": self.target_workers, "errors": len(self.errored),
+                "user_paused": self.user_paused, "breaker": self.breaker_reason if self.breaker_open else "",
+                "stopping": self.stopping, "summary": self.summary()}
+
+
+def _units(task: Task) -> float | None:
+    """A task's expected length in units: its reference length (Online-Mind2Web's human step count), if it has one."""
+    try:
+        ref = float((task.raw or {}).get("reference_length") or 0)
+    except (TypeError, ValueError):
+        return None
+    return ref if ref > 0 else None
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0

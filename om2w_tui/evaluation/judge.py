@@ -1,0 +1,558 @@
+"""Judging a finished run with a model: the WebJudge method of the Online-Mind2Web paper, and a WebVoyager-style
+single call. Prompts are our own words; the method and the output file follow the official evaluator.
+
+WebJudge (`--mode webjudge`), per task, as the official method does it:
+  1. key points: the model lists what the task requires (from the task text alone);
+  2. key screenshots: the model scores every screenshot 1-5 for how much it shows about the key points (one vision
+     call per screenshot, a JPEG data URL with `detail: high`); those scoring at least --score-threshold are kept,
+     the first MAX_KEPT of them, with the reasoning the model gave for each;
+  3. outcome: one call with the task, the key points, the action history, the kept screenshots' reasoning and the
+     kept screenshots; the reply ends in `Status: success` or `Status: failure`.
+  Every call is sent with temperature 0 and max_tokens 512, the official settings (an endpoint that refuses one of
+  them gets the call again without it). Replies are read as the official evaluator reads them where it reads them
+  right (the first `Score`, the first `Status:`), and also in the markdown, bullets and headings that its prompts
+  invite and it misreads (see `parse_score` and `parse_status`).
+  As in the official method the agent's final answer is not shown to the judge (an agent's own claims give false
+  positives); `--include-answer` shows it, marked as a claim that only the evidence can confirm (mode
+  `webjudge-answer`, in a file of its own).
+WebVoyager (`--mode webvoyager`): one call with the task, the agent's final answer and its last screenshots; the
+  reply ends in `Verdict: SUCCESS` or `Verdict: NOT SUCCESS`.
+
+Output: `<out>/<Mode>_<model>_score_threshold_<t>_auto_eval_results.json`, named and shaped as the official
+evaluator's (`WebJudge_Online_Mind2Web_eval_...`; a file, never a folder, so the run's folder stays one subfolder
+per task): one JSON object a line, the task's result.json with `key_points`, `image_judge_record` as
+`[{Response, Score}]`, `input_text`, `system_msg`, `evaluation_details` and `predicted_label` added, and ours
+beside them (`mode`, `judge_model`, `kept_screenshots`, `usage` ...). The tasks already in it are skipped, so the
+same command resumes. The folder is read with `conformance.read_run`, exactly as the official evaluator reads it.
+
+`--official PATH` runs the user's own checkout of the official evaluator (its `src/run.py`) on the run instead,
+against the same endpoint, and keeps its output in the run's folder as `official_<its file name>`.
+
+The command line (`om2w-tui judge`, its flags and its exit codes) is `cli/judge.py`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+import os
+import random
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from om2w_tui.benchmarks.conformance import Episode, read_run
+
+MODES = ("webjudge", "webvoyager")
+MAX_KEPT = 50
+MAX_TOKENS = 512                  # the official evaluator's max_tokens for every call
+EXIT_USAGE = 2
+RESULTS_SUFFIX = "_auto_eval_results.json"
+OFFICIAL_PREFIX = "official_"     # the official evaluator's own output, kept in the run's folder under this prefix
+# our mode -> the file name's mode, as the official evaluator names its modes
+FILE_MODES = {"webjudge": "WebJudge_Online_Mind2Web_eval", "webjudge-answer": "WebJudge_Online_Mind2Web_eval_answer",
+              "webvoyager": "WebVoyager_eval"}
+OFFICIAL_MODES = ("WebJudge_Online_Mind2Web_eval_answer", "WebJudge_Online_Mind2Web_eval", "WebJudge_general_eval",
+                  "WebVoyager_eval", "Autonomous_eval", "AgentTrek_eval")
+_OUTPUT_NAME = re.compile(rf"^(?P<official>{OFFICIAL_PREFIX})?(?P<mode>{'|'.join(OFFICIAL_MODES)}|webjudge-answer|"
+                          rf"webjudge|webvoyager)_(?P<model>.+)_score_threshold_(?P<threshold>-?\d+){re.escape(RESULTS_SUFFIX)}$")
+
+# The reply formats the prompts ask for; the oracle's judge mode (offline/oracle.py) recognises a request by them.
+KEY_POINTS_FORMAT = "Key points:\n1. <first key point>\n2. <second key point>\n..."
+SCORE_FORMAT = "Reasoning: <one or two sentences>\nScore: <1-5>"
+VERDICT_FORMAT = "Thoughts: <your reasoning, key point by key point>\nStatus: success  OR  Status: failure"
+WEBVOYAGER_FORMAT = "Thoughts: <your reasoning>\nVerdict: SUCCESS  OR  Verdict: NOT SUCCESS"
+
+KEY_POINTS_SYSTEM = f"""You help to evaluate web agents. You are given a task that a web agent was asked to carry \
+out on a website. List its key points: the requirements an outcome must meet for the task to count as done. \
+Include every explicit constraint of the task (the item or information wanted, quantities, filters, sort orders, \
+dates, places, price limits, what has to be reported or submitted). Keep each key point short and in the task's \
+own words, and add nothing the task does not ask for.
+
+Reply in this form:
+{KEY_POINTS_FORMAT}"""
+
+SCORE_SYSTEM = f"""You help to evaluate web agents. You are shown one screenshot taken while a web agent worked on \
+a task, together with the task and its key points. Rate how much this screenshot tells about the key points: \
+progress toward them, whether they are met, or that they cannot be met (for example the right search or filters \
+applied, a list of results, an item's details, a confirmation page, or the information the task asks for).
+1: nothing relevant to the key points.
+2: on topic, but no real evidence.
+3: relevant, with some evidence for a key point.
+4: strong evidence for one or more key points.
+5: clear evidence that settles one or more key points.
+
+Reply in this form:
+{SCORE_FORMAT}"""
+
+VERDICT_SYSTEM = f"""You decide whether a web agent completed a task. You are given the task, its key points, the \
+actions the agent took (one a line, in order) and the screenshots judged relevant, in the order they were taken.
+Rules:
+- Judge by the evidence: the actions and the screenshots. A key point is met only when the evidence shows it.
+- Every key point must be met. Filters, sort orders, dates, quantities, places and limits must be exactly the ones \
+the task asks for; a near match is a failure.
+- When the task asks for information, that information must be shown in the evidence.
+- When the task cannot be done as asked (say the item does not exist), the agent succeeds only if the evidence \
+shows it searched properly and found that it cannot be done.
+- An agent's final answer, where one is given, is its own claim: it counts only as far as the evidence supports it.
+
+Reply in this form:
+{VERDICT_FORMAT}"""
+
+WEBVOYAGER_SYSTEM = f"""You decide whether a web agent completed a task. You are given the task, the agent's \
+final answer, and the last screenshots of its attempt. The screenshots are the evidence: where the answer and the \
+screenshots disagree, trust the screenshots. Every part of the task must be done; an answer that the screenshots \
+do not support is not a success.
+
+Reply in this form:
+{WEBVOYAGER_FORMAT}"""
+
+
+class JudgeFatal(RuntimeError):
+    """A failure that no retry or other task can fix (bad key, unknown model): the whole run stops."""
+
+
+@dataclass
+class Settings:
+    model: str
+    mode: str = "webjudge"
+    score_threshold: int = 3
+    include_answer: bool = False
+    last_screenshots: int = 3
+    workers: int = 4
+    retries: int = 5
+    backoff: float = 2.0
+    request_timeout: float = 300.0
+    temperature: float | None = 0.0    # the official setting; None: not sent
+    max_tokens: int | None = MAX_TOKENS
+
+    @property
+    def mode_name(self) -> str:
+        return "webjudge-answer" if self.mode == "webjudge" and self.include_answer else self.mode
+
+    @property
+    def file_mode(self) -> str:
+        return FILE_MODES[self.mode_name]
+
+
+def safe_model_name(model: str) -> str:
+    """The model's name as it can stand in a file name (`org/model` -> `org-model`): never a path."""
+    name = re.sub(r"[^A-Za-z0-9._+-]+", "-", model).strip("-.")
+    return name or "model"
+
+
+def output_path(out: Path, s: Settings) -> Path:
+    return Path(out) / f"{s.file_mode}_{safe_model_name(s.model)}_score_threshold_{s.score_threshold}{RESULTS_SUFFIX}"
+
+
+@dataclass
+class OutputName:
+    """What a judge output file's name says: the mode, the judge model, the threshold, and whose file it is."""
+    mode: str
+    model: str
+    threshold: int
+    official: bool
+
+
+def parse_output_name(name: str) -> OutputName | None:
+    """`WebJudge_Online_Mind2Web_eval_o4-mini_score_threshold_3_auto_eval_results.json` -> its parts (the official
+    evaluator's name, ours, an `official_` copy, or our older `webjudge_...` name); None for another name."""
+    m = _OUTPUT_NAME.match(name)
+    if m is None:
+        return None
+    return OutputName(m["mode"], m["model"], int(m["threshold"]), bool(m["official"]))
+
+
+def read_judged(path: Path) -> dict[str, dict[str, Any]]:
+    """task_id -> its line in a judge output file (the last one wins); a torn line (a crash mid-write) is skipped."""
+    got: dict[str, dict[str, Any]] = {}
+    if not path.exists():
+        return got
+    for line in path.read_bytes().split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if isinstance(rec, dict) and rec.get("task_id") is not None:
+            got[str(rec["task_id"])] = rec
+    return got
+
+
+def append_line(path: Path, record: dict[str, Any]) -> None:
+    """One whole JSON line, appended in one write and synced (O_APPEND keeps it whole)."""
+    if path.exists() and path.stat().st_size:
+        with open(path, "rb+") as f:        # end a torn last line first, so the new record starts on its own line
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) != b"\n":
+                f.write(b"\n")
+    data = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------------------------------- replies
+
+
+def parse_key_points(text: str) -> str:
+    m = re.search(r"key\s*points\s*[*_]*\s*:[*_]*", text, re.IGNORECASE)
+    return (text[m.end():] if m else text).strip()
+
+
+# A label at the start of a line, whatever the markdown before it: indentation, a quote, bullets, a list number,
+# heading marks, emphasis ("- **Score**: 4", "2. Score: 4", "### Status", "> Status: success").
+_LINE_START = r"^[ \t>]*(?:(?:[-+*•]|\d{1,2}[.)]|#{1,6})[ \t]+)?[*_ \t]*"
+_SCORE_LABEL = re.compile(_LINE_START + r"score\b[*_ \t]*(?:\([^)\n]{0,20}\)[*_ \t]*)?(?:[:：=\-–—][*_ \t]*|\n\s*)"
+                          r"[*_\[\( \t]*(?P<n>\d+(?:\.\d+)?)", re.IGNORECASE | re.MULTILINE)
+_SCORE_INLINE = re.compile(r"\bscore\b[^0-9\n]{0,20}?(?P<n>\d+(?:\.\d+)?)", re.IGNORECASE)
+_STATUS_LABEL = re.compile(_LINE_START + r"(?:final\s+)?status\b[*_ \t]*(?:[:：=\-–—][*_ \t]*|\n\s*)"
+                           r"(?P<v>[^\n]*)", re.IGNORECASE | re.MULTILINE)
+_STATUS_INLINE = re.compile(r"\bstatus\s*[*_]*\s*[:=][*_\s]*(?P<v>[^\n]*)", re.IGNORECASE)
+_REASONING_LABEL = re.compile(_LINE_START + r"(?:reasoning|reason|thoughts?)\b[*_ \t]*[:：\-–—]?[*_ \t]*",
+                              re.IGNORECASE | re.MULTILINE)
+
+
+def parse_score(text: str) -> int:
+    """A screenshot's score, 1-5, from the first `Score` label of a reply, as the official evaluator reads the first
+    `Score` (so `Score: 5 ... Score: 2` is 5), but also in the forms it misreads: markdown (`**Score**: 4`,
+    `- **Score:** 4`), a heading with the number below it, `Score (1-5): 4`, `4/5`; a score out of 1-5 (`10/10`)
+    is not one. Without a label, the first number after the word `score` on its line. 0 when there is none (the
+    screenshot is then not kept, as in the official method)."""
+    for pattern in (_SCORE_LABEL, _SCORE_INLINE):
+        m = pattern.search(text or "")
+        if m:
+            value = m["n"]
+            return int(value) if value.isdigit() and 1 <= int(value) <= 5 else 0
+    return 0
+
+
+def _status_value(value: str) -> int | None:
+    word = re.sub(r"^[\s\"'`“”‘’*_\[\(<]+", "", value).lower()
+    if re.match(r"(partial(ly)?|not|un|in)\b|unsuccess|incomplete", word):
+        return 0
+    if word.startswith("success"):
+        return 1
+    if word.startswith(("fail", "failure")):
+        return 0
+    return None
+
+
+def parse_status(text: str) -> int:
+    """1 when the first `Status:` label of a reply says success, as the official evaluator reads the first
+    `status:`; but by its first word only (`Status: "failure" (the agent never reached success)` is a failure,
+    which the official evaluator reads as a success for the word further on), `partial success` is not a success,
+    and markdown (`**Status**: success`, which it misses) is read. No status counts as failure."""
+    for pattern in (_STATUS_LABEL, _STATUS_INLINE):
+        for m in pattern.finditer(text or ""):
+            value = _status_value(m["v"])
+            if value is not None:
+                return value
+    return 0
+
+
+def parse_reasoning(text: str) -> str:
+    """The reasoning of a screenshot's score, on one line: what follows a `Reasoning` label up to the score, else
+    the reply before its score (the official method passes each kept screenshot's reasoning to the verdict)."""
+    text = text or ""
+    m = _REASONING_LABEL.search(text)
+    body = text[m.end():] if m else text
+    score = _SCORE_LABEL.search(body)
+    if score is not None:
+        body = body[:score.start()]
+    elif m is None:
+        body = body.split("\n\n")[0]
+    body = re.sub(r"[*_`#]+", "", body)
+    return re.sub(r"\s+", " ", body).strip(" -:")[:600]
+
+
+def parse_webvoyager(text: str) -> int:
+    if re.search(r"NOT\s+SUCCESS", text):
+        return 0
+    return 1 if re.search(r"\bSUCCESS\b", text) else 0
+
+
+# ---------------------------------------------------------------------------------------------------- prompts
+
+
+def jpeg_data_url(path: Path) -> str:
+    """The screenshot as the official method sends it: re-encoded as JPEG (RGB) in a data URL. A file Pillow cannot
+    read goes as it is (`check` reports it: the official evaluator crashes on it)."""
+    raw = Path(path).read_bytes()
+    try:
+        from PIL import Image  # Pillow comes with browser-use; imported here to keep the CLI's start light
+
+        with Image.open(io.BytesIO(raw)) as img:
+            buf = io.BytesIO()
+            # as the official encoder: RGB and greyscale as they are (the same bytes), the rest as RGB
+            (img if img.mode in ("RGB", "L") else img.convert("RGB")).save(buf, format="JPEG")
+        return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    except Exception:   # noqa: BLE001 - any unreadable image: send the bytes, let the model say what it sees
+        return "data:image/png;base64," + base64.b64encode(raw).decode("ascii")
+
+
+def image_part(path: Path, cache: dict[Path, str] | None = None) -> dict[str, Any]:
+    url = cache.get(path) if cache is not None else None
+    if url is None:
+        url = jpeg_data_url(path)
+        if cache is not None:
+            cache[path] = url
+    return {"type": "image_url", "image_url": {"url": url, "detail": "high"}}
+
+
+def numbered(actions: list[str]) -> str:
+    return "\n".join(f"{i}. {a}" for i, a in enumerate(actions, 1)) or "(no actions)"
+
+
+def key_points_messages(task: str) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": KEY_POINTS_SYSTEM}, {"role": "user", "content": f"Task: {task}"}]
+
+
+def score_messages(task: str, key_points: str, shot: Path, index: int, total: int,
+                   cache: dict[Path, str] | None = None) -> list[dict[str, Any]]:
+    text = (f"Task: {task}\n\nKey points:\n{key_points}\n\n"
+            f"This is screenshot {index} of {total} of the agent's trajectory.")
+    return [{"role": "system", "content": SCORE_SYSTEM},
+            {"role": "user", "content": [{"type": "text", "text": text}, image_part(shot, cache)]}]
+
+
+def verdict_messages(ep: Episode, key_points: str, kept: list[tuple[int, Path, str]], total: int,
+                     include_answer: bool, cache: dict[Path, str] | None = None) -> tuple[list[dict[str, Any]], str]:
+    """The outcome call: `kept` holds (1-based index, screenshot, the reasoning its score came with)."""
+    text = f"Task: {ep.task}\n\nKey points:\n{key_points}\n\nAction history:\n{numbered(ep.action_history)}"
+    if include_answer:
+        text += f"\n\nAgent's final answer (its own claim, not evidence):\n{ep.final_result_response or '(none)'}"
+    if kept:
+        which = ", ".join(str(i) for i, _, _ in kept)
+        text += (f"\n\nThe {len(kept)} screenshots below were judged relevant (screenshots {which} of {total}); "
+                 f"what each one shows, in the same order:\n"
+                 + "\n".join(f"{n}. (screenshot {i}) {why or '(no reasoning given)'}"
+                             for n, (i, _, why) in enumerate(kept, 1)))
+    else:
+        text += f"\n\nNo screenshot was judged relevant ({total} in the trajectory)."
+    parts: list[dict[str, Any]] = [{"type": "text", "text": text}] + [image_part(p, cache) for _, p, _ in kept]
+    return [{"role": "system", "content": VERDICT_SYSTEM}, {"role": "user", "content": parts}], text
+
+
+def webvoyager_messages(ep: Episode, last: int) -> tuple[list[dict[str, Any]], str]:
+    shots = ep.screenshots[-last:] if last > 0 else []
+    text = f"Task: {ep.task}\n\nAgent's final answer:\n{ep.final_result_response or '(none)'}"
+    text += (f"\n\nThe last {len(shots)} screenshots (of {len(ep.screenshots)}) follow." if shots
+             else "\n\nThe trajectory has no screenshots.")
+    parts: list[dict[str, Any]] = [{"type": "text", "text": text}] + [image_part(p) for p in shots]
+    return [{"role": "system", "content": WEBVOYAGER_SYSTEM}, {"role": "user", "content": parts}], text
+
+
+# ---------------------------------------------------------------------------------------------------- calls
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "calls": self.calls}
+
+
+class Caller:
+    """Chat calls with bounded concurrency and retries with backoff on 5xx, 429, timeouts and connection errors."""
+
+    def __init__(self, client: Any, s: Settings, sleep: Callable[[float], Any] = asyncio.sleep,
+                 log: Callable[[str], None] = print):
+        self.client, self.s, self.sleep, self.log = client, s, sleep, log
+        self.sem = asyncio.Semaphore(s.workers)
+        self.retried = 0
+        self.temperature = s.temperature
+        self.token_limit = "max_tokens" if s.max_tokens else None
+
+    def _settings(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {}
+        if self.temperature is not None:
+            extra["temperature"] = self.temperature
+        if self.token_limit:
+            extra[self.token_limit] = self.s.max_tokens
+        return extra
+
+    def _refused_setting(self, e: Exception) -> bool:
+        """An endpoint that refuses a sampling setting (reasoning models take no temperature but their default,
+        and `max_completion_tokens` for `max_tokens`): drop or rename it for every later call; True if done."""
+        text = _message(e).lower()
+        if self.temperature is not None and "temperature" in text:
+            self.log(f"the endpoint refuses temperature {self.temperature}: sending none from now on")
+            self.temperature = None
+            return True
+        if self.token_limit == "max_tokens" and "max_tokens" in text:
+            self.log("the endpoint refuses max_tokens: sending max_completion_tokens from now on")
+            self.token_limit = "max_completion_tokens"
+            return True
+        return False
+
+    async def __call__(self, messages: list[dict[str, Any]], usage: Usage) -> str:
+        import openai  # only when a judge calls: `report` reads judge files without the client
+
+        attempt = 0
+        while True:
+            try:
+                async with self.sem:
+                    r = await self.client.chat.completions.create(model=self.s.model, messages=messages,
+                                                                  **self._settings())
+            except openai.BadRequestError as e:
+                if self._refused_setting(e):
+                    continue
+                raise RuntimeError(f"HTTP {e.status_code}: {_message(e)}") from None
+            except (openai.AuthenticationError, openai.PermissionDeniedError) as e:
+                raise JudgeFatal(f"the endpoint refused the API key (HTTP {e.status_code}): set the variable named "
+                                 f"by --api-key-env") from None
+            except openai.NotFoundError as e:
+                raise JudgeFatal(f"the endpoint does not serve --judge-model {self.s.model} (HTTP 404: "
+                                 f"{_message(e)})") from None
+            except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError) as e:
+                attempt += 1
+                if attempt > self.s.retries:
+                    raise RuntimeError(f"gave up after {attempt} tries: {type(e).__name__}: {_message(e)}") from None
+                self.retried += 1
+                delay = min(60.0, self.s.backoff * 2 ** (attempt - 1)) * (0.75 + 0.5 * random.random())
+                await self.sleep(delay)
+                continue
+            except openai.APIStatusError as e:
+                raise RuntimeError(f"HTTP {e.status_code}: {_message(e)}") from None
+            usage.calls += 1
+            if r.usage is not None:
+                usage.prompt_tokens += r.usage.prompt_tokens or 0
+                usage.completion_tokens += r.usage.completion_tokens or 0
+            content = r.choices[0].message.content if r.choices else None
+            return content or ""
+
+
+def _message(e: Exception) -> str:
+    body = getattr(e, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])[:300]
+    return str(e)[:300]
+
+
+def select_kept(scores: list[int], threshold: int, limit: int = MAX_KEPT) -> list[int]:
+    """Indices (0-based) of the screenshots kept: score >= threshold, the first `limit` of them in trajectory order,
+    as the official method keeps them."""
+    return [i for i, sc in enumerate(scores) if sc >= threshold][:limit]
+
+
+async def judge_episode(ep: Episode, s: Settings, call: Caller) -> dict[str, Any]:
+    """One task's judgement, as the line of the output file."""
+    usage = Usage()
+    # the official line is the task's result.json with the judgement added; ours adds a few keys of its own
+    rec: dict[str, Any] = dict(ep.result)
+    rec.update({
+        "task_id": ep.task_id, "task": ep.task, "mode": s.mode_name, "judge_model": s.model,
+        "score_threshold": s.score_threshold, "schema": ep.schema, "judged_actions": ep.action_history,
+        "final_result_response": ep.final_result_response, "screenshots": len(ep.screenshots),
+    })
+    cache: dict[Path, str] = {}
+    if s.mode == "webvoyager":
+        messages, text = webvoyager_messages(ep, s.last_screenshots)
+        response = await call(messages, usage)
+        label = parse_webvoyager(response)
+        system = WEBVOYAGER_SYSTEM
+    else:
+        key_points = parse_key_points(await call(key_points_messages(ep.task), usage))
+        total = len(ep.screenshots)
+        replies = await asyncio.gather(*(call(score_messages(ep.task, key_points, p, i + 1, total, cache), usage)
+                                         for i, p in enumerate(ep.screenshots)))
+        scores = [parse_score(r) for r in replies]
+        kept = select_kept(scores, s.score_threshold)
+        rec["key_points"] = key_points
+        rec["image_judge_record"] = [{"Response": r, "Score": sc} for sc, r in zip(scores, replies)]
+        rec["image_judge_screenshots"] = [p.name for p in ep.screenshots]
+        rec["kept_screenshots"] = [ep.screenshots[i].name for i in kept]
+        messages, text = verdict_messages(ep, key_points,
+                                          [(i + 1, ep.screenshots[i], parse_reasoning(replies[i])) for i in kept],
+                                          total, s.include_answer, cache)
+        response = await call(messages, usage)
+        label = parse_status(response)
+        system = VERDICT_SYSTEM
+    rec.update({"input_text": text, "system_msg": system, "response": response,
+                "evaluation_details": {"response": response, "predicted_label": label},
+                "predicted_label": label, "usage": usage.as_dict(), "judged_at": time.time()})
+    return rec
+
+
+@dataclass
+class JudgeOutcome:
+    path: Path
+    tasks: int                     # task folders in the run
+    judged: int = 0                # judged by this call
+    skipped: int = 0               # already in the output file
+    unreadable: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    successes: int = 0             # over every line of the output file
+    in_file: int = 0
+
+
+async def judge_run(out: Path, s: Settings, client: Any, *, task_ids: list[str] | None = None,
+                    log: Callable[[str], None] = print, sleep: Callable[[float], Any] = asyncio.sleep) -> JudgeOutcome:
+    out = Path(out)
+    run = read_run(out)
+    path = output_path(out, s)
+    outcome = JudgeOutcome(path, len(run.task_dirs))
+    done = read_judged(path)
+    names = run.task_dirs if not task_ids else [t for t in run.task_dirs if t in set(task_ids)]
+    for t in sorted(set(task_ids or ()) - set(run.task_dirs)):
+        log(f"--task-ids: no task folder {t} in {out}")
+    unreadable = {d for d in names if d not in run.episodes}
+    outcome.unreadable = sorted(unreadable)
+    for p in run.problems:
+        if any(p.startswith(f"{d}:") for d in unreadable):
+            log(f"cannot judge: {p}")
+    todo = [run.episodes[d] for d in names if d in run.episodes and d not in done]
+    outcome.skipped = sum(1 for d in names if d in done)
+    if outcome.skipped:
+        log(f"resuming: {outcome.skipped} task(s) already judged in {path.name}")
+    call = Caller(client, s, sleep, log)
+    task_sem = asyncio.Semaphore(max(1, s.workers))
+    n_total = len(todo)
+    counter = 0
+
+    async def one(ep: Episode) -> None:
+        nonlocal counter
+        async with task_sem:
+            try:
+                rec = await judge_episode(ep, s, call)
+            except JudgeFatal:
+                raise
+            except Exception as e:   # noqa: BLE001 - one task's failure must not cost the others
+                outcome.failed[ep.task_id] = f"{type(e).__name__}: {e}" if not isinstance(e, RuntimeError) else str(e)
+                counter += 1
+                log(f"[{counter}/{n_total}] {ep.task_id}  not judged: {outcome.failed[ep.task_id]}")
+                return
+            append_line(path, rec)
+            outcome.judged += 1
+            counter += 1
+            kept = f"  kept {len(rec['kept_screenshots'])}/{rec['screenshots']} screenshots" \
+                if "kept_screenshots" in rec else ""
+            log(f"[{counter}/{n_total}] {ep.task_id}  {'success' if rec['predicted_label'] == 1 else 'failure'}{kept}")
+
+    jobs = [asyncio.ensure_future(one(ep)) for ep in todo]
+    try:
+        await asyncio.gather(*jobs)
+    finally:
+        for j in jobs:
+            j.cancel()
+        await asyncio.gather(*jobs, return_exceptions=True)
+    final = read_judged(path)
+    in_run = {d: r for d, r in final.items() if d in set(run.task_dirs)}
+    outcome.in_file = len(in_run)
+    outcome.successes = sum(1 for r in in_run.values() if r.get("predicted_label") == 1)
+    return outcome

@@ -1,0 +1,295 @@
+"""The console app. The engine runs as one worker owned by the app; its events reach the screens as messages.
+
+`make_app` builds it the same way for the command line and for tests: with a Preflight it opens the dashboard and
+starts the run; with a finished run's folder it opens that run's report; with neither, the launch form. Quitting
+stops the run gracefully and waits for the engine to end (every episode recorded, every process ended) before the
+app exits."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Input
+from textual.worker import Worker, WorkerState
+
+from om2w_tui.engine.launch import Preflight, UsageError, open_run, run_checks
+from om2w_tui.engine.results import read_results
+from om2w_tui.frontends.console.launch_values import last_launch_path, load_values, save_values, values_from_config
+from om2w_tui.frontends.console.messages import EngineSink
+from om2w_tui.frontends.console.screens.dashboard import RUN_COMMANDS, DashboardScreen
+from om2w_tui.frontends.console.screens.episode import EpisodeScreen
+from om2w_tui.frontends.console.screens.launch import LaunchScreen
+from om2w_tui.frontends.console.screens.quit import ConfirmQuit
+from om2w_tui.frontends.console.screens.report import REPORT_COMMANDS, ReportScreen
+from om2w_tui.resources import styles_dir
+
+STYLES = styles_dir()
+EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+Clock = Callable[[], float]
+# the launch form's preflight: a config -> (the Preflight when every check passed, else None; [(what, ok, detail)])
+ChecksFn = Callable[[Any], "tuple[Preflight | None, list[tuple[str, bool, str]]]"]
+
+
+class ConsoleApp(App[int]):
+    TITLE = "om2w-tui"
+    CSS_PATH = [STYLES / "app.tcss", STYLES / "launch.tcss", STYLES / "dashboard.tcss", STYLES / "episode.tcss",
+                STYLES / "report.tcss"]
+    BINDINGS = [
+        Binding("q", "quit_run", "Quit", id="quit", priority=True),
+        Binding("ctrl+c", "interrupt", "Stop", id="interrupt", show=False, priority=True),
+    ]
+
+    def __init__(self, pre: Preflight | None, *, clock: Clock | None = None,
+                 checks_fn: ChecksFn | None = None, image_renderer: str = "auto",
+                 start_engine: bool = True, last_launch: Path | None = None, sinks: Iterable[Any] = (),
+                 auto_check: bool = True, cursor_blink: bool = True, report: Path | None = None,
+                 judge: Path | None = None):
+        super().__init__()
+        self.pre = pre
+        self.report_out = report
+        self.judge = judge
+        self.clock: Clock = clock or time.time
+        self.checks_fn: ChecksFn = checks_fn or run_checks
+        self.image_renderer = image_renderer
+        self.start_engine = start_engine
+        self.last_launch = last_launch
+        self.extra_sinks = list(sinks)
+        self.auto_check = auto_check
+        self.cursor_blink = cursor_blink
+        self.sink = EngineSink()
+        self.scheduler: Any = None          # the live Scheduler while the engine runs
+        self.dashboard: DashboardScreen | None = None
+        self.engine: Worker[Any] | None = None
+        self.quitting = False
+        self.failed = False
+        self.exit_code = EXIT_OK
+        self._tasks: dict[str, str] = {}
+
+    # ── screens ────────────────────────────────────────────
+    def on_mount(self) -> None:
+        if self.pre is not None:
+            self.start_run(self.pre, None)
+        elif self.report_out is not None:
+            self.push_screen(ReportScreen(self.report_out, judge=self.judge, standalone=True))
+        else:
+            self.push_screen(LaunchScreen(load_values(self.last_launch), auto_check=self.auto_check,
+                                          cursor_blink=self.cursor_blink))
+
+    def start_run(self, pre: Preflight, values: dict[str, str] | None) -> None:
+        """Open the dashboard for `pre` and start the engine (the launch form's values are remembered)."""
+        self.pre = pre
+        cfg = pre.config
+        try:
+            save_values(self.last_launch, values or values_from_config(cfg))
+        except OSError as e:
+            self.notify(f"could not remember this launch: {e}", severity="warning")
+        self._tasks = {t.task_id: t.confirmed_task for t in pre.tasks}
+        self.dashboard = DashboardScreen(Path(cfg.out).name or str(cfg.out), len(pre.tasks), cfg.max_steps)
+        self.sink.target = self.dashboard
+        if isinstance(self.screen, LaunchScreen):
+            self.switch_screen(self.dashboard)
+        else:
+            self.push_screen(self.dashboard)
+        self.call_after_refresh(self._load_earlier_records, Path(cfg.out))
+        if self.start_engine:
+            self.engine = self.run_engine(pre)
+
+    def _load_earlier_records(self, out: Path) -> None:
+        if self.dashboard is None:
+            return
+        try:
+            records = read_results(out).records if out.is_dir() else []
+        except OSError:
+            records = []
+        self.dashboard.add_earlier_records(records)
+
+    def open_report(self) -> None:
+        """The report of the run going on (or just ended); it follows the run's finished episodes."""
+        if self.pre is not None:
+            self.push_screen(ReportScreen(Path(self.pre.config.out), live=True, total=len(self.pre.tasks),
+                                          judge=self.judge))
+
+    def open_episode(self, task_id: str, record: dict[str, Any] | None) -> None:
+        out = Path(self.pre.config.out) if self.pre is not None else self.report_out
+        if out is None:
+            return
+        running = self.dashboard is not None and any(
+            s.task_id == task_id for s in self.dashboard.state.slots.values())
+        folder = out / task_id
+        if record is not None and self.dashboard is not None:
+            # an earlier attempt's files were moved to <task>/attempts/<n> when the next one began
+            attempt = int(record.get("attempt") or 1)
+            later = running or any(int(r.get("attempt") or 1) > attempt and r.get("task_id") == task_id
+                                   for r in self.dashboard.known_records())
+            if later and (folder / "attempts" / str(attempt)).is_dir():
+                folder = folder / "attempts" / str(attempt)
+        self.push_screen(EpisodeScreen(folder, task_id, record=record, task_text=self._tasks.get(task_id, ""),
+                                       renderer=self.image_renderer, running=running and record is None))
+
+    def episode_changed(self, task_id: str, record: dict[str, Any] | None = None) -> None:
+        """A step or the end of `task_id`'s episode: an open view of it reads its folder again."""
+        for screen in self.screen_stack:
+            # a view of an earlier attempt (under attempts/) has nothing new to read
+            if isinstance(screen, EpisodeScreen) and screen.task_id == task_id \
+                    and screen.folder.parent.name != "attempts":
+                screen.reload(record, running=record is None)
+            elif isinstance(screen, ReportScreen) and record is not None:
+                screen.episode_finished()
+
+    # ── the engine ─────────────────────────────────────────
+    @work(exclusive=True, exit_on_error=False, group="engine", name="engine")
+    async def run_engine(self, pre: Preflight) -> None:
+        async with open_run(pre, [self.sink, *self.extra_sinks]) as scheduler:
+            self.scheduler = scheduler
+            if self.quitting:      # quit while the run's services started
+                scheduler.stop()
+            try:
+                await scheduler.run()
+            finally:
+                self.scheduler = None
+
+    def pull_snapshot(self) -> bool:
+        """Post the scheduler's snapshot to the dashboard; False when no run is live."""
+        if self.scheduler is None:
+            return False
+        self.sink.snapshot(self.scheduler.snapshot(), self.clock())
+        return True
+
+    @property
+    def engine_running(self) -> bool:
+        return self.engine is not None and not self.engine.is_finished
+
+    @property
+    def stopping(self) -> bool:
+        return self.quitting
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker is not self.engine or event.state not in (
+                WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
+            return
+        self.scheduler = None
+        why = ""
+        if event.state == WorkerState.ERROR:
+            err = event.worker.error
+            why = str(err) if isinstance(err, UsageError) else f"the run failed: {type(err).__name__}: {err}"
+            self.failed = True
+            self.notify(why, severity="error", timeout=30)
+        if self.dashboard is not None:
+            phase = {WorkerState.ERROR: "failed", WorkerState.CANCELLED: "stopped"}.get(event.state, "finished")
+            self.dashboard.engine_stopped(phase, why)
+        self.refresh_bindings()
+        if self.quitting:
+            self._exit_with_code()
+
+    def _exit_with_code(self) -> None:
+        code = self.exit_code if self.exit_code != EXIT_OK else (EXIT_FAILED if self.failed else EXIT_OK)
+        self.exit(code, return_code=code)
+
+    # ── quitting ───────────────────────────────────────────
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "quit_run":
+            # q is a letter too: on the form it types (escape or ctrl+q quit there)
+            return not isinstance(self.focused, Input) and not isinstance(self.screen, LaunchScreen)
+        return True
+
+    def action_quit_run(self) -> None:
+        if isinstance(self.screen, ConfirmQuit):
+            self.screen.dismiss(True)
+            return
+        if self.quitting:
+            return
+        if not self.engine_running:
+            self._exit_with_code()
+            return
+        running = len(self.scheduler.running()) if self.scheduler is not None else 0
+        if running:
+            self.push_screen(ConfirmQuit(running), self._quit_answered)
+        else:
+            self._stop_then_exit(EXIT_OK)
+
+    async def action_quit(self) -> None:
+        self.action_quit_run()
+
+    def _quit_answered(self, yes: bool | None) -> None:
+        if yes:
+            self._stop_then_exit(EXIT_OK)
+
+    def action_interrupt(self) -> None:
+        """ctrl+c: stop gracefully, without asking; a second one ends the episodes' processes at once."""
+        if isinstance(self.screen, ConfirmQuit):
+            self.screen.dismiss(False)
+        if not self.engine_running:
+            self._exit_with_code()
+        elif not self.quitting:
+            self._stop_then_exit(EXIT_INTERRUPTED)
+        else:
+            self._force_stop()
+
+    def _stop_then_exit(self, code: int) -> None:
+        self.quitting = True
+        self.exit_code = code
+        if self.scheduler is not None:
+            self.scheduler.stop()
+        if self.dashboard is not None:
+            self.dashboard.stopping()
+        self.refresh_bindings()
+
+    def _force_stop(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.stop(force=True)
+        self.notify("ending the episodes' processes now", severity="warning")
+
+    # ── command palette ────────────────────────────────────
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        if isinstance(screen, DashboardScreen):
+            for action, title, help_text in RUN_COMMANDS:
+                if screen.check_action(action, ()) is True:
+                    yield SystemCommand(title, help_text, partial(screen.run_action, action))
+        elif isinstance(screen, ReportScreen):
+            for action, title, help_text in REPORT_COMMANDS:
+                if screen.check_action(action, ()) is True:
+                    yield SystemCommand(title, help_text, partial(screen.run_action, action))
+        elif isinstance(screen, LaunchScreen):
+            yield SystemCommand("Launch", "Check the form and start the run", screen.action_launch)
+            yield SystemCommand("Check", "Run the preflight checks for the form's values", screen.action_check)
+        yield SystemCommand("Quit", "Stop the run gracefully (asks first while episodes run) and quit",
+                            self.action_quit_run)
+        for cmd in super().get_system_commands(screen):
+            if cmd.title != "Quit":
+                yield cmd
+
+
+def make_app(pre: Preflight | None, *, clock: Clock | None = None, checks_fn: ChecksFn | None = None,
+             image_renderer: str = "auto", start_engine: bool = True, last_launch: Path | None | bool = True,
+             sinks: Iterable[Any] = (), auto_check: bool = True, cursor_blink: bool = True,
+             report: Path | None = None, judge: Path | None = None) -> ConsoleApp:
+    """The console app, built the same way for the command line and tests.
+
+    pre: a checked run to open on the dashboard, or None for the launch form. clock: epoch seconds (tests freeze
+    it). checks_fn: the launch form's preflight (launch.run_checks). image_renderer: auto | halfcell | unicode.
+    start_engine: False for a dashboard fed by hand (tests). last_launch: where the launch form's values are
+    remembered (True: the XDG default; None or False: nowhere). sinks: more engine sinks (a test recorder).
+    auto_check, cursor_blink: the form checks as you type; the text cursor blinks (tests turn both off).
+    report: with no `pre`, a finished run's folder to open the report of. judge: the judge file the report takes
+    success from (default: the newest in the folder)."""
+    path = last_launch_path() if last_launch is True else (last_launch or None)
+    return ConsoleApp(pre, clock=clock, checks_fn=checks_fn, image_renderer=image_renderer,
+                      start_engine=start_engine, last_launch=path, sinks=sinks, auto_check=auto_check,
+                      cursor_blink=cursor_blink, report=report, judge=judge)
+
+
+def run_console(pre: Preflight | None, *, report: Path | None = None, judge: Path | None = None) -> int:
+    """The console on `pre`'s run, on the report of the finished run in `report`, or on the launch form."""
+    app = make_app(pre, report=report, judge=judge)
+    result = app.run()
+    if result is None:
+        return int(app.return_code or 0)
+    return int(result)

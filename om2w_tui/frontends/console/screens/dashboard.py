@@ -1,0 +1,457 @@
+"""The dashboard: a header line and four panels (Slots, Sites, Steps, Episodes), refreshed live.
+
+Engine events arrive as messages (see `messages.py`) and are folded into a RunState; the panels are brought up to
+date by difference. Once a second the app pulls the scheduler's snapshot (sites, cooldown deadlines, slots), which
+arrives as a message too; countdowns and elapsed times are computed from stored deadlines and the clock.
+
+What each event costs is bounded and proportional to what it changed (bench/scale.py measures it): a step redraws
+its slot's row only; a burst of events redraws the panels once, after the next refresh; the Sites table is redrawn
+from snapshots and the clock's tick only; the footer is rebuilt only when the set of allowed commands changed."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import DataTable, Footer
+
+from om2w_tui.frontends.console.formatting import clip
+from om2w_tui.frontends.console.messages import (
+    DispatchToggled,
+    EngineLog,
+    EpisodeBegan,
+    EpisodeEnded,
+    RunBegan,
+    RunEnded,
+    SlotUpdated,
+    SnapshotTaken,
+    StepTaken,
+)
+from om2w_tui.frontends.console.run_state import ACTIVE_STATES, RunState, SlotView, finish_line
+from om2w_tui.frontends.console.widgets.keyed_table import KeyedTable
+from om2w_tui.frontends.console.widgets.panels import EpisodesTable, SitesTable, SlotsTable, StepsLog
+from om2w_tui.frontends.console.widgets.run_header import RunHeader
+
+if TYPE_CHECKING:
+    from om2w_tui.frontends.console.app import ConsoleApp
+
+WIDE = 120
+
+# the commands the palette offers on the dashboard, when `check_action` lets them: (action, title, help)
+RUN_COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("pause_dispatch", "Pause the run", "Start no new episode until resumed (running ones go on)"),
+    ("resume_dispatch", "Resume the run", "Start episodes again"),
+    ("pause_episode", "Pause the selected episode", "Its browser and its timeout stop until resumed"),
+    ("resume_episode", "Resume the selected episode", "It goes on where it stopped"),
+    ("kill", "Kill the selected episode", "End it now, keeping its steps; recorded as killed"),
+    ("requeue", "Kill and requeue the selected episode", "End it now and put its task back in the queue"),
+    ("more_slots", "Add a slot", "Run one more episode at once"),
+    ("fewer_slots", "Remove a slot", "Run one episode fewer at once (a busy slot retires when its episode ends)"),
+    ("retry_errors", "Retry errored tasks", "Put the tasks that ended in error back in the queue"),
+    ("open_episode", "Open the selected episode", "Task, actions, thoughts, answer, files and screenshots"),
+    ("open_report", "Open the report", "Success by level and site, statuses, medians, errors and failures"),
+    ("steps_all", "Show every slot's steps", "The Steps panel follows all slots"),
+    ("steps_selected", "Show the selected slot's steps", "The Steps panel follows the selected slot"),
+)
+
+
+
+def pacing_text(pacing: dict[str, Any]) -> str:
+    """How the run paces its sites, for the Sites panel: episodes at once per site and the cooldown."""
+    if not pacing:
+        return ""
+    per_site, cooldown = int(pacing.get("per_site", 1)), float(pacing.get("cooldown", 0))
+    if per_site == 0 and cooldown == 0:
+        return "unpaced"
+    return f"{per_site or 'any'} per site, cooldown {cooldown:g} s"
+
+class DashboardScreen(Screen[None]):
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE, "-wide")]
+    BINDINGS = [
+        Binding("enter", "open_episode", "Open", key_display="⏎", id="open-episode", priority=True),
+        Binding("p", "pause_dispatch", "Pause all", id="pause-dispatch"),
+        Binding("p", "resume_dispatch", "Resume all", id="resume-dispatch"),
+        Binding("space", "pause_episode", "Pause ep", key_display="␣", id="pause-episode"),
+        Binding("space", "resume_episode", "Resume ep", key_display="␣", id="resume-episode"),
+        Binding("k", "kill", "Kill", id="kill"),
+        Binding("K", "requeue", "Requeue", key_display="K", id="kill-requeue"),
+        Binding("plus", "more_slots", "Slot", key_display="+", id="slots-more"),
+        Binding("minus", "fewer_slots", "Slot", key_display="-", id="slots-fewer"),
+        Binding("r", "retry_errors", "Retry", id="retry-errors"),
+        Binding("s", "steps_all", "All steps", id="steps-all", show=False),
+        Binding("s", "steps_selected", "Slot steps", id="steps-selected", show=False),
+        Binding("R", "open_report", "Report", key_display="R", id="open-report", show=False),
+    ]
+
+    def __init__(self, name: str, total: int, max_steps: int):
+        super().__init__()
+        self.state = RunState(name=name, total=total, max_steps=max_steps)
+        self.steps_scope = "all"
+        self._shown_task: str | None = None
+        self._snapshot_timer: Timer | None = None
+        self._tick_timer: Timer | None = None
+        self._top_height: int | None = None
+        self._render_due = False
+        self._sites_due = True
+        self._allowed: tuple[Any, ...] | None = None   # the allowed commands the footer shows now
+
+    @property
+    def console_app(self) -> ConsoleApp:
+        return cast("ConsoleApp", self.app)
+
+    # ── layout ─────────────────────────────────────────────
+    def compose(self) -> ComposeResult:
+        yield RunHeader(self.state.name, self.state.total, id="run-header")
+        with Horizontal(id="top-row"):
+            slots = SlotsTable(id="slots", classes="panel")
+            slots.border_title = "Slots"
+            yield slots
+            sites = SitesTable(id="sites", classes="panel")
+            sites.border_title = "Sites"
+            yield sites
+        steps = StepsLog(id="steps", classes="panel")
+        steps.border_title = "Steps"
+        steps.border_subtitle = "all slots"
+        yield steps
+        episodes = EpisodesTable(id="episodes", classes="panel")
+        episodes.border_title = "Episodes"
+        yield episodes
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self._tick_timer = self.set_interval(1.0, self._tick)
+        self.query_one(SlotsTable).focus()
+        self.render_all()
+
+    def on_unmount(self) -> None:
+        for t in (self._tick_timer, self._snapshot_timer):
+            if t is not None:
+                t.stop()
+
+    @property
+    def wide(self) -> bool:
+        return self.has_class("-wide")
+
+    def now(self) -> float:
+        return self.console_app.clock()
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.render_all)
+
+    def render_soon(self) -> None:
+        """Redraw once after the next refresh, however many events arrive before it."""
+        if not self._render_due:
+            self._render_due = True
+            self.call_after_refresh(self._render_if_due)
+
+    def _render_if_due(self) -> None:
+        if self._render_due:
+            self.render_all(sites=self._sites_due)
+
+    def render_all(self, sites: bool = True) -> None:
+        """Redraw the panels; `sites`: the Sites table too (its rows change with snapshots and the clock only)."""
+        self._render_due = False
+        now = self.now()
+        with self.app.batch_update():
+            for table in self.query(KeyedTable):
+                table.set_wide(self.wide)
+            self._fit_top_row()
+            self.query_one(RunHeader).show(self.state, now, self.wide)
+            slots = self.query_one(SlotsTable)
+            slots.show(self.state, now)
+            target = getattr(self.console_app.scheduler, "target_workers", None)
+            n = len(self.state.slots)
+            slots.border_subtitle = f"{n} slots" + (f", target {target}" if target is not None and target != n else "")
+            if sites:
+                self._sites_due = False
+                sites_table = self.query_one(SitesTable)
+                sites_table.show(self.state, now)
+                sites_table.border_subtitle = pacing_text(self.state.pacing)
+
+    def _fit_top_row(self) -> None:
+        """Side by side, Slots and Sites get the height of the longer one (up to half the screen)."""
+        height = None
+        if self.wide:
+            rows = max(len(self.state.slots), len(self.state.sites), 1)
+            height = min(rows + 3, max(6, self.size.height // 2))
+        if height != self._top_height:
+            self._top_height = height
+            self.query_one("#top-row").styles.height = height
+
+    def refresh_commands(self) -> None:
+        """Rebuild the footer only when a command became allowed or not (a rebuild remounts every key in it)."""
+        allowed = tuple(self.check_action(action, ()) for action, _, _ in RUN_COMMANDS)
+        if allowed != self._allowed:
+            self._allowed = allowed
+            self.refresh_bindings()
+
+    def _tick(self) -> None:
+        if not self.console_app.pull_snapshot():
+            self.render_all()
+
+    def snapshot_soon(self) -> None:
+        """Pull a fresh snapshot shortly (coalescing a burst of events into one)."""
+        if self._snapshot_timer is None:
+            self._snapshot_timer = self.set_timer(0.1, self._snapshot_due)
+
+    def _snapshot_due(self) -> None:
+        self._snapshot_timer = None
+        self.console_app.pull_snapshot()
+
+    # ── engine messages ────────────────────────────────────
+    def on_run_began(self, m: RunBegan) -> None:
+        self.state.run_started(m.event, self.now())
+        self.render_all()
+        self.refresh_commands()
+        self.snapshot_soon()
+
+    def on_slot_updated(self, m: SlotUpdated) -> None:
+        self.state.slot_changed(m.event)
+        self.render_soon()
+        self.refresh_commands()
+
+    def on_episode_began(self, m: EpisodeBegan) -> None:
+        ev = m.event
+        self.state.episode_started(ev)
+        again = f" (attempt {ev.attempt})" if ev.attempt > 1 else ""
+        self._log_all(ev.slot, ev.task_id, [f"▶ started on {ev.site}{again}"])
+        if self.steps_scope == "selected" and self._selected_task() == ev.task_id:
+            self._show_steps()
+        self.render_soon()
+        self.snapshot_soon()
+
+    def on_step_taken(self, m: StepTaken) -> None:
+        ev = m.event
+        lines = self.state.step(ev)
+        self._log_all(ev.slot, ev.task_id, lines)
+        if self.steps_scope == "selected" and self._shown_task == ev.task_id:
+            self.query_one(StepsLog).add_lines(lines)
+        self.query_one(SlotsTable).show_slot(self.state, ev.slot, self.now())
+        self.console_app.episode_changed(ev.task_id)
+
+    def on_episode_ended(self, m: EpisodeEnded) -> None:
+        rec = m.event.record
+        self.state.episode_finished(m.event)
+        self._add_records([rec])
+        self._log_all(m.event.slot, rec["task_id"], [finish_line(rec)])
+        if self.steps_scope == "selected" and self._shown_task == rec["task_id"]:
+            self.query_one(StepsLog).add_lines([finish_line(rec)])
+        self.render_soon()
+        self.refresh_commands()
+        self.snapshot_soon()
+        self.console_app.episode_changed(rec["task_id"], rec)
+
+    def on_dispatch_toggled(self, m: DispatchToggled) -> None:
+        self.state.dispatch_changed(m.event)
+        self._log_all(None, None, [f"dispatch {'paused' if m.event.paused else 'resumed'}"
+                                   + (f": {m.event.reason}" if m.event.reason else "")])
+        self.render_all()
+        self.refresh_commands()
+
+    def on_engine_log(self, m: EngineLog) -> None:
+        ev = m.event
+        if ev.level in ("warning", "error"):
+            self._log_all(None, None, [f"! {ev.level}: {ev.message}"])
+        if ev.level == "error":
+            self.notify(ev.message, severity="error", timeout=8)
+
+    def on_run_ended(self, m: RunEnded) -> None:
+        self.state.run_finished(m.event, self.now())
+        s = m.event.summary
+        line = f"run finished: {s.get('finished', 0)} episodes this run, {s.get('pending', 0)} left"
+        if "correct" in s:
+            line += f", {s['correct']} of {s['judged']} correct"
+        self._log_all(None, None, [line])
+        self.render_all()
+        self.refresh_commands()
+
+    def on_snapshot_taken(self, m: SnapshotTaken) -> None:
+        self.state.apply_snapshot(m.snapshot, m.taken_at)
+        self._sites_due = True
+        self.render_soon()
+
+    def engine_stopped(self, phase: str, why: str = "") -> None:
+        """The engine worker is over (finished, failed or cancelled); nothing more will come."""
+        if self.state.phase not in ("finished",):
+            self.state.phase = phase
+            if self.state.ended_at is None:
+                self.state.ended_at = self.now()
+        if why:
+            self._log_all(None, None, [f"! {why}"])
+        self.render_all()
+        self.refresh_commands()
+
+    def stopping(self) -> None:
+        if self.state.phase == "running":
+            self.state.phase = "stopping"
+        self._log_all(None, None, ["stopping: running episodes end keeping their steps (ctrl+c: end them now)"])
+        self.render_all()
+        self.refresh_commands()
+
+    def add_earlier_records(self, records: list[dict[str, Any]]) -> None:
+        """Attempts finished in this folder before this run (the table skips any it has already)."""
+        self._add_records(records)
+
+    def known_records(self) -> list[dict[str, Any]]:
+        return list(self.query_one(EpisodesTable).records.values())
+
+    def _add_records(self, records: list[dict[str, Any]]) -> None:
+        table = self.query_one(EpisodesTable)
+        records = sorted(records, key=lambda r: float(r.get("finished_at") or 0))
+        table.add_records(records)
+        table.border_subtitle = f"{len(table.records)} finished"
+
+    # ── steps panel ────────────────────────────────────────
+    def _log_all(self, slot: int | None, task_id: str | None, lines: list[str]) -> None:
+        if self.steps_scope != "all" or not lines:
+            return
+        prefix = f"[{slot}] {clip(task_id, 32)} " if slot is not None else ""
+        self.query_one(StepsLog).add_lines([prefix + lines[0], *lines[1:]])
+
+    def _selected_slot(self) -> SlotView | None:
+        key = self.query_one(SlotsTable).cursor_key()
+        return self.state.slots.get(int(key)) if key is not None else None
+
+    def _selected_task(self) -> str | None:
+        s = self._selected_slot()
+        return (s.task_id or s.last_task) if s else None
+
+    def _show_steps(self) -> None:
+        """Redraw the steps panel for its scope (on a change of scope or of the selected slot only)."""
+        log = self.query_one(StepsLog)
+        if self.steps_scope == "all":
+            self._shown_task = None
+            log.border_subtitle = "all slots"
+            log.restart(["(every slot's steps from now on; s: the selected slot's)"])
+            return
+        slot = self._selected_slot()
+        task = self._selected_task()
+        self._shown_task = task
+        log.border_subtitle = f"slot {slot.slot} · {clip(task, 40)}" if slot and task else "no slot selected"
+        log.restart(list(self.state.steps.get(task, ())) if task else [])
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "slots":
+            if self.steps_scope == "selected" and self._selected_task() != self._shown_task:
+                self._show_steps()
+            self.refresh_commands()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        # a click on the highlighted row
+        self._open(event.data_table)
+
+    # ── controls ───────────────────────────────────────────
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        sched = self.console_app.scheduler
+        live = sched is not None and not self.console_app.stopping and self.state.phase in ("starting", "running")
+        slot = self._selected_slot()
+        st = slot.state if slot and slot.task_id else None
+        if action == "pause_dispatch":
+            return live and not self.state.paused
+        if action == "resume_dispatch":
+            return live and self.state.paused
+        if action == "pause_episode":
+            return live and st == "running"
+        if action == "resume_episode":
+            return live and st == "paused"
+        if action in ("kill", "requeue"):
+            return live and st in ACTIVE_STATES
+        if action == "more_slots":
+            return live
+        if action == "fewer_slots":
+            return live and sched.target_workers > 1
+        if action == "retry_errors":
+            return live and bool(sched.errored)
+        if action == "open_episode":
+            return self._row_task(self.focused) is not None
+        if action == "steps_all":
+            return self.steps_scope != "all"
+        if action == "steps_selected":
+            return self.steps_scope == "all"
+        return True
+
+    def _after_command(self, note: str = "") -> None:
+        if note:
+            self.notify(note, timeout=2.5)
+        self.refresh_commands()
+        self.snapshot_soon()
+
+    def action_pause_dispatch(self) -> None:
+        self.console_app.scheduler.pause_dispatch(True, "")
+        self._after_command("dispatch paused")
+
+    def action_resume_dispatch(self) -> None:
+        self.console_app.scheduler.pause_dispatch(False, "")
+        self._after_command("dispatch resumed")
+
+    def action_pause_episode(self) -> None:
+        slot = self._selected_slot()
+        if slot is not None and self.console_app.scheduler.pause_episode(slot.slot, True):
+            self._after_command(f"slot {slot.slot}: paused")
+
+    def action_resume_episode(self) -> None:
+        slot = self._selected_slot()
+        if slot is not None and self.console_app.scheduler.pause_episode(slot.slot, False):
+            self._after_command(f"slot {slot.slot}: resumed")
+
+    def action_kill(self) -> None:
+        slot = self._selected_slot()
+        if slot is not None and self.console_app.scheduler.kill(slot.slot):
+            self._after_command(f"slot {slot.slot}: killing")
+
+    def action_requeue(self) -> None:
+        slot = self._selected_slot()
+        if slot is not None and self.console_app.scheduler.kill(slot.slot, requeue=True):
+            self._after_command(f"slot {slot.slot}: killing, requeued")
+
+    def action_more_slots(self) -> None:
+        sched = self.console_app.scheduler
+        sched.set_workers(sched.target_workers + 1)
+        self._after_command(f"slots: {sched.target_workers}")
+
+    def action_fewer_slots(self) -> None:
+        sched = self.console_app.scheduler
+        sched.set_workers(sched.target_workers - 1)
+        self._after_command(f"slots: {sched.target_workers}")
+
+    def action_retry_errors(self) -> None:
+        n = self.console_app.scheduler.retry_errors()
+        self._after_command(f"{n} errored back in the queue")
+
+    def action_steps_all(self) -> None:
+        self.steps_scope = "all"
+        self._show_steps()
+        self.refresh_commands()
+
+    def action_steps_selected(self) -> None:
+        self.steps_scope = "selected"
+        self._show_steps()
+        self.refresh_commands()
+
+    def action_open_report(self) -> None:
+        self.console_app.open_report()
+
+    def action_open_episode(self) -> None:
+        self._open(self.focused)
+
+    def _row_task(self, widget: Any) -> tuple[str, dict[str, Any] | None] | None:
+        """(task id, its record if finished) of the row under the cursor of `widget` (else of the Slots table)."""
+        if isinstance(widget, EpisodesTable):
+            key = widget.cursor_key()
+            rec = widget.records.get(key) if key else None
+            return (str(rec["task_id"]), rec) if rec else None
+        task = self._selected_task()
+        if not task:
+            return None
+        latest = next((r for r in reversed(self.state.records) if r.get("task_id") == task), None)
+        running = any(s.task_id == task for s in self.state.slots.values())
+        return task, (None if running else latest)
+
+    def _open(self, widget: Any) -> None:
+        found = self._row_task(widget)
+        if found is not None:
+            self.console_app.open_episode(*found)

@@ -1,0 +1,335 @@
+"""One episode: its task, actions, thoughts, answer, files, and its screenshots in the terminal, stepped with the
+arrow keys. It reads `<out>/<task_id>/result.json` and `trajectory/<i>_full_screenshot.png`, which the episode
+rewrites after every step, so it works for a running episode too (the dashboard asks it to reload on each step)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Label, Static
+
+from om2w_tui.benchmarks.trajectory import V2_JOIN
+from om2w_tui.frontends.console.formatting import clip
+from om2w_tui.frontends.console.widgets.screenshot import fit_cells, load_screenshot, screenshot_widget
+
+SHOT = re.compile(r"^(\d+)_full_screenshot\.png$")
+
+
+@dataclass
+class EpisodeFiles:
+    """What an episode folder holds, read in one go."""
+
+    result: dict[str, Any] = field(default_factory=dict)
+    shots: list[Path] = field(default_factory=list)
+    files: list[tuple[str, int]] = field(default_factory=list)     # (path relative to the folder, bytes)
+    problem: str = ""
+
+
+def read_episode(folder: Path) -> EpisodeFiles:
+    ep = EpisodeFiles()
+    if not folder.is_dir():
+        ep.problem = f"no folder yet: {folder.name}"
+        return ep
+    try:
+        ep.result = json.loads((folder / "result.json").read_text())
+    except FileNotFoundError:
+        ep.problem = "no result.json yet (the episode has not finished a step)"
+    except (OSError, ValueError) as e:
+        ep.problem = f"result.json: {e}"
+    traj = folder / "trajectory"
+    if traj.is_dir():
+        found = [(int(m.group(1)), p) for p in traj.iterdir() if (m := SHOT.match(p.name))]
+        ep.shots = [p for _, p in sorted(found)]
+    for p in sorted(folder.iterdir()):
+        if p.name.startswith("."):
+            continue
+        if p.is_dir():
+            n = sum(1 for _ in p.rglob("*") if _.is_file())
+            ep.files.append((p.name + "/", -n))
+        else:
+            try:
+                ep.files.append((p.name, p.stat().st_size))
+            except OSError:
+                continue
+    return ep
+
+
+@dataclass
+class StepView:
+    """What the agent did on one screenshot: its actions and its thought."""
+
+    actions: list[str] = field(default_factory=list)
+    thought: str = ""
+    url: str = ""
+
+
+def episode_steps(result: dict[str, Any], shots: list[Path]) -> tuple[str, list[StepView]]:
+    """(the answer, one StepView per screenshot, in order) of a result.json in either layout.
+
+    v2 names each action's screenshot, so the match is exact. v1 keeps only flat lists; an episode writes one
+    screenshot per step and repeats the step's thought for each of its actions, so consecutive actions with the
+    same thought are taken as one step (two steps with the very same thought would read as one)."""
+    history = result.get("action_history") or []
+    index = {p.name: i for i, p in enumerate(shots)}
+    if result.get("schema_version") or any(isinstance(h, dict) for h in history):
+        steps: dict[int, StepView] = {}
+        for h in history:
+            # the closing entry (the answer, or why the episode stopped) is no action
+            if not isinstance(h, dict) or str(h.get("action", "")).startswith(("TASK_COMPLETE", "TASK_INCOMPLETE")):
+                continue
+            i = index.get(str(h.get("screenshot")), -1)
+            v = steps.setdefault(i, StepView(thought=str(h.get("thought") or ""), url=str(h.get("url") or "")))
+            v.actions += str(h.get("action", "")).split(V2_JOIN)   # one entry is one step, its actions joined
+        ordered = [steps.get(i, StepView()) for i in range(max([len(shots), *[k + 1 for k in steps]]))]
+        return str(result.get("agent_final_answer") or ""), ordered
+    actions = [str(a) for a in history]
+    thoughts = [str(t) for t in result.get("thoughts") or []]
+    groups: list[StepView] = []
+    for n, action in enumerate(actions):
+        thought = thoughts[n] if n < len(thoughts) else ""
+        if groups and n > 0 and thought and thought == groups[-1].thought:
+            groups[-1].actions.append(action)
+        else:
+            groups.append(StepView([action], thought))
+    return str(result.get("final_result_response") or ""), groups
+
+
+def size_text(n: int) -> str:
+    if n < 0:
+        return f"{-n} file{'s' if n != -1 else ''}"
+    if n < 1024:
+        return f"{n} B"
+    return f"{n / 1024:.1f} kB" if n < 1024 * 1024 else f"{n / 1024 / 1024:.1f} MB"
+
+
+class EpisodeScreen(Screen[None]):
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    BINDINGS = [
+        Binding("left", "shot(-1)", "Prev shot", key_display="←", id="shot-prev", priority=True),
+        Binding("right", "shot(1)", "Next shot", key_display="→", id="shot-next", priority=True),
+        Binding("home", "shot_at(0)", "First", show=False, id="shot-first"),
+        Binding("end", "shot_at(-1)", "Last", show=False, id="shot-last"),
+        Binding("escape,backspace", "back", "Back", id="back"),
+    ]
+
+    def __init__(self, folder: Path, task_id: str, *, record: dict[str, Any] | None = None, task_text: str = "",
+                 renderer: str = "auto", running: bool = False):
+        super().__init__()
+        self.folder = folder
+        self.task_id = task_id
+        self.record = record
+        self.task_text = task_text
+        self.renderer = renderer
+        self.running = running
+        self.files = EpisodeFiles()
+        self.index = -1 if running else 0    # the screenshot shown; -1: the last, following new ones
+        self._generation = 0
+        self._shot_generation = 0
+        self._image_px = (0, 0)
+
+    def compose(self) -> ComposeResult:
+        yield Label("", id="ep-title")
+        with Horizontal(id="ep-body"):
+            with VerticalScroll(id="ep-text"):
+                yield Static("", id="ep-task")
+                yield Static("", id="ep-answer")
+                yield Static("", id="ep-current")
+                yield Static("", id="ep-actions")
+                yield Static("", id="ep-files")
+            with Vertical(id="ep-shot-box"):
+                yield screenshot_widget(self.renderer, id="ep-shot")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#ep-shot-box").border_title = "Screenshot"
+        self.query_one("#ep-text").border_title = "Episode"
+        self.reload()
+
+    # ── loading (in a thread: files can be large, the disk slow) ──
+    def reload(self, record: dict[str, Any] | None = None, running: bool | None = None) -> None:
+        if record is not None:
+            self.record = record
+        if running is not None:
+            self.running = running
+        self._generation += 1
+        self._read(self._generation)
+
+    @work(thread=True, exclusive=True, group="episode-read", exit_on_error=False)
+    def _read(self, generation: int) -> None:
+        files = read_episode(self.folder)
+        self.app.call_from_thread(self._loaded, generation, files)
+
+    def _loaded(self, generation: int, files: EpisodeFiles) -> None:
+        if generation != self._generation or not self.is_attached:
+            return
+        self.files = files
+        self._show_text()
+        self._show_shot()
+
+    @work(thread=True, exclusive=True, group="episode-shot", exit_on_error=False)
+    def _load_shot(self, generation: int, path: Path) -> None:
+        try:
+            image = load_screenshot(path, self.renderer)
+        except Exception as e:    # a PNG being rewritten, or gone with an earlier attempt
+            self.app.call_from_thread(self._shot_failed, generation, f"{path.name}: {e}")
+            return
+        self.app.call_from_thread(self._shot_loaded, generation, image)
+
+    def _shot_loaded(self, generation: int, image: Any) -> None:
+        if generation == self._shot_generation and self.is_attached:
+            self._image_px = image.size
+            self._fit_shot()
+            self.query_one("#ep-shot").image = image
+
+    def _shot_failed(self, generation: int, why: str) -> None:
+        if generation == self._shot_generation and self.is_attached:
+            self.query_one("#ep-shot-box").border_subtitle = f"cannot show {why}"
+
+    def _fit_shot(self) -> None:
+        """Size the image to the largest box that keeps its aspect ratio (textual-image cannot know the height)."""
+        box = self.query_one("#ep-shot-box").content_size
+        cols, rows = fit_cells(self._image_px, (box.width, box.height))
+        shot = self.query_one("#ep-shot")
+        shot.styles.width, shot.styles.height = max(1, cols), max(1, rows)
+
+    def on_resize(self) -> None:
+        if self._image_px != (0, 0):
+            self.call_after_refresh(self._fit_shot)
+
+    # ── rendering ──────────────────────────────────────────
+    @property
+    def shown(self) -> int:
+        n = len(self.files.shots)
+        if n == 0:
+            return -1
+        return n - 1 if self.index < 0 or self.index >= n else self.index
+
+    def _show_text(self) -> None:
+        res, rec = self.files.result, self.record or {}
+        final, steps = episode_steps(res, self.files.shots)
+        actions = [a for step in steps for a in step.actions]
+        title = Text()
+        title.append(self.task_id, style="bold")
+        if self.running:
+            title.append("  running", style="green")
+        elif rec:
+            title.append(f"  {rec.get('status')}", style="bold")
+            if rec.get("error") and rec.get("error") != rec.get("status"):
+                title.append(f" ({rec['error']})")
+            if "correct" in rec:
+                title.append("  correct" if rec["correct"] else "  wrong", style="green" if rec["correct"] else "red")
+            title.append(f"  attempt {rec.get('attempt', 1)} · {rec.get('steps', 0)} steps · "
+                         f"{float(rec.get('duration_s') or 0):.0f}s", style="dim")
+        self.query_one("#ep-title", Label).update(title)
+
+        task = Text()
+        task.append("Task\n", style="bold cyan")
+        task.append(res.get("task") or self.task_text or "(unknown)")
+        self.query_one("#ep-task", Static).update(task)
+
+        answer = Text()
+        answer.append("Answer\n", style="bold cyan")
+        final = final or rec.get("answer") or ""
+        answer.append(final if final else ("(none yet)" if self.running else "(none)"),
+                      style="" if final else "dim")
+        if self.files.problem:
+            answer.append(f"\n{self.files.problem}", style="yellow")
+        self.query_one("#ep-answer", Static).update(answer)
+
+        i = self.shown
+        n_shots = len(self.files.shots)
+        current = Text()
+        if i < 0:
+            current.append("No screenshot yet", style="bold")
+        elif i < len(steps) and steps[i].actions:
+            current.append(f"Step {i + 1} of {len(steps)}\n", style="bold cyan")
+            for action in steps[i].actions:
+                current.append("action: ", style="dim")
+                current.append(action + "\n")
+            if steps[i].thought:
+                current.append("thought: ", style="dim")
+                current.append(steps[i].thought)
+        elif i == n_shots - 1 and not self.running:
+            current.append("The final state", style="bold cyan")
+            current.append(f" (after {len(actions)} actions)", style="dim")
+        else:
+            current.append(f"Step {i + 1}", style="bold cyan")
+            current.append(" (no action recorded)" if i < len(steps) or not self.running else " (in progress)",
+                           style="dim")
+        self.query_one("#ep-current", Static).update(current)
+
+        hist = Text()
+        hist.append(f"Actions and thoughts ({len(actions)} in {len(steps)} steps)\n", style="bold cyan")
+        for n, step in enumerate(steps):
+            here = n == i
+            for k, action in enumerate(step.actions):
+                hist.append("▶ " if here and k == 0 else "  ", style="bold")
+                hist.append(f"{n + 1}. " if k == 0 else " " * len(f"{n + 1}. "), style="bold" if here else "dim")
+                hist.append(action + "\n", style="reverse" if here else "")
+            if step.thought:
+                hist.append(f"      {clip(step.thought, 200)}\n", style="dim italic")
+        self.query_one("#ep-actions", Static).update(hist)
+
+        files = Text()
+        where = (f"{self.task_id}/attempts/{self.folder.name}" if self.folder.parent.name == "attempts"
+                 else self.folder.name)
+        files.append(f"Files in {where}/\n", style="bold cyan")
+        for name, size in self.files.files:
+            files.append(f"  {name}", style="")
+            files.append(f"  {size_text(size)}\n", style="dim")
+        self.query_one("#ep-files", Static).update(files)
+
+    def _show_shot(self) -> None:
+        i = self.shown
+        box = self.query_one("#ep-shot-box")
+        shot = self.query_one("#ep-shot")
+        self._shot_generation += 1
+        if i < 0:
+            shot.image = None
+            box.border_subtitle = "no screenshot yet"
+            return
+        n = len(self.files.shots)
+        _, steps = episode_steps(self.files.result, self.files.shots)
+        what = "final state" if i == n - 1 and not self.running and not (i < len(steps) and steps[i].actions) \
+            else f"step {i + 1}"
+        box.border_subtitle = f"{i + 1}/{n} · {self.files.shots[i].name} · {what}"
+        self._load_shot(self._shot_generation, self.files.shots[i])
+
+    # ── keys ───────────────────────────────────────────────
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "shot":
+            step = int(parameters[0]) if parameters else 0
+            i, n = self.shown, len(self.files.shots)
+            return n > 0 and 0 <= i + step < n
+        return True
+
+    def action_shot(self, step: int) -> None:
+        n = len(self.files.shots)
+        if n == 0:
+            return
+        i = max(0, min(n - 1, self.shown + step))
+        self.index = -1 if i == n - 1 and self.running else i
+        self._show_text()
+        self._show_shot()
+        self.refresh_bindings()
+
+    def action_shot_at(self, i: int) -> None:
+        n = len(self.files.shots)
+        if n:
+            self.index = -1 if i < 0 else min(i, n - 1)
+            self._show_text()
+            self._show_shot()
+            self.refresh_bindings()
+
+    def action_back(self) -> None:
+        self.dismiss()

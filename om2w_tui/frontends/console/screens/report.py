@@ -1,0 +1,433 @@
+"""The report of a run: success by level and by site as bar charts, the status counts, the medians per episode, the
+grouped errors and the tasks that did not succeed, from which `enter` opens the episode view.
+
+The numbers are `report.summarize(out)`'s, computed in a thread (a large run's folder takes a while to read). For
+the live run it is computed again when episodes finish, at most once every `throttle_s` seconds."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Container
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import DataTable, Footer, Label, Static
+
+from om2w_tui.engine.results import read_results
+from om2w_tui.evaluation.report import fmt_num, fmt_rate, summarize
+from om2w_tui.frontends.console.formatting import clip, clock_text
+from om2w_tui.frontends.console.screens.episode import episode_steps
+from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable
+from om2w_tui.frontends.console.widgets.panels import STATUS_STYLE, styled
+from om2w_tui.frontends.console.widgets.rate_chart import RateChart
+
+if TYPE_CHECKING:
+    from om2w_tui.frontends.console.app import ConsoleApp
+
+WIDE = 120
+THROTTLE_S = 5.0
+
+# the commands the palette offers on the report, when `check_action` lets them: (action, title, help)
+REPORT_COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("open_failure", "Open the selected episode", "Task, actions, thoughts, answer, files and screenshots"),
+    ("refresh_report", "Refresh the report", "Read the run's folder again now"),
+    ("back", "Back to the dashboard", "Close the report"),
+)
+
+
+@dataclass
+class Failure:
+    """A task that did not succeed: its summary line and its latest record (None for another harness's folder)."""
+
+    task_id: str
+    status: str
+    success: bool | None
+    record: dict[str, Any] | None
+    answer: str
+
+
+@dataclass
+class Computed:
+    summary: dict[str, Any]
+    latest: dict[str, dict[str, Any]]
+    failures: list[Failure]
+
+
+def failed(task: dict[str, Any]) -> bool:
+    """Judged unsuccessful, or not judged and ended by a status other than done (a task with no record yet may be
+    running: it is not counted)."""
+    if task["success"] is not None:
+        return not task["success"]
+    return task["status"] not in ("done", "folder", "unrecorded")
+
+
+def answer_of(folder: Path) -> str:
+    try:
+        result = json.loads((folder / "result.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return ""
+    return episode_steps(result, [])[0] if isinstance(result, dict) else ""
+
+
+def compute(out: Path, judge: Path | None = None) -> Computed:
+    """The report's data: summarize()'s numbers, the latest record of each task and the failures."""
+    summary = summarize(out, judge)
+    latest = read_results(out).latest()
+    rows = []
+    for tid, t in summary["per_task"].items():
+        if not failed(t):
+            continue
+        rec = latest.get(tid)
+        answer = str((rec or {}).get("answer") or "") or (answer_of(out / tid) if t["has_folder"] else "")
+        rows.append(Failure(tid, t["status"], t["success"], rec, answer))
+    return Computed(summary, latest, rows)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def source_text(summary: dict[str, Any]) -> str:
+    succ = summary["success"]
+    if succ.get("source") == "judge":
+        j = succ["judge"] or {}
+        judged = f"{j.get('judged', 0)} of {summary['tasks']} judged"
+        return f"judge {j.get('mode') or '?'}/{j.get('model') or '?'}, {judged}"
+    if succ.get("source") == "correct":
+        return "reference answers (correct)"
+    return "no success measure: run `om2w-tui judge`"
+
+
+METRIC_NAMES = {"steps": "steps", "duration_s": "duration", "prompt_tokens": "prompt tok",
+                "completion_tokens": "compl. tok"}
+
+
+def metric_text(key: str, value: float | None) -> str:
+    return clock_text(value) if key == "duration_s" and value is not None else fmt_num(value)
+
+
+def summary_text(summary: dict[str, Any], wide: bool) -> Text:
+    """Overall success, statuses and medians: a column on a wide terminal, three lines on a narrow one."""
+    succ = summary["success"]
+    overall = fmt_rate(succ.get("overall")) if succ.get("source") else "-"
+    statuses = [(k, v) for k, v in summary["status"].items() if v]
+    metrics = [(k, m) for k, m in summary["metrics"].items() if m["n"]]
+    t = Text(no_wrap=not wide, overflow="ellipsis")
+    if not wide:
+        t.append("overall ", style="bold cyan")
+        t.append(overall, style="bold")
+        t.append(f" · {summary['tasks']} tasks, {summary['attempts']} attempts · {source_text(summary)}\n",
+                 style="dim")
+        t.append("status  ", style="bold cyan")
+        for i, (k, v) in enumerate(statuses):
+            t.append(" · " if i else "", style="dim")
+            t.append(k, style=STATUS_STYLE.get(k, ""))
+            t.append(f" {v}")
+        t.append("\nmedian  ", style="bold cyan")
+        t.append(" · ".join(f"{METRIC_NAMES.get(k, k)} {metric_text(k, m['median'])}" for k, m in metrics)
+                 or "-")
+        return t
+    t.append("Overall   ", style="bold cyan")
+    t.append(overall + "\n", style="bold")
+    t.append(f"          {source_text(summary)}\n", style="dim")
+    t.append("Tasks     ", style="bold cyan")
+    t.append(f"{summary['tasks']} ({summary['attempts']} attempts)\n")
+    t.append("Status\n", style="bold cyan")
+    for k, v in statuses:
+        t.append(f"  {k:<11}", style=STATUS_STYLE.get(k, ""))
+        t.append(f"{v:>5}\n")
+    t.append(f"{'Per episode':<13}{'median':>8}{'p90':>9}\n", style="bold cyan")
+    for k, m in metrics:
+        t.append(f"  {METRIC_NAMES.get(k, k):<11}")
+        t.append(f"{metric_text(k, m['median']):>8}{metric_text(k, m['p90']):>9}\n")
+    problems = summary["conformance"]["problems"]
+    if problems:
+        t.append(f"\n{problems} problem(s) for the official evaluator\n", style="yellow")
+    return t
+
+
+class FittedTable(KeyedTable):
+    """A KeyedTable whose FLEX columns share, by weight, the width the other columns leave (never narrower than
+    their own width): the text columns use a terminal of any width."""
+
+    FLEX: dict[str, int] = {}
+    SCROLLBAR = 2
+
+    def __init__(self, **kw: Any):
+        self._fitted: dict[str, int] = {}
+        super().__init__(**kw)
+
+    def width_of(self, key: str) -> int:
+        return self._fitted.get(key) or super().width_of(key)
+
+    def fit(self, width: int) -> bool:
+        """Share `width` (the table's inside) out; -> whether the table was rebuilt (its rows must be synced)."""
+        if width <= 0:
+            return False
+        fixed = sum(super(FittedTable, self).width_of(c.key) for c in self.COLUMNS if c.key not in self.FLEX)
+        free = width - fixed - 2 * len(self.COLUMNS) - self.SCROLLBAR     # each cell has a column of padding each side
+        weights = sum(self.FLEX.values())
+        widths = {k: max(super(FittedTable, self).width_of(k), free * w // weights) for k, w in self.FLEX.items()}
+        if widths == self._fitted:
+            return False
+        kept = self.cursor_key()
+        self._fitted = widths
+        self.clear(columns=True)
+        self._cells.clear()
+        self._add_columns()
+        self._keep_cursor = kept
+        return True
+
+    def set_wide(self, wide: bool) -> bool:
+        if wide != self.wide:
+            self._fitted = {}      # fitted again next
+        return super().set_wide(wide)
+
+
+class FailuresTable(FittedTable):
+    """The tasks that did not succeed, by task id."""
+
+    COLUMNS = (Col("task", "task", 22, 34), Col("ok", "ok", 2), Col("status", "status", 7, 9),
+               Col("error", "error", 16), Col("answer", "answer", 18))
+    FLEX = {"error": 1, "answer": 1}
+
+    def show(self, failures: list[Failure]) -> None:
+        rows = {}
+        for f in failures:
+            rec = f.record or {}
+            mark = Text("?", style="dim") if f.success is None else Text("✗", style="red") if not f.success else ""
+            answer = Text(clip(f.answer, self.width_of("answer")) or "(no answer)", style="" if f.answer else "dim")
+            rows[f.task_id] = (clip(f.task_id, self.width_of("task")), mark,
+                               styled(clip(f.status, self.width_of("status")), STATUS_STYLE, f.status),
+                               clip(str(rec.get("error") or ""), self.width_of("error")), answer)
+        self.sync(rows)
+
+
+class ErrorsTable(FittedTable):
+    """summarize()'s errors: every attempt's, grouped by status, kind and message."""
+
+    COLUMNS = (Col("count", "n", 4), Col("status", "status", 7, 9), Col("kind", "kind", 6, 8),
+               Col("message", "message", 30), Col("tasks", "tasks", 12))
+    FLEX = {"message": 5, "tasks": 2}
+
+    def __init__(self, **kw: Any):
+        super().__init__(**kw)
+        self.groups: dict[str, dict[str, Any]] = {}
+
+    def show(self, errors: list[dict[str, Any]]) -> None:
+        self.groups = {f"{g['status']}|{g['kind']}|{g['message']}": g for g in errors}
+        rows = {}
+        for key, g in self.groups.items():
+            tasks = ", ".join(g["tasks"]) + (" …" if g["task_count"] > len(g["tasks"]) else "")
+            rows[key] = (str(g["count"]), styled(clip(g["status"], self.width_of("status")), STATUS_STYLE, g["status"]),
+                         clip(g["kind"], self.width_of("kind")), clip(g["message"], self.width_of("message")),
+                         clip(tasks, self.width_of("tasks")))
+        self.sync(rows)
+
+
+class ReportScreen(Screen[None]):
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE, "-wide")]
+    BINDINGS = [
+        Binding("enter", "open_failure", "Open", key_display="⏎", id="report-open-episode", priority=True),
+        Binding("r", "refresh_report", "Refresh", id="report-refresh"),
+        Binding("escape", "back", "Back", id="report-back"),
+        Binding("escape", "close", "Quit", id="report-close", show=False),
+    ]
+
+    def __init__(self, out: Path, *, live: bool = False, total: int | None = None, judge: Path | None = None,
+                 standalone: bool = False, throttle_s: float = THROTTLE_S):
+        """out: the run's folder. live: the run is going on (recompute when episodes finish). total: the run's
+        task count. judge: the judge file to take success from. standalone: the app opened on the report (escape
+        quits)."""
+        super().__init__()
+        self.out = Path(out)
+        self.live = live
+        self.total = total
+        self.judge = judge
+        self.standalone = standalone
+        self.throttle_s = throttle_s
+        self.data: Computed | None = None
+        self.problem = ""
+        self.computed = 0                 # how many times the report was computed (the throttle's tests read it)
+        self._generation = 0
+        self._last_started = float("-inf")
+        self._due: Timer | None = None
+
+    @property
+    def console_app(self) -> ConsoleApp:
+        return cast("ConsoleApp", self.app)
+
+    @property
+    def wide(self) -> bool:
+        return self.has_class("-wide")
+
+    def compose(self) -> ComposeResult:
+        yield Label("", id="report-title")
+        with Container(id="report-top"):
+            yield RateChart("Success by level", "levels", id="by-level", classes="panel")
+            yield RateChart("Success by site", "sites", id="by-site", classes="panel")
+            summary = Static("", id="report-summary", classes="panel")
+            summary.border_title = "Run"
+            yield summary
+        failures = FailuresTable(id="failures", classes="panel")
+        failures.border_title = "Not successful"
+        yield failures
+        errors = ErrorsTable(id="errors", classes="panel")
+        errors.border_title = "Errors"
+        yield errors
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one(FailuresTable).focus()
+        self.show_report()
+        self.refresh_report()
+
+    def on_unmount(self) -> None:
+        if self._due is not None:
+            self._due.stop()
+            self._due = None
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.show_report)
+
+    # ── computing (in a thread: a large run's folder takes a while) ──
+    def refresh_report(self) -> None:
+        """Compute the report again now."""
+        if self._due is not None:
+            self._due.stop()
+            self._due = None
+        self._last_started = time.monotonic()
+        self._generation += 1
+        self.computed += 1
+        self._compute(self._generation)
+
+    def episode_finished(self) -> None:
+        """An episode of the run ended: compute again, at most once every `throttle_s` seconds."""
+        if self._due is not None:
+            return
+        wait = self._last_started + self.throttle_s - time.monotonic()
+        if wait <= 0:
+            self.refresh_report()
+        else:
+            self._due = self.set_timer(wait, self.refresh_report)
+
+    @work(thread=True, exclusive=True, group="report", exit_on_error=False)
+    def _compute(self, generation: int) -> None:
+        try:
+            data: Computed | None = compute(self.out, self.judge)
+            problem = ""
+        except Exception as e:   # a folder being written or gone; the report says so and keeps its last numbers
+            data, problem = None, f"{type(e).__name__}: {e}"
+        self.app.call_from_thread(self._computed, generation, data, problem)
+
+    def _computed(self, generation: int, data: Computed | None, problem: str) -> None:
+        if generation != self._generation or not self.is_attached:
+            return
+        if data is not None:
+            self.data = data
+        self.problem = problem
+        self.show_report()
+        self.refresh_bindings()
+
+    # ── rendering ──────────────────────────────────────────
+    def show_report(self) -> None:
+        wide = self.wide
+        with self.app.batch_update():
+            title = Text()
+            title.append("Report  ", style="bold")
+            data = self.data
+            if data is None:
+                title.append(self.out.name, style="bold")
+                title.append("  reading…" if not self.problem else "", style="dim")
+            else:
+                s = data.summary
+                title.append(s["name"], style="bold")
+                if s["name"] != self.out.name:
+                    title.append(f"  {self.out.name}", style="dim")
+                of = f" of {self.total}" if self.total is not None and self.total != s["tasks"] else ""
+                title.append(f"  {s['tasks']}{of} tasks")
+                dash = self.console_app.dashboard
+                phase = (dash.state.phase if dash is not None else "") if self.live else "finished"
+                title.append(f"  {phase}", style="green" if phase in ("starting", "running") else "dim")
+                if s["warnings"]:
+                    title.append(f"  {len(s['warnings'])} warning(s): {clip(s['warnings'][0], 60)}", style="yellow")
+            if self.problem:
+                title.append(f"  cannot read: {clip(self.problem, 80)}", style="red")
+            self.query_one("#report-title", Label).update(title)
+            for table in self.query(FittedTable):
+                table.set_wide(wide)
+                table.fit(table.content_size.width)
+            if data is None:
+                return
+            s = data.summary
+            succ = s["success"]
+            why = "no success measure: no judge file and no `correct`" if not succ.get("source") else ""
+            self.query_one("#by-level", RateChart).show(succ.get("by_level"), why)
+            self.query_one("#by-site", RateChart).show(succ.get("by_site"), why)
+            self.query_one("#report-summary", Static).update(summary_text(s, wide))
+            failures = self.query_one(FailuresTable)
+            failures.show(data.failures)
+            failures.border_subtitle = f"{len(data.failures)} of {s['tasks']} tasks"
+            errors = self.query_one(ErrorsTable)
+            errors.show(s["errors"])
+            n, attempts = len(s["errors"]), sum(g["count"] for g in s["errors"])
+            errors.border_subtitle = f"{plural(n, 'group')}, {plural(attempts, 'attempt')}" if n else "none"
+
+    # ── keys ───────────────────────────────────────────────
+    def _row_task(self, widget: Any) -> tuple[str, dict[str, Any] | None] | None:
+        """(task id, its latest record) of the row under the cursor: a failure, or an error group's first task."""
+        if self.data is None:
+            return None
+        if isinstance(widget, FailuresTable):
+            key = widget.cursor_key()
+            f = next((f for f in self.data.failures if f.task_id == key), None)
+            return (f.task_id, f.record) if f else None
+        if isinstance(widget, ErrorsTable):
+            key = widget.cursor_key()
+            g = widget.groups.get(key) if key else None
+            if g and g["tasks"]:
+                return g["tasks"][0], self.data.latest.get(g["tasks"][0])
+        return None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "open_failure":
+            return self._row_task(self.focused) is not None
+        if action == "back":
+            return not self.standalone
+        if action == "close":
+            return self.standalone
+        return True
+
+    def action_open_failure(self) -> None:
+        found = self._row_task(self.focused)
+        if found is not None:
+            self.console_app.open_episode(*found)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        # a click on the highlighted row
+        found = self._row_task(event.data_table)
+        if found is not None:
+            self.console_app.open_episode(*found)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.refresh_bindings()
+
+    def on_descendant_focus(self) -> None:
+        self.refresh_bindings()
+
+    def action_refresh_report(self) -> None:
+        self.refresh_report()
+
+    def action_back(self) -> None:
+        self.dismiss()
+
+    def action_close(self) -> None:
+        self.console_app.action_quit_run()

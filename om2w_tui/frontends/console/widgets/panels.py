@@ -1,0 +1,178 @@
+"""The dashboard's four panels. Each renders from the RunState it is given; none talks to the scheduler."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import Log
+
+from om2w_tui.engine.results import settles
+from om2w_tui.frontends.console.formatting import clip, clip_left, clock_text, countdown_text
+from om2w_tui.frontends.console.run_state import RunState
+from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable
+
+STATE_STYLE = {"running": "green", "starting": "cyan", "paused": "yellow", "stopping": "magenta",
+               "idle": "dim", "retiring": "dim", "cooling": "yellow", "free": "cyan", "done": "dim"}
+STATUS_STYLE = {"done": "green", "error": "red", "killed": "yellow", "timeout": "magenta", "blocked": "red"}
+
+
+def styled(text: str, style_for: dict[str, str], key: str | None = None) -> Text:
+    return Text(text, style=style_for.get(key or text, ""))
+
+
+class SlotsTable(KeyedTable):
+    DEFAULT_CSS = """
+    SlotsTable { height: auto; max-height: 12; }
+    """
+    COLUMNS = (Col("slot", "slot", 4), Col("task", "task", 21, 30), Col("site", "site", 13, 20),
+               Col("level", "level", 6), Col("step", "step", 5, 7), Col("elapsed", "time", 5, 7),
+               Col("state", "state", 8))
+
+    def show(self, state: RunState, now: float) -> None:
+        self.sync({str(sid): self._slot_cells(state, sid, now) for sid in sorted(state.slots)})
+
+    def show_slot(self, state: RunState, sid: int, now: float) -> None:
+        """One slot's row only (a step changes nothing else)."""
+        if sid in state.slots and not self.sync_row(str(sid), self._slot_cells(state, sid, now)):
+            self.show(state, now)
+
+    def _slot_cells(self, state: RunState, sid: int, now: float) -> tuple[Any, ...]:
+        s = state.slots[sid]
+        busy = s.task_id is not None
+        task_w, site_w = self.width_of("task"), self.width_of("site")
+        return (str(sid), clip(s.task_id, task_w) if busy else "-", clip_left(s.site, site_w) if busy else "",
+                (s.level or "") if busy else "", f"{s.step}/{s.max_steps or state.max_steps}" if busy else "",
+                clock_text(now - s.started_at) if busy and s.started_at else "", styled(s.state, STATE_STYLE))
+
+
+class SitesTable(KeyedTable):
+    DEFAULT_CSS = """
+    SitesTable { height: auto; max-height: 12; }
+    """
+    COLUMNS = (Col("site", "site", 15, 20), Col("state", "state", 12, 14), Col("left", "left", 4),
+               Col("done", "done", 4), Col("errors", "err", 3))
+
+    def show(self, state: RunState, now: float) -> None:
+        rows = {}
+        for name, v in state.sites.items():
+            if v.state == "cooling" and v.ready_at > now:
+                shown = Text(f"cooling {countdown_text(v.ready_at - now)}", style=STATE_STYLE["cooling"])
+            elif v.state == "running" and v.limit != 1:   # several at once: how many, of how many
+                shown = Text(f"running {v.running}" + (f"/{v.limit}" if v.limit else ""),
+                             style=STATE_STYLE["running"])
+            else:
+                # a cooldown that ran out between two snapshots is free (or done) already
+                st = v.state if v.state != "cooling" else ("free" if v.left else "done")
+                shown = styled(st, STATE_STYLE)
+            rows[name] = (clip_left(name, self.width_of("site")), shown, str(v.left), str(v.done),
+                          Text(str(v.errors), style="red" if v.errors else ""))
+        self.sync(rows)
+
+
+class EpisodesTable(KeyedTable):
+    """Finished attempts, newest first."""
+
+    DEFAULT_CSS = """
+    EpisodesTable { height: 1fr; }
+    """
+    COLUMNS = (Col("n", "#", 3, 4), Col("task", "task", 22, 34), Col("status", "status", 7, 11), Col("ok", "ok", 2),
+               Col("steps", "steps", 5), Col("actions", "acts", 4), Col("shots", "shots", 5),
+               Col("secs", "secs", 5), Col("answer", "answer", 60, 68))
+    MAX_ROWS = 2000
+
+    def __init__(self, **kw: Any):
+        super().__init__(**kw)
+        self.records: dict[str, dict[str, Any]] = {}
+        self._order: list[str] = []
+
+    @staticmethod
+    def key_of(rec: dict[str, Any]) -> str:
+        return f"{rec.get('task_id')}#{rec.get('attempt', 1)}@{rec.get('finished_at', '')}"
+
+    def set_wide(self, wide: bool) -> bool:
+        if not super().set_wide(wide):
+            return False
+        for n, key in enumerate(self._order, 1):
+            self.add_row(*self._cells_of(self.records[key], n), key=key)
+        self.sort("n", key=lambda n: int(n), reverse=True)
+        if self._keep_cursor is not None:
+            self.move_to_key(self._keep_cursor)
+            self._keep_cursor = None
+        return True
+
+    def add_records(self, records: Iterable[dict[str, Any]]) -> None:
+        # a cursor on the top row stays on top (the newest); one the reader moved stays on its episode
+        kept = self.cursor_key() if self.cursor_row > 0 else None
+        added = False
+        for rec in records:
+            key = self.key_of(rec)
+            if key in self.records:
+                continue
+            self.records[key] = rec
+            self._order.append(key)
+            self.add_row(*self._cells_of(rec, len(self._order)), key=key)
+            added = True
+        while len(self._order) > self.MAX_ROWS:
+            old = self._order.pop(0)
+            self.records.pop(old, None)
+            self.remove_row(old)
+        if added:
+            self.sort("n", key=lambda n: int(n), reverse=True)
+            if kept is not None and kept in self.records:
+                self.move_to_key(kept)
+
+    def _cells_of(self, rec: dict[str, Any], n: int) -> tuple[Any, ...]:
+        wide = self.wide
+        status = str(rec.get("status") or "")
+        why = rec.get("error") or ""
+        if status == "killed" and why in ("interrupted", "requeued"):
+            status = why if wide else why[:7]
+        task_w, answer_w = self.width_of("task"), self.width_of("answer")
+        ok = ""
+        if "correct" in rec and settles(rec):
+            ok = Text("✓", style="green") if rec["correct"] else Text("✗", style="red")
+        return (str(n), clip(rec.get("task_id"), task_w), styled(status, STATUS_STYLE, str(rec.get("status"))), ok,
+                str(rec.get("steps", 0)), str(rec.get("actions", 0)), str(rec.get("screenshots", 0)),
+                f"{float(rec.get('duration_s') or 0):.0f}", clip(rec.get("answer") or why, answer_w))
+
+
+class StepsLog(Log):
+    """The live step log: every slot's steps, or the selected slot's. Bounded; plain lines are cheap to add."""
+
+    DEFAULT_CSS = """
+    StepsLog { height: 1fr; overflow: auto auto; }
+    """
+    MAX_LINES = 1000
+
+    def __init__(self, **kw: Any):
+        super().__init__(max_lines=self.MAX_LINES, highlight=False, auto_scroll=False, **kw)
+        self._following = True
+        self._scroll_due = False
+
+    def add_lines(self, lines: list[str]) -> None:
+        """Append lines; follow the end unless the reader scrolled up (judged after layout, not before it)."""
+        if not self._scroll_due:
+            self._following = self.is_vertical_scroll_end or self.size.height == 0
+        self.write_lines(lines)
+        if self._following:
+            self._follow()
+
+    def restart(self, lines: list[str]) -> None:
+        self.clear()
+        self._following = True
+        self.add_lines(lines)
+
+    def _follow(self) -> None:
+        if not self._scroll_due:
+            self._scroll_due = True
+            self.call_after_refresh(self._to_end)
+
+    def _to_end(self) -> None:
+        self._scroll_due = False
+        self.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    def on_resize(self) -> None:
+        if self._following:
+            self._follow()
