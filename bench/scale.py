@@ -115,9 +115,9 @@ async def run(tasks: list[Task], slots: int, lengths: dict[str, float], step_s: 
         async with app.run_test(size=(160, 50)) as pilot:
             await pilot.pause()
             sched = Scheduler(cfg, tasks, executor, [app.sink, progress])
-            app.scheduler = sched
+            app.control = sched
             await drive(sched)
-            app.scheduler = None
+            app.control = None
             await pilot.pause(1.0)   # the footer's last rebuild lands before the app closes
             peak[0] = max(peak[0], rss_mb())
     else:

@@ -1,11 +1,14 @@
-"""What the engine tells its front ends. The scheduler reports these to every sink; a sink is anything with
-`handle(event)` (the Textual app, the headless log, a test recorder). Sinks are called on the event loop and
-must return at once."""
+"""What the engine tells its front ends: the events it reports to every sink as they happen, and the snapshot of
+its state that a front end asks for (`RunControl.snapshot()`, about once a second). A sink is anything with
+`handle(event)` (the Textual app, the headless log, the control socket, a test recorder); sinks are called on the
+event loop and must return at once. Everything here is a typed value: front ends read fields, never dict keys."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from om2w_tui.engine.results import EpisodeRecord
 
 
 @dataclass(frozen=True)
@@ -48,11 +51,24 @@ class EpisodeStep:
 
 @dataclass(frozen=True)
 class EpisodeFinished:
+    """An attempt ended and was recorded (`record`, the line written to results.jsonl)."""
     slot: int
-    record: dict[str, Any]
+    record: EpisodeRecord
     requeued: bool = False    # the task goes back in the queue (interrupted, requeued, or an infra retry)
     done: int | None = None   # tasks of the run's selection settled now (resumed ones included)
     errors: int | None = None  # of those, ended in error
+
+
+@dataclass(frozen=True)
+class EpisodePutBack:
+    """An attempt that never reached its worker (stopped while the worker started, or the worker vanished before
+    taking it): nothing recorded, no try used; the task is back at the front of the queue."""
+    slot: int
+    task_id: str
+    attempt: int
+    reason: str
+    done: int | None = None
+    errors: int | None = None
 
 
 @dataclass(frozen=True)
@@ -68,9 +84,93 @@ class Log:
 
 
 @dataclass(frozen=True)
+class RunSummary:
+    """The run's counts when it ended (or now)."""
+    total: int = 0              # tasks selected
+    settled_before: int = 0     # finished in the out folder before this run
+    finished: int = 0           # attempts recorded by this run
+    by_status: dict[str, int] = field(default_factory=dict)   # of those, by status
+    pending: int = 0            # tasks still queued
+    elapsed_s: float = 0.0
+    out: str = ""
+    correct: int | None = None  # the reference judge's verdicts, when the run has one
+    judged: int | None = None
+    unwritten: int = 0          # records the out folder would not take (the run did not keep its word)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"total": self.total, "settled_before": self.settled_before, "finished": self.finished,
+                               "by_status": dict(self.by_status), "pending": self.pending,
+                               "elapsed_s": self.elapsed_s, "out": self.out}
+        if self.judged:
+            out.update(correct=self.correct, judged=self.judged)
+        if self.unwritten:
+            out["unwritten"] = self.unwritten
+        return out
+
+
+@dataclass(frozen=True)
 class RunFinished:
-    summary: dict[str, Any] = field(default_factory=dict)
+    summary: RunSummary = field(default_factory=RunSummary)
+
+
+@dataclass(frozen=True)
+class SlotRow:
+    slot: int
+    state: str                  # idle | starting | running | paused | stopping | retiring
+    task_id: str | None = None
+    site: str | None = None
+    level: str | None = None
+    step: int = 0
+    started_at: float | None = None   # epoch seconds
+    attempt: int | None = None
+    max_steps: int | None = None
+
+
+@dataclass(frozen=True)
+class SiteRow:
+    site: str
+    state: str                  # running | cooling | free | done
+    ready_at: float = 0.0       # loop clock: no episode starts here before it
+    left: int = 0               # tasks queued
+    done: int = 0
+    errors: int = 0
+    total: int = 0
+    cooldown: float = 0.0       # its current cooldown (the run's, unless widened after a block)
+    running: int = 0
+    limit: int = 1              # episodes at once allowed (0: no limit)
+
+
+@dataclass(frozen=True)
+class Pacing:
+    per_site: int = 1
+    cooldown: float = 0.0
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    """The engine's state at loop-clock time `now`: what a front end draws and what its controls depend on."""
+    now: float = 0.0
+    slots: list[SlotRow] = field(default_factory=list)
+    sites: list[SiteRow] = field(default_factory=list)
+    paused: bool = False        # dispatch paused, for whatever reason
+    user_paused: bool = False   # ... by its user
+    breaker: str = ""           # why the circuit breaker holds dispatch ("" when closed)
+    storage: str = ""           # why the out folder holds dispatch ("" when it can be written)
+    stopping: bool = False
+    pacing: Pacing = field(default_factory=Pacing)
+    target_workers: int = 0
+    errors: int = 0             # tasks whose latest attempt ended in error (what retry_errors would queue)
+    summary: RunSummary = field(default_factory=RunSummary)
+
+    @property
+    def running(self) -> int:
+        """Episodes under way."""
+        return sum(1 for s in self.slots if s.task_id is not None)
+
+
+Event = (RunStarted | SlotChanged | EpisodeStarted | EpisodeStep | EpisodeFinished | EpisodePutBack
+         | DispatchChanged | Log | RunFinished)
 
 
 class Sink(Protocol):
-    def handle(self, event: object) -> None: ...
+    def handle(self, event: Event) -> None: ...

@@ -14,7 +14,7 @@ import os
 import platform
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -24,10 +24,12 @@ from om2w_tui.benchmarks.taskfiles import refresh_note
 from om2w_tui.benchmarks.tasks import Task, TaskFileError, file_sha256, load_tasks, parse_tasks, select
 from om2w_tui.benchmarks.trajectory import write_json_atomic
 from om2w_tui.engine.config import COORDINATES, RunConfig
+from om2w_tui.engine.control import Run
+from om2w_tui.engine.events import Sink
 from om2w_tui.engine.redact import redact_argv, redact_url
-from om2w_tui.engine.results import read_results
+from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.engine.runlock import OutFolderBusy, RunLock, check_free
-from om2w_tui.engine.scheduler import Scheduler
+from om2w_tui.engine.scheduler import Judge, Scheduler
 from om2w_tui.episode.arms import arm_names
 from om2w_tui.episode.browser import BrowserNotFound, check_browser_settings, find_chromium, resolve_browser
 from om2w_tui.episode.instruction import check_template
@@ -249,22 +251,23 @@ def write_manifest(pre: Preflight, extra: dict[str, Any] | None = None) -> None:
         "first_started_at": first or now, **(extra or {})})
 
 
-def reference_judge(task: dict[str, Any], rec: dict[str, Any]) -> bool | None:
+def reference_judge(task: dict[str, Any], rec: EpisodeRecord) -> bool | None:
     """Tasks that carry `reference_answer` (the offline suite's, or any file's) are judged on the spot: the episode
     ended well, the agent said it was done, and its answer holds every reference string. None without one."""
     if "reference_answer" not in task:
         return None
     from om2w_tui.offline import judge_answer  # the offline suite only when a run uses it
 
-    return rec.get("status") == "done" and bool(rec.get("agent_done")) and judge_answer(task, rec.get("answer"))
+    return rec.status == "done" and rec.agent_done and judge_answer(task, rec.answer)
 
 
 @contextlib.asynccontextmanager
-async def open_run(pre: Preflight, sinks: list[Any]) -> AsyncIterator[Any]:
-    """Start the run's services and yield its Scheduler; everything started here is ended on the way out."""
+async def open_run(pre: Preflight, sinks: list[Sink]) -> AsyncIterator[Run]:
+    """Start the run's services and yield the run (its scheduler, as the front ends may hold it); everything started
+    here is ended on the way out."""
     cfg = pre.config
     tasks = pre.tasks
-    judge: Callable[[dict[str, Any], dict[str, Any]], bool | None] | None = None
+    judge: Judge | None = None
     stack = contextlib.ExitStack()
     try:
         if cfg.bench == "offline":

@@ -1,5 +1,9 @@
 """The run's record of finished attempts: `<out>/results.jsonl`, one JSON line per attempt, appended by the
-scheduler alone. Resume reads every `results*.jsonl` of the folder (the seed's `results_<slot>.jsonl` too)."""
+scheduler alone. Resume reads every `results*.jsonl` of the folder (the seed's `results_<slot>.jsonl` too).
+
+`EpisodeRecord` is one attempt as the engine hands it to its front ends and writes it (`to_json`, one line); the
+log on disk is read back as plain JSON objects (`ResultsLog.records`), since older runs and the seed's runner wrote
+other keys, and `EpisodeRecord.from_json` reads one of them as a record."""
 
 from __future__ import annotations
 
@@ -8,9 +12,9 @@ import errno
 import json
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 log = logging.getLogger(__name__)
 
@@ -21,6 +25,99 @@ INTERRUPTED = "interrupted"
 REQUEUED = "requeued"
 # how an episode ended by its model endpoint's failures is worded: the circuit breaker counts these
 ENDPOINT_ERROR = "model endpoint: "
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    """One finished attempt of a task: how it ended, what it did, and when (epoch seconds). The keys of its JSON line
+    are its fields, in this order; the optional ones are written only when set."""
+
+    task_id: str
+    arm: str = ""
+    website: str = ""
+    level: str | None = None
+    model: str = ""
+    status: str = ""                  # one of STATUSES (a seed's record has none: "")
+    error: str | None = None
+    error_kind: str | None = None     # "infra": the harness's fault (retried), not the agent's
+    steps: int = 0
+    actions: int = 0
+    screenshots: int = 0
+    answer: str = ""
+    agent_done: bool = False          # the agent said it was done (rather than running out of steps or time)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    duration_s: float = 0.0
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    attempt: int = 1
+    slot: int | None = None
+    rows: int | None = None           # --record-rows: training rows written
+    hint_left: bool | None = None     # --hint-field: hint text found in a recorded prompt
+    blank_screenshot: bool | None = None   # the episode got no screenshot: its trajectory has a stand-in image
+    correct: bool | None = None       # the run's reference judge's verdict, when it has one
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)   # keys of other writers, kept as read
+
+    @property
+    def settles(self) -> bool:
+        """Whether it finishes its task (see `settles`)."""
+        return not self.requeued and not (self.status == "error" and self.error_kind == "infra")
+
+    @property
+    def requeued(self) -> bool:
+        """Ended by its run's stop or its user's requeue: it runs again, and is not the task's result."""
+        return self.status == "killed" and self.error in (INTERRUPTED, REQUEUED)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name == "extra":
+                continue
+            value = getattr(self, f.name)
+            if f.name in _OPTIONAL and value is None:
+                continue
+            out[f.name] = value
+        return {**out, **{k: v for k, v in self.extra.items() if k not in out}}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> EpisodeRecord:
+        """A record as some writer left it (this one, an older one, the seed's): known keys typed where they can be,
+        others kept in `extra`; a value of the wrong type falls back to the field's default."""
+        kw: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name == "extra" or f.name not in obj:
+                continue
+            value = _coerce(obj[f.name], _KINDS[f.name])
+            if value is not _BAD:
+                kw[f.name] = value
+        kw["task_id"] = str(obj.get("task_id", ""))
+        kw["status"] = str(obj.get("status") or "")
+        extra = {k: v for k, v in obj.items() if k not in _NAMES}
+        return cls(**kw, extra=extra)
+
+
+_BAD = object()
+_OPTIONAL = {"slot", "rows", "hint_left", "blank_screenshot", "correct"}
+_KINDS: dict[str, type] = {
+    "task_id": str, "status": str, "arm": str, "website": str, "level": str, "model": str, "error": str,
+    "error_kind": str, "steps": int, "actions": int, "screenshots": int, "answer": str, "agent_done": bool,
+    "prompt_tokens": int, "completion_tokens": int, "duration_s": float, "started_at": float, "finished_at": float,
+    "attempt": int, "slot": int, "rows": int, "hint_left": bool, "blank_screenshot": bool, "correct": bool,
+}
+_NAMES = set(_KINDS)
+
+
+def _coerce(value: Any, kind: type) -> Any:
+    if value is None:
+        return None if kind is str else _BAD
+    if kind is bool:
+        return bool(value)
+    if kind is str:
+        return value if isinstance(value, str) else str(value)
+    try:
+        return cast(Any, kind)(value)
+    except (TypeError, ValueError):
+        return _BAD
 
 
 def settles(record: dict[str, Any]) -> bool:
@@ -108,7 +205,7 @@ class ResultsStore:
                 if f.read(1) != b"\n":
                     f.write(b"\n")
 
-    def append(self, record: dict[str, Any]) -> None:
+    def append(self, record: EpisodeRecord | dict[str, Any]) -> None:
         """Append one whole line or nothing: a short write (a nearly full disk returns one instead of raising) is
         cut back off and raised as the OSError it is, so a torn line is never counted as written."""
         line = record_line(record)
@@ -132,7 +229,8 @@ class ResultsStore:
             os.close(fd)
 
 
-def record_line(record: dict[str, Any]) -> bytes:
+def record_line(record: EpisodeRecord | dict[str, Any]) -> bytes:
     """A record as one UTF-8 JSON line. Model output is arbitrary text: a lone surrogate in it is written as its
     JSON escape (backslashreplace gives exactly `\\udXXX`, valid only inside a JSON string, where it is)."""
-    return (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8", "backslashreplace")
+    obj = record.to_json() if isinstance(record, EpisodeRecord) else record
+    return (json.dumps(obj, ensure_ascii=False, default=str) + "\n").encode("utf-8", "backslashreplace")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -26,21 +27,39 @@ from typing import Any
 from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.benchmarks.trajectory import V2_JOIN
 from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.control import Interrupt
 from om2w_tui.engine.events import (
     DispatchChanged,
     EpisodeFinished,
+    EpisodePutBack,
     EpisodeStarted,
     EpisodeStep,
+    Event,
     Log,
+    Pacing,
     RunFinished,
+    RunSnapshot,
     RunStarted,
+    RunSummary,
+    Sink,
+    SiteRow,
     SlotChanged,
+    SlotRow,
 )
 from om2w_tui.engine.pacing import SitePacer
-from om2w_tui.engine.results import ENDPOINT_ERROR, INTERRUPTED, REQUEUED, STATUSES, ResultsStore, read_results
+from om2w_tui.engine.results import (
+    ENDPOINT_ERROR,
+    INTERRUPTED,
+    REQUEUED,
+    STATUSES,
+    EpisodeRecord,
+    ResultsStore,
+    read_results,
+)
 from om2w_tui.episode.instruction import step_budget
+from om2w_tui.executors.base import Executor, Worker
 
-Judge = Callable[[dict[str, Any], dict[str, Any]], "bool | None"]
+Judge = Callable[[dict[str, Any], EpisodeRecord], "bool | None"]
 Probe = Callable[[], Awaitable[bool]]
 USER_KILL_GRACE_S = 5.0
 # an episode's expected length before any has finished: seconds per unit of a task's reference length
@@ -74,8 +93,8 @@ class Episode:
 @dataclass
 class Slot:
     id: int
-    worker: Any = None
-    worker_start: asyncio.Task[Any] | None = None
+    worker: Worker | None = None
+    worker_start: asyncio.Task[Worker] | None = None
     episode: Episode | None = None
     retired: bool = False
 
@@ -142,7 +161,7 @@ class Scheduler:
     """The run. Every task is in exactly one place at a time: the queue, a slot, or settled (its record written or
     waiting to be). `_settle` is the only way out of a slot, and it runs whatever the episode raised."""
 
-    def __init__(self, config: RunConfig, tasks: list[Task], executor: Any, sinks: Iterable[Any] = (),
+    def __init__(self, config: RunConfig, tasks: list[Task], executor: Executor, sinks: Iterable[Sink] = (),
                  judge: Judge | None = None, spec_extra: dict[str, Any] | None = None, probe: Probe | None = None):
         self.cfg = config
         self.tasks = list(tasks)
@@ -165,7 +184,7 @@ class Scheduler:
         self.retried: dict[str, int] = {}
         self.free_restarts: dict[str, int] = {}   # episodes whose worker vanished before taking them
         self.storage_error = ""            # the out folder cannot be written: dispatch waits until it can
-        self.unwritten: deque[dict[str, Any]] = deque()
+        self.unwritten: deque[EpisodeRecord] = deque()
         self.stopping = False
         self.stats = RunStats()
         self.sites: dict[str, SiteCounts] = {}
@@ -193,7 +212,7 @@ class Scheduler:
         self._done_units = self._done_s = 0.0
 
     # ── sinks ──────────────────────────────────────────────
-    def emit(self, event: object) -> None:
+    def emit(self, event: Event) -> None:
         for sink in self.sinks:
             try:
                 sink.handle(event)
@@ -264,7 +283,8 @@ class Scheduler:
             await self._end_all()
         self.stats.unwritten = len(self.unwritten)
         for rec in self.unwritten:   # the last word on records the folder would not take
-            self.emit(Log("error", f"record not written to {self.store.path}: {json.dumps(rec, default=str)}"))
+            line = json.dumps(rec.to_json(), default=str)
+            self.emit(Log("error", f"record not written to {self.store.path}: {line}"))
         self.emit(RunFinished(self.summary()))
         return self.stats
 
@@ -408,13 +428,13 @@ class Scheduler:
         rest = (sum(self._site_units.values()) - self._site_units.get(crit, 0.0)) * self._s_per_unit()
         return crit if crit_chain >= rest / (active - 1) else None
 
-    def _learn_length(self, rec: dict[str, Any]) -> None:
+    def _learn_length(self, rec: EpisodeRecord) -> None:
         """A finished episode's length teaches the seconds per unit of reference length (done episodes only: an
         error or a kill says little about how long a task takes)."""
-        units = self._units.get(str(rec.get("task_id")))
-        if rec.get("status") == "done" and units and float(rec.get("duration_s") or 0) > 0:
+        units = self._units.get(rec.task_id)
+        if rec.status == "done" and units and rec.duration_s > 0:
             self._done_units += units
-            self._done_s += float(rec["duration_s"])
+            self._done_s += rec.duration_s
 
     def _dispatch(self) -> None:
         if self._cooldown_timer:
@@ -499,8 +519,7 @@ class Scheduler:
         self._enqueue(ep.task, front=True)
         why = ep.stop_error or (part or {}).get("error") or "stopped"
         self.emit(Log("info", f"{tid}: put back in the queue before it started ({why})"))
-        self.emit(EpisodeFinished(ep.slot, self._record(ep, {"status": "killed", "error": REQUEUED}, judge=False),
-                                  True, *self.done_count()))
+        self.emit(EpisodePutBack(ep.slot, tid, ep.attempt, str(why), *self.done_count()))
 
     async def _drive(self, slot: Slot, ep: Episode) -> dict[str, Any]:
         folder = self.out / ep.task.task_id
@@ -593,24 +612,26 @@ class Scheduler:
 
             ep.kill_timer = self.loop.call_at(self.loop.time() + grace, kill)
 
-    def _record(self, ep: Episode, part: dict[str, Any], judge: bool = True) -> dict[str, Any]:
+    def _record(self, ep: Episode, part: dict[str, Any]) -> EpisodeRecord:
+        """The record of an attempt, from what its worker (or its folder) said of it: `part`, as the wire gave it."""
         t = ep.task
         finished = self.epoch()
-        rec = {"task_id": t.task_id, "arm": self.cfg.arm, "website": t.website, "level": t.level,
-               "model": self.cfg.model, "status": part.get("status", "error"), "error": part.get("error"),
-               "error_kind": part.get("error_kind"), "steps": _int(part.get("steps")),
-               "actions": _int(part.get("actions")), "screenshots": _int(part.get("screenshots")),
-               "answer": str(part.get("answer") or ""), "agent_done": bool(part.get("agent_done")),
-               "prompt_tokens": _int(part.get("prompt_tokens")),
-               "completion_tokens": _int(part.get("completion_tokens")),
-               "duration_s": round(finished - ep.started_at, 1), "started_at": round(ep.started_at, 3),
-               "finished_at": round(finished, 3), "attempt": ep.attempt, "slot": ep.slot}
-        if rec["status"] not in STATUSES:
-            rec.update(status="error", error=f"unknown status {str(rec['status'])[:40]!r}: {rec['error']}")
-        for key in ("rows", "hint_left", "blank_screenshot"):   # optional fields the worker may add
-            if key in part:
-                rec[key] = part[key]
-        if judge and self.judge is not None:
+        status, error = str(part.get("status") or "error"), part.get("error")
+        if status not in STATUSES:
+            status, error = "error", f"unknown status {status[:40]!r}: {error}"
+        rec = EpisodeRecord(
+            task_id=t.task_id, status=status, arm=self.cfg.arm, website=t.website, level=t.level,
+            model=self.cfg.model, error=None if error is None else str(error),
+            error_kind=str(part["error_kind"]) if part.get("error_kind") else None,
+            steps=_int(part.get("steps")), actions=_int(part.get("actions")),
+            screenshots=_int(part.get("screenshots")), answer=str(part.get("answer") or ""),
+            agent_done=bool(part.get("agent_done")), prompt_tokens=_int(part.get("prompt_tokens")),
+            completion_tokens=_int(part.get("completion_tokens")), duration_s=round(finished - ep.started_at, 1),
+            started_at=round(ep.started_at, 3), finished_at=round(finished, 3), attempt=ep.attempt, slot=ep.slot,
+            # optional fields the worker may add
+            rows=_opt_int(part.get("rows")), hint_left=_opt_bool(part, "hint_left"),
+            blank_screenshot=_opt_bool(part, "blank_screenshot"))
+        if self.judge is not None:
             try:
                 verdict = self.judge(t.to_dict(), rec)
             except Exception as e:   # a judge that cannot read the task costs the verdict, never the record
@@ -618,11 +639,11 @@ class Scheduler:
                                          f"no verdict recorded"))
                 verdict = None
             if verdict is not None:
-                rec["correct"] = bool(verdict)
+                rec = dataclasses.replace(rec, correct=bool(verdict))
         return rec
 
     # ── records: written in order by one writer, off the event loop ──
-    def _submit(self, rec: dict[str, Any]) -> None:
+    def _submit(self, rec: EpisodeRecord) -> None:
         """Queue a record for `results.jsonl`. One writer appends them in order in a thread (an fsync must not stall
         the loop); when the folder cannot take one, it stays in memory, dispatch stops, and the storage probe
         starts the writer again once the folder can be written."""
@@ -699,20 +720,20 @@ class Scheduler:
                 self._schedule_storage_probe(self.cfg.probe_interval)
 
     # ── settling an attempt ────────────────────────────────
-    def _settle(self, ep: Episode, rec: dict[str, Any]) -> None:
+    def _settle(self, ep: Episode, rec: EpisodeRecord) -> None:
         """Record an attempt and decide what becomes of its task: settled, or queued again (interrupted, requeued by
         its user, or failed through the harness's fault within its retries). Pacing learns from it before the site
         is released, so a widened cooldown applies to the very next episode there."""
         task, site = ep.task, ep.task.site
         self._submit(rec)
         # the folder failed, not the task: it runs again, costing no try, once the folder can be written
-        storage = rec["status"] == "error" and bool(_STORAGE_ERROR.search(rec.get("error") or ""))
+        storage = rec.status == "error" and bool(_STORAGE_ERROR.search(rec.error or ""))
         if storage:
-            self._storage_fault(f"episode {task.task_id} could not write its folder: {rec['error']}")
-        if rec["status"] == "blocked":
+            self._storage_fault(f"episode {task.task_id} could not write its folder: {rec.error}")
+        if rec.status == "blocked":
             cooldown = self.pacer.widen(site)
-            self.emit(Log("warning", f"{site}: {rec['error']}; its cooldown is now {cooldown:g} s"))
-        elif rec["status"] == "done":
+            self.emit(Log("warning", f"{site}: {rec.error}; its cooldown is now {cooldown:g} s"))
+        elif rec.status == "done":
             self.pacer.relax(site)
         if not ep.site_released:
             ep.site_released = True
@@ -722,10 +743,10 @@ class Scheduler:
                 self.pacer.release_without_cooldown(site)
         s = self.stats
         s.finished += 1
-        s.by_status[rec["status"]] = s.by_status.get(rec["status"], 0) + 1
-        infra = rec["status"] == "error" and rec.get("error_kind") == "infra" and not storage
+        s.by_status[rec.status] = s.by_status.get(rec.status, 0) + 1
+        infra = rec.status == "error" and rec.error_kind == "infra" and not storage
         # the breaker watches the model endpoint: a run of its failures is the endpoint's, not the tasks'
-        endpoint = infra and str(rec.get("error") or "").startswith(ENDPOINT_ERROR)
+        endpoint = infra and (rec.error or "").startswith(ENDPOINT_ERROR)
         self.infra_in_a_row = self.infra_in_a_row + 1 if endpoint else 0
         if not endpoint:
             self.streak.clear()
@@ -733,21 +754,21 @@ class Scheduler:
             self.streak.append(task)
         if endpoint and self.infra_in_a_row >= self.cfg.breaker_after and not self.breaker_open \
                 and not self.stopping:
-            self._open_breaker(rec["error"] or "")
+            self._open_breaker(rec.error or "")
         free = endpoint and self.breaker_open   # a failure while the endpoint is known to be down costs no try
         retry = infra and (free or self.retried.get(task.task_id, 0) < self.cfg.retries)
         if retry:
             if not free:
                 self.retried[task.task_id] = self.retried.get(task.task_id, 0) + 1
-            self.emit(Log("warning", f"{task.task_id}: {rec['error']} (the harness's fault): trying again"))
-        requeued = rec["error"] in (INTERRUPTED, REQUEUED) or retry or storage
+            self.emit(Log("warning", f"{task.task_id}: {rec.error} (the harness's fault): trying again"))
+        requeued = rec.error in (INTERRUPTED, REQUEUED) or retry or storage
         if requeued:
             self._enqueue(task, front=True)
         else:
-            if "correct" in rec:   # judged once per task: its final attempt
+            if rec.correct is not None:   # judged once per task: its final attempt
                 s.judged += 1
-                s.correct += rec["correct"]
-            self._mark_settled(task, rec["status"] == "error")
+                s.correct += rec.correct
+            self._mark_settled(task, rec.status == "error")
         self.emit(EpisodeFinished(ep.slot, rec, requeued, *self.done_count()))
 
     # ── the circuit breaker: a failing endpoint pauses dispatch instead of failing every task ──
@@ -873,6 +894,14 @@ class Scheduler:
             self._stop(ep, "killed", INTERRUPTED, self.cfg.stop_grace)
         self._wake_up()
 
+    def interrupt(self) -> Interrupt:
+        """Ctrl-C, SIGTERM: stop the run gracefully; when it is already stopping, end every episode's processes now."""
+        if not self.stopping:
+            self.stop()
+            return "stopping"
+        self.stop(force=True)
+        return "forced"
+
     async def _retire(self, slot: Slot) -> None:
         self.slots.pop(slot.id, None)
         self.emit(SlotChanged(slot.id, "retired"))
@@ -901,41 +930,37 @@ class Scheduler:
         await asyncio.gather(*(self._close_worker(s) for s in list(self.slots.values())), return_exceptions=True)
 
     # ── what front ends show ───────────────────────────────
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> RunSummary:
         s = self.stats
-        out = {"total": s.total, "settled_before": s.settled_before, "finished": s.finished,
-               "by_status": dict(s.by_status), "pending": self.pending(),
-               "elapsed_s": round(self.loop.time() - self.started_mono, 1), "out": str(self.out)}
-        if s.judged:
-            out.update(correct=s.correct, judged=s.judged)
-        if self.unwritten:
-            out["unwritten"] = len(self.unwritten)
-        return out
+        return RunSummary(total=s.total, settled_before=s.settled_before, finished=s.finished,
+                          by_status=dict(s.by_status), pending=self.pending(),
+                          elapsed_s=round(self.loop.time() - self.started_mono, 1), out=str(self.out),
+                          correct=s.correct if s.judged else None, judged=s.judged if s.judged else None,
+                          unwritten=len(self.unwritten))
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> RunSnapshot:
         """The state front ends draw from: slots, sites with their cooldown deadlines, counts (loop-clock times)."""
         now = self.loop.time()
         slots = []
         for s in sorted(self.slots.values(), key=lambda s: s.id):
             ep = s.episode
-            slots.append({"slot": s.id, "state": ep.state if ep else ("retiring" if s.retired else "idle"),
-                          "task_id": ep.task.task_id if ep else None, "site": ep.task.site if ep else None,
-                          "level": ep.task.level if ep else None, "step": ep.steps if ep else 0,
-                          "started_at": ep.started_at if ep else None, "attempt": ep.attempt if ep else None,
-                          "max_steps": step_budget(ep.task.raw, self.cfg.max_steps) if ep else None})
+            if ep is None:
+                slots.append(SlotRow(s.id, "retiring" if s.retired else "idle"))
+                continue
+            slots.append(SlotRow(s.id, ep.state, ep.task.task_id, ep.task.site, ep.task.level, ep.steps,
+                                 ep.started_at, ep.attempt, step_budget(ep.task.raw, self.cfg.max_steps)))
         sites = []
         for name, c in self.sites.items():
             st = self.pacer.state(name)
             left = len(self.queue.get(name, ()))
             state = "running" if st.running else ("cooling" if st.ready_at > now else ("free" if left else "done"))
-            sites.append({"site": name, "state": state, "ready_at": st.ready_at, "left": left,
-                          "done": c.done, "errors": c.errors, "total": c.total, "cooldown": st.cooldown,
-                          "running": st.running, "limit": st.limit})
-        return {"now": now, "slots": slots, "sites": sites, "paused": self.dispatch_paused,
-                "pacing": {"per_site": self.pacer.per_site, "cooldown": self.pacer.cooldown},
-                "target_workers": self.target_workers, "errors": len(self.errored),
-                "user_paused": self.user_paused, "breaker": self.breaker_reason if self.breaker_open else "",
-                "stopping": self.stopping, "summary": self.summary()}
+            sites.append(SiteRow(name, state, st.ready_at, left, c.done, c.errors, c.total, st.cooldown, st.running,
+                                 st.limit))
+        return RunSnapshot(now=now, slots=slots, sites=sites, paused=self.dispatch_paused,
+                           user_paused=self.user_paused, breaker=self.breaker_reason if self.breaker_open else "",
+                           storage=self.storage_error, stopping=self.stopping,
+                           pacing=Pacing(self.pacer.per_site, self.pacer.cooldown),
+                           target_workers=self.target_workers, errors=len(self.errored), summary=self.summary())
 
 
 def _units(task: Task) -> float | None:
@@ -952,3 +977,11 @@ def _int(value: Any) -> int:
         return int(value or 0)
     except (TypeError, ValueError):
         return 0
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else _int(value)
+
+
+def _opt_bool(part: dict[str, Any], key: str) -> bool | None:
+    return bool(part[key]) if key in part else None

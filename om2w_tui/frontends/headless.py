@@ -7,25 +7,20 @@ import asyncio
 import signal
 import sys
 import time
-from typing import IO, Any
+from typing import IO
 
-from om2w_tui.engine.events import DispatchChanged, EpisodeFinished, Log, RunFinished, RunStarted
+from om2w_tui.engine.events import (
+    DispatchChanged,
+    EpisodeFinished,
+    EpisodePutBack,
+    Event,
+    Log,
+    RunFinished,
+    RunStarted,
+)
 from om2w_tui.engine.launch import Preflight, open_run
-
-
-def _clock(seconds: float) -> str:
-    seconds = int(seconds)
-    h, rem = divmod(seconds, 3600)
-    return f"{h}:{rem // 60:02d}:{rem % 60:02d}" if h else f"{rem // 60}:{rem % 60:02d}"
-
-
-def episode_line(slot: int, rec: dict[str, Any]) -> str:
-    verdict = ""
-    if "correct" in rec:
-        verdict = "  correct" if rec["correct"] else "  wrong"
-    status = rec["status"] + (f" ({rec['error']})" if rec.get("error") and rec["error"] != rec["status"] else "")
-    return (f"[slot {slot}] {rec['task_id']}  {rec.get('level') or '-'}  {rec['steps']} steps  "
-            f"{rec['duration_s']:.1f}s  {status}{verdict}")
+from om2w_tui.frontends.formatting import clock_text
+from om2w_tui.frontends.run_state import RunState, episode_line
 
 
 class HeadlessLog:
@@ -33,68 +28,62 @@ class HeadlessLog:
 
     def __init__(self, stream: IO[str] | None = None):
         self.stream = stream or sys.stdout
-        self.total = self.settled = self.finished = self.errors = 0
+        self.state = RunState()
         self.t0 = time.monotonic()
 
     def _print(self, text: str) -> None:
         print(text, file=self.stream, flush=True)
 
-    def handle(self, ev: object) -> None:
+    def handle(self, ev: Event) -> None:
+        self.state.apply(ev, time.time())
         if isinstance(ev, RunStarted):
-            self.total, self.settled = ev.total, ev.settled
             resume = f", resuming: {ev.settled} of {ev.total} already done" if ev.settled else ""
             self._print(f"run: {ev.total} tasks, {ev.workers} workers, out {ev.out}{resume}")
-        elif isinstance(ev, EpisodeFinished):
-            if ev.done is not None and ev.errors is not None:   # the scheduler's count: retries and resumes included
-                done, self.errors = ev.done, ev.errors
+        elif isinstance(ev, EpisodeFinished | EpisodePutBack):
+            if isinstance(ev, EpisodeFinished):
+                self._print(episode_line(ev.slot, ev.record) + ("  (will run again)" if ev.requeued else ""))
             else:
-                if not ev.requeued:
-                    self.finished += 1
-                    self.errors += ev.record["status"] == "error"
-                done = self.settled + self.finished
-            self._print(episode_line(ev.slot, ev.record) + ("  (will run again)" if ev.requeued else ""))
-            self._print(f"progress: {done}/{self.total} done, {self.errors} errors, "
-                        f"elapsed {_clock(time.monotonic() - self.t0)}")
+                self._print(f"[slot {ev.slot}] {ev.task_id}  put back in the queue before it started ({ev.reason})")
+            self._print(f"progress: {self.state.done}/{self.state.total} done, {self.state.errors} errors, "
+                        f"elapsed {clock_text(time.monotonic() - self.t0)}")
         elif isinstance(ev, DispatchChanged):
             self._print(f"dispatch {'paused' if ev.paused else 'resumed'}{': ' + ev.reason if ev.reason else ''}")
         elif isinstance(ev, Log) and ev.level in ("warning", "error"):
             self._print(f"{ev.level}: {ev.message}")
         elif isinstance(ev, RunFinished):
             s = ev.summary
-            statuses = ", ".join(f"{k} {v}" for k, v in sorted(s.get("by_status", {}).items())) or "nothing run"
-            self._print(f"summary: {s['finished']} episodes this run ({statuses}); "
-                        f"{s['settled_before']} done before; {s['pending']} left; {_clock(s['elapsed_s'])}")
-            if "correct" in s:
-                self._print(f"correct: {s['correct']} of {s['judged']} (reference judge)")
-            self._print(f"results: {s['out']}/results.jsonl")
-            if s.get("unwritten"):
-                self._print(f"error: {s['unwritten']} record(s) could not be written to {s['out']}/results.jsonl "
+            statuses = ", ".join(f"{k} {v}" for k, v in sorted(s.by_status.items())) or "nothing run"
+            self._print(f"summary: {s.finished} episodes this run ({statuses}); "
+                        f"{s.settled_before} done before; {s.pending} left; {clock_text(s.elapsed_s)}")
+            if s.judged:
+                self._print(f"correct: {s.correct} of {s.judged} (reference judge)")
+            self._print(f"results: {s.out}/results.jsonl")
+            if s.unwritten:
+                self._print(f"error: {s.unwritten} record(s) could not be written to {s.out}/results.jsonl "
                             f"(listed above); those tasks run again next time")
 
 
 async def run_headless(pre: Preflight, stream: IO[str] | None = None) -> int:
     sink = HeadlessLog(stream)
-    async with open_run(pre, [sink]) as scheduler:
+    async with open_run(pre, [sink]) as run:
         loop = asyncio.get_running_loop()
-        interrupts = 0
+        interrupted = False
 
         def interrupt() -> None:
-            nonlocal interrupts
-            interrupts += 1
-            if interrupts == 1:
+            nonlocal interrupted
+            interrupted = True
+            if run.interrupt() == "stopping":
                 sink._print("stopping: running episodes end keeping their steps (Ctrl-C again to end them now)")
-                scheduler.stop()
-            else:
-                scheduler.stop(force=True)
 
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, interrupt)
         try:
-            await scheduler.run()
+            await run.run()
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
-    if scheduler.stats.unwritten:   # records lost to a full disk: the run did not keep its word
+    summary = sink.state.summary
+    if summary is not None and summary.unwritten:   # records lost to a full disk: the run did not keep its word
         return 1
     # an episode's error is a result, not a failure of the run
-    return 130 if interrupts else 0
+    return 130 if interrupted else 0

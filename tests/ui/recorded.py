@@ -1,9 +1,10 @@
 """A recorded run for the console's deterministic tests: the engine events and snapshots of a short run on the
-offline suite (two slots, four sites), a frozen clock, a stand-in scheduler that records the commands it gets,
-and an episode folder with small PNG screenshots written by the test."""
+offline suite (two slots, four sites), a frozen clock, a stand-in run (RunControl) that records the commands it
+gets, and an episode folder with small PNG screenshots written by the test."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import struct
 import zlib
@@ -13,15 +14,22 @@ from typing import Any
 
 from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.control import Interrupt
 from om2w_tui.engine.events import (
     DispatchChanged,
     EpisodeFinished,
     EpisodeStarted,
     EpisodeStep,
+    Pacing,
+    RunSnapshot,
     RunStarted,
+    RunSummary,
+    SiteRow,
     SlotChanged,
+    SlotRow,
 )
 from om2w_tui.engine.launch import Preflight
+from om2w_tui.engine.results import EpisodeRecord
 
 T0 = 1_750_000_000.0          # the frozen clock's start (epoch seconds)
 LOOP0 = 5_000.0               # the engine's loop clock at T0
@@ -42,8 +50,8 @@ class FrozenClock:
 
 
 @dataclass
-class StubScheduler:
-    """Stands where the Scheduler stands for the controls: its state as the dashboard reads it, and every
+class StubRun:
+    """Stands where the run stands for the controls (a RunControl): its state as its snapshot gives it, and every
     command it receives."""
 
     dispatch_paused: bool = True       # as the recorded run left it
@@ -52,6 +60,7 @@ class StubScheduler:
     commands: list[tuple[Any, ...]] = field(default_factory=list)
     episodes: int = 2
     steps: dict[int, int] = field(default_factory=dict)   # slot -> step, where a test moved an episode on
+    states: dict[int, str] = field(default_factory=dict)  # slot -> state, where a test changed one
 
     def pause_dispatch(self, paused: bool = True, reason: str = "") -> None:
         self.dispatch_paused = paused
@@ -75,16 +84,19 @@ class StubScheduler:
         self.commands.append(("retry_errors",))
         return n
 
-    def stop(self) -> None:
-        self.commands.append(("stop",))
+    def stop(self, force: bool = False) -> None:
+        self.commands.append(("stop", force) if force else ("stop",))
 
-    def running(self) -> list[Any]:
-        return [object()] * self.episodes
+    def interrupt(self) -> Interrupt:
+        self.commands.append(("interrupt",))
+        return "stopping"
 
-    def snapshot(self) -> dict[str, Any]:
-        snap = {**snapshot(), "paused": self.dispatch_paused}
-        snap["slots"] = [{**s, "step": self.steps.get(s["slot"], s["step"])} for s in snap["slots"]]
-        return snap
+    def snapshot(self) -> RunSnapshot:
+        snap = snapshot()
+        slots = [dataclasses.replace(s, step=self.steps.get(s.slot, s.step), state=self.states.get(s.slot, s.state))
+                 for s in snap.slots[: self.episodes]]
+        return dataclasses.replace(snap, paused=self.dispatch_paused, slots=slots, target_workers=self.target_workers,
+                                   errors=len(self.errored))
 
 
 def tasks() -> list[Task]:
@@ -102,12 +114,11 @@ def preflight_for(out: Path) -> Preflight:
 
 def record(task_id: str, site: str, status: str = "done", steps: int = 3, answer: str = "", correct: bool = True,
            finished: float = T0, duration: float = 14.2, attempt: int = 1, slot: int = 0,
-           error: str | None = None) -> dict[str, Any]:
-    return {"task_id": task_id, "arm": "base", "website": f"http://{site}/", "level": "easy", "model": "oracle",
-            "status": status, "error": error, "error_kind": None, "steps": steps, "actions": steps,
-            "screenshots": steps + 1, "answer": answer, "agent_done": status == "done", "duration_s": duration,
-            "started_at": finished - duration, "finished_at": finished, "attempt": attempt, "slot": slot,
-            "correct": correct}
+           error: str | None = None) -> EpisodeRecord:
+    return EpisodeRecord(task_id=task_id, status=status, arm="base", website=f"http://{site}/", level="easy",
+                         model="oracle", error=error, steps=steps, actions=steps, screenshots=steps + 1, answer=answer,
+                         agent_done=status == "done", duration_s=duration, started_at=finished - duration,
+                         finished_at=finished, attempt=attempt, slot=slot, correct=correct)
 
 
 def events() -> list[Any]:
@@ -142,32 +153,21 @@ def events() -> list[Any]:
     ]
 
 
-def snapshot() -> dict[str, Any]:
+def snapshot() -> RunSnapshot:
     """The scheduler's snapshot at T0 (loop clock LOOP0): the shop cools down for another 65 s."""
-    return {
-        "now": LOOP0,
-        "slots": [
-            {"slot": 0, "state": "running", "task_id": "offline_booking_rates_11", "site": BOOKING, "level": "easy",
-             "step": 1, "started_at": T0 - 20},
-            {"slot": 1, "state": "paused", "task_id": "offline_wiki_port_06", "site": WIKI, "level": "easy",
-             "step": 2, "started_at": T0 - 38},
-        ],
-        "sites": [
-            {"site": SHOP, "state": "cooling", "ready_at": LOOP0 + 65, "left": 1, "done": 1, "errors": 0, "total": 2,
-             "cooldown": 90},
-            {"site": WIKI, "state": "running", "ready_at": 0.0, "left": 1, "done": 0, "errors": 0, "total": 2,
-             "cooldown": 90},
-            {"site": BOOKING, "state": "running", "ready_at": 0.0, "left": 0, "done": 0, "errors": 0, "total": 1,
-             "cooldown": 90},
-            {"site": LONG, "state": "free", "ready_at": 0.0, "left": 0, "done": 1, "errors": 0, "total": 1,
-             "cooldown": 90},
-        ],
-        "paused": True, "stopping": False,
-        "summary": {"total": 6, "settled_before": 1, "finished": 1, "by_status": {"done": 1}, "pending": 2},
-    }
+    return RunSnapshot(
+        now=LOOP0,
+        slots=[SlotRow(0, "running", "offline_booking_rates_11", BOOKING, "easy", 1, T0 - 20),
+               SlotRow(1, "paused", "offline_wiki_port_06", WIKI, "easy", 2, T0 - 38)],
+        sites=[SiteRow(SHOP, "cooling", LOOP0 + 65, left=1, done=1, errors=0, total=2, cooldown=90),
+               SiteRow(WIKI, "running", 0.0, left=1, done=0, errors=0, total=2, cooldown=90),
+               SiteRow(BOOKING, "running", 0.0, left=0, done=0, errors=0, total=1, cooldown=90),
+               SiteRow(LONG, "free", 0.0, left=0, done=1, errors=0, total=1, cooldown=90)],
+        paused=True, stopping=False, pacing=Pacing(1, 90), target_workers=2,
+        summary=RunSummary(total=6, settled_before=1, finished=1, by_status={"done": 1}, pending=2))
 
 
-def earlier_records() -> list[dict[str, Any]]:
+def earlier_records() -> list[EpisodeRecord]:
     """results.jsonl of the folder before this run: one task done (the resume)."""
     return [record("offline_longpage_automated_14", LONG, answer="It was automated in 1987.", finished=T0 - 3600,
                    duration=21.0, slot=1)]

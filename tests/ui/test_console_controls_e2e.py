@@ -30,7 +30,7 @@ async def test_minus_retires_a_slot_after_its_episode_and_ends_its_worker(tmp_pa
     app, rec, out = console(tmp_path, ids, workers=2)
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, "two episodes stepping", lambda: {e.slot for e in rec.of(EpisodeStep)} == {0, 1})
-        workers = {s.id: s.worker.pid for s in app.scheduler.slots.values() if s.worker is not None}
+        workers = {s.id: s.worker.pid for s in app.control.slots.values() if s.worker is not None}
         assert set(workers) == {0, 1}
         pressed = len(rec.events)
         await pilot.press("minus")
@@ -52,13 +52,13 @@ async def test_r_runs_the_errored_tasks_again(tmp_path):
     app, rec, out = console(tmp_path, [tid, other], model="oracle-slow-2", workers=2, retries=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, "both episodes stepping", lambda: {e.task_id for e in rec.of(EpisodeStep)} == {tid, other})
-        slot = next(s for s in app.scheduler.slots.values() if s.episode and s.episode.task.task_id == tid)
+        slot = next(s for s in app.control.slots.values() if s.episode and s.episode.task.task_id == tid)
         victims = [p for p in psutil.Process(slot.worker.pid).children(recursive=True) if "chrom" in p.name()]
         assert victims
         for p in victims:
             p.kill()
         failed = await until(pilot, "the crashed attempt's record", lambda: rec.of(EpisodeFinished, slot=slot.id))
-        assert (failed[0].record["status"], failed[0].record["error_kind"]) == ("error", "infra")
+        assert (failed[0].record.status, failed[0].record.error_kind) == ("error", "infra")
         assert not failed[0].requeued and (failed[0].done, failed[0].errors) == (1, 1)   # no retries left
         await pilot.pause(1.0)
         assert not rec.of(EpisodeStarted, attempt=2)                                     # nothing runs it again
@@ -80,7 +80,7 @@ async def test_a_second_ctrl_c_ends_a_stuck_episode_at_once_keeping_its_steps(tm
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, "a first step", lambda: rec.of(EpisodeStep))
         await until(pilot, "its browser", lambda: seen.update(our_chromium()) or seen)
-        worker = app.scheduler.slots[0].worker
+        worker = app.control.slots[0].worker
         os.kill(worker.pid, signal.SIGSTOP)                  # stuck: it will not answer the graceful stop
         try:
             await pilot.press("ctrl+c")

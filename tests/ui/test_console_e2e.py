@@ -162,7 +162,7 @@ async def test_k_kills_keeping_steps_and_shift_k_runs_it_again(tmp_path):
         await until(pilot, "a first step", lambda: rec.of(EpisodeStep))
         await pilot.press("K")
         first = await until(pilot, "the requeued attempt's record", lambda: rec.of(EpisodeFinished))
-        assert first[0].record["status"] == "killed" and first[0].record["error"] == "requeued"
+        assert first[0].record.status == "killed" and first[0].record.error == "requeued"
 
         again = (await until(pilot, "the second attempt", lambda: rec.of(EpisodeStarted, attempt=2)))[0]
         await until(pilot, "a step of the second attempt", lambda: rec.after(again, EpisodeStep))
@@ -183,7 +183,7 @@ async def test_k_kills_keeping_steps_and_shift_k_runs_it_again(tmp_path):
         await pilot.press("enter")
         view = await until(pilot, "the first attempt's view", lambda: isinstance(app.screen, EpisodeScreen)
                            and app.screen)
-        assert view.folder == out / tid / "attempts" / "1" and view.record["attempt"] == 1
+        assert view.folder == out / tid / "attempts" / "1" and view.record.attempt == 1
         await until(pilot, "its screenshots", lambda: view.files.shots)
         await pilot.press("escape")
         await pilot.press("q")
@@ -209,7 +209,7 @@ async def test_plus_runs_another_episode_at_once_and_q_stops_the_run_gracefully(
         await pilot.press("plus")
         await until(pilot, "a second episode on a new slot", lambda: rec.of(EpisodeStarted, slot=1))
         assert not rec.of(EpisodeFinished)           # both at once
-        assert len(app.scheduler.running()) == 2
+        assert len(app.control.running()) == 2
         await until(pilot, "both episodes stepping", lambda: {e.slot for e in rec.of(EpisodeStep)} == {0, 1})
         await until(pilot, "both browsers", lambda: seen.update(our_chromium()) or len(
             {profile for _, profile in seen.values()}) == 2)

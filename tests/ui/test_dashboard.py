@@ -10,7 +10,7 @@ from pathlib import Path
 
 from textual.command import CommandList
 
-from om2w_tui.engine.events import DispatchChanged, EpisodeStep, RunFinished, SlotChanged
+from om2w_tui.engine.events import DispatchChanged, EpisodeStep, RunFinished, RunSummary, SlotChanged
 from om2w_tui.frontends.console.app import ConsoleApp, make_app
 from om2w_tui.frontends.console.screens.dashboard import DashboardScreen
 from om2w_tui.frontends.console.screens.episode import EpisodeScreen
@@ -20,15 +20,15 @@ from om2w_tui.frontends.console.widgets.panels import EpisodesTable, SitesTable,
 from . import recorded as R
 
 
-def build(tmp_path: Path, **kw) -> tuple[ConsoleApp, R.FrozenClock, R.StubScheduler]:
+def build(tmp_path: Path, **kw) -> tuple[ConsoleApp, R.FrozenClock, R.StubRun]:
     out = tmp_path / "demo"
     out.mkdir(exist_ok=True)
-    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in R.earlier_records()))
+    (out / "results.jsonl").write_text("".join(json.dumps(r.to_json()) + "\n" for r in R.earlier_records()))
     clock = R.FrozenClock(R.T0 - 40)
     app = make_app(R.preflight_for(out), clock=clock, start_engine=False, last_launch=None,
                    image_renderer="unicode", **kw)
-    stub = R.StubScheduler()
-    app.scheduler = stub
+    stub = R.StubRun()
+    app.control = stub
     return app, clock, stub
 
 
@@ -72,7 +72,7 @@ async def test_panels_show_the_recorded_run(tmp_path):
         app.screen.render_all()
         assert cells(sites, R.SHOP)[1] == "free"
         episodes = app.screen.query_one(EpisodesTable)
-        assert [episodes.records[str(episodes.coordinate_to_cell_key((i, 0)).row_key.value)]["task_id"]
+        assert [episodes.records[str(episodes.coordinate_to_cell_key((i, 0)).row_key.value)].task_id
                 for i in range(episodes.row_count)] == ["offline_shop_search_01", "offline_longpage_automated_14"]
         titles = {w.border_title for w in app.screen.query(".panel")}
         assert titles == {"Slots", "Sites", "Steps", "Episodes"}
@@ -97,6 +97,7 @@ async def test_each_key_sends_its_command_to_the_selected_slot(tmp_path):
                                  ("pause_episode", 1, False)]
         stub.commands.clear()
         stub.errored["x"] = object()
+        stub.states[1] = "stopping"
         app.sink.handle(DispatchChanged(False, ""))
         app.sink.handle(SlotChanged(1, "stopping", "offline_wiki_port_06"))
         for _ in range(50):   # the footer follows on a later refresh: slower on a loaded machine
@@ -118,7 +119,7 @@ async def test_one_slot_cannot_go_below_one_and_nothing_applies_once_the_run_is_
         assert "fewer_slots" not in shown_keys(app)
         await pilot.press("minus")
         assert stub.commands == []
-        app.sink.handle(RunFinished({"finished": 1, "pending": 0}))
+        app.sink.handle(RunFinished(RunSummary(finished=1, pending=0)))
         await pilot.pause()
         keys = shown_keys(app)
         assert not {"pause_dispatch", "resume_dispatch", "kill", "more_slots"} & keys.keys()

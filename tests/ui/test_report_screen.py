@@ -169,7 +169,7 @@ async def test_enter_on_a_failure_opens_its_episode_and_escape_comes_back(tmp_pa
         await settle(pilot)
         view = app.screen
         assert isinstance(view, EpisodeScreen) and view.task_id == "amazon_return_policy_03"
-        assert view.folder == out / "amazon_return_policy_03" and view.record["status"] == "timeout"
+        assert view.folder == out / "amazon_return_policy_03" and view.record.status == "timeout"
         assert len(view.files.shots) == 2
         await pilot.press("escape")
         assert app.screen is report
@@ -177,7 +177,7 @@ async def test_enter_on_a_failure_opens_its_episode_and_escape_comes_back(tmp_pa
         await pilot.press("tab", "enter")
         await settle(pilot)
         assert isinstance(app.screen, EpisodeScreen) and app.screen.task_id == "booking_cancel_07"
-        assert app.screen.record["attempt"] == 2
+        assert app.screen.record.attempt == 2
         await pilot.press("escape", "q")
         await pilot.pause()
     assert app.return_code == 0
@@ -192,7 +192,7 @@ async def test_the_live_report_opens_from_the_dashboard_and_follows_finished_epi
         shop = R.record("offline_shop_search_01", R.SHOP, answer="The Copper Pour-Over Kettle costs $42.50.",
                         finished=R.T0 - 25, duration=15.0)
         with open(out / "results.jsonl", "a") as f:
-            f.write(json.dumps(shop) + "\n")
+            f.write(json.dumps(shop.to_json()) + "\n")
         await pilot.press("R")
         await settle(pilot)
         report = app.screen
@@ -207,7 +207,7 @@ async def test_the_live_report_opens_from_the_dashboard_and_follows_finished_epi
         booking = R.record("offline_booking_rates_11", R.BOOKING, answer="Room 12", correct=False,
                            finished=R.T0 + 6)
         with open(out / "results.jsonl", "a") as f:
-            f.write(json.dumps(wiki) + "\n" + json.dumps(booking) + "\n")
+            f.write(json.dumps(wiki.to_json()) + "\n" + json.dumps(booking.to_json()) + "\n")
         report._last_started = time.monotonic()     # as if it had just been computed
         app.sink.handle(EpisodeFinished(1, wiki))
         app.sink.handle(EpisodeFinished(0, booking))

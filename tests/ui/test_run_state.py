@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from om2w_tui.engine.events import EpisodeFinished, RunStarted
-from om2w_tui.frontends.console.formatting import clip_left, clock_text, countdown_text, eta_seconds
-from om2w_tui.frontends.console.run_state import RunState
+from om2w_tui.frontends.formatting import clip_left, clock_text, countdown_text, eta_seconds
+from om2w_tui.frontends.run_state import RunState
 
 from . import recorded as R
 
@@ -41,8 +43,7 @@ def test_a_cooldown_counts_down_from_its_deadline_whatever_the_ticks():
 def test_the_snapshot_is_the_truth_for_which_slots_exist():
     st = fold(RunState())
     snap = R.snapshot()
-    snap["slots"] = snap["slots"][:1]
-    st.apply_snapshot(snap, R.T0)
+    st.apply_snapshot(dataclasses.replace(snap, slots=snap.slots[:1]), R.T0)
     assert list(st.slots) == [0]
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from om2w_tui.benchmarks.tasks import Task, TaskFileError, parse_tasks
 from om2w_tui.engine.config import RunConfig
-from om2w_tui.engine.events import EpisodeFinished
+from om2w_tui.engine.events import EpisodeFinished, EpisodePutBack
 from om2w_tui.engine.redact import redact_argv, redact_url
 from om2w_tui.engine.results import ResultsStore, read_results, settles
 from om2w_tui.engine.runlock import OutFolderBusy, RunLock, check_free
@@ -185,7 +185,7 @@ async def test_a_run_stopped_while_the_disk_is_full_says_which_records_are_unwri
     assert stats.unwritten == 1
     assert any("record not written" in e.message and "a.com-0" in e.message
                for e in rec.events if type(e).__name__ == "Log")
-    assert rec.events[-1].summary["unwritten"] == 1
+    assert rec.events[-1].summary.unwritten == 1
 
 
 # ── 5. a widened cooldown did not reach the next episode ────
@@ -223,7 +223,8 @@ async def test_a_kill_while_the_worker_starts_puts_the_task_back(tmp_path, reque
     asyncio.get_running_loop().call_later(10, sched.kill, 0, requeue)
     await sched.run()
     assert [(r["status"], r["attempt"]) for r in records(tmp_path)] == [("done", 1)]
-    assert [e.requeued for e in rec.of(EpisodeFinished)] == [True, False]
+    assert [(e.task_id, e.attempt) for e in rec.of(EpisodePutBack)] == [("a.com-0", 1)]   # no record, no try
+    assert [e.requeued for e in rec.of(EpisodeFinished)] == [False]
 
 
 # ── 7. a killed worker was handed the next episode ──────────

@@ -178,3 +178,32 @@ def test_task_ids_are_text(tmp_path):
     (tmp_path / "results.jsonl").write_text(json.dumps({"task_id": 7, "status": "done"}) + "\n")
     log = read_results(tmp_path)
     assert set(log.latest()) == {"7"} and log.settled() == {"7"} and log.attempts() == {"7": 1}
+
+
+# ── EpisodeRecord: the typed record, its line and its reading back ──
+def test_a_record_writes_the_line_it_always_wrote_and_reads_it_back():
+    from om2w_tui.engine.results import EpisodeRecord
+    r = EpisodeRecord(task_id="t1", arm="base", website="https://a.com/", level="easy", model="m", status="done",
+                      steps=3, actions=4, screenshots=4, answer="é", agent_done=True, duration_s=12.5,
+                      started_at=1.0, finished_at=13.5, attempt=2, slot=0, correct=True)
+    obj = r.to_json()
+    assert list(obj)[:8] == ["task_id", "arm", "website", "level", "model", "status", "error", "error_kind"]
+    assert "rows" not in obj and "hint_left" not in obj and obj["correct"] is True   # optional: only when set
+    assert EpisodeRecord.from_json(json.loads(json.dumps(obj))) == r
+    assert r.settles and not r.requeued
+
+
+def test_a_record_of_another_writer_keeps_what_it_does_not_know_and_survives_bad_types():
+    from om2w_tui.engine.results import EpisodeRecord
+    seed = {"task_id": "t2", "arm": "agent", "website": "https://b.com", "level": "hard", "steps": "7",
+            "actions": None, "screenshots": "many", "answer": "x", "duration_s": 3, "error": "timeout",
+            "judge_notes": {"k": 1}}
+    r = EpisodeRecord.from_json(seed)
+    assert (r.status, r.steps, r.actions, r.screenshots, r.duration_s) == ("", 7, 0, 0, 3.0)
+    assert r.extra == {"judge_notes": {"k": 1}} and r.to_json()["judge_notes"] == {"k": 1}
+    assert r.settles     # the seed's records have no status: a record is a finished episode
+    killed = EpisodeRecord.from_json(rec("t3", status="killed", error=REQUEUED))
+    infra = EpisodeRecord.from_json(rec("t4", status="error", error="x", error_kind="infra"))
+    assert killed.requeued and not killed.settles and not infra.settles
+    assert all(EpisodeRecord.from_json(x).settles == settles(x)
+               for x in (seed, rec("a"), rec("b", status="killed", error=INTERRUPTED), rec("c", status="error")))

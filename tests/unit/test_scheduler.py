@@ -322,4 +322,20 @@ async def test_an_episode_says_its_own_step_budget(tmp_path):
     loop.call_at(loop.time() + 5, lambda: seen.update(snap=sched.snapshot()))
     await sched.run()
     assert {e.task_id: e.max_steps for e in rec.of(EpisodeStarted)} == {"a.com-0": 5, "b.com-0": 30}
-    assert sorted(s["max_steps"] for s in seen["snap"]["slots"]) == [5, 30]
+    assert sorted(s.max_steps for s in seen["snap"].slots) == [5, 30]
+
+
+async def test_an_interrupt_stops_gracefully_and_a_second_ends_the_workers_now(tmp_path):
+    tasks = make_tasks({"a.com": 1, "b.com": 1})
+    # stuck workers: the graceful stop would wait its grace (120 s) before killing them
+    ex = FakeExecutor({t.task_id: Behaviour(ignore_stop=True) for t in tasks})
+    sched = Scheduler(config(tmp_path, pace_cooldown=0, stop_grace=120), tasks, ex)
+    loop = asyncio.get_running_loop()
+    said: list[tuple[float, str]] = []
+    loop.call_at(loop.time() + 15, lambda: said.append((loop.time(), sched.interrupt())))
+    loop.call_at(loop.time() + 20, lambda: said.append((loop.time(), sched.interrupt())))
+    await sched.run()
+    assert [w for _, w in said] == ["stopping", "forced"]
+    assert loop.time() < 20 + 5          # ended by the second interrupt, not after the grace
+    assert {(r["status"], r["error"]) for r in records(tmp_path)} == {("killed", "interrupted")}
+    assert sched.snapshot().stopping and sched.snapshot().running == 0

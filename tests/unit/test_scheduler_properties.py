@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 
 from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.engine.config import RunConfig
-from om2w_tui.engine.events import EpisodeFinished, EpisodeStarted
+from om2w_tui.engine.events import EpisodeFinished, EpisodePutBack, EpisodeStarted
 from om2w_tui.engine.results import INTERRUPTED, read_results, settles
 from om2w_tui.engine.scheduler import Scheduler
 from tests.fakes import Behaviour, FakeExecutor
@@ -104,8 +104,8 @@ class Watcher:
             self.started.append((now, ev.site, ev.task_id))
             self.timeline.append(("start", now, ev.site, 0.0))
             self._runs_at_start[ev.task_id] = self.runs_of(ev.task_id)
-        elif isinstance(ev, EpisodeFinished):
-            tid = ev.record["task_id"]
+        elif isinstance(ev, EpisodeFinished | EpisodePutBack):
+            tid = ev.record.task_id if isinstance(ev, EpisodeFinished) else ev.task_id
             site = next(t.site for t in self.sched.tasks if t.task_id == tid)
             st = self.sched.pacer.state(site)
             self.finished.append((now, site, tid, st.ready_at))
@@ -226,7 +226,7 @@ async def _run(example: dict[str, Any], folder: Path) -> None:
 
 def check(example: dict[str, Any], folder: Path, ex: FakeExecutor, w: Watcher, world: World,
           sched: Scheduler) -> None:
-    rows = read_results(folder).records + list(sched.unwritten)   # kept in memory: a stopped run names them
+    rows = read_results(folder).records + [r.to_json() for r in sched.unwritten]   # kept in memory: named
     by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         by_task[r["task_id"]].append(r)

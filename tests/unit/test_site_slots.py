@@ -9,11 +9,11 @@ from collections import defaultdict
 import pytest
 
 from om2w_tui.cli.main import build_parser, config_from_args, main
-from om2w_tui.engine.events import EpisodeFinished, EpisodeStarted
+from om2w_tui.engine.events import EpisodeFinished, EpisodeStarted, Pacing, RunSnapshot, SiteRow
 from om2w_tui.engine.pacing import SitePacer
 from om2w_tui.engine.scheduler import Scheduler
-from om2w_tui.frontends.console.run_state import RunState, SiteView
 from om2w_tui.frontends.console.screens.dashboard import pacing_text
+from om2w_tui.frontends.run_state import RunState, SiteView
 from tests.fakes import FakeExecutor
 
 from .test_scheduler import Recorder, config, make_tasks, records
@@ -26,7 +26,7 @@ def most_at_once(rec: Recorder) -> dict[str, int]:
             now[ev.site] += 1
             most[ev.site] = max(most[ev.site], now[ev.site])
         elif isinstance(ev, EpisodeFinished):
-            now[ev.record["website"].split("//www.")[1].split("/")[0]] -= 1
+            now[ev.record.website.split("//www.")[1].split("/")[0]] -= 1
     return dict(most)
 
 
@@ -63,9 +63,9 @@ async def test_unpaced_fills_every_slot_with_one_site(tmp_path):
     loop.call_at(loop.time() + 5, lambda: seen.update(snap=sched.snapshot()))
     await sched.run()
     assert most_at_once(rec) == {"a.com": 4}
-    site = seen["snap"]["sites"][0]
-    assert (site["state"], site["running"], site["limit"]) == ("running", 4, 0)
-    assert seen["snap"]["pacing"] == {"per_site": 0, "cooldown": 0.0}
+    site = seen["snap"].sites[0]
+    assert (site.state, site.running, site.limit) == ("running", 4, 0)
+    assert seen["snap"].pacing == Pacing(0, 0.0)
 
 
 def test_the_flags(tmp_path):
@@ -87,11 +87,11 @@ def test_a_negative_site_slots_is_refused(tmp_path, capsys):
 
 
 def test_the_sites_panel_says_how_the_run_is_paced():
-    assert pacing_text({"per_site": 1, "cooldown": 120.0}) == "1 per site, cooldown 120 s"
-    assert pacing_text({"per_site": 3, "cooldown": 0.0}) == "3 per site, cooldown 0 s"
-    assert pacing_text({"per_site": 0, "cooldown": 0.0}) == "unpaced"
+    assert pacing_text(Pacing(1, 120.0)) == "1 per site, cooldown 120 s"
+    assert pacing_text(Pacing(3, 0.0)) == "3 per site, cooldown 0 s"
+    assert pacing_text(Pacing(0, 0.0)) == "unpaced"
     state = RunState()
-    state.apply_snapshot({"now": 0, "slots": [], "pacing": {"per_site": 2, "cooldown": 60},
-                          "sites": [{"site": "a.com", "state": "running", "running": 2, "limit": 2, "left": 3}]}, 0)
+    state.apply_snapshot(RunSnapshot(now=0, pacing=Pacing(2, 60),
+                                     sites=[SiteRow("a.com", "running", running=2, limit=2, left=3)]), 0)
     assert state.sites["a.com"] == SiteView("a.com", "running", 0.0, 3, 0, 0, 0, 2, 2)
-    assert state.pacing == {"per_site": 2, "cooldown": 60}
+    assert state.pacing == Pacing(2, 60)

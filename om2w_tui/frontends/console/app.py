@@ -16,14 +16,18 @@ from typing import Any
 from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.reactive import reactive
 from textual.screen import Screen
+from textual.signal import Signal
 from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
+from om2w_tui.engine.control import RunControl
+from om2w_tui.engine.events import Sink
 from om2w_tui.engine.launch import Preflight, UsageError, open_run, run_checks
-from om2w_tui.engine.results import read_results
+from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.frontends.console.launch_values import last_launch_path, load_values, save_values, values_from_config
-from om2w_tui.frontends.console.messages import EngineSink
+from om2w_tui.frontends.console.messages import EngineSink, EpisodeChange
 from om2w_tui.frontends.console.screens.dashboard import RUN_COMMANDS, DashboardScreen
 from om2w_tui.frontends.console.screens.episode import EpisodeScreen
 from om2w_tui.frontends.console.screens.launch import LaunchScreen
@@ -42,6 +46,9 @@ class ConsoleApp(App[int]):
     TITLE = "om2w-tui"
     CSS_PATH = [STYLES / "app.tcss", STYLES / "launch.tcss", STYLES / "dashboard.tcss", STYLES / "episode.tcss",
                 STYLES / "report.tcss"]
+    # quitting: the run is stopping to quit (the footer's commands follow it: a reactive with bindings=True)
+    quitting: reactive[bool] = reactive(False, bindings=True)
+
     BINDINGS = [
         Binding("q", "quit_run", "Quit", id="quit", priority=True),
         Binding("ctrl+c", "interrupt", "Stop", id="interrupt", show=False, priority=True),
@@ -49,7 +56,7 @@ class ConsoleApp(App[int]):
 
     def __init__(self, pre: Preflight | None, *, clock: Clock | None = None,
                  checks_fn: ChecksFn | None = None, image_renderer: str = "auto",
-                 start_engine: bool = True, last_launch: Path | None = None, sinks: Iterable[Any] = (),
+                 start_engine: bool = True, last_launch: Path | None = None, sinks: Iterable[Sink] = (),
                  auto_check: bool = True, cursor_blink: bool = True, report: Path | None = None,
                  judge: Path | None = None):
         super().__init__()
@@ -65,10 +72,11 @@ class ConsoleApp(App[int]):
         self.auto_check = auto_check
         self.cursor_blink = cursor_blink
         self.sink = EngineSink()
-        self.scheduler: Any = None          # the live Scheduler while the engine runs
+        # a step or the end of an episode, for the screens that follow them (an episode's view, the live report)
+        self.episode_signal: Signal[EpisodeChange] = Signal(self, "episode-changed")
+        self.control: RunControl | None = None   # the live run while the engine runs: commands go through it
         self.dashboard: DashboardScreen | None = None
         self.engine: Worker[Any] | None = None
-        self.quitting = False
         self.failed = False
         self.exit_code = EXIT_OK
         self._tasks: dict[str, str] = {}
@@ -106,7 +114,7 @@ class ConsoleApp(App[int]):
         if self.dashboard is None:
             return
         try:
-            records = read_results(out).records if out.is_dir() else []
+            records = [EpisodeRecord.from_json(r) for r in read_results(out).records] if out.is_dir() else []
         except OSError:
             records = []
         self.dashboard.add_earlier_records(records)
@@ -117,7 +125,7 @@ class ConsoleApp(App[int]):
             self.push_screen(ReportScreen(Path(self.pre.config.out), live=True, total=len(self.pre.tasks),
                                           judge=self.judge))
 
-    def open_episode(self, task_id: str, record: dict[str, Any] | None) -> None:
+    def open_episode(self, task_id: str, record: EpisodeRecord | None) -> None:
         out = Path(self.pre.config.out) if self.pre is not None else self.report_out
         if out is None:
             return
@@ -126,41 +134,35 @@ class ConsoleApp(App[int]):
         folder = out / task_id
         if record is not None and self.dashboard is not None:
             # an earlier attempt's files were moved to <task>/attempts/<n> when the next one began
-            attempt = int(record.get("attempt") or 1)
-            later = running or any(int(r.get("attempt") or 1) > attempt and r.get("task_id") == task_id
+            attempt = record.attempt
+            later = running or any(r.attempt > attempt and r.task_id == task_id
                                    for r in self.dashboard.known_records())
             if later and (folder / "attempts" / str(attempt)).is_dir():
                 folder = folder / "attempts" / str(attempt)
         self.push_screen(EpisodeScreen(folder, task_id, record=record, task_text=self._tasks.get(task_id, ""),
                                        renderer=self.image_renderer, running=running and record is None))
 
-    def episode_changed(self, task_id: str, record: dict[str, Any] | None = None) -> None:
-        """A step or the end of `task_id`'s episode: an open view of it reads its folder again."""
-        for screen in self.screen_stack:
-            # a view of an earlier attempt (under attempts/) has nothing new to read
-            if isinstance(screen, EpisodeScreen) and screen.task_id == task_id \
-                    and screen.folder.parent.name != "attempts":
-                screen.reload(record, running=record is None)
-            elif isinstance(screen, ReportScreen) and record is not None:
-                screen.episode_finished()
+    def episode_changed(self, task_id: str, record: EpisodeRecord | None = None) -> None:
+        """A step (`record` None) or the end of `task_id`'s episode: told to every screen that follows episodes."""
+        self.episode_signal.publish(EpisodeChange(task_id, record))
 
     # ── the engine ─────────────────────────────────────────
     @work(exclusive=True, exit_on_error=False, group="engine", name="engine")
     async def run_engine(self, pre: Preflight) -> None:
-        async with open_run(pre, [self.sink, *self.extra_sinks]) as scheduler:
-            self.scheduler = scheduler
+        async with open_run(pre, [self.sink, *self.extra_sinks]) as run:
+            self.control = run
             if self.quitting:      # quit while the run's services started
-                scheduler.stop()
+                run.stop()
             try:
-                await scheduler.run()
+                await run.run()
             finally:
-                self.scheduler = None
+                self.control = None
 
     def pull_snapshot(self) -> bool:
-        """Post the scheduler's snapshot to the dashboard; False when no run is live."""
-        if self.scheduler is None:
+        """Post the run's snapshot to the dashboard; False when no run is live."""
+        if self.control is None:
             return False
-        self.sink.snapshot(self.scheduler.snapshot(), self.clock())
+        self.sink.snapshot(self.control.snapshot(), self.clock())
         return True
 
     @property
@@ -175,7 +177,7 @@ class ConsoleApp(App[int]):
         if event.worker is not self.engine or event.state not in (
                 WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
             return
-        self.scheduler = None
+        self.control = None
         why = ""
         if event.state == WorkerState.ERROR:
             err = event.worker.error
@@ -209,7 +211,7 @@ class ConsoleApp(App[int]):
         if not self.engine_running:
             self._exit_with_code()
             return
-        running = len(self.scheduler.running()) if self.scheduler is not None else 0
+        running = self.control.snapshot().running if self.control is not None else 0
         if running:
             self.push_screen(ConfirmQuit(running), self._quit_answered)
         else:
@@ -236,15 +238,14 @@ class ConsoleApp(App[int]):
     def _stop_then_exit(self, code: int) -> None:
         self.quitting = True
         self.exit_code = code
-        if self.scheduler is not None:
-            self.scheduler.stop()
+        if self.control is not None:
+            self.control.stop()
         if self.dashboard is not None:
             self.dashboard.stopping()
-        self.refresh_bindings()
 
     def _force_stop(self) -> None:
-        if self.scheduler is not None:
-            self.scheduler.stop(force=True)
+        if self.control is not None:
+            self.control.interrupt()
         self.notify("ending the episodes' processes now", severity="warning")
 
     # ── command palette ────────────────────────────────────
@@ -269,7 +270,7 @@ class ConsoleApp(App[int]):
 
 def make_app(pre: Preflight | None, *, clock: Clock | None = None, checks_fn: ChecksFn | None = None,
              image_renderer: str = "auto", start_engine: bool = True, last_launch: Path | None | bool = True,
-             sinks: Iterable[Any] = (), auto_check: bool = True, cursor_blink: bool = True,
+             sinks: Iterable[Sink] = (), auto_check: bool = True, cursor_blink: bool = True,
              report: Path | None = None, judge: Path | None = None) -> ConsoleApp:
     """The console app, built the same way for the command line and tests.
 

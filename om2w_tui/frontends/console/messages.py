@@ -5,12 +5,12 @@ pulls every second travels the same way, so tests feed recorded events and a stu
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from textual.message import Message
 from textual.message_pump import MessagePump
 
 from om2w_tui.engine import events
+from om2w_tui.engine.results import EpisodeRecord
 
 
 @dataclass
@@ -39,6 +39,11 @@ class EpisodeEnded(Message):
 
 
 @dataclass
+class TaskPutBack(Message):
+    event: events.EpisodePutBack
+
+
+@dataclass
 class DispatchToggled(Message):
     event: events.DispatchChanged
 
@@ -53,11 +58,19 @@ class RunEnded(Message):
     event: events.RunFinished
 
 
+@dataclass(frozen=True)
+class EpisodeChange:
+    """What the app's episode signal carries: a step of `task_id`'s episode (`record` None), or its end."""
+
+    task_id: str
+    record: EpisodeRecord | None = None
+
+
 @dataclass
 class SnapshotTaken(Message):
-    """The scheduler's `snapshot()`, and the console clock's time when it was taken."""
+    """The run's `snapshot()`, and the console clock's time when it was taken."""
 
-    snapshot: dict[str, Any]
+    snapshot: events.RunSnapshot
     taken_at: float
 
     def can_replace(self, message: Message) -> bool:
@@ -66,7 +79,8 @@ class SnapshotTaken(Message):
 
 MESSAGE_FOR: dict[type, type[Message]] = {
     events.RunStarted: RunBegan, events.SlotChanged: SlotUpdated, events.EpisodeStarted: EpisodeBegan,
-    events.EpisodeStep: StepTaken, events.EpisodeFinished: EpisodeEnded, events.DispatchChanged: DispatchToggled,
+    events.EpisodeStep: StepTaken, events.EpisodeFinished: EpisodeEnded, events.EpisodePutBack: TaskPutBack,
+    events.DispatchChanged: DispatchToggled,
     events.Log: EngineLog, events.RunFinished: RunEnded,
 }
 
@@ -77,11 +91,11 @@ class EngineSink:
     def __init__(self, target: MessagePump | None = None):
         self.target = target
 
-    def handle(self, event: object) -> None:
+    def handle(self, event: events.Event) -> None:
         cls = MESSAGE_FOR.get(type(event))
         if cls is not None and self.target is not None:
             self.target.post_message(cls(event))   # type: ignore[call-arg]
 
-    def snapshot(self, snapshot: dict[str, Any], taken_at: float) -> None:
+    def snapshot(self, snapshot: events.RunSnapshot, taken_at: float) -> None:
         if self.target is not None:
             self.target.post_message(SnapshotTaken(snapshot, taken_at))

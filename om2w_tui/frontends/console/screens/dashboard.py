@@ -19,7 +19,9 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer
 
-from om2w_tui.frontends.console.formatting import clip
+from om2w_tui.engine.control import RunControl
+from om2w_tui.engine.events import Pacing
+from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.frontends.console.messages import (
     DispatchToggled,
     EngineLog,
@@ -30,11 +32,13 @@ from om2w_tui.frontends.console.messages import (
     SlotUpdated,
     SnapshotTaken,
     StepTaken,
+    TaskPutBack,
 )
-from om2w_tui.frontends.console.run_state import ACTIVE_STATES, RunState, SlotView, finish_line
 from om2w_tui.frontends.console.widgets.keyed_table import KeyedTable
 from om2w_tui.frontends.console.widgets.panels import EpisodesTable, SitesTable, SlotsTable, StepsLog
 from om2w_tui.frontends.console.widgets.run_header import RunHeader
+from om2w_tui.frontends.formatting import clip
+from om2w_tui.frontends.run_state import ACTIVE_STATES, RunState, SlotView, finish_line
 
 if TYPE_CHECKING:
     from om2w_tui.frontends.console.app import ConsoleApp
@@ -60,11 +64,11 @@ RUN_COMMANDS: tuple[tuple[str, str, str], ...] = (
 
 
 
-def pacing_text(pacing: dict[str, Any]) -> str:
+def pacing_text(pacing: Pacing | None) -> str:
     """How the run paces its sites, for the Sites panel: episodes at once per site and the cooldown."""
-    if not pacing:
+    if pacing is None:
         return ""
-    per_site, cooldown = int(pacing.get("per_site", 1)), float(pacing.get("cooldown", 0))
+    per_site, cooldown = pacing.per_site, pacing.cooldown
     if per_site == 0 and cooldown == 0:
         return "unpaced"
     return f"{per_site or 'any'} per site, cooldown {cooldown:g} s"
@@ -163,9 +167,9 @@ class DashboardScreen(Screen[None]):
             self.query_one(RunHeader).show(self.state, now, self.wide)
             slots = self.query_one(SlotsTable)
             slots.show(self.state, now)
-            target = getattr(self.console_app.scheduler, "target_workers", None)
+            target = self.state.target_workers
             n = len(self.state.slots)
-            slots.border_subtitle = f"{n} slots" + (f", target {target}" if target is not None and target != n else "")
+            slots.border_subtitle = f"{n} slots" + (f", target {target}" if target and target != n else "")
             if sites:
                 self._sites_due = False
                 sites_table = self.query_one(SitesTable)
@@ -237,13 +241,24 @@ class DashboardScreen(Screen[None]):
         rec = m.event.record
         self.state.episode_finished(m.event)
         self._add_records([rec])
-        self._log_all(m.event.slot, rec["task_id"], [finish_line(rec)])
-        if self.steps_scope == "selected" and self._shown_task == rec["task_id"]:
+        self._log_all(m.event.slot, rec.task_id, [finish_line(rec)])
+        if self.steps_scope == "selected" and self._shown_task == rec.task_id:
             self.query_one(StepsLog).add_lines([finish_line(rec)])
         self.render_soon()
         self.refresh_commands()
         self.snapshot_soon()
-        self.console_app.episode_changed(rec["task_id"], rec)
+        self.console_app.episode_changed(rec.task_id, rec)
+
+    def on_task_put_back(self, m: TaskPutBack) -> None:
+        ev = m.event
+        self.state.episode_put_back(ev)
+        line = f"= put back in the queue before it started ({ev.reason})"
+        self._log_all(ev.slot, ev.task_id, [line])
+        if self.steps_scope == "selected" and self._shown_task == ev.task_id:
+            self.query_one(StepsLog).add_lines([line])
+        self.render_soon()
+        self.refresh_commands()
+        self.snapshot_soon()
 
     def on_dispatch_toggled(self, m: DispatchToggled) -> None:
         self.state.dispatch_changed(m.event)
@@ -262,9 +277,9 @@ class DashboardScreen(Screen[None]):
     def on_run_ended(self, m: RunEnded) -> None:
         self.state.run_finished(m.event, self.now())
         s = m.event.summary
-        line = f"run finished: {s.get('finished', 0)} episodes this run, {s.get('pending', 0)} left"
-        if "correct" in s:
-            line += f", {s['correct']} of {s['judged']} correct"
+        line = f"run finished: {s.finished} episodes this run, {s.pending} left"
+        if s.judged:
+            line += f", {s.correct} of {s.judged} correct"
         self._log_all(None, None, [line])
         self.render_all()
         self.refresh_commands()
@@ -292,16 +307,16 @@ class DashboardScreen(Screen[None]):
         self.render_all()
         self.refresh_commands()
 
-    def add_earlier_records(self, records: list[dict[str, Any]]) -> None:
+    def add_earlier_records(self, records: list[EpisodeRecord]) -> None:
         """Attempts finished in this folder before this run (the table skips any it has already)."""
         self._add_records(records)
 
-    def known_records(self) -> list[dict[str, Any]]:
+    def known_records(self) -> list[EpisodeRecord]:
         return list(self.query_one(EpisodesTable).records.values())
 
-    def _add_records(self, records: list[dict[str, Any]]) -> None:
+    def _add_records(self, records: list[EpisodeRecord]) -> None:
         table = self.query_one(EpisodesTable)
-        records = sorted(records, key=lambda r: float(r.get("finished_at") or 0))
+        records = sorted(records, key=lambda r: r.finished_at)
         table.add_records(records)
         table.border_subtitle = f"{len(table.records)} finished"
 
@@ -346,8 +361,8 @@ class DashboardScreen(Screen[None]):
 
     # ── controls ───────────────────────────────────────────
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        sched = self.console_app.scheduler
-        live = sched is not None and not self.console_app.stopping and self.state.phase in ("starting", "running")
+        live = self.control is not None and not self.console_app.stopping \
+            and self.state.phase in ("starting", "running")
         slot = self._selected_slot()
         st = slot.state if slot and slot.task_id else None
         if action == "pause_dispatch":
@@ -363,9 +378,9 @@ class DashboardScreen(Screen[None]):
         if action == "more_slots":
             return live
         if action == "fewer_slots":
-            return live and sched.target_workers > 1
+            return live and self.state.target_workers > 1
         if action == "retry_errors":
-            return live and bool(sched.errored)
+            return live and self.state.errored > 0
         if action == "open_episode":
             return self._row_task(self.focused) is not None
         if action == "steps_all":
@@ -380,46 +395,59 @@ class DashboardScreen(Screen[None]):
         self.refresh_commands()
         self.snapshot_soon()
 
+    @property
+    def control(self) -> RunControl | None:
+        """The live run's controls; None once it is over (or before it began)."""
+        return self.console_app.control
+
+    def _command(self) -> RunControl:
+        # an action runs only when check_action allowed it, which it does only while the run is live
+        assert self.control is not None
+        return self.control
+
     def action_pause_dispatch(self) -> None:
-        self.console_app.scheduler.pause_dispatch(True, "")
+        self._command().pause_dispatch(True, "")
         self._after_command("dispatch paused")
 
     def action_resume_dispatch(self) -> None:
-        self.console_app.scheduler.pause_dispatch(False, "")
+        self._command().pause_dispatch(False, "")
         self._after_command("dispatch resumed")
 
     def action_pause_episode(self) -> None:
         slot = self._selected_slot()
-        if slot is not None and self.console_app.scheduler.pause_episode(slot.slot, True):
+        if slot is not None and self._command().pause_episode(slot.slot, True):
             self._after_command(f"slot {slot.slot}: paused")
 
     def action_resume_episode(self) -> None:
         slot = self._selected_slot()
-        if slot is not None and self.console_app.scheduler.pause_episode(slot.slot, False):
+        if slot is not None and self._command().pause_episode(slot.slot, False):
             self._after_command(f"slot {slot.slot}: resumed")
 
     def action_kill(self) -> None:
         slot = self._selected_slot()
-        if slot is not None and self.console_app.scheduler.kill(slot.slot):
+        if slot is not None and self._command().kill(slot.slot):
             self._after_command(f"slot {slot.slot}: killing")
 
     def action_requeue(self) -> None:
         slot = self._selected_slot()
-        if slot is not None and self.console_app.scheduler.kill(slot.slot, requeue=True):
+        if slot is not None and self._command().kill(slot.slot, requeue=True):
             self._after_command(f"slot {slot.slot}: killing, requeued")
 
     def action_more_slots(self) -> None:
-        sched = self.console_app.scheduler
-        sched.set_workers(sched.target_workers + 1)
-        self._after_command(f"slots: {sched.target_workers}")
+        self._set_workers(self.state.target_workers + 1)
 
     def action_fewer_slots(self) -> None:
-        sched = self.console_app.scheduler
-        sched.set_workers(sched.target_workers - 1)
-        self._after_command(f"slots: {sched.target_workers}")
+        self._set_workers(self.state.target_workers - 1)
+
+    def _set_workers(self, n: int) -> None:
+        n = max(1, n)
+        self._command().set_workers(n)
+        self.state.target_workers = n   # until the next snapshot says so: a second press counts from here
+        self._after_command(f"slots: {n}")
 
     def action_retry_errors(self) -> None:
-        n = self.console_app.scheduler.retry_errors()
+        n = self._command().retry_errors()
+        self.state.errored = 0
         self._after_command(f"{n} errored back in the queue")
 
     def action_steps_all(self) -> None:
@@ -438,16 +466,16 @@ class DashboardScreen(Screen[None]):
     def action_open_episode(self) -> None:
         self._open(self.focused)
 
-    def _row_task(self, widget: Any) -> tuple[str, dict[str, Any] | None] | None:
+    def _row_task(self, widget: Any) -> tuple[str, EpisodeRecord | None] | None:
         """(task id, its record if finished) of the row under the cursor of `widget` (else of the Slots table)."""
         if isinstance(widget, EpisodesTable):
             key = widget.cursor_key()
             rec = widget.records.get(key) if key else None
-            return (str(rec["task_id"]), rec) if rec else None
+            return (rec.task_id, rec) if rec else None
         task = self._selected_task()
         if not task:
             return None
-        latest = next((r for r in reversed(self.state.records) if r.get("task_id") == task), None)
+        latest = next((r for r in reversed(self.state.records) if r.task_id == task), None)
         running = any(s.task_id == task for s in self.state.slots.values())
         return task, (None if running else latest)
 

@@ -19,8 +19,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Label, Static
 
 from om2w_tui.benchmarks.trajectory import V2_JOIN
-from om2w_tui.frontends.console.formatting import clip
+from om2w_tui.engine.results import EpisodeRecord
+from om2w_tui.frontends.console.messages import EpisodeChange
 from om2w_tui.frontends.console.widgets.screenshot import fit_cells, load_screenshot, screenshot_widget
+from om2w_tui.frontends.formatting import clip
 
 SHOT = re.compile(r"^(\d+)_full_screenshot\.png$")
 
@@ -122,7 +124,7 @@ class EpisodeScreen(Screen[None]):
         Binding("escape,backspace", "back", "Back", id="back"),
     ]
 
-    def __init__(self, folder: Path, task_id: str, *, record: dict[str, Any] | None = None, task_text: str = "",
+    def __init__(self, folder: Path, task_id: str, *, record: EpisodeRecord | None = None, task_text: str = "",
                  renderer: str = "auto", running: bool = False):
         super().__init__()
         self.folder = folder
@@ -154,9 +156,17 @@ class EpisodeScreen(Screen[None]):
         self.query_one("#ep-shot-box").border_title = "Screenshot"
         self.query_one("#ep-text").border_title = "Episode"
         self.reload()
+        signal = getattr(self.app, "episode_signal", None)
+        # a view of an earlier attempt (under attempts/) has nothing new to read
+        if signal is not None and self.folder.parent.name != "attempts":
+            signal.subscribe(self, self._episode_changed, immediate=True)
+
+    def _episode_changed(self, change: EpisodeChange) -> None:
+        if change.task_id == self.task_id:
+            self.reload(change.record, running=change.record is None)
 
     # ── loading (in a thread: files can be large, the disk slow) ──
-    def reload(self, record: dict[str, Any] | None = None, running: bool | None = None) -> None:
+    def reload(self, record: EpisodeRecord | None = None, running: bool | None = None) -> None:
         if record is not None:
             self.record = record
         if running is not None:
@@ -215,21 +225,20 @@ class EpisodeScreen(Screen[None]):
         return n - 1 if self.index < 0 or self.index >= n else self.index
 
     def _show_text(self) -> None:
-        res, rec = self.files.result, self.record or {}
+        res, rec = self.files.result, self.record
         final, steps = episode_steps(res, self.files.shots)
         actions = [a for step in steps for a in step.actions]
         title = Text()
         title.append(self.task_id, style="bold")
         if self.running:
             title.append("  running", style="green")
-        elif rec:
-            title.append(f"  {rec.get('status')}", style="bold")
-            if rec.get("error") and rec.get("error") != rec.get("status"):
-                title.append(f" ({rec['error']})")
-            if "correct" in rec:
-                title.append("  correct" if rec["correct"] else "  wrong", style="green" if rec["correct"] else "red")
-            title.append(f"  attempt {rec.get('attempt', 1)} · {rec.get('steps', 0)} steps · "
-                         f"{float(rec.get('duration_s') or 0):.0f}s", style="dim")
+        elif rec is not None:
+            title.append(f"  {rec.status}", style="bold")
+            if rec.error and rec.error != rec.status:
+                title.append(f" ({rec.error})")
+            if rec.correct is not None:
+                title.append("  correct" if rec.correct else "  wrong", style="green" if rec.correct else "red")
+            title.append(f"  attempt {rec.attempt} · {rec.steps} steps · {rec.duration_s:.0f}s", style="dim")
         self.query_one("#ep-title", Label).update(title)
 
         task = Text()
@@ -239,7 +248,7 @@ class EpisodeScreen(Screen[None]):
 
         answer = Text()
         answer.append("Answer\n", style="bold cyan")
-        final = final or rec.get("answer") or ""
+        final = final or (rec.answer if rec is not None else "")
         answer.append(final if final else ("(none yet)" if self.running else "(none)"),
                       style="" if final else "dim")
         if self.files.problem:

@@ -12,6 +12,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Button, Footer, Input, Label, Select, Static
@@ -42,13 +43,15 @@ class LaunchScreen(Screen[None]):
         Binding("escape", "app.quit", "Quit", id="launch-quit"),
     ]
 
+    # a launch under way (checks first): the footer offers Launch again when it failed
+    launching: reactive[bool] = reactive(False, bindings=True)
+
     def __init__(self, values: dict[str, str], *, auto_check: bool = True, cursor_blink: bool = True):
         super().__init__()
         self.values = dict(values)
         self.auto_check = auto_check
         self.cursor_blink = cursor_blink
         self.checking = False
-        self._launching = False
         self._generation = 0
         self._check_timer: Timer | None = None
 
@@ -131,12 +134,12 @@ class LaunchScreen(Screen[None]):
         self._start_preflight(launch=False)
 
     def action_launch(self) -> None:
-        if not self._launching:
+        if not self.launching:
             self._start_preflight(launch=True)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "launch":
-            return not self._launching
+            return not self.launching
         return True
 
     def _start_preflight(self, launch: bool) -> None:
@@ -153,7 +156,7 @@ class LaunchScreen(Screen[None]):
             return
         self._generation += 1
         self.checking = True
-        self._launching = launch
+        self.launching = launch
         self.query_one("#launch-button", Button).disabled = launch
         self._report(Text("launching: checking first…" if launch else "checking…", style="dim"))
         self._preflight(self._generation, cfg, values, launch)
@@ -177,9 +180,8 @@ class LaunchScreen(Screen[None]):
             if not ok:
                 self._mark_problem(field_of_problem(detail))
         if pre is None:
-            self._launching = False
+            self.launching = False   # the footer follows (a reactive with bindings=True)
             self.query_one("#launch-button", Button).disabled = False
-            self.refresh_bindings()
         elif launch:
             self.console_app.start_run(pre, values)
 

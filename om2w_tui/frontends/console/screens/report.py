@@ -21,13 +21,14 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Label, Static
 
-from om2w_tui.engine.results import read_results
+from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.evaluation.report import fmt_num, fmt_rate, summarize
-from om2w_tui.frontends.console.formatting import clip, clock_text
+from om2w_tui.frontends.console.messages import EpisodeChange
 from om2w_tui.frontends.console.screens.episode import episode_steps
 from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable
 from om2w_tui.frontends.console.widgets.panels import STATUS_STYLE, styled
 from om2w_tui.frontends.console.widgets.rate_chart import RateChart
+from om2w_tui.frontends.formatting import clip, clock_text
 
 if TYPE_CHECKING:
     from om2w_tui.frontends.console.app import ConsoleApp
@@ -50,14 +51,14 @@ class Failure:
     task_id: str
     status: str
     success: bool | None
-    record: dict[str, Any] | None
+    record: EpisodeRecord | None
     answer: str
 
 
 @dataclass
 class Computed:
     summary: dict[str, Any]
-    latest: dict[str, dict[str, Any]]
+    latest: dict[str, EpisodeRecord]
     failures: list[Failure]
 
 
@@ -80,13 +81,13 @@ def answer_of(folder: Path) -> str:
 def compute(out: Path, judge: Path | None = None) -> Computed:
     """The report's data: summarize()'s numbers, the latest record of each task and the failures."""
     summary = summarize(out, judge)
-    latest = read_results(out).latest()
+    latest = {tid: EpisodeRecord.from_json(r) for tid, r in read_results(out).latest().items()}
     rows = []
     for tid, t in summary["per_task"].items():
         if not failed(t):
             continue
         rec = latest.get(tid)
-        answer = str((rec or {}).get("answer") or "") or (answer_of(out / tid) if t["has_folder"] else "")
+        answer = (rec.answer if rec else "") or (answer_of(out / tid) if t["has_folder"] else "")
         rows.append(Failure(tid, t["status"], t["success"], rec, answer))
     return Computed(summary, latest, rows)
 
@@ -202,12 +203,11 @@ class FailuresTable(FittedTable):
     def show(self, failures: list[Failure]) -> None:
         rows = {}
         for f in failures:
-            rec = f.record or {}
             mark = Text("?", style="dim") if f.success is None else Text("✗", style="red") if not f.success else ""
             answer = Text(clip(f.answer, self.width_of("answer")) or "(no answer)", style="" if f.answer else "dim")
             rows[f.task_id] = (clip(f.task_id, self.width_of("task")), mark,
                                styled(clip(f.status, self.width_of("status")), STATUS_STYLE, f.status),
-                               clip(str(rec.get("error") or ""), self.width_of("error")), answer)
+                               clip(f.record.error or "" if f.record else "", self.width_of("error")), answer)
         self.sync(rows)
 
 
@@ -289,6 +289,13 @@ class ReportScreen(Screen[None]):
         self.query_one(FailuresTable).focus()
         self.show_report()
         self.refresh_report()
+        signal = getattr(self.app, "episode_signal", None)
+        if signal is not None and self.live:
+            signal.subscribe(self, self._episode_changed, immediate=True)
+
+    def _episode_changed(self, change: EpisodeChange) -> None:
+        if change.record is not None:
+            self.episode_finished()
 
     def on_unmount(self) -> None:
         if self._due is not None:
@@ -382,7 +389,7 @@ class ReportScreen(Screen[None]):
             errors.border_subtitle = f"{plural(n, 'group')}, {plural(attempts, 'attempt')}" if n else "none"
 
     # ── keys ───────────────────────────────────────────────
-    def _row_task(self, widget: Any) -> tuple[str, dict[str, Any] | None] | None:
+    def _row_task(self, widget: Any) -> tuple[str, EpisodeRecord | None] | None:
         """(task id, its latest record) of the row under the cursor: a failure, or an error group's first task."""
         if self.data is None:
             return None

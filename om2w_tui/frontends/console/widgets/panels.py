@@ -8,10 +8,10 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Log
 
-from om2w_tui.engine.results import settles
-from om2w_tui.frontends.console.formatting import clip, clip_left, clock_text, countdown_text
-from om2w_tui.frontends.console.run_state import RunState
+from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable
+from om2w_tui.frontends.formatting import clip, clip_left, clock_text, countdown_text
+from om2w_tui.frontends.run_state import RunState
 
 STATE_STYLE = {"running": "green", "starting": "cyan", "paused": "yellow", "stopping": "magenta",
                "idle": "dim", "retiring": "dim", "cooling": "yellow", "free": "cyan", "done": "dim"}
@@ -84,12 +84,12 @@ class EpisodesTable(KeyedTable):
 
     def __init__(self, **kw: Any):
         super().__init__(**kw)
-        self.records: dict[str, dict[str, Any]] = {}
+        self.records: dict[str, EpisodeRecord] = {}
         self._order: list[str] = []
 
     @staticmethod
-    def key_of(rec: dict[str, Any]) -> str:
-        return f"{rec.get('task_id')}#{rec.get('attempt', 1)}@{rec.get('finished_at', '')}"
+    def key_of(rec: EpisodeRecord) -> str:
+        return f"{rec.task_id}#{rec.attempt}@{rec.finished_at}"
 
     def set_wide(self, wide: bool) -> bool:
         if not super().set_wide(wide):
@@ -102,7 +102,7 @@ class EpisodesTable(KeyedTable):
             self._keep_cursor = None
         return True
 
-    def add_records(self, records: Iterable[dict[str, Any]]) -> None:
+    def add_records(self, records: Iterable[EpisodeRecord]) -> None:
         # a cursor on the top row stays on top (the newest); one the reader moved stays on its episode
         kept = self.cursor_key() if self.cursor_row > 0 else None
         added = False
@@ -123,19 +123,19 @@ class EpisodesTable(KeyedTable):
             if kept is not None and kept in self.records:
                 self.move_to_key(kept)
 
-    def _cells_of(self, rec: dict[str, Any], n: int) -> tuple[Any, ...]:
+    def _cells_of(self, rec: EpisodeRecord, n: int) -> tuple[Any, ...]:
         wide = self.wide
-        status = str(rec.get("status") or "")
-        why = rec.get("error") or ""
-        if status == "killed" and why in ("interrupted", "requeued"):
+        status = rec.status
+        why = rec.error or ""
+        if rec.requeued:
             status = why if wide else why[:7]
         task_w, answer_w = self.width_of("task"), self.width_of("answer")
-        ok = ""
-        if "correct" in rec and settles(rec):
-            ok = Text("✓", style="green") if rec["correct"] else Text("✗", style="red")
-        return (str(n), clip(rec.get("task_id"), task_w), styled(status, STATUS_STYLE, str(rec.get("status"))), ok,
-                str(rec.get("steps", 0)), str(rec.get("actions", 0)), str(rec.get("screenshots", 0)),
-                f"{float(rec.get('duration_s') or 0):.0f}", clip(rec.get("answer") or why, answer_w))
+        ok: str | Text = ""
+        if rec.correct is not None and rec.settles:
+            ok = Text("✓", style="green") if rec.correct else Text("✗", style="red")
+        return (str(n), clip(rec.task_id, task_w), styled(status, STATUS_STYLE, rec.status), ok,
+                str(rec.steps), str(rec.actions), str(rec.screenshots),
+                f"{rec.duration_s:.0f}", clip(rec.answer or why, answer_w))
 
 
 class StepsLog(Log):

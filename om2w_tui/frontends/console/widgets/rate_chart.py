@@ -11,7 +11,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from om2w_tui.frontends.console.formatting import clip
+from om2w_tui.frontends.formatting import clip
 
 FRAME_ROWS = 3          # plotext's frame (top and bottom) and the x axis's tick labels
 

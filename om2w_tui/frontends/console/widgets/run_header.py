@@ -6,8 +6,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Label, ProgressBar
 
-from om2w_tui.frontends.console.formatting import clock_text, eta_seconds, per_hour
-from om2w_tui.frontends.console.run_state import RunState
+from om2w_tui.frontends.formatting import clock_text, eta_seconds, per_hour
+from om2w_tui.frontends.run_state import RunState
 
 
 class RunHeader(Horizontal):

@@ -1,14 +1,15 @@
-"""What the dashboard knows about the run, folded from engine events and snapshots; the panels render from it.
-No Textual here. Times are the console clock's (epoch seconds); a countdown keeps its deadline, never a counter."""
+"""What a front end knows about the run, folded from the engine's events and snapshots: the console's panels render
+from it and the headless log counts with it. No Textual here. Times are the front end's clock (epoch seconds); a
+countdown keeps its deadline, never a counter. The lines both front ends print for an episode are here too."""
 
 from __future__ import annotations
 
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from typing import Any
 
 from om2w_tui.engine import events
-from om2w_tui.engine.results import settles
+from om2w_tui.engine.events import Pacing, RunSnapshot, RunSummary
+from om2w_tui.engine.results import EpisodeRecord
 
 STEP_LINES_PER_TASK = 400
 TASKS_WITH_STEPS = 64      # the step lines of this many recent tasks are kept, for the selected-slot view
@@ -64,16 +65,21 @@ class RunState:
     correct: int = 0
     judged: int = 0
     sites_seen: bool = False
-    pacing: dict[str, Any] = field(default_factory=dict)   # per_site, cooldown: how the run paces its sites
+    pacing: Pacing | None = None        # how the run paces its sites (from the first snapshot)
+    target_workers: int = 0             # the slots the run keeps (from the latest snapshot)
+    errored: int = 0                    # tasks whose latest attempt is an error (what a retry would queue)
+    breaker: str = ""                   # why the circuit breaker holds dispatch, "" when closed
+    reported: tuple[int, int] | None = None   # (done, errors) as the engine last counted them
     slots: dict[int, SlotView] = field(default_factory=dict)
     sites: dict[str, SiteView] = field(default_factory=dict)
     steps: OrderedDict[str, deque[str]] = field(default_factory=OrderedDict)
-    records: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RECORDS_KEPT))
-    summary: dict[str, Any] = field(default_factory=dict)
+    records: deque[EpisodeRecord] = field(default_factory=lambda: deque(maxlen=RECORDS_KEPT))
+    summary: RunSummary | None = None
 
     # ── events ─────────────────────────────────────────────
     def run_started(self, ev: events.RunStarted, now: float) -> None:
         self.total, self.settled_before, self.workers = ev.total, ev.settled, ev.workers
+        self.target_workers = ev.workers
         self.started_at = now
         self.phase = "running"
 
@@ -110,19 +116,26 @@ class RunState:
     def episode_finished(self, ev: events.EpisodeFinished) -> None:
         rec = ev.record
         self.records.append(rec)
-        if settles(rec):
+        if rec.settles:
             self.finished_here += 1
-            self.errors_here += rec.get("status") == "error"
-            if "correct" in rec:     # an attempt that runs again is judged when it is over
+            self.errors_here += rec.status == "error"
+            if rec.correct is not None:     # an attempt that runs again is judged when it is over
                 self.judged += 1
-                self.correct += bool(rec["correct"])
-        self.task_lines(rec["task_id"]).append(finish_line(rec))
+                self.correct += rec.correct
+        if ev.done is not None and ev.errors is not None:
+            self.reported = (ev.done, ev.errors)
+        self.task_lines(rec.task_id).append(finish_line(rec))
+
+    def episode_put_back(self, ev: events.EpisodePutBack) -> None:
+        if ev.done is not None and ev.errors is not None:
+            self.reported = (ev.done, ev.errors)
+        self.task_lines(ev.task_id).append(f"= put back in the queue before it started ({ev.reason})")
 
     def dispatch_changed(self, ev: events.DispatchChanged) -> None:
         self.paused, self.pause_reason = ev.paused, ev.reason if ev.paused else ""
 
     def run_finished(self, ev: events.RunFinished, now: float) -> None:
-        self.summary = dict(ev.summary)
+        self.summary = ev.summary
         self.phase = "finished"
         self.ended_at = now
         for s in self.slots.values():
@@ -139,58 +152,73 @@ class RunState:
         return lines
 
     # ── snapshot ───────────────────────────────────────────
-    def apply_snapshot(self, snap: dict[str, Any], taken_at: float) -> None:
+    def apply_snapshot(self, snap: RunSnapshot, taken_at: float) -> None:
         """Take the engine's state as it was at `taken_at` (console clock); loop-clock deadlines become console ones."""
-        loop_now = float(snap.get("now", 0.0))
-        self.pacing = dict(snap.get("pacing") or {})
+        self.pacing = snap.pacing
+        self.target_workers, self.errored, self.breaker = snap.target_workers, snap.errors, snap.breaker
         present = set()
-        for row in snap.get("slots", []):
-            sid = int(row["slot"])
-            present.add(sid)
-            s = self.slots.setdefault(sid, SlotView(sid))
-            s.state = row.get("state") or "idle"
-            tid = row.get("task_id")
-            if tid != s.task_id:
+        for row in snap.slots:
+            present.add(row.slot)
+            s = self.slots.setdefault(row.slot, SlotView(row.slot))
+            s.state = row.state or "idle"
+            if row.task_id != s.task_id:
                 s.attempt = 0
-            s.task_id = tid
-            if tid:
-                s.last_task = tid
-            s.site, s.level = row.get("site"), row.get("level")
-            s.step = int(row.get("step") or 0)
-            s.started_at = row.get("started_at")
-            s.max_steps = row.get("max_steps")
+            s.task_id = row.task_id
+            if row.task_id:
+                s.last_task = row.task_id
+            s.site, s.level, s.step, s.started_at, s.max_steps = (row.site, row.level, row.step, row.started_at,
+                                                                  row.max_steps)
+            if row.attempt is not None:
+                s.attempt = row.attempt
         for sid in list(self.slots):
             if sid not in present:
                 del self.slots[sid]
         seen = set()
-        for row in snap.get("sites", []):
-            name = row["site"]
-            seen.add(name)
-            v = self.sites.setdefault(name, SiteView(name))
-            v.state = row.get("state", "free")
-            v.ready_at = taken_at + (float(row.get("ready_at") or 0.0) - loop_now)
-            v.left, v.done, v.errors, v.total = (int(row.get(k) or 0) for k in ("left", "done", "errors", "total"))
-            v.running, v.limit = int(row.get("running") or 0), int(row.get("limit", 1))
+        for site in snap.sites:
+            seen.add(site.site)
+            v = self.sites.setdefault(site.site, SiteView(site.site))
+            v.state = site.state
+            v.ready_at = taken_at + (site.ready_at - snap.now)
+            v.left, v.done, v.errors, v.total = site.left, site.done, site.errors, site.total
+            v.running, v.limit = site.running, site.limit
         for name in list(self.sites):
             if name not in seen:
                 del self.sites[name]
         self.sites_seen = True
-        self.paused = bool(snap.get("paused", self.paused))
-        if snap.get("stopping") and self.phase == "running":
+        if self.sites:
+            self.reported = (sum(v.done for v in self.sites.values()), sum(v.errors for v in self.sites.values()))
+        self.paused = snap.paused
+        if snap.stopping and self.phase == "running":
             self.phase = "stopping"
+
+    def apply(self, ev: events.Event, now: float) -> None:
+        """Fold any event in (the headless log's way; the dashboard calls the methods above one by one)."""
+        if isinstance(ev, events.RunStarted):
+            self.run_started(ev, now)
+        elif isinstance(ev, events.SlotChanged):
+            self.slot_changed(ev)
+        elif isinstance(ev, events.EpisodeStarted):
+            self.episode_started(ev)
+        elif isinstance(ev, events.EpisodeStep):
+            self.step(ev)
+        elif isinstance(ev, events.EpisodeFinished):
+            self.episode_finished(ev)
+        elif isinstance(ev, events.EpisodePutBack):
+            self.episode_put_back(ev)
+        elif isinstance(ev, events.DispatchChanged):
+            self.dispatch_changed(ev)
+        elif isinstance(ev, events.RunFinished):
+            self.run_finished(ev, now)
 
     # ── what the header shows ──────────────────────────────
     @property
     def done(self) -> int:
-        if self.sites_seen and self.sites:
-            return sum(v.done for v in self.sites.values())
-        return self.settled_before + self.finished_here
+        """Tasks of the run's selection settled (resumed ones included), as the engine counts them."""
+        return self.reported[0] if self.reported is not None else self.settled_before + self.finished_here
 
     @property
     def errors(self) -> int:
-        if self.sites_seen and self.sites:
-            return sum(v.errors for v in self.sites.values())
-        return self.errors_here
+        return self.reported[1] if self.reported is not None else self.errors_here
 
     @property
     def running(self) -> int:
@@ -202,9 +230,23 @@ class RunState:
         return max(0.0, (self.ended_at if self.ended_at is not None else now) - self.started_at)
 
 
-def finish_line(rec: dict[str, Any]) -> str:
-    verdict = ""
-    if "correct" in rec:
-        verdict = ", correct" if rec["correct"] else ", wrong"
-    why = f" ({rec['error']})" if rec.get("error") and rec.get("error") != rec.get("status") else ""
-    return f"= {rec.get('status')}{why} after {rec.get('steps', 0)} steps, {rec.get('duration_s', 0):.0f}s{verdict}"
+def status_text(rec: EpisodeRecord) -> str:
+    """`timeout`, or `error (why)`: the status, and the error when it says more."""
+    return rec.status + (f" ({rec.error})" if rec.error and rec.error != rec.status else "")
+
+
+def verdict_text(rec: EpisodeRecord) -> str:
+    return "" if rec.correct is None else ("correct" if rec.correct else "wrong")
+
+
+def finish_line(rec: EpisodeRecord) -> str:
+    """An episode's last line in the steps log."""
+    verdict = verdict_text(rec)
+    return f"= {status_text(rec)} after {rec.steps} steps, {rec.duration_s:.0f}s{', ' + verdict if verdict else ''}"
+
+
+def episode_line(slot: int, rec: EpisodeRecord) -> str:
+    """An episode's line in the headless log."""
+    verdict = verdict_text(rec)
+    return (f"[slot {slot}] {rec.task_id}  {rec.level or '-'}  {rec.steps} steps  {rec.duration_s:.1f}s  "
+            f"{status_text(rec)}{'  ' + verdict if verdict else ''}")
