@@ -20,6 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
+from om2w_tui.benchmarks.episode_folder import attempt_folder, is_attempt_folder
 from om2w_tui.engine.launch import Preflight, UsageError, open_run, run_checks
 from om2w_tui.engine.results import read_results
 from om2w_tui.frontends.console.launch_values import last_launch_path, load_values, save_values, values_from_config
@@ -129,8 +130,7 @@ class ConsoleApp(App[int]):
             attempt = int(record.get("attempt") or 1)
             later = running or any(int(r.get("attempt") or 1) > attempt and r.get("task_id") == task_id
                                    for r in self.dashboard.known_records())
-            if later and (folder / "attempts" / str(attempt)).is_dir():
-                folder = folder / "attempts" / str(attempt)
+            folder = attempt_folder(out, task_id, attempt, latest=not later)
         self.push_screen(EpisodeScreen(folder, task_id, record=record, task_text=self._tasks.get(task_id, ""),
                                        renderer=self.image_renderer, running=running and record is None))
 
@@ -139,7 +139,7 @@ class ConsoleApp(App[int]):
         for screen in self.screen_stack:
             # a view of an earlier attempt (under attempts/) has nothing new to read
             if isinstance(screen, EpisodeScreen) and screen.task_id == task_id \
-                    and screen.folder.parent.name != "attempts":
+                    and not is_attempt_folder(screen.folder):
                 screen.reload(record, running=record is None)
             elif isinstance(screen, ReportScreen) and record is not None:
                 screen.episode_finished()
