@@ -20,7 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
-from om2w_tui.benchmarks.episode_folder import attempt_folder, is_attempt_folder
+from om2w_tui.benchmarks.episode_folder import attempt_folder
 from om2w_tui.engine.launch import Preflight, UsageError, open_run, run_checks
 from om2w_tui.engine.results import read_results
 from om2w_tui.frontends.console.launch_values import last_launch_path, load_values, save_values, values_from_config
@@ -139,7 +139,7 @@ class ConsoleApp(App[int]):
         for screen in self.screen_stack:
             # a view of an earlier attempt (under attempts/) has nothing new to read
             if isinstance(screen, EpisodeScreen) and screen.task_id == task_id \
-                    and not is_attempt_folder(screen.folder):
+                    and screen.folder.parent.name != "attempts":
                 screen.reload(record, running=record is None)
             elif isinstance(screen, ReportScreen) and record is not None:
                 screen.episode_finished()

@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Label, Static
 
-from om2w_tui.benchmarks.episode_folder import EpisodeFolder, is_attempt_folder, read_episode
+from om2w_tui.benchmarks.episode_folder import EpisodeFolder, episode_steps, is_attempt_folder, read_episode
 from om2w_tui.frontends.console.formatting import clip
 from om2w_tui.frontends.console.widgets.screenshot import fit_cells, load_screenshot, screenshot_widget
 
@@ -132,8 +132,8 @@ class EpisodeScreen(Screen[None]):
         return n - 1 if self.index < 0 or self.index >= n else self.index
 
     def _show_text(self) -> None:
-        rec = self.record or {}
-        final, steps = self.files.answer, self.files.steps
+        res, rec = self.files.result, self.record or {}
+        final, steps = episode_steps(res, self.files.shots)
         actions = [a for step in steps for a in step.actions]
         title = Text()
         title.append(self.task_id, style="bold")
@@ -151,7 +151,7 @@ class EpisodeScreen(Screen[None]):
 
         task = Text()
         task.append("Task\n", style="bold cyan")
-        task.append(self.files.task or self.task_text or "(unknown)")
+        task.append(res.get("task") or self.task_text or "(unknown)")
         self.query_one("#ep-task", Static).update(task)
 
         answer = Text()
@@ -216,7 +216,7 @@ class EpisodeScreen(Screen[None]):
             box.border_subtitle = "no screenshot yet"
             return
         n = len(self.files.shots)
-        steps = self.files.steps
+        _, steps = episode_steps(self.files.result, self.files.shots)
         what = "final state" if i == n - 1 and not self.running and not (i < len(steps) and steps[i].actions) \
             else f"step {i + 1}"
         box.border_subtitle = f"{i + 1}/{n} · {self.files.shots[i].name} · {what}"
