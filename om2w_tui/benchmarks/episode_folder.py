@@ -136,7 +136,7 @@ def episode_steps(result: dict[str, Any], shots: list[Path] | tuple[Path, ...]) 
         n = max([len(shots), *[k + 1 for k in found]])
         steps = [StepOnDisk(tuple(found[i][0]), found[i][1], found[i][2]) if i in found else StepOnDisk()
                  for i in range(n)]
-        return str(result.get("agent_final_answer") or ""), steps
+        return answer_of(result), steps
     thoughts = [str(t) for t in result.get("thoughts") or []]
     groups: list[tuple[list[str], str]] = []
     for n, action in enumerate(str(a) for a in history):
@@ -145,7 +145,7 @@ def episode_steps(result: dict[str, Any], shots: list[Path] | tuple[Path, ...]) 
             groups[-1][0].append(action)
         else:
             groups.append(([action], thought))
-    return str(result.get("final_result_response") or ""), [StepOnDisk(tuple(a), t) for a, t in groups]
+    return answer_of(result), [StepOnDisk(tuple(a), t) for a, t in groups]
 
 
 def _files(folder: Path) -> list[tuple[str, int]]:
@@ -200,6 +200,16 @@ def read_episode(folder: Path) -> EpisodeFolder:
         cut_short=str(result.get("cut_short") or ""), files=tuple(_files(folder)), problems=tuple(problems))
 
 
+def read_answer(folder: Path) -> str:
+    """Only the agent's answer ("" when there is none or result.json cannot be read): a tenth of `read_episode`'s
+    cost, for a report that lists many episodes."""
+    return answer_of(load_result(folder).result or {})
+
+
+def answer_of(result: dict[str, Any]) -> str:
+    return str(result.get("agent_final_answer" if layout_of(result) == "v2" else "final_result_response") or "")
+
+
 # ── attempts ─────────────────────────────────────────────────────────────────────────────────────────────────────
 
 
@@ -246,4 +256,4 @@ def keep_earlier_attempt(folder: Path) -> Path | None:
 
 __all__ = ["ATTEMPTS", "CLOSING", "SHOT", "EpisodeFolder", "Layout", "ResultFile", "StepOnDisk",
            "attempt_folder", "attempt_folders", "episode_steps", "is_attempt_folder", "keep_earlier_attempt",
-           "layout_of", "load_result", "read_episode", "screenshots"]
+           "layout_of", "load_result", "read_answer", "read_episode", "screenshots"]

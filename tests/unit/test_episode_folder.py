@@ -18,6 +18,7 @@ from om2w_tui.benchmarks.episode_folder import (
     is_attempt_folder,
     keep_earlier_attempt,
     load_result,
+    read_answer,
     read_episode,
 )
 from om2w_tui.benchmarks.trajectory import TrajectoryWriter
@@ -50,6 +51,7 @@ def test_a_finished_episode_reads_back_as_written(tmp_path, schema):
     ep = read_episode(tmp_path / "t1")
     assert ep.layout == schema and ep.problems == () and ep.problem == ""
     assert (ep.task_id, ep.task, ep.answer) == ("t1", "find the kettle", "$42.50")
+    assert read_answer(tmp_path / "t1") == "$42.50"
     assert ep.actions == ("TYPE: kettle", "CLICK search", "CLICK result", "SCROLL DOWN")
     assert [p.name for p in ep.shots] == [f"{i}_full_screenshot.png" for i in range(4)]
     assert [s.actions for s in ep.steps][:3] == [("TYPE: kettle", "CLICK search"), ("CLICK result",),
@@ -102,6 +104,7 @@ def test_missing_folder_missing_result_and_torn_json_are_problems_not_exceptions
     (tmp_path / "t1" / "result.json").write_text(text[: len(text) // 2])      # torn: a writer that is not ours
     ep = read_episode(tmp_path / "t1")
     assert ep.problem.startswith("result.json is not readable JSON") and ep.actions == () and ep.result == {}
+    assert read_answer(tmp_path / "t1") == "" and read_answer(tmp_path / "nothing") == ""
     assert record_from_folder(tmp_path / "t1")["steps"] == 0
 
     (tmp_path / "t1" / "result.json").write_text("[1, 2]")

@@ -20,7 +20,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Label, Static
 
-from om2w_tui.benchmarks.episode_folder import read_episode
+from om2w_tui.benchmarks.episode_folder import read_answer
 from om2w_tui.engine.results import read_results
 from om2w_tui.evaluation.report import fmt_num, fmt_rate, summarize
 from om2w_tui.frontends.console.formatting import clip, clock_text
@@ -69,7 +69,7 @@ def failed(task: dict[str, Any]) -> bool:
 
 
 def answer_of(folder: Path) -> str:
-    return read_episode(folder).answer
+    return read_answer(folder)
 
 
 def compute(out: Path, judge: Path | None = None) -> Computed:
