@@ -17,16 +17,20 @@ skews its rate (a folder that is not a task), or what it would read otherwise th
 action, a v2 history whose last action is not the closing one, a task id that is not the folder's). What it reads
 right, if oddly, is a note, not a problem: a key it never reads, a v2 screenshot named twice (the judge sees it
 twice). `read_run(out)` is the lenient form for reports: it keeps what could be read.
+
+`result.json` is loaded by `episode_folder.load_result`, the one reader of an episode folder; what is read from it
+here is the evaluator's reading. The command line (`om2w-tui check`) is `cli/check.py`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from om2w_tui.benchmarks.episode_folder import load_result
 
 V2 = "online-mind2web-v2"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -42,7 +46,7 @@ _DONE_ACTION = re.compile(r"^\s*done\b", re.IGNORECASE)
 
 
 @dataclass
-class Episode:
+class EvaluatorView:
     """One task folder as the evaluator sees it."""
 
     task_id: str                      # the folder's name (the evaluator ignores result.json's task_id)
@@ -133,25 +137,20 @@ def _v1_screenshots(folder: Path, where: str, problems: list[str]) -> list[Path]
 
 
 def _read_result(folder: Path, where: str, problems: list[str]) -> dict[str, Any] | None:
-    path = folder / "result.json"
-    if not path.is_file():
+    if not (folder / "result.json").is_file():
         problems.append(f"{where}: no result.json (a folder that is not a task: the evaluator crashes on it, and "
                         f"counts it in the success rate's denominator)")
         return None
-    try:
-        result = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        problems.append(f"{where}: result.json is not readable JSON ({e})")
-        return None
-    if not isinstance(result, dict):
-        problems.append(f"{where}: result.json holds a {type(result).__name__}, not an object")
-        return None
-    return result
+    loaded = load_result(folder)
+    if loaded.result is None:
+        problems.append(f"{where}: {loaded.error or 'result.json went away while it was read'}")
+    return loaded.result
 
 
-def load_episode(folder: Path, problems: list[str] | None = None, notes: list[str] | None = None) -> Episode | None:
+def load_episode(folder: Path, problems: list[str] | None = None,
+                 notes: list[str] | None = None) -> EvaluatorView | None:
     """One task folder read as the evaluator reads it. What it would crash on or read wrong goes to `problems`,
-    what it reads right though oddly to `notes`; the Episode is None only where the evaluator itself would fail
+    what it reads right though oddly to `notes`; the view is None only where the evaluator itself would fail
     on the folder."""
     folder = Path(folder)
     problems = [] if problems is None else problems
@@ -198,11 +197,11 @@ def load_episode(folder: Path, problems: list[str] | None = None, notes: list[st
     shots = _v1_screenshots(folder, where, problems)
     if shots is None:
         return None
-    return Episode(folder.name, folder, "v1", task, actions, thoughts, answer, shots, result)
+    return EvaluatorView(folder.name, folder, "v1", task, actions, thoughts, answer, shots, result)
 
 
 def _load_v2(folder: Path, where: str, result: dict[str, Any], task: str, problems: list[str],
-             notes: list[str]) -> Episode | None:
+             notes: list[str]) -> EvaluatorView | None:
     for key in V2_KEYS:
         if key not in result:
             problems.append(f"{where}: result.json (v2) has no `{key}`")
@@ -258,13 +257,13 @@ def _load_v2(folder: Path, where: str, result: dict[str, Any], task: str, proble
     if answer is not None and not isinstance(answer, str):
         problems.append(f"{where}: agent_final_answer is a {type(answer).__name__}, not a string")
     thoughts = [s.get("thought") for s in steps]
-    return Episode(folder.name, folder, "v2", task, actions, thoughts, answer, shots, result)
+    return EvaluatorView(folder.name, folder, "v2", task, actions, thoughts, answer, shots, result)
 
 
 @dataclass
 class RunRead:
     out: Path
-    episodes: dict[str, Episode]
+    episodes: dict[str, EvaluatorView]
     problems: list[str]
     task_dirs: list[str]
     notes: list[str] = field(default_factory=list)
@@ -279,7 +278,7 @@ def read_run(out: Path) -> RunRead:
     dirs = task_dirs(out)
     if not dirs:
         problems.append(f"{out}: no task folders (the evaluator divides by their number: zero)")
-    episodes: dict[str, Episode] = {}
+    episodes: dict[str, EvaluatorView] = {}
     notes: list[str] = []
     for d in dirs:
         ep = load_episode(out / d, problems, notes)
@@ -291,33 +290,3 @@ def read_run(out: Path) -> RunRead:
 def check_run(out: Path) -> list[str]:
     """Every problem the official evaluator would have with the run's folder `out`; [] when it reads it as meant."""
     return read_run(out).problems
-
-
-def add_arguments(sub: Any) -> None:
-    p = sub.add_parser("check", help="check run folders against what the official evaluator reads",
-                       description="Read run folders exactly as the official Online-Mind2Web evaluator does and "
-                                   "list every problem (exit 1 when there is one).")
-    p.add_argument("outs", type=Path, nargs="+", metavar="OUT", help="run folders")
-
-
-def run(args: Any) -> int:
-    return run_check(args.outs)
-
-
-def run_check(outs: list[Path]) -> int:
-    bad = 0
-    for out in outs:
-        r = read_run(out)
-        if r.problems:
-            bad += 1
-            print(f"{out}: {len(r.problems)} problem(s) for the official evaluator "
-                  f"({len(r.task_dirs)} task folders, {len(r.episodes)} readable):")
-            for p in r.problems:
-                print(f"  - {p}")
-        else:
-            print(f"{out}: ok: {len(r.task_dirs)} task folders, all read by the official evaluator as written")
-        if r.notes:
-            print(f"  {len(r.notes)} note(s), read right all the same:")
-            for n in r.notes:
-                print(f"  - {n}")
-    return 1 if bad else 0

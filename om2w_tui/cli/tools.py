@@ -22,14 +22,15 @@ def _load() -> None:
         return
     _loaded = True
     # registered on first use, see above
-    from om2w_tui.benchmarks import conformance, taskfiles
+    from om2w_tui.cli import check as check_cli
     from om2w_tui.cli import judge as judge_cli
     from om2w_tui.cli import report as report_cli
+    from om2w_tui.cli import tasks as tasks_cli
 
     COMMANDS.setdefault("judge", (judge_cli.add_arguments, judge_cli.run))
     COMMANDS.setdefault("report", (report_cli.add_arguments, report_cli.run))
-    COMMANDS.setdefault("tasks", (taskfiles.add_arguments, taskfiles.run))
-    COMMANDS.setdefault("check", (conformance.add_arguments, conformance.run))
+    COMMANDS.setdefault("tasks", (tasks_cli.add_arguments, tasks_cli.run))
+    COMMANDS.setdefault("check", (check_cli.add_arguments, check_cli.run))
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -20,7 +20,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from om2w_tui.benchmarks.taskfiles import refresh_note
+from om2w_tui.benchmarks.dates import refresh_note
 from om2w_tui.benchmarks.tasks import Task, TaskFileError, file_sha256, load_tasks, parse_tasks, select
 from om2w_tui.benchmarks.trajectory import write_json_atomic
 from om2w_tui.engine.config import COORDINATES, RunConfig

@@ -16,7 +16,6 @@ import dataclasses
 import json
 import os
 import re
-import shutil
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
@@ -24,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from om2w_tui.benchmarks.episode_folder import keep_earlier_attempt, read_episode
 from om2w_tui.benchmarks.tasks import Task
-from om2w_tui.benchmarks.trajectory import V2_JOIN
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.control import Interrupt
 from om2w_tui.engine.events import (
@@ -118,43 +117,16 @@ class RunStats:
 
 
 def prepare_folder(folder: Path) -> None:
-    """Keep an earlier attempt's files in `<task>/attempts/<n>/` (inside the task's folder: every folder beside
-    the task folders would count as a task for the evaluator)."""
-    if not folder.exists():
-        return
-    leftovers = [p for p in folder.iterdir() if p.name != "attempts"]
-    if not leftovers:
-        return
-    attempts = folder / "attempts"
-    attempts.mkdir(exist_ok=True)
-    n = 1 + max((int(p.name) for p in attempts.iterdir() if p.name.isdigit()), default=0)
-    dest = attempts / str(n)
-    dest.mkdir()
-    for p in leftovers:
-        shutil.move(str(p), dest / p.name)
+    """Keep an earlier attempt's files in `<task>/attempts/<n>/`."""
+    keep_earlier_attempt(folder)
 
 
 def record_from_folder(folder: Path) -> dict[str, Any]:
     """What an episode whose worker died left on disk (its result.json is rewritten after every step)."""
-    try:
-        res = json.loads((folder / "result.json").read_text())
-    except (OSError, ValueError):
-        res = {}
-    if not isinstance(res, dict):
-        res = {}
-    shots = folder / "trajectory"
-    history = res.get("action_history") or []
-    if res.get("schema_version"):   # v2: one entry a step (its actions joined), closed by the last state's entry
-        steps = [str(e.get("action", "")) for e in history if isinstance(e, dict)
-                 and not str(e.get("action", "")).startswith(("TASK_COMPLETE", "TASK_INCOMPLETE"))]
-        n_steps, n_actions = len(steps), sum(len(s.split(V2_JOIN)) for s in steps)
-    else:
-        n_steps = n_actions = len(history)
-    blank = bool(res.get("blank_screenshot"))   # the stand-in image of an episode that got no screenshot
-    n_shots = len(list(shots.glob("*_full_screenshot.png"))) if shots.exists() else 0
-    return {"steps": n_steps, "actions": n_actions, "screenshots": 0 if blank else n_shots,
-            "answer": str(res.get("final_result_response") or res.get("agent_final_answer") or "")[:500],
-            "agent_done": False, **({"blank_screenshot": True} if blank else {})}
+    ep = read_episode(folder)
+    return {"steps": ep.recorded_steps, "actions": len(ep.actions), "screenshots": 0 if ep.blank_screenshot
+            else len(ep.shots), "answer": ep.answer[:500], "agent_done": False,
+            **({"blank_screenshot": True} if ep.blank_screenshot else {})}
 
 
 class Scheduler:

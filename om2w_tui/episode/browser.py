@@ -12,14 +12,18 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:   # browser-use ships its types; importing it at run time costs seconds, so only a worker does
+    from browser_use import BrowserSession
+    from cdp_use.cdp.browser.types import PermissionType
 
 CHROMIUM_ENV = ("OM2W_CHROMIUM", "CHROME_PATH")
 DEFAULT_VIEWPORT = "1280x800"      # a laptop's desktop Chrome window; the same on every host, with or without display
 DEFAULT_LOCALE = "en-US"
 DEFAULT_TIMEZONE = "America/New_York"
 # what the seed grants at the start and at every step, so a site's "copy" button and a paste work
-CLIPBOARD_PERMISSIONS = ["clipboardReadWrite", "clipboardSanitizedWrite"]
+CLIPBOARD_PERMISSIONS: list[PermissionType] = ["clipboardReadWrite", "clipboardSanitizedWrite"]
 _DESKTOP_UA = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{major}.0.0.0 "
                "Safari/537.36")
 _VIEWPORT = re.compile(r"(\d{3,5})x(\d{3,5})")
@@ -60,9 +64,9 @@ def find_chromium(explicit: str | None = None) -> str:
         if os.access(path, os.X_OK):
             return path
     for name in _SYSTEM_NAMES:
-        path = shutil.which(name)
-        if path:
-            return path
+        on_path = shutil.which(name)
+        if on_path:
+            return on_path
     raise BrowserNotFound(
         "no Chromium found. Install one with `playwright install chromium` (where downloads work), or your "
         "distribution's package (Debian/Ubuntu: `apt-get install chromium`), or pass --chromium PATH.")
@@ -132,9 +136,11 @@ def resolve_browser(settings: dict[str, Any], executable: str) -> dict[str, Any]
     return dict(settings)
 
 
-def make_session(executable: str, downloads: Path, user_data_dir: Path, settings: dict[str, Any] | None = None) -> Any:
+def make_session(executable: str, downloads: Path, user_data_dir: Path,
+                 settings: dict[str, Any] | None = None) -> BrowserSession:
     """A fresh browser-use session pinned to `settings` (viewport, user_agent, locale, timezone)."""
     from browser_use import BrowserProfile, BrowserSession  # browser-use (slow to import) only inside a worker
+    from browser_use.browser.profile import ViewportSize  # as above
 
     settings = resolve_browser({"viewport": DEFAULT_VIEWPORT, "user_agent": "auto", "locale": DEFAULT_LOCALE,
                                 "timezone": DEFAULT_TIMEZONE, **(settings or {})}, executable)
@@ -147,12 +153,12 @@ def make_session(executable: str, downloads: Path, user_data_dir: Path, settings
         keep_alive=True,
         user_data_dir=str(user_data_dir),
         downloads_path=str(downloads),
-        viewport={"width": width, "height": height},
-        screen={"width": width, "height": height},
-        window_size={"width": width, "height": height},
+        viewport=ViewportSize(width=width, height=height),
+        screen=ViewportSize(width=width, height=height),
+        window_size=ViewportSize(width=width, height=height),
         device_scale_factor=1.0,
         user_agent=settings["user_agent"],
-        permissions=list(CLIPBOARD_PERMISSIONS),
+        permissions=list[str](CLIPBOARD_PERMISSIONS),
         args=["--disable-background-networking", "--disable-component-update", "--disable-sync",
               "--no-first-run", "--disable-quic", f"--lang={settings['locale']}",
               f"--accept-lang={settings['locale']},{settings['locale'].split('-')[0]}"],
@@ -160,7 +166,7 @@ def make_session(executable: str, downloads: Path, user_data_dir: Path, settings
     return BrowserSession(browser_profile=profile)
 
 
-async def start_session(session: Any, settings: dict[str, Any] | None = None) -> None:
+async def start_session(session: BrowserSession, settings: dict[str, Any] | None = None) -> None:
     """Start the browser in the pinned time zone (Chromium takes it from TZ when it starts, and its renderers from
     it), then open the clipboard to pages."""
     saved = os.environ.get("TZ")
@@ -175,7 +181,7 @@ async def start_session(session: Any, settings: dict[str, Any] | None = None) ->
     await grant_clipboard(session)
 
 
-async def grant_clipboard(session: Any, _agent: Any = None) -> None:
+async def grant_clipboard(session: BrowserSession, _agent: object = None) -> None:
     """Let pages read and write the clipboard (a site's "copy" button, a paste), as the seed does at the start and
     at every step's start; usable as an Agent's `on_step_start`. A failed grant must not fail the step."""
     try:

@@ -10,9 +10,13 @@ resizing the screenshot; here the session gets the 1000x1000 grid and the agent'
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:   # browser-use ships its types; importing it at run time costs seconds, so only a worker does
+    from browser_use import BrowserSession, Tools
+    from cdp_use.cdp.input.commands import DispatchMouseEventParameters
 
 COORDINATE_MODES = ("off", "pixels", "normalized")
 GRID = 1000
@@ -42,7 +46,7 @@ class DragAction(BaseModel):
     to_y: int | None = None
 
 
-async def viewport_size(session: Any) -> tuple[float, float]:
+async def viewport_size(session: BrowserSession) -> tuple[float, float]:
     """The viewport in CSS pixels: what browser-use measured with the last page state, else asked of the page."""
     size = getattr(session, "_original_viewport_size", None)
     if size:
@@ -53,7 +57,7 @@ async def viewport_size(session: Any) -> tuple[float, float]:
     return float(view["clientWidth"]), float(view["clientHeight"])
 
 
-async def to_viewport(session: Any, x: float, y: float, mode: str) -> tuple[float, float]:
+async def to_viewport(session: BrowserSession, x: float, y: float, mode: str) -> tuple[float, float]:
     """A model's point in CSS pixels of the viewport."""
     if mode != "normalized":
         return float(x), float(y)
@@ -61,7 +65,7 @@ async def to_viewport(session: Any, x: float, y: float, mode: str) -> tuple[floa
     return x * width / GRID, y * height / GRID
 
 
-async def _element_centre(session: Any, index: int) -> tuple[float, float] | None:
+async def _element_centre(session: BrowserSession, index: int) -> tuple[float, float] | None:
     node = await session.get_element_by_index(index)
     if node is None:
         return None
@@ -77,15 +81,15 @@ async def _element_centre(session: Any, index: int) -> tuple[float, float] | Non
     return rect.x + rect.width / 2, rect.y + rect.height / 2
 
 
-async def drag_mouse(session: Any, start: tuple[float, float], end: tuple[float, float]) -> None:
+async def drag_mouse(session: BrowserSession, start: tuple[float, float], end: tuple[float, float]) -> None:
     """Press the left button at `start`, move there in steps, release at `end` (real input events: pointer and
     mouse handlers, range inputs and sliders see what a person's drag makes them see)."""
     cdp = await session.get_or_create_cdp_session()
 
     async def mouse(kind: str, x: float, y: float, buttons: int) -> None:
-        params: dict[str, Any] = {"type": kind, "x": x, "y": y, "buttons": buttons}
+        params: DispatchMouseEventParameters = {"type": kind, "x": x, "y": y, "buttons": buttons}
         if kind != "mouseMoved":
-            params.update(button="left", clickCount=1)
+            params["button"], params["clickCount"] = "left", 1
         elif buttons:
             params["button"] = "left"
         await cdp.cdp_client.send.Input.dispatchMouseEvent(params=params, session_id=cdp.session_id)
@@ -99,7 +103,7 @@ async def drag_mouse(session: Any, start: tuple[float, float], end: tuple[float,
     await mouse("mouseReleased", x1, y1, 0)
 
 
-def make_tools(coordinates: str = "normalized") -> Any:
+def make_tools(coordinates: str = "normalized") -> Tools[None]:
     """browser-use's Tools with coordinate clicking as asked and the drag action."""
     # browser-use (slow to import) only inside a worker
     from browser_use import Tools
@@ -107,10 +111,11 @@ def make_tools(coordinates: str = "normalized") -> Any:
 
     if coordinates not in COORDINATE_MODES:
         raise ValueError(f"--coordinates {coordinates}: one of {', '.join(COORDINATE_MODES)}")
-    tools = Tools()
+    tools: Tools[None] = Tools()     # no context object: the actions take only the session
     tools.set_coordinate_clicking(coordinates != "off")
 
-    async def _point(session: Any, index: int | None, x: int | None, y: int | None) -> tuple[float, float] | str:
+    async def _point(session: BrowserSession, index: int | None, x: int | None,
+                     y: int | None) -> tuple[float, float] | str:
         if index is not None:
             return await _element_centre(session, index) or f"element {index} is not on the page"
         if x is None or y is None or coordinates == "off":
@@ -128,10 +133,11 @@ def make_tools(coordinates: str = "normalized") -> Any:
                              getattr(params, "from_y", None))
         end = await _point(browser_session, params.to_index, getattr(params, "to_x", None),
                            getattr(params, "to_y", None))
-        for point, what in ((start, "from"), (end, "to")):
-            if isinstance(point, str):
-                return ActionResult(error=f"drag {what}: {point}")
-        await drag_mouse(browser_session, start, end)  # type: ignore[arg-type]
+        if isinstance(start, str):
+            return ActionResult(error=f"drag from: {start}")
+        if isinstance(end, str):
+            return ActionResult(error=f"drag to: {end}")
+        await drag_mouse(browser_session, start, end)
         memory = f"Dragged {_where(params, 'from')} to {_where(params, 'to')}"
         return ActionResult(extracted_content=memory, long_term_memory=memory)
 
@@ -153,7 +159,7 @@ def agent_kwargs(coordinates: str) -> dict[str, Any]:
     return kwargs
 
 
-def use_coordinates(session: Any, coordinates: str) -> None:
+def use_coordinates(session: BrowserSession, coordinates: str) -> None:
     """After an Agent is built (it resets the session's `llm_screenshot_size`): clicks on the 0-1000 grid are scaled
     to the viewport by browser-use's own conversion, while the screenshots keep their size and aspect."""
     session.llm_screenshot_size = (GRID, GRID) if coordinates == "normalized" else None

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from om2w_tui.benchmarks.conformance import Episode, read_run
+from om2w_tui.benchmarks.conformance import EvaluatorView, read_run
 
 MODES = ("webjudge", "webvoyager")
 MAX_KEPT = 50
@@ -325,7 +325,7 @@ def score_messages(task: str, key_points: str, shot: Path, index: int, total: in
             {"role": "user", "content": [{"type": "text", "text": text}, image_part(shot, cache)]}]
 
 
-def verdict_messages(ep: Episode, key_points: str, kept: list[tuple[int, Path, str]], total: int,
+def verdict_messages(ep: EvaluatorView, key_points: str, kept: list[tuple[int, Path, str]], total: int,
                      include_answer: bool, cache: dict[Path, str] | None = None) -> tuple[list[dict[str, Any]], str]:
     """The outcome call: `kept` holds (1-based index, screenshot, the reasoning its score came with)."""
     text = f"Task: {ep.task}\n\nKey points:\n{key_points}\n\nAction history:\n{numbered(ep.action_history)}"
@@ -343,7 +343,7 @@ def verdict_messages(ep: Episode, key_points: str, kept: list[tuple[int, Path, s
     return [{"role": "system", "content": VERDICT_SYSTEM}, {"role": "user", "content": parts}], text
 
 
-def webvoyager_messages(ep: Episode, last: int) -> tuple[list[dict[str, Any]], str]:
+def webvoyager_messages(ep: EvaluatorView, last: int) -> tuple[list[dict[str, Any]], str]:
     shots = ep.screenshots[-last:] if last > 0 else []
     text = f"Task: {ep.task}\n\nAgent's final answer:\n{ep.final_result_response or '(none)'}"
     text += (f"\n\nThe last {len(shots)} screenshots (of {len(ep.screenshots)}) follow." if shots
@@ -450,7 +450,7 @@ def select_kept(scores: list[int], threshold: int, limit: int = MAX_KEPT) -> lis
     return [i for i, sc in enumerate(scores) if sc >= threshold][:limit]
 
 
-async def judge_episode(ep: Episode, s: Settings, call: Caller) -> dict[str, Any]:
+async def judge_episode(ep: EvaluatorView, s: Settings, call: Caller) -> dict[str, Any]:
     """One task's judgement, as the line of the output file."""
     usage = Usage()
     # the official line is the task's result.json with the judgement added; ours adds a few keys of its own
@@ -525,7 +525,7 @@ async def judge_run(out: Path, s: Settings, client: Any, *, task_ids: list[str] 
     n_total = len(todo)
     counter = 0
 
-    async def one(ep: Episode) -> None:
+    async def one(ep: EvaluatorView) -> None:
         nonlocal counter
         async with task_sem:
             try:

@@ -93,7 +93,7 @@ def agent_reply(tasks: list[dict[str, Any]], request: AgentRequest, *, allow_don
         "next_goal": decision.next_goal,
     }
     wanted = request.schema_properties
-    reply = {key: value for key, value in brain.items() if wanted is None or key in wanted}
+    reply: dict[str, Any] = {key: value for key, value in brain.items() if wanted is None or key in wanted}
     reply["action"] = decision.actions
     return json.dumps(reply, ensure_ascii=False)
 
@@ -118,7 +118,8 @@ _EVIDENCE = re.compile(r"Action history:|Agent's final answer")
 
 def _texts(body: dict[str, Any]) -> tuple[str, str]:
     """(system text, user text) of a request: every text part of each role, joined."""
-    system, user = [], []
+    system: list[str] = []
+    user: list[str] = []
     for message in body.get("messages") or []:
         if isinstance(message, dict):
             (system if message.get("role") == "system" else user).append(message_text(message.get("content")))

@@ -26,8 +26,9 @@ def planner_reply(tasks: list[dict[str, Any]], body: dict[str, Any]) -> str | No
     if not messages or PLANNER_MARKER not in _text(messages[0].get("content")):
         return None
     user = _text(messages[-1].get("content"))
-    task = (_TASK.search(user) or [None, ""])[1]
-    reports = [m.groups() for line in (_REPORTS.search(user) or [None, ""])[1].splitlines()
+    found_task, found_reports = _TASK.search(user), _REPORTS.search(user)
+    task = found_task.group(1) if found_task else ""
+    reports = [m.groups() for line in (found_reports.group(1) if found_reports else "").splitlines()
                if (m := _REPORT.match(line.strip()))]
     known = max((t for t in tasks if t.get("confirmed_task") and t["confirmed_task"] in task),
                 key=lambda t: len(t["confirmed_task"]), default=None)

@@ -7,6 +7,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+# what socketserver hands a server's hooks (typeshed's alias is private); a TCP server is given the socket itself
+_Request = socket.socket | tuple[bytes, socket.socket]
 
 class _TrackingHTTPServer(ThreadingHTTPServer):
     """Threading server that remembers its open connections so that stop() can cut idle keep-alives."""
@@ -22,17 +24,19 @@ class _TrackingHTTPServer(ThreadingHTTPServer):
         self._connections_lock = threading.Lock()
         super().__init__(address, handler)
 
-    def process_request(self, request, client_address):
-        with self._connections_lock:
-            self._connections.add(request)
+    def process_request(self, request: _Request, client_address: Any) -> None:
+        if isinstance(request, socket.socket):
+            with self._connections_lock:
+                self._connections.add(request)
         super().process_request(request, client_address)
 
-    def shutdown_request(self, request):
-        with self._connections_lock:
-            self._connections.discard(request)
+    def shutdown_request(self, request: _Request) -> None:
+        if isinstance(request, socket.socket):
+            with self._connections_lock:
+                self._connections.discard(request)
         super().shutdown_request(request)
 
-    def handle_error(self, request, client_address):
+    def handle_error(self, request: _Request, client_address: Any) -> None:
         # Clients (Chromium, timed-out test clients) drop connections all the time; that is not an error here.
         pass
 

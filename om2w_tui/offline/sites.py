@@ -429,7 +429,8 @@ class WikiHandler(SiteHandler):
             self.not_found()
             return
         pages = _wiki_pages()
-        crumbs, walk = [], page["parent"]
+        crumbs: list[str] = []
+        walk = page["parent"]
         while walk:
             crumbs.insert(0, f'<a href="/guide/{walk}/">{escape(pages[walk]["title"])}</a>')
             walk = pages[walk]["parent"]

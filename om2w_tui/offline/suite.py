@@ -14,7 +14,8 @@ SITE_NAMES: tuple[str, ...] = tuple(SITE_HANDLERS)
 
 
 def load_task_templates(path: Path = TASKS_TEMPLATE) -> list[dict[str, Any]]:
-    return json.loads(path.read_text(encoding="utf-8"))
+    tasks: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))   # the shipped file: a list of rows
+    return tasks
 
 
 def substitute_sites(value: Any, base_urls: dict[str, str]) -> Any:
@@ -81,7 +82,8 @@ class OfflineSuite:
         """The shipped tasks with `{site}` placeholders replaced by this suite's base URLs."""
         if not self.running:
             raise RuntimeError("OfflineSuite.tasks() needs a started suite (its URLs are only known once serving)")
-        return substitute_sites(load_task_templates(), self.base_urls)
+        tasks: list[dict[str, Any]] = substitute_sites(load_task_templates(), self.base_urls)   # same shape back
+        return tasks
 
     def __enter__(self) -> OfflineSuite:
         return self.start()

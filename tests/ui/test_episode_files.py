@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from om2w_tui.frontends.console.screens.episode import episode_steps, read_episode
+from om2w_tui.benchmarks.episode_folder import episode_steps, read_episode
 
 from . import recorded as R
 
@@ -18,8 +18,8 @@ def test_v1_steps_are_the_runs_of_actions_sharing_a_thought():
               "thoughts": ["search for it", "search for it", "open the result"]}
     answer, steps = episode_steps(result, shots(4))
     assert answer == "42"
-    assert [(s.actions, s.thought) for s in steps] == [(["TYPE: kettle", "CLICK search"], "search for it"),
-                                                      (["CLICK result"], "open the result")]
+    assert [(s.actions, s.thought) for s in steps] == [(("TYPE: kettle", "CLICK search"), "search for it"),
+                                                      (("CLICK result",), "open the result")]
 
 
 def test_v2_names_each_actions_screenshot():
@@ -30,7 +30,7 @@ def test_v2_names_each_actions_screenshot():
         {"step": 3, "action": "TASK_COMPLETE -> ANSWER: ok", "thought": None, "screenshot": "3_full_screenshot.png"}]}
     answer, steps = episode_steps(result, shots(4))
     assert answer == "ok"
-    assert [s.actions for s in steps] == [["TYPE: a", "CLICK b"], [], ["SCROLL DOWN"], []]
+    assert [s.actions for s in steps] == [("TYPE: a", "CLICK b"), (), ("SCROLL DOWN",), ()]
     assert steps[2].url == "u2"
 
 
@@ -48,4 +48,4 @@ def test_v2_as_written_now_one_entry_a_step_and_a_closing_entry_that_is_no_actio
         {"step": 1, "action": "TASK_INCOMPLETE -> STOPPED: timeout", "thought": None,
          "screenshot": "1_full_screenshot.png", "url": "u0"}]}
     answer, steps = episode_steps(result, shots(2))
-    assert [s.actions for s in steps] == [["TYPE: a", "CLICK b"], []]
+    assert [s.actions for s in steps] == [("TYPE: a", "CLICK b"), ()]

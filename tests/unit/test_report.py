@@ -226,7 +226,8 @@ def test_the_report_command(run_a, tmp_path, capsys, monkeypatch):
 
 def test_the_tools_import_neither_rich_nor_textual_until_a_table_is_printed():
     code = ("import sys; import om2w_tui.evaluation.report as r, om2w_tui.evaluation.judge, "
-            "om2w_tui.benchmarks.conformance, om2w_tui.benchmarks.taskfiles, om2w_tui.cli.tools as t; "
+            "om2w_tui.benchmarks.conformance, om2w_tui.benchmarks.fetch, om2w_tui.benchmarks.dates, "
+            "om2w_tui.cli.tools as t; "
             "t._load(); r.summarize(sys.argv[1]); "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('rich', 'textual', 'openai', 'httpx')]; "
             "print(bad); sys.exit(1 if bad else 0)")

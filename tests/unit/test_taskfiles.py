@@ -14,9 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from om2w_tui.benchmarks.taskfiles import PINS, add_years, find_dates, refresh, refresh_file, shift_text
+from om2w_tui.benchmarks.dates import add_years, find_dates, refresh, refresh_file, shift_text
+from om2w_tui.benchmarks.fetch import PINS
 from om2w_tui.benchmarks.tasks import load_tasks
 from om2w_tui.cli.main import main as cli_main
+from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.launch import preflight, write_manifest
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 WV = SHARED / "WebVoyager_data.jsonl"
@@ -299,17 +302,10 @@ def test_not_found_not_a_task_file_no_network_and_an_existing_file(tmp_path, mir
 
 
 def test_a_run_on_a_refreshed_file_records_the_refresh_in_its_manifest(tmp_path):
-    import datetime as dt
-    import json as _json
-
-    from om2w_tui.benchmarks.taskfiles import refresh_file
-    from om2w_tui.engine.config import RunConfig
-    from om2w_tui.engine.launch import preflight, write_manifest
-
     src = tmp_path / "wv.jsonl"
-    src.write_text(_json.dumps({"web_name": "Booking", "id": "Booking--1", "web": "https://www.booking.com/",
+    src.write_text(json.dumps({"web_name": "Booking", "id": "Booking--1", "web": "https://www.booking.com/",
                                 "ques": "Find a hotel in Paris for February 14-21, 2024."}) + "\n" +
-                   _json.dumps({"web_name": "ArXiv", "id": "ArXiv--1", "web": "https://arxiv.org/",
+                   json.dumps({"web_name": "ArXiv", "id": "ArXiv--1", "web": "https://arxiv.org/",
                                 "ques": "Papers submitted in January 2024."}) + "\n")
     dst = tmp_path / "wv.refreshed.jsonl"
     changes = refresh_file(src, dst, dt.date(2026, 11, 30))
@@ -318,8 +314,8 @@ def test_a_run_on_a_refreshed_file_records_the_refresh_in_its_manifest(tmp_path)
     pre = preflight(cfg)
     cfg.out.mkdir()
     write_manifest(pre)
-    note = _json.loads((cfg.out / "run.json").read_text())["task_refresh"]
+    note = json.loads((cfg.out / "run.json").read_text())["task_refresh"]
     assert note["source"] == str(src.resolve()) and note["today"] == "2026-11-30" and note["changes"]
     dst.write_text(dst.read_text() + "\n")          # edited by hand since: the note no longer describes it
     write_manifest(preflight(cfg))
-    assert _json.loads((cfg.out / "run.json").read_text())["task_refresh"] is None
+    assert json.loads((cfg.out / "run.json").read_text())["task_refresh"] is None

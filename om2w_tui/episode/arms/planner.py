@@ -14,10 +14,14 @@ import base64
 import json
 import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from om2w_tui.episode.arms.interface import ArmContext, ArmResult, StepReporter, agent_usage, new_agent, run_agent
 from om2w_tui.episode.rows import record_calls
+
+if TYPE_CHECKING:   # openai is imported when the arm runs (the oracle imports this module for FAMILIES)
+    from openai import AsyncOpenAI
+    from openai.types.chat import ChatCompletionMessageParam
 
 FAMILIES = ("drag", "io", "select", "rest", "reasoning")
 PLANNER_MARKER = "You are the planner of an om2w-tui agent team."
@@ -47,7 +51,10 @@ def parse_decision(text: str) -> dict[str, Any]:
 
 class PlannerArm:
     def __init__(self, ctx: ArmContext):
+        if ctx.record_step is None:
+            raise ValueError("the agent arm records the planner's own steps: its ArmContext needs record_step")
         self.ctx = ctx
+        self.record_step = ctx.record_step
         opts = ctx.options
         self.planner_name = opts.get("planner_name") or ctx.model
         self.adapters = set(opts.get("adapters") or [])
@@ -55,8 +62,9 @@ class PlannerArm:
         self.turns = int(opts.get("planner_turns") or 8)
         self.planner_log: list[dict[str, Any]] = []
         self.trace: list[dict[str, Any]] = []
-        self.histories: list[Any] = []      # finished specialists' histories
-        self.current: Any = None            # the specialist running now
+        # browser-use's objects, as interface.py hands them (untyped there: a plugin arm may bring its own)
+        self.histories: list[Any] = []      # finished specialists' histories (AgentHistoryList)
+        self.current: Any = None            # the specialist running now (a browser_use Agent)
         self.steps = StepReporter(ctx)
         self.answer: str | None = None
         self.prompt_tokens = self.completion_tokens = 0
@@ -65,7 +73,7 @@ class PlannerArm:
         return family if family in self.adapters else self.fallback
 
     # ── the planner's own turn ──────────────────────────────
-    async def _ask_planner(self, client: Any, png: bytes | None, url: str) -> tuple[dict[str, Any], str]:
+    async def _ask_planner(self, client: AsyncOpenAI, png: bytes | None, url: str) -> tuple[dict[str, Any], str]:
         c = self.ctx
         reports = "\n".join(f"{i + 1}. [{t['family']}] {t['subtask']} -> "
                             f"{'done' if t['done'] else 'not done'}: {t['result'] or '(no report)'}"
@@ -78,7 +86,8 @@ class PlannerArm:
             content = [{"type": "text", "text": text},
                        {"type": "image_url", "image_url": {"url": "data:image/png;base64," +
                                                            base64.b64encode(png).decode()}}]
-        messages = [{"role": "system", "content": PLANNER_SYSTEM}, {"role": "user", "content": content}]
+        messages: list[ChatCompletionMessageParam] = [{"role": "system", "content": PLANNER_SYSTEM},
+                                                      {"role": "user", "content": content}]
         reply = await client.chat.completions.create(model=self.planner_name, messages=messages,
                                                       temperature=c.temperature)
         if reply.usage:
@@ -149,17 +158,17 @@ class PlannerArm:
                                      "decision": decision, "reply": raw})
             if kind == "answer":
                 self.answer = str(decision.get("answer") or "")
-                await c.record_step([], thought, png, url)      # the page the answer was read from
+                await self.record_step([], thought, png, url)      # the page the answer was read from
                 break
             if kind == "scroll":
                 down = str(decision.get("direction", "down")).lower() != "up"
-                await c.record_step([f"SCROLL {'DOWN' if down else 'UP'}"], thought, png, url)
+                await self.record_step([f"SCROLL {'DOWN' if down else 'UP'}"], thought, png, url)
                 await self._scroll(down)
                 continue
             if kind == "delegate" and used < c.max_steps:
                 family = str(decision.get("family") or "rest").lower()
                 family = family if family in FAMILIES else "rest"
-                await c.record_step([], thought, png, url)      # what the planner looked at before delegating
+                await self.record_step([], thought, png, url)      # what the planner looked at before delegating
                 await self._delegate(family, str(decision.get("subtask") or c.instruction), c.max_steps - used)
                 continue
             if kind == "delegate":   # the specialists' budget is spent: the planner must answer from here

@@ -22,6 +22,7 @@ from textual.signal import Signal
 from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
+from om2w_tui.benchmarks.episode_folder import attempt_folder
 from om2w_tui.engine.control import RunControl
 from om2w_tui.engine.events import Sink
 from om2w_tui.engine.launch import Preflight, UsageError, open_run, run_checks
@@ -137,8 +138,7 @@ class ConsoleApp(App[int]):
             attempt = record.attempt
             later = running or any(r.attempt > attempt and r.task_id == task_id
                                    for r in self.dashboard.known_records())
-            if later and (folder / "attempts" / str(attempt)).is_dir():
-                folder = folder / "attempts" / str(attempt)
+            folder = attempt_folder(out, task_id, attempt, latest=not later)
         self.push_screen(EpisodeScreen(folder, task_id, record=record, task_text=self._tasks.get(task_id, ""),
                                        renderer=self.image_renderer, running=running and record is None))
 

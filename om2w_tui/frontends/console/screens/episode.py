@@ -1,12 +1,10 @@
 """One episode: its task, actions, thoughts, answer, files, and its screenshots in the terminal, stepped with the
-arrow keys. It reads `<out>/<task_id>/result.json` and `trajectory/<i>_full_screenshot.png`, which the episode
-rewrites after every step, so it works for a running episode too (the dashboard asks it to reload on each step)."""
+arrow keys. It reads `<out>/<task_id>/result.json` and `trajectory/<i>_full_screenshot.png` with
+`benchmarks/episode_folder.py`; the episode rewrites them after every step, so it works for a running episode too
+(the dashboard asks it to reload on each step)."""
 
 from __future__ import annotations
 
-import json
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,92 +16,11 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Label, Static
 
-from om2w_tui.benchmarks.trajectory import V2_JOIN
+from om2w_tui.benchmarks.episode_folder import EpisodeFolder, episode_steps, is_attempt_folder, read_episode
 from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.frontends.console.messages import EpisodeChange
 from om2w_tui.frontends.console.widgets.screenshot import fit_cells, load_screenshot, screenshot_widget
 from om2w_tui.frontends.formatting import clip
-
-SHOT = re.compile(r"^(\d+)_full_screenshot\.png$")
-
-
-@dataclass
-class EpisodeFiles:
-    """What an episode folder holds, read in one go."""
-
-    result: dict[str, Any] = field(default_factory=dict)
-    shots: list[Path] = field(default_factory=list)
-    files: list[tuple[str, int]] = field(default_factory=list)     # (path relative to the folder, bytes)
-    problem: str = ""
-
-
-def read_episode(folder: Path) -> EpisodeFiles:
-    ep = EpisodeFiles()
-    if not folder.is_dir():
-        ep.problem = f"no folder yet: {folder.name}"
-        return ep
-    try:
-        ep.result = json.loads((folder / "result.json").read_text())
-    except FileNotFoundError:
-        ep.problem = "no result.json yet (the episode has not finished a step)"
-    except (OSError, ValueError) as e:
-        ep.problem = f"result.json: {e}"
-    traj = folder / "trajectory"
-    if traj.is_dir():
-        found = [(int(m.group(1)), p) for p in traj.iterdir() if (m := SHOT.match(p.name))]
-        ep.shots = [p for _, p in sorted(found)]
-    for p in sorted(folder.iterdir()):
-        if p.name.startswith("."):
-            continue
-        if p.is_dir():
-            n = sum(1 for _ in p.rglob("*") if _.is_file())
-            ep.files.append((p.name + "/", -n))
-        else:
-            try:
-                ep.files.append((p.name, p.stat().st_size))
-            except OSError:
-                continue
-    return ep
-
-
-@dataclass
-class StepView:
-    """What the agent did on one screenshot: its actions and its thought."""
-
-    actions: list[str] = field(default_factory=list)
-    thought: str = ""
-    url: str = ""
-
-
-def episode_steps(result: dict[str, Any], shots: list[Path]) -> tuple[str, list[StepView]]:
-    """(the answer, one StepView per screenshot, in order) of a result.json in either layout.
-
-    v2 names each action's screenshot, so the match is exact. v1 keeps only flat lists; an episode writes one
-    screenshot per step and repeats the step's thought for each of its actions, so consecutive actions with the
-    same thought are taken as one step (two steps with the very same thought would read as one)."""
-    history = result.get("action_history") or []
-    index = {p.name: i for i, p in enumerate(shots)}
-    if result.get("schema_version") or any(isinstance(h, dict) for h in history):
-        steps: dict[int, StepView] = {}
-        for h in history:
-            # the closing entry (the answer, or why the episode stopped) is no action
-            if not isinstance(h, dict) or str(h.get("action", "")).startswith(("TASK_COMPLETE", "TASK_INCOMPLETE")):
-                continue
-            i = index.get(str(h.get("screenshot")), -1)
-            v = steps.setdefault(i, StepView(thought=str(h.get("thought") or ""), url=str(h.get("url") or "")))
-            v.actions += str(h.get("action", "")).split(V2_JOIN)   # one entry is one step, its actions joined
-        ordered = [steps.get(i, StepView()) for i in range(max([len(shots), *[k + 1 for k in steps]]))]
-        return str(result.get("agent_final_answer") or ""), ordered
-    actions = [str(a) for a in history]
-    thoughts = [str(t) for t in result.get("thoughts") or []]
-    groups: list[StepView] = []
-    for n, action in enumerate(actions):
-        thought = thoughts[n] if n < len(thoughts) else ""
-        if groups and n > 0 and thought and thought == groups[-1].thought:
-            groups[-1].actions.append(action)
-        else:
-            groups.append(StepView([action], thought))
-    return str(result.get("final_result_response") or ""), groups
 
 
 def size_text(n: int) -> str:
@@ -133,7 +50,7 @@ class EpisodeScreen(Screen[None]):
         self.task_text = task_text
         self.renderer = renderer
         self.running = running
-        self.files = EpisodeFiles()
+        self.files = EpisodeFolder(folder)
         self.index = -1 if running else 0    # the screenshot shown; -1: the last, following new ones
         self._generation = 0
         self._shot_generation = 0
@@ -158,7 +75,7 @@ class EpisodeScreen(Screen[None]):
         self.reload()
         signal = getattr(self.app, "episode_signal", None)
         # a view of an earlier attempt (under attempts/) has nothing new to read
-        if signal is not None and self.folder.parent.name != "attempts":
+        if signal is not None and not is_attempt_folder(self.folder):
             signal.subscribe(self, self._episode_changed, immediate=True)
 
     def _episode_changed(self, change: EpisodeChange) -> None:
@@ -179,7 +96,7 @@ class EpisodeScreen(Screen[None]):
         files = read_episode(self.folder)
         self.app.call_from_thread(self._loaded, generation, files)
 
-    def _loaded(self, generation: int, files: EpisodeFiles) -> None:
+    def _loaded(self, generation: int, files: EpisodeFolder) -> None:
         if generation != self._generation or not self.is_attached:
             return
         self.files = files
@@ -290,7 +207,7 @@ class EpisodeScreen(Screen[None]):
         self.query_one("#ep-actions", Static).update(hist)
 
         files = Text()
-        where = (f"{self.task_id}/attempts/{self.folder.name}" if self.folder.parent.name == "attempts"
+        where = (f"{self.task_id}/attempts/{self.folder.name}" if is_attempt_folder(self.folder)
                  else self.folder.name)
         files.append(f"Files in {where}/\n", style="bold cyan")
         for name, size in self.files.files:

@@ -6,7 +6,6 @@ the live run it is computed again when episodes finish, at most once every `thro
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,10 +20,10 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Label, Static
 
+from om2w_tui.benchmarks.episode_folder import read_answer
 from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.evaluation.report import fmt_num, fmt_rate, summarize
 from om2w_tui.frontends.console.messages import EpisodeChange
-from om2w_tui.frontends.console.screens.episode import episode_steps
 from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable
 from om2w_tui.frontends.console.widgets.panels import STATUS_STYLE, styled
 from om2w_tui.frontends.console.widgets.rate_chart import RateChart
@@ -71,11 +70,7 @@ def failed(task: dict[str, Any]) -> bool:
 
 
 def answer_of(folder: Path) -> str:
-    try:
-        result = json.loads((folder / "result.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return ""
-    return episode_steps(result, [])[0] if isinstance(result, dict) else ""
+    return read_answer(folder)
 
 
 def compute(out: Path, judge: Path | None = None) -> Computed:

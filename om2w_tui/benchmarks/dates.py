@@ -1,175 +1,34 @@
-"""Task files: fetching the official ones (`om2w-tui tasks fetch`) and moving WebVoyager's booking dates into the
-future (`om2w-tui tasks refresh-dates`).
+"""Moving WebVoyager's booking dates into the future (`om2w-tui tasks refresh-dates`, its command line is
+`cli/tasks.py`).
 
-fetch
-  om2w        Hugging Face dataset osunlp/Online-Mind2Web, file Online_Mind2Web.json (may be gated: HF_TOKEN);
-  webvoyager  GitHub MinorJerry/WebVoyager, data/WebVoyager_data.jsonl.
-  A pinned revision (PINS) is checked against its known sha256; the file is validated as a task file and written
-  atomically. Online-Mind2Web's revision `2026-03` is the March 2026 task list (300 tasks) pinned by its sha256
-  only: it is fetched from `main` (its Hugging Face commit id is not recorded here), so once upstream changes the
-  list the fetch stops with a checksum mismatch instead of handing over another task list under the same name.
+WebVoyager's Booking and Google Flights tasks ask for dates (2023-2024) that are now past. For each chosen task,
+N = the smallest whole number of years that puts the task's earliest date on or after --today. The earliest date
+moves by N years (29 February becomes 28 February in a year without one); every other date of the task keeps
+its distance in days from the earliest, so a range keeps its length and a round trip its duration (a date whose
+distance from the earliest spans a 29 February therefore moves by N years and a day). Forms understood:
+"January 10, 2024", "Jan. 1, 2024", "January 5th, 2024", "8 March 2024", "20/12/2023", "2023-12-29",
+"February 14-21, 2024", "Jan 1 to Jan 4, 2024", "February 28 to March 2, 2024", "6 March to 8 March 2024",
+"6-8 March 2024" and "October 2023" (a month, moved by N years). Dates without a year ("December 25-26") are left
+as they are, and so are bare years ("published in 2024"; they are listed as notes).
 
-refresh-dates
-  WebVoyager's Booking and Google Flights tasks ask for dates (2023-2024) that are now past. For each chosen task,
-  N = the smallest whole number of years that puts the task's earliest date on or after --today. The earliest date
-  moves by N years (29 February becomes 28 February in a year without one); every other date of the task keeps
-  its distance in days from the earliest, so a range keeps its length and a round trip its duration (a date whose
-  distance from the earliest spans a 29 February therefore moves by N years and a day). Forms understood:
-  "January 10, 2024", "Jan. 1, 2024", "January 5th, 2024", "8 March 2024", "20/12/2023", "2023-12-29",
-  "February 14-21, 2024", "Jan 1 to Jan 4, 2024", "February 28 to March 2, 2024", "6 March to 8 March 2024",
-  "6-8 March 2024" and "October 2023" (a month, moved by N years). Dates without a year ("December 25-26") are left
-  as they are, and so are bare years ("published in 2024"; they are listed as notes).
+`refresh_file` leaves a note beside the file it writes (`refresh_note`), which a run records in its run.json.
+Nothing here prints or exits: errors are `RefreshError`.
 """
 
 from __future__ import annotations
 
-import argparse
 import calendar
 import datetime as dt
-import hashlib
 import json
 import os
 import re
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from om2w_tui.benchmarks.tasks import TaskFileError, file_sha256, parse_tasks
 from om2w_tui.benchmarks.trajectory import write_atomic
-from om2w_tui.resources import data_dir
-
-EXIT_FAIL = 2
-
-# ============================================================================================== fetch
-
-
-@dataclass(frozen=True)
-class Source:
-    name: str
-    host: str                  # scheme://host, replaced by --base-url
-    path: str                  # with {rev}
-    filename: str
-    default_rev: str
-    page: str                  # where a person finds the file
-    hugging_face: bool = False
-
-
-SOURCES: dict[str, Source] = {
-    "om2w": Source("Online-Mind2Web", "https://huggingface.co",
-                   "/datasets/osunlp/Online-Mind2Web/resolve/{rev}/Online_Mind2Web.json", "Online_Mind2Web.json",
-                   "main", "https://huggingface.co/datasets/osunlp/Online-Mind2Web", hugging_face=True),
-    "webvoyager": Source("WebVoyager", "https://raw.githubusercontent.com",
-                         "/MinorJerry/WebVoyager/{rev}/data/WebVoyager_data.jsonl", "WebVoyager_data.jsonl",
-                         "5a78967", "https://github.com/MinorJerry/WebVoyager/tree/main/data"),
-}
-
-
-@dataclass(frozen=True)
-class Pin:
-    fetch_rev: str             # the revision in the URL
-    sha256: str
-    about: str
-
-
-PINS: dict[tuple[str, str], Pin] = {
-    ("om2w", "2026-03"): Pin("main", "50d330ee9f347c5ae136e52421516590033b146df305ab091c5a36b199b14aa4",
-                             "Online-Mind2Web, March 2026 revision: 300 tasks (easy 80, medium 143, hard 77)"),
-    ("webvoyager", "5a78967"): Pin("5a78967", "69b19fd86c23f1a500244a3724e039aa7ca6a1223d03e11eb10e308d4f11c488",
-                                   "WebVoyager at commit 5a78967: 643 tasks on 15 sites"),
-}
-KNOWN = {pin.sha256: f"{pin.about} (revision {rev})" for (_, rev), pin in PINS.items()}
-
-
-class FetchError(RuntimeError):
-    """A fetch that did not give a usable task file; the message says what to do."""
-
-
-@dataclass
-class Fetched:
-    path: Path
-    url: str
-    sha256: str
-    tasks: int
-    pinned: bool
-    known: str | None
-    unchanged: bool = False
-
-
-def fetch_url(source: Source, rev: str, base_url: str | None = None) -> str:
-    return (base_url or source.host).rstrip("/") + source.path.format(rev=rev)
-
-
-def fetch(bench: str, revision: str | None = None, to: Path = Path("data"), *, base_url: str | None = None,
-          sha256: str | None = None, force: bool = False, timeout: float = 60.0) -> Fetched:
-    import httpx  # slow to import: only when a file is fetched
-
-    source = SOURCES[bench]
-    rev = revision or source.default_rev
-    pin = PINS.get((bench, rev))
-    url = fetch_url(source, pin.fetch_rev if pin else rev, base_url)
-    expected = (sha256 or (pin.sha256 if pin else None) or "").lower() or None
-    headers = {"User-Agent": "om2w-tui"}
-    token = os.environ.get("HF_TOKEN", "") if source.hugging_face else ""
-    if token:
-        headers["Authorization"] = f"Bearer {token}"   # httpx drops it on a redirect to another host (the CDN)
-    host = urlsplit(url).netloc
-    try:
-        r = httpx.get(url, headers=headers, follow_redirects=True, timeout=timeout)
-    except httpx.TransportError as e:
-        raise FetchError(
-            f"cannot reach {host} ({type(e).__name__}: {e or 'no detail'}). Without network access here, download "
-            f"{url} on a machine that has it and copy it to {to / source.filename} (or run with --tasks PATH)."
-        ) from None
-    if r.status_code in (401, 403):
-        if source.hugging_face:
-            raise FetchError(
-                f"HTTP {r.status_code} from {host}: the Online-Mind2Web dataset may be gated. Sign in at "
-                f"{source.page}, accept its terms, create a read token at https://huggingface.co/settings/tokens "
-                f"and set HF_TOKEN to it ({'HF_TOKEN is set but was refused' if token else 'HF_TOKEN is not set'}).")
-        raise FetchError(f"HTTP {r.status_code} from {url}: access denied.")
-    if r.status_code == 404:
-        raise FetchError(f"HTTP 404: {url} does not exist. Check --revision {rev!r} (a branch, tag or commit of "
-                         f"{source.page}); the file may also have moved upstream.")
-    if r.status_code != 200:
-        raise FetchError(f"HTTP {r.status_code} from {url}; try again later.")
-    body = r.content
-    got = hashlib.sha256(body).hexdigest()
-    if expected and got != expected:
-        why = f"the pinned revision {rev!r} ({pin.about})" if pin and not sha256 else "--sha256"
-        raise FetchError(
-            f"checksum mismatch for {url}: sha256 {got}, expected {expected} for {why}. Nothing was written. The "
-            f"file upstream is not the one pinned (it changed, or something between changed it). Take the current "
-            f"file with --revision main (its sha256 goes into each run's run.json), or pin it with --sha256.")
-    target = Path(to) / source.filename
-    try:
-        text = body.decode("utf-8")
-        tasks = parse_tasks(target, text)
-    except UnicodeDecodeError as e:
-        raise FetchError(f"{url} is not UTF-8 text ({e.reason}); is this the task file?") from None
-    except TaskFileError as e:
-        raise FetchError(f"{url} is not a usable task file: {e}") from None
-    known = KNOWN.get(got)
-    if target.exists():
-        if target.is_dir():
-            raise FetchError(f"{target} is a folder; choose another --to")
-        old = hashlib.sha256(target.read_bytes()).hexdigest()
-        if old == got:
-            return Fetched(target, url, got, len(tasks), expected is not None, known, unchanged=True)
-        if not force:
-            raise FetchError(f"{target} exists with other content (sha256 {old[:12]}...); runs that used it record "
-                             f"that sha256. Pass --force to replace it, or choose another --to.")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(target, body)
-    except OSError as e:
-        raise FetchError(f"cannot write {target}: {e}") from None
-    return Fetched(target, url, got, len(tasks), expected is not None, known)
-
-
-# ============================================================================================== refresh-dates
 
 DEFAULT_SITES = ("Booking", "Google Flights")
 _MONTH_NAMES = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
@@ -194,14 +53,23 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("month", re.compile(rf"\b(?P<m1>{_M}),?\s+(?P<y>{_Y})")),
 ]
 _BARE_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+_DIGITS = re.compile(r"\d+")
 
 
 def _month(token: str) -> int:
     return _MONTH_NAMES[token.rstrip(".").lower()]
 
 
+def _digits(token: str) -> str:
+    """The leading digits of a day token ("5th" -> "5"); the patterns only take tokens that start with them."""
+    m = _DIGITS.match(token)
+    if m is None:
+        raise ValueError(f"no day in {token!r}")
+    return m.group()
+
+
 def _day(token: str) -> int:
-    return int(re.match(r"\d+", token).group())
+    return int(_digits(token))
 
 
 def _ordinal(n: int) -> str:
@@ -231,7 +99,7 @@ def _fmt_month(old: str, month: int) -> str:
 
 
 def _fmt_day(old: str, day: int) -> str:
-    digits = re.match(r"\d+", old).group()
+    digits = _digits(old)
     text = f"{day:0{len(digits)}d}" if digits.startswith("0") else str(day)
     return text + (_ordinal(day) if len(old) > len(digits) else "")
 
@@ -266,6 +134,8 @@ def _phrase(kind: str, m: re.Match[str]) -> _Phrase | None:
         m1 = _month(g["m1"]) if g.get("m1") else m2
         if kind == "md-range" and m2 is None:
             m2 = m1
+        if m1 is None or m2 is None:     # each range form names at least one month: not reached
+            return None
         d1, d2 = _day(g["d1"]), _day(g["d2"])
         y1 = y - 1 if (m1, d1) > (m2, d2) else y    # "December 30 to January 2, 2024" starts in 2023
         a, b = _valid(y1, m1, d1), _valid(y, m2, d2)
@@ -404,6 +274,7 @@ def shift_text(text: str, today: dt.date) -> tuple[str, int, list[tuple[str, str
         if p.precision == "month":
             new = [add_years(d, n) for d in p.dates]
         else:
+            assert anchor is not None and new_anchor is not None   # a phrase of days: day_dates holds its dates
             new = [new_anchor + (d - anchor) for d in p.dates]
             if any(x != add_years(d, n) for x, d in zip(new, p.dates)):
                 notes.append(f"{p.text!r}: moved by {n} years and a day, keeping its distance from the earliest "
@@ -544,97 +415,3 @@ def refresh_note(task_file: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return note if note.get("sha256") == file_sha256(task_file) else None
-
-
-# ============================================================================================== CLI
-
-
-def add_arguments(sub: Any) -> None:
-    p = sub.add_parser("tasks", help="task files: fetch the official ones, refresh past booking dates")
-    tsub = p.add_subparsers(dest="tasks_command", metavar="{fetch,refresh-dates}")
-    f = tsub.add_parser("fetch", help="download an official task file, check and validate it",
-                        description="Download Online-Mind2Web (Hugging Face; may be gated: set HF_TOKEN) or "
-                                    "WebVoyager (GitHub); a pinned revision is checked by sha256.")
-    f.add_argument("bench", choices=sorted(SOURCES), help="om2w | webvoyager")
-    f.add_argument("--revision", default=None,
-                   help="om2w: a branch, tag or commit, or 2026-03 (pinned by sha256) (main); "
-                        "webvoyager: a commit (5a78967, pinned)")
-    f.add_argument("--to", type=Path, default=None,
-                   help="the folder to write into (the data/ folder runs read by default)")
-    f.add_argument("--sha256", default=None, help="the sha256 the file must have (pins any revision)")
-    f.add_argument("--force", action="store_true", help="replace an existing file with other content")
-    f.add_argument("--base-url", default=None,
-                   help="scheme://host to fetch from instead of huggingface.co / raw.githubusercontent.com "
-                        "(a mirror; the path stays the same)")
-    r = tsub.add_parser("refresh-dates", help="move the past dates of booking tasks into the future",
-                        description="Shift every dated phrase of the chosen tasks (Booking and Google Flights by "
-                                    "default) by the smallest whole number of years that puts the task's earliest "
-                                    "date on or after --today; ranges keep their length.")
-    r.add_argument("input", type=Path, metavar="IN", help="a JSON lines task file (WebVoyager_data.jsonl)")
-    r.add_argument("--out", type=Path, required=True, help="the refreshed file (never IN)")
-    r.add_argument("--today", type=_date, default=None, help="YYYY-MM-DD (default: today)")
-    r.add_argument("--sites", type=_csv, default=None,
-                   help="comma-separated web_name values to refresh (Booking,Google Flights); 'none' for none")
-    r.add_argument("--task-ids", type=_csv, default=[], help="comma-separated task ids to refresh as well")
-    p.set_defaults(tasks_parser=p)
-
-
-def _csv(s: str) -> list[str]:
-    return [x.strip() for x in s.split(",") if x.strip()]
-
-
-def _date(s: str) -> dt.date:
-    try:
-        return dt.date.fromisoformat(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{s}: not a date (YYYY-MM-DD)") from None
-
-
-def run(args: Any) -> int:
-    if args.tasks_command == "fetch":
-        return _run_fetch(args)
-    if args.tasks_command == "refresh-dates":
-        return _run_refresh(args)
-    args.tasks_parser.print_help(sys.stderr)
-    return EXIT_FAIL
-
-
-def _run_fetch(args: Any) -> int:
-    source = SOURCES[args.bench]
-    rev = args.revision or source.default_rev
-    print(f"fetching {source.name} revision {rev} ...", flush=True)
-    try:
-        to = args.to if args.to is not None else data_dir()   # refresh the files runs read without --tasks
-        got = fetch(args.bench, args.revision, to, base_url=args.base_url, sha256=args.sha256, force=args.force)
-    except FetchError as e:
-        print(f"om2w-tui tasks fetch: {e}", file=sys.stderr)
-        return EXIT_FAIL
-    if got.pinned:
-        check = "checksum ok (pinned)"
-    elif got.known:
-        check = f"not pinned; this is the known {got.known}"
-    else:
-        check = "not pinned and not a known revision: runs record its sha256 in run.json"
-    verb = "already up to date:" if got.unchanged else "wrote"
-    print(f"{verb} {got.path}: {got.tasks} tasks, sha256 {got.sha256}; {check}")
-    return 0
-
-
-def _run_refresh(args: Any) -> int:
-    today = args.today or dt.date.today()
-    sites = list(DEFAULT_SITES) if args.sites is None else [s for s in args.sites if s.lower() != "none"]
-    try:
-        changes = refresh_file(args.input, args.out, today, sites, args.task_ids)
-    except RefreshError as e:
-        print(f"om2w-tui tasks refresh-dates: {e}", file=sys.stderr)
-        return EXIT_FAIL
-    moved = [c for c in changes if c["fragments"]]
-    for c in changes:
-        if c["fragments"]:
-            frags = "; ".join(f"{old!r} -> {new!r}" for old, new in c["fragments"])
-            print(f"{c['task_id']}: +{c['years']} year{'s' if c['years'] != 1 else ''}: {frags}")
-        for note in c["notes"]:
-            print(f"{c['task_id']}: note: {note}")
-    print(f"{len(moved)} task(s) changed (today {today.isoformat()}, sites {', '.join(sites) or 'none'}"
-          f"{', ids ' + ', '.join(args.task_ids) if args.task_ids else ''}) -> {args.out}")
-    return 0

@@ -1,0 +1,259 @@
+"""Reading an episode's folder as `benchmarks/trajectory.py` writes it, in one place: the scheduler (what a dead
+worker left), the console's episode view and report, and the official evaluator's reading (`conformance.py`, which
+reads the same `result.json` with the evaluator's own rules) all go through it.
+
+    <out>/<task_id>/result.json                          v1: task_id, task, final_result_response, action_history,
+                                                         thoughts; v2: "schema_version": "online-mind2web-v2", one
+                                                         entry per step, closed by TASK_COMPLETE / TASK_INCOMPLETE
+    <out>/<task_id>/trajectory/<i>_full_screenshot.png   the screenshots, in the order of <i>
+    <out>/<task_id>/attempts/<n>/                        an earlier attempt's files, moved there when the next began
+
+The folder may be read while its episode writes it (`result.json` is replaced atomically after every step), or after
+its worker died: nothing here raises for what is missing or torn; it is said in `EpisodeFolder.problems`.
+`EpisodeFolder` is a folder on disk; a live attempt is the scheduler's `Episode`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from om2w_tui.benchmarks.trajectory import V2_JOIN
+
+SHOT = re.compile(r"^(\d+)_full_screenshot\.png$")
+CLOSING = ("TASK_COMPLETE", "TASK_INCOMPLETE")     # a v2 history's closing entry: the last state, no action
+ATTEMPTS = "attempts"
+
+Layout = Literal["v1", "v2"]
+
+
+@dataclass(frozen=True)
+class StepOnDisk:
+    """What the agent did on one screenshot: its action lines, its thought and the page's URL (v2 only)."""
+
+    actions: tuple[str, ...] = ()
+    thought: str = ""
+    url: str = ""
+
+
+@dataclass(frozen=True)
+class ResultFile:
+    """`result.json` as read: its object, or why there is none (`missing`: no such file; `error`: unreadable, torn
+    or not a JSON object)."""
+
+    result: dict[str, Any] | None
+    missing: bool = False
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class EpisodeFolder:
+    """An episode's folder read in one go."""
+
+    folder: Path
+    result: dict[str, Any] = field(default_factory=dict, repr=False)   # result.json's object ({} when unreadable)
+    layout: Layout | None = None             # None: no readable result.json
+    task_id: str = ""                        # result.json's, else the folder's name
+    task: str = ""
+    answer: str = ""
+    actions: tuple[str, ...] = ()            # every action line, in order (v2: each entry's actions split)
+    thoughts: tuple[str, ...] = ()           # v1: one per action line; v2: one per entry
+    steps: tuple[StepOnDisk, ...] = ()       # see `episode_steps`
+    recorded_steps: int = 0                  # v2: entries but the closing one; v1: action lines (v1 keeps no bounds)
+    shots: tuple[Path, ...] = ()             # trajectory/<i>_full_screenshot.png, in the order of <i>
+    blank_screenshot: bool = False           # the final state is the writer's blank stand-in: no real screenshot
+    cut_short: str = ""                      # why the episode stopped before its end, as the writer said it
+    files: tuple[tuple[str, int], ...] = ()  # (name, bytes) of each file; (name + "/", -files inside) of a folder
+    problems: tuple[str, ...] = ()           # what could not be read: no folder, no result.json yet, torn JSON
+
+    @property
+    def problem(self) -> str:
+        """The problems on one line ("" when there is none)."""
+        return "; ".join(self.problems)
+
+    @property
+    def is_earlier_attempt(self) -> bool:
+        return is_attempt_folder(self.folder)
+
+
+def load_result(folder: Path) -> ResultFile:
+    """`<folder>/result.json`'s object; never raises."""
+    path = Path(folder) / "result.json"
+    try:
+        result = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return ResultFile(None, missing=True)
+    except (OSError, UnicodeDecodeError, ValueError) as e:   # torn (a writer that is not ours), unreadable, not UTF-8
+        return ResultFile(None, error=f"result.json is not readable JSON ({e})")
+    if not isinstance(result, dict):
+        return ResultFile(None, error=f"result.json holds a {type(result).__name__}, not an object")
+    return ResultFile(result)
+
+
+def screenshots(folder: Path) -> list[Path]:
+    """`trajectory/<i>_full_screenshot.png` in the order of <i> (other files there are not ours: left out)."""
+    traj = Path(folder) / "trajectory"
+    try:
+        found = [(int(m.group(1)), p) for p in traj.iterdir() if (m := SHOT.match(p.name))]
+    except OSError:   # no trajectory/ yet, or gone with a moved attempt
+        return []
+    return [p for _, p in sorted(found)]
+
+
+def layout_of(result: dict[str, Any]) -> Layout:
+    history = result.get("action_history") or []
+    is_v2 = result.get("schema_version") or (isinstance(history, list) and any(isinstance(h, dict) for h in history))
+    return "v2" if is_v2 else "v1"
+
+
+def _is_closing(entry: dict[str, Any]) -> bool:
+    return str(entry.get("action", "")).startswith(CLOSING)
+
+
+def episode_steps(result: dict[str, Any], shots: list[Path] | tuple[Path, ...]) -> tuple[str, list[StepOnDisk]]:
+    """(the answer, the steps) of a result.json in either layout.
+
+    v2 names each entry's screenshot, so the match is exact: one StepOnDisk per screenshot, in order (a screenshot
+    with no entry, like the final state, gets an empty one). v1 keeps only flat lists; an episode writes one
+    screenshot per step and repeats the step's thought for each of its actions, so consecutive actions with the
+    same thought are taken as one step (two steps with the very same thought would read as one)."""
+    history = result.get("action_history") or []
+    if not isinstance(history, list):
+        history = []
+    if layout_of(result) == "v2":
+        index = {p.name: i for i, p in enumerate(shots)}
+        found: dict[int, tuple[list[str], str, str]] = {}
+        for h in history:
+            if not isinstance(h, dict) or _is_closing(h):   # the closing entry (answer, or why it stopped): no action
+                continue
+            i = index.get(str(h.get("screenshot")), -1)
+            acts, _, _ = found.setdefault(i, ([], str(h.get("thought") or ""), str(h.get("url") or "")))
+            acts += str(h.get("action", "")).split(V2_JOIN)   # one entry is one step, its actions joined
+        n = max([len(shots), *[k + 1 for k in found]])
+        steps = [StepOnDisk(tuple(found[i][0]), found[i][1], found[i][2]) if i in found else StepOnDisk()
+                 for i in range(n)]
+        return answer_of(result), steps
+    thoughts = [str(t) for t in result.get("thoughts") or []]
+    groups: list[tuple[list[str], str]] = []
+    for n, action in enumerate(str(a) for a in history):
+        thought = thoughts[n] if n < len(thoughts) else ""
+        if groups and thought and thought == groups[-1][1]:
+            groups[-1][0].append(action)
+        else:
+            groups.append(([action], thought))
+    return answer_of(result), [StepOnDisk(tuple(a), t) for a, t in groups]
+
+
+def _files(folder: Path) -> list[tuple[str, int]]:
+    files: list[tuple[str, int]] = []
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError:
+        return files
+    for p in entries:
+        if p.name.startswith("."):   # the writer's temporary files
+            continue
+        try:
+            if p.is_dir():
+                files.append((p.name + "/", -sum(1 for q in p.rglob("*") if q.is_file())))
+            else:
+                files.append((p.name, p.stat().st_size))
+        except OSError:   # gone meanwhile (an attempt moved away)
+            continue
+    return files
+
+
+def read_episode(folder: Path) -> EpisodeFolder:
+    """Everything an episode folder holds, read once; what is missing or unreadable is in `problems`."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return EpisodeFolder(folder, task_id=folder.name, problems=(f"no folder yet: {folder.name}",))
+    loaded = load_result(folder)
+    problems = []
+    if loaded.missing:
+        problems.append("no result.json yet (the episode has not finished a step)")
+    elif loaded.error:
+        problems.append(loaded.error)
+    result = loaded.result or {}
+    shots = screenshots(folder)
+    answer, steps = episode_steps(result, shots)
+    layout = layout_of(result) if loaded.result is not None else None
+    history = result.get("action_history") or []
+    history = history if isinstance(history, list) else []
+    if layout == "v2":
+        entries = [h for h in history if isinstance(h, dict) and not _is_closing(h)]
+        actions = [a for h in entries for a in str(h.get("action", "")).split(V2_JOIN)]
+        thoughts = [str(h.get("thought") or "") for h in entries]
+        recorded = len(entries)
+    else:
+        actions = [str(a) for a in history]
+        thoughts = [str(t) for t in result.get("thoughts") or []]
+        recorded = len(actions)
+    return EpisodeFolder(
+        folder, result, layout, task_id=str(result.get("task_id") or folder.name), task=str(result.get("task") or ""),
+        answer=answer, actions=tuple(actions), thoughts=tuple(thoughts), steps=tuple(steps), recorded_steps=recorded,
+        shots=tuple(shots), blank_screenshot=bool(result.get("blank_screenshot")),
+        cut_short=str(result.get("cut_short") or ""), files=tuple(_files(folder)), problems=tuple(problems))
+
+
+def read_answer(folder: Path) -> str:
+    """Only the agent's answer ("" when there is none or result.json cannot be read): a tenth of `read_episode`'s
+    cost, for a report that lists many episodes."""
+    return answer_of(load_result(folder).result or {})
+
+
+def answer_of(result: dict[str, Any]) -> str:
+    return str(result.get("agent_final_answer" if layout_of(result) == "v2" else "final_result_response") or "")
+
+
+# ── attempts ─────────────────────────────────────────────────────────────────────────────────────────────────────
+
+
+def is_attempt_folder(folder: Path) -> bool:
+    """An earlier attempt's folder (`<task>/attempts/<n>`): nothing writes it any more."""
+    return Path(folder).parent.name == ATTEMPTS
+
+
+def attempt_folders(task_folder: Path) -> list[tuple[int, Path]]:
+    """The earlier attempts kept in `<task>/attempts/<n>/`, as (n, folder), in the order of n."""
+    try:
+        found = [(int(p.name), p) for p in (Path(task_folder) / ATTEMPTS).iterdir() if p.name.isdigit() and p.is_dir()]
+    except OSError:   # no attempts/: the task ran once
+        return []
+    return sorted(found)
+
+
+def attempt_folder(out: Path, task_id: str, attempt: int, latest: bool) -> Path:
+    """The folder of `task_id`'s attempt number `attempt`: the task's own folder while it is the latest attempt, else
+    `<task>/attempts/<attempt>` where that was kept (an attempt cut before it wrote a file left none)."""
+    folder = Path(out) / task_id
+    kept = folder / ATTEMPTS / str(attempt)
+    return kept if not latest and kept.is_dir() else folder
+
+
+def keep_earlier_attempt(folder: Path) -> Path | None:
+    """Move the files an earlier attempt left in a task's folder to `<task>/attempts/<n>/` (inside the task's folder:
+    every folder beside the task folders would count as a task for the evaluator); -> that folder, or None when
+    there was nothing to keep."""
+    if not folder.exists():
+        return None
+    leftovers = [p for p in folder.iterdir() if p.name != ATTEMPTS]
+    if not leftovers:
+        return None
+    attempts = folder / ATTEMPTS
+    attempts.mkdir(exist_ok=True)
+    n = 1 + max((int(p.name) for p in attempts.iterdir() if p.name.isdigit()), default=0)
+    dest = attempts / str(n)
+    dest.mkdir()
+    for p in leftovers:
+        shutil.move(str(p), dest / p.name)
+    return dest
+
+
+__all__ = ["ATTEMPTS", "CLOSING", "SHOT", "EpisodeFolder", "Layout", "ResultFile", "StepOnDisk",
+           "attempt_folder", "attempt_folders", "episode_steps", "is_attempt_folder", "keep_earlier_attempt",
+           "layout_of", "load_result", "read_answer", "read_episode", "screenshots"]
