@@ -66,9 +66,9 @@ class HeadlessLog:
                         f"{s['settled_before']} done before; {s['pending']} left; {_clock(s['elapsed_s'])}")
             if "correct" in s:
                 self._print(f"correct: {s['correct']} of {s['judged']} (reference judge)")
-            self._print(f"results: {s['out']}/results.jsonl")
+            self._print(f"results: {s.get('results') or s['out'] + '/results.jsonl'}")
             if s.get("unwritten"):
-                self._print(f"error: {s['unwritten']} record(s) could not be written to {s['out']}/results.jsonl "
+                self._print(f"error: {s['unwritten']} record(s) could not be written to {s.get('results') or s['out']} "
                             f"(listed above); those tasks run again next time")
 
 

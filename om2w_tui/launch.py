@@ -20,6 +20,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from om2w_tui.engine.sharding import check_out_free, manifest_name, run_lock, select_shard
+from om2w_tui.engine.shared_pacing import check_pace_dir
+
 from .config import COORDINATES, RunConfig
 from .episode.arms import arm_names
 from .episode.browser import BrowserNotFound, check_browser_settings, find_chromium, resolve_browser
@@ -28,7 +31,7 @@ from .executors.local import LocalExecutor
 from .redact import redact_argv, redact_url
 from .resources import data_dir, default_task_file
 from .results import read_results
-from .runlock import OutFolderBusy, RunLock, check_free
+from .runlock import OutFolderBusy
 from .scheduler import Scheduler
 from .taskfiles import refresh_note
 from .tasks import Task, TaskFileError, file_sha256, load_tasks, parse_tasks, select
@@ -132,7 +135,7 @@ def _check_settings(cfg: RunConfig) -> str:
     return ""
 
 
-def _check_out(out: Path) -> str:
+def _check_out(out: Path, shard: str = "") -> str:
     if out.exists() and not out.is_dir():
         return f"--out {out}: is a file, not a folder; choose another path"
     probe = out if out.exists() else next((p for p in out.parents if p.exists()), Path("."))
@@ -140,7 +143,7 @@ def _check_out(out: Path) -> str:
         return f"--out {out}: {probe} is a file, not a folder; choose another path"
     if not os.access(probe, os.W_OK):
         return f"--out {out}: {probe} is not writable; choose a folder you can write to"
-    return check_free(out)
+    return check_out_free(out, shard)
 
 
 def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task]]:
@@ -157,12 +160,15 @@ def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task]]:
                                  f"use --bench offline for the built-in suite)")
             task_file = found
             tasks = load_tasks(task_file)
-        chosen = select(tasks, task_ids=cfg.task_ids, levels=cfg.levels, sites=cfg.sites, limit=cfg.limit)
+        # this node's share (--shard) is taken from the whole file first, so that it is the same on every node
+        chosen = select(select_shard(tasks, cfg.shard), task_ids=cfg.task_ids, levels=cfg.levels, sites=cfg.sites,
+                        limit=cfg.limit)
     except TaskFileError as e:
         raise UsageError(str(e)) from None
     if not chosen:
-        raise UsageError(f"no task left after the filters (--task-ids/--level/--site/--limit) out of {len(tasks)} "
-                         f"in {task_file}; loosen them")
+        raise UsageError(f"no task left after the filters (--task-ids/--level/--site/--limit"
+                         f"{', --shard ' + cfg.shard if cfg.shard else ''}) out of {len(tasks)} in {task_file}; "
+                         f"loosen them")
     return Path(task_file), tasks, chosen
 
 
@@ -185,7 +191,10 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True) -> tuple[Preflight |
         add("tasks", "", f"{task_file}: {len(tasks)} tasks, {len(chosen)} selected")
     except UsageError as e:
         add("tasks", str(e), "")
-    out_ok = add("out folder", _check_out(cfg.out), str(cfg.out))
+    out_ok = add("out folder", _check_out(cfg.out, cfg.shard),
+                 str(cfg.out) + (f", shard {cfg.shard}" if cfg.shard else ""))
+    if cfg.pace_dir is not None:
+        add("pace dir", check_pace_dir(cfg.pace_dir), f"{cfg.pace_dir}: pacing shared with every run using it")
     template = cfg.instruction_template_file or "the seed's"
     add("instruction", check_template(cfg.instruction_template) and
         f"--instruction-template {template}: {check_template(cfg.instruction_template)}",
@@ -234,7 +243,7 @@ def versions() -> dict[str, str]:
 
 def write_manifest(pre: Preflight, extra: dict[str, Any] | None = None) -> None:
     cfg = pre.config
-    path = cfg.out / "run.json"
+    path = cfg.out / manifest_name(cfg.shard)
     first = None
     if path.exists():
         with contextlib.suppress(OSError, ValueError):
@@ -283,7 +292,7 @@ async def open_run(pre: Preflight, sinks: list[Any]) -> AsyncIterator[Any]:
             endpoint = cfg.endpoint
         cfg.out.mkdir(parents=True, exist_ok=True)
         try:   # before anything is written: a second run over this folder is refused
-            stack.enter_context(RunLock(cfg.out))
+            stack.enter_context(run_lock(cfg.out, cfg.shard))
         except OutFolderBusy as e:
             raise UsageError(str(e)) from None
         write_manifest(pre, {"endpoint": redact_url(endpoint)})

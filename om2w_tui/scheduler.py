@@ -23,6 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from om2w_tui.engine.sharding import results_name
+from om2w_tui.engine.shared_pacing import make_pacer
+
 from .config import RunConfig
 from .episode.instruction import step_budget
 from .events import (
@@ -35,7 +38,6 @@ from .events import (
     RunStarted,
     SlotChanged,
 )
-from .pacing import SitePacer
 from .results import ENDPOINT_ERROR, INTERRUPTED, REQUEUED, STATUSES, ResultsStore, read_results
 from .tasks import Task
 from .trajectory import V2_JOIN
@@ -151,8 +153,9 @@ class Scheduler:
         self.judge = judge
         self.spec_extra = spec_extra or {}
         self.out = Path(config.out)
-        self.store = ResultsStore(self.out)
-        self.pacer = SitePacer(config.pace_cooldown, config.site_slots)
+        self.store = ResultsStore(self.out, results_name(config.shard))
+        self.pacer = make_pacer(config.pace_dir, config.pace_cooldown, config.site_slots, self.tasks,
+                                note=lambda message: self.emit(Log("warning", message)))
         self.queue: dict[str, deque[Task]] = {}
         self.slots: dict[int, Slot] = {}
         self.target_workers = max(1, int(config.workers))
@@ -432,6 +435,7 @@ class Scheduler:
             self._queued.discard(task.task_id)
             self._site_units[site] = max(0.0, self._site_units.get(site, 0.0) - self._task_units(task))
             self._start(slot, task, now)
+        self.pacer.end_round()
         if any(s.episode is None and not s.retired for s in self.slots.values()):
             nxt = self.pacer.next_ready([s for s, q in self.queue.items() if q], now)
             if nxt is not None:
@@ -905,7 +909,8 @@ class Scheduler:
         s = self.stats
         out = {"total": s.total, "settled_before": s.settled_before, "finished": s.finished,
                "by_status": dict(s.by_status), "pending": self.pending(),
-               "elapsed_s": round(self.loop.time() - self.started_mono, 1), "out": str(self.out)}
+               "elapsed_s": round(self.loop.time() - self.started_mono, 1), "out": str(self.out),
+               "results": str(self.store.path)}
         if s.judged:
             out.update(correct=s.correct, judged=s.judged)
         if self.unwritten:
@@ -928,6 +933,8 @@ class Scheduler:
             st = self.pacer.state(name)
             left = len(self.queue.get(name, ()))
             state = "running" if st.running else ("cooling" if st.ready_at > now else ("free" if left else "done"))
+            if state == "free" and self.pacer.held_elsewhere(name):
+                state = "held elsewhere"   # by another run pacing through the same --pace-dir
             sites.append({"site": name, "state": state, "ready_at": st.ready_at, "left": left,
                           "done": c.done, "errors": c.errors, "total": c.total, "cooldown": st.cooldown,
                           "running": st.running, "limit": st.limit})

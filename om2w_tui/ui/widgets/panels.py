@@ -14,7 +14,8 @@ from ..run_state import RunState
 from .keyed_table import Col, KeyedTable
 
 STATE_STYLE = {"running": "green", "starting": "cyan", "paused": "yellow", "stopping": "magenta",
-               "idle": "dim", "retiring": "dim", "cooling": "yellow", "free": "cyan", "done": "dim"}
+               "idle": "dim", "retiring": "dim", "cooling": "yellow", "free": "cyan", "done": "dim",
+               "held elsewhere": "magenta"}   # a site another run holds through the shared --pace-dir
 STATUS_STYLE = {"done": "green", "error": "red", "killed": "yellow", "timeout": "magenta", "blocked": "red"}
 
 
