@@ -160,9 +160,9 @@ def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task]]:
                                  f"use --bench offline for the built-in suite)")
             task_file = found
             tasks = load_tasks(task_file)
-        # this node's share (--shard) is taken from the whole file first, so that it is the same on every node
-        chosen = select(select_shard(tasks, cfg.shard), task_ids=cfg.task_ids, levels=cfg.levels, sites=cfg.sites,
-                        limit=cfg.limit)
+        chosen = select(tasks, task_ids=cfg.task_ids, levels=cfg.levels, sites=cfg.sites, limit=cfg.limit)
+        # this node's share (--shard) of the selection, its sites assigned on the whole file: the same on every node
+        chosen = select_shard(tasks, cfg.shard, chosen)
     except TaskFileError as e:
         raise UsageError(str(e)) from None
     if not chosen:

@@ -1,10 +1,12 @@
 """Splitting one run across nodes without a cluster scheduler (`--shard K/N`, or the seed's `--slot-range a:b`).
 
 A node runs whole sites, so each site is paced by one process and pacing stays exact with no talk between nodes.
-The assignment depends on the task file alone (computed on all its tasks, before --task-ids/--level/--site/--limit,
-which then choose within the node's share): the same file gives every node the same split whatever else it is
-told. Sites are taken by task count, most first (then by name), each given to the least loaded shard (the lowest
-index on a tie): a greedy split whose largest shard is within one site of the best.
+The assignment depends on the task file alone (computed on all its tasks, whatever --task-ids/--level/--site/--limit
+say): the same file gives every node the same sites, even nodes given other filters. The filters choose from the
+whole file as an unsharded run would, and each node runs its share of that choice, so the shards together run
+exactly what one unsharded run with the same flags would (`--limit 50`: the file's first 50, split). Sites are taken
+by task count, most first (then by name), each given to the least loaded shard (the lowest index on a tie): the
+largest and the smallest shard differ by at most the largest site's task count.
 
 Shards may write into one out folder (on a shared filesystem, as the seed's slot ranges did): each keeps its own
 results file (`results.shard-K-of-N.jsonl`, read by every shard's resume and by `report` through the
@@ -123,13 +125,15 @@ def assign_sites(sites: Iterable[str], n: int) -> dict[str, int]:
     return out
 
 
-def select_shard(tasks: list[Any], spec: str) -> list[Any]:
-    """The tasks of this node's shard(s), in file order; all of them without a shard. Tasks have `.site`."""
+def select_shard(tasks: list[Any], spec: str, chosen: list[Any] | None = None) -> list[Any]:
+    """Of `chosen` (default: all `tasks`), those on this node's shard(s), in order; all of them without a shard.
+    Sites are assigned on `tasks`, the whole file. Tasks have `.site`."""
+    chosen = tasks if chosen is None else chosen
     shard = parse_spec(spec)
     if shard is None:
-        return tasks
+        return chosen
     where = assign_sites((t.site for t in tasks), shard.n)
-    return [t for t in tasks if where[t.site] in shard]
+    return [t for t in chosen if where.get(t.site, -1) in shard]
 
 
 def results_name(spec: str) -> str:

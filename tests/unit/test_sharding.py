@@ -56,6 +56,12 @@ def test_the_split_is_the_one_the_readme_describes():
     assert set(assign_sites(sites, 9).values()) == {0, 1, 2, 3, 4}   # more shards than sites: some are empty
 
 
+def test_task_ids_of_other_shards_are_no_error():
+    tasks = [Task(f"t{i}", "do", f"https://s{i % 2}.com/", None) for i in range(4)]
+    chosen = [tasks[0], tasks[1]]
+    assert [t.task_id for k in (0, 1) for t in select_shard(tasks, f"{k}/2", chosen)] == ["t0", "t1"]
+
+
 def test_a_slot_range_is_the_union_of_its_shards():
     tasks = [Task(f"t{i}", "do", f"https://s{i % 7}.com/", None) for i in range(40)]
     spec, workers = shard_from_flags(None, "1:3", 4)
@@ -141,8 +147,9 @@ def test_the_selection_is_the_shards_share_then_the_filters(work):  # noqa: F811
                                           "--model", "oracle", "--tasks", str(work / "nine.json"),
                                           "--shard", f"{k}/2", "--limit", "2"])
         picked.append([t.task_id for t in preflight(config_from_args(args)).tasks])
-    # s0.com and s2.com on shard 0, s1.com on shard 1 (3 tasks each, by name on ties); --limit within the share
-    assert picked == [["t0", "t2"], ["t1", "t4"]]
+    # s0.com and s2.com on shard 0, s1.com on shard 1 (3 tasks each, by name on ties); --limit 2 takes the file's
+    # first two, as an unsharded run would, and each shard runs its part of them
+    assert picked == [["t0"], ["t1"]]
     assert not (work / "out").exists()
 
 
