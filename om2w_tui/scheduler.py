@@ -406,7 +406,8 @@ class Scheduler:
         for site, q in self.queue.items():
             if q and (chain := self._chain(site, len(q))) > crit_chain:
                 crit, crit_chain = site, chain
-        if crit is None or self.pacer.can_start(crit, now) or self.pacer.state(crit).busy:
+        if crit is None or self.pacer.can_start(crit, now) or self.pacer.state(crit).busy \
+                or self.pacer.held_elsewhere(crit):   # another run's episode there may last any time: not waited for
             return None
         rest = (sum(self._site_units.values()) - self._site_units.get(crit, 0.0)) * self._s_per_unit()
         return crit if crit_chain >= rest / (active - 1) else None

@@ -97,6 +97,7 @@ class SharedSitePacer(SitePacer):
         self._tentative: set[str] = set()       # taken by can_start, not yet by acquire
         self._elsewhere: set[str] = set()       # found held by another run at the last try
         self._said: set[str] = set()
+        self._stamped: dict[str, int] = {}      # name -> mtime (ns) of the `.last` this run wrote last
 
     def names(self, site: str) -> tuple[str, ...]:
         return self._names.get(site) or lock_names(site, ())
@@ -136,9 +137,12 @@ class SharedSitePacer(SitePacer):
 
     def _cooling_left(self, name: str, cooldown: float) -> float:
         try:
-            mtime = (self.dir / f"{name}.last").stat().st_mtime
+            stat = (self.dir / f"{name}.last").stat()
         except FileNotFoundError:
             return 0.0
+        if stat.st_mtime_ns == self._stamped.get(name):   # our own episode's end: our pacer counts that cooldown
+            return 0.0
+        mtime = stat.st_mtime
         # a stamp from the future (a clock set back) waits one cooldown at most
         return min(cooldown, mtime + cooldown - self._wall())
 
@@ -149,8 +153,10 @@ class SharedSitePacer(SitePacer):
     def release(self, site: str, now: float) -> None:
         super().release(site, now)
         for name in self.names(site):   # the stamp first, then the lock: no one starts before it is seen
+            stamp = self.dir / f"{name}.last"
             with contextlib.suppress(OSError):
-                (self.dir / f"{name}.last").touch()
+                stamp.touch()
+                self._stamped[name] = stamp.stat().st_mtime_ns
         self._drop_if_idle(site)
 
     def release_without_cooldown(self, site: str) -> None:

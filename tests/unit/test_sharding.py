@@ -99,6 +99,7 @@ def test_shards_share_a_folder_but_not_a_shard(tmp_path):
             ShardLock(tmp_path, Shard(1, 2, 2)).acquire()
         with pytest.raises(OutFolderBusy, match="shards of a run"):   # nor may an unsharded run take it
             RunLock(tmp_path).acquire()
+        assert "shard-0-of-2" in check_out_free(tmp_path, "")          # which its preflight says
         with pytest.raises(OutFolderBusy):                            # a range that overlaps a running shard
             ShardLock(tmp_path, Shard(0, 2, 2)).acquire()
         assert check_out_free(tmp_path, "0/3") == ""                  # (another N is the user's to avoid)

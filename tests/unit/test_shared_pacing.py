@@ -70,6 +70,7 @@ def test_a_site_held_by_another_run_waits_then_its_cooldown_is_kept(tmp_path):
 
     a.release("x.com", 100.0)
     assert (tmp_path / "x.com.last").exists()
+    assert a.can_start("y.com", 100.0) and a.cooling_until("x.com", 100.0) == 160.0   # its own stamp: no wall clock
     # the other run's cooldown becomes an ordinary deadline of this pacer (no retry timer for it)
     assert not b.can_start("x.com", 100.0) and not b.held_elsewhere("x.com")
     assert b.cooling_until("x.com", 100.0) == pytest.approx(160.0, abs=1.0)
@@ -200,3 +201,33 @@ async def test_the_scheduler_waits_for_another_run_and_starts_within_the_retry(t
     assert seen["a.com"] == "held elsewhere"
     held = [ev for _, ev in events if isinstance(ev, Log) and "held by another run" in ev.message]
     assert len(held) == 1 and held[0].level == "warning"
+
+
+@pytest.mark.looptime
+async def test_no_slot_is_kept_idle_for_a_site_another_run_holds(tmp_path):
+    """The last free slot may wait for the cooldown of the site whose chain sets the run's length; it does not wait
+    for a site another run holds (that may last any time)."""
+    pace = tmp_path / "pace"
+    pace.mkdir()
+    fd = os.open(pace / "a.com.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    tasks = [Task(f"{s}-{i}", "do", f"https://{s}/", "easy") for s, n in (("a.com", 5), ("c.com", 2), ("b.com", 1))
+             for i in range(n)]
+    starts: dict[str, float] = {}
+
+    class Sink:
+        def handle(self, ev: object) -> None:
+            if isinstance(ev, EpisodeStarted):
+                starts[ev.task_id] = asyncio.get_running_loop().time()
+
+    cfg = RunConfig(out=tmp_path / "run", workers=2, pace_cooldown=60, pace_dir=pace)
+    sched = Scheduler(cfg, tasks, FakeExecutor(), [Sink()])
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    loop.call_at(t0 + 300.0, lambda: (fcntl.flock(fd, fcntl.LOCK_UN), os.close(fd)))
+    await sched.run()
+    assert starts["c.com-0"] - t0 < 1.0 and starts["b.com-0"] - t0 < 1.0
+    a_starts = sorted(t for tid, t in starts.items() if tid.startswith("a.com"))
+    assert a_starts[0] >= t0 + 300.0
+    # its own stamps in the directory do not count twice: one episode every 30 s + 60 s of cooldown
+    assert all(nxt - prev == pytest.approx(90.0, abs=1.5) for prev, nxt in zip(a_starts, a_starts[1:]))
