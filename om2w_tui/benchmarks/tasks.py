@@ -22,7 +22,7 @@ from om2w_tui.benchmarks.sites import site_key
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9_.\- ]{0,126}[A-Za-z0-9_.\-])?$")
 # the run's own files beside the task folders: a task folder of one of these names would shadow it (and a folder
 # named like a results file would break every later launch)
-_RUN_FILES = re.compile(r"^(run\.json|results.*\.jsonl|worker_.*\.log|.*_auto_eval_results\.json)$", re.I)
+_RUN_FILES = re.compile(r"^(run(\..+)?\.json|results.*\.jsonl|worker_.*\.log|.*_auto_eval_results\.json)$", re.I)
 
 
 class TaskFileError(ValueError):
@@ -78,7 +78,7 @@ def _normalise(row: Any, where: str) -> dict[str, Any]:
             f"or inner spaces, not starting with '.'")
     if _RUN_FILES.match(tid):
         raise TaskFileError(f"{where}: task id {tid!r} is the name of one of the run's own files in the out folder "
-                            f"(run.json, results*.jsonl, worker_*.log, *_auto_eval_results.json): rename the task")
+                            f"(run*.json, results*.jsonl, worker_*.log, *_auto_eval_results.json): rename the task")
     _check_types(row, tid, where)
     parts = urlsplit(str(row["website"]))
     if parts.scheme not in ("http", "https") or not parts.netloc:

@@ -22,6 +22,7 @@ from om2w_tui.cli.argtypes import positive_int as _positive_int
 from om2w_tui.cli.argtypes import seconds as _seconds
 from om2w_tui.engine.config import BENCHES, COORDINATES, DEFAULT_VLLM, SCHEMAS, RunConfig
 from om2w_tui.engine.launch import UsageError, preflight, run_checks
+from om2w_tui.engine.sharding import shard_from_flags
 from om2w_tui.episode.browser import DEFAULT_LOCALE, DEFAULT_TIMEZONE, DEFAULT_VIEWPORT
 from om2w_tui.episode.instruction import TemplateError, read_template
 from om2w_tui.frontends.headless import run_headless
@@ -108,6 +109,16 @@ def add_run_flags(p: argparse.ArgumentParser, *, demo: bool = False) -> None:
     f.add_argument("--probe-interval", type=_seconds("--probe-interval", False), default=30.0,
                    help="seconds between endpoint probes while dispatch is paused by the breaker (30)")
     s.add_argument("--chromium", default=None, help="path to Chromium/Chrome (default: found automatically)")
+    c = p.add_argument_group("beyond one run (several runs on a node, several nodes without Ray)")
+    c.add_argument("--pace-dir", type=Path, default=None, metavar="DIR",
+                   help="a node-local folder of per-site lock files shared by every run on the node (and by the "
+                        "seed runner's --pace-dir): no two runs on one site at once, the cooldown kept between them")
+    if not demo:
+        c.add_argument("--shard", default=None, metavar="K/N",
+                       help="run only shard K of N (K counts from 0: 0..N-1): whole sites, split by task count the "
+                            "same way on every node; shards may share one --out")
+        c.add_argument("--slot-range", default=None, metavar="A:B",
+                       help="the seed's form: shards A..B-1 of --workers W on this node, with B-A workers")
     p.add_argument("--no-ui", action="store_true", help="no console: plain log lines (for clusters and CI)")
 
 
@@ -130,6 +141,11 @@ def build_parser() -> argparse.ArgumentParser:
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     """Every RunConfig field the command's flags name (flag dest == field name); the demo fixes the rest."""
     given = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig) if hasattr(args, f.name)}
+    if hasattr(args, "shard"):   # this node's share: '' for the whole task file
+        try:
+            given["shard"], given["workers"] = shard_from_flags(args.shard, args.slot_range, args.workers)
+        except ValueError as e:
+            raise SystemExit(str(e)) from None
     if getattr(args, "no_pacing", False):
         given.update(site_slots=0, pace_cooldown=0.0)
     if args.command == "demo":

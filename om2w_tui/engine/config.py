@@ -63,6 +63,10 @@ class RunConfig:
     user_agent: str = "auto"       # auto: the browser's own desktop string, without "HeadlessChrome"
     locale: str = DEFAULT_LOCALE
     timezone: str = DEFAULT_TIMEZONE
+    # beyond one run: pacing shared with other runs on the node (--pace-dir), and this node's share of the task
+    # file ('' all of it; 'K/N' shard K of N; 'a:b/N' shards a..b-1 of N, the seed's --slot-range)
+    pace_dir: Path | None = None
+    shard: str = ""
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
@@ -70,6 +74,8 @@ class RunConfig:
             self.tasks = Path(self.tasks)
         if self.instruction_template_file is not None:
             self.instruction_template_file = Path(self.instruction_template_file)
+        if self.pace_dir is not None:
+            self.pace_dir = Path(self.pace_dir)
 
     @property
     def endpoint(self) -> str:

@@ -96,11 +96,12 @@ class RunSummary:
     correct: int | None = None  # the reference judge's verdicts, when the run has one
     judged: int | None = None
     unwritten: int = 0          # records the out folder would not take (the run did not keep its word)
+    results: str = ""           # the run's results file (a shard has its own)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"total": self.total, "settled_before": self.settled_before, "finished": self.finished,
                                "by_status": dict(self.by_status), "pending": self.pending,
-                               "elapsed_s": self.elapsed_s, "out": self.out}
+                               "elapsed_s": self.elapsed_s, "out": self.out, "results": self.results}
         if self.judged:
             out.update(correct=self.correct, judged=self.judged)
         if self.unwritten:

@@ -28,8 +28,10 @@ from om2w_tui.engine.control import Run
 from om2w_tui.engine.events import Sink
 from om2w_tui.engine.redact import redact_argv, redact_url
 from om2w_tui.engine.results import EpisodeRecord, read_results
-from om2w_tui.engine.runlock import OutFolderBusy, RunLock, check_free
+from om2w_tui.engine.runlock import OutFolderBusy
 from om2w_tui.engine.scheduler import Judge, Scheduler
+from om2w_tui.engine.sharding import check_out_free, manifest_name, run_lock, select_shard
+from om2w_tui.engine.shared_pacing import check_pace_dir
 from om2w_tui.episode.arms import arm_names
 from om2w_tui.episode.browser import BrowserNotFound, check_browser_settings, find_chromium, resolve_browser
 from om2w_tui.episode.instruction import check_template
@@ -134,7 +136,7 @@ def _check_settings(cfg: RunConfig) -> str:
     return ""
 
 
-def _check_out(out: Path) -> str:
+def _check_out(out: Path, shard: str = "") -> str:
     if out.exists() and not out.is_dir():
         return f"--out {out}: is a file, not a folder; choose another path"
     probe = out if out.exists() else next((p for p in out.parents if p.exists()), Path("."))
@@ -142,7 +144,7 @@ def _check_out(out: Path) -> str:
         return f"--out {out}: {probe} is a file, not a folder; choose another path"
     if not os.access(probe, os.W_OK):
         return f"--out {out}: {probe} is not writable; choose a folder you can write to"
-    return check_free(out)
+    return check_out_free(out, shard)
 
 
 def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task]]:
@@ -160,11 +162,14 @@ def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task]]:
             task_file = found
             tasks = load_tasks(task_file)
         chosen = select(tasks, task_ids=cfg.task_ids, levels=cfg.levels, sites=cfg.sites, limit=cfg.limit)
+        # this node's share (--shard) of the selection, its sites assigned on the whole file: the same on every node
+        chosen = select_shard(tasks, cfg.shard, chosen)
     except TaskFileError as e:
         raise UsageError(str(e)) from None
     if not chosen:
-        raise UsageError(f"no task left after the filters (--task-ids/--level/--site/--limit) out of {len(tasks)} "
-                         f"in {task_file}; loosen them")
+        raise UsageError(f"no task left after the filters (--task-ids/--level/--site/--limit"
+                         f"{', --shard ' + cfg.shard if cfg.shard else ''}) out of {len(tasks)} in {task_file}; "
+                         f"loosen them")
     return Path(task_file), tasks, chosen
 
 
@@ -187,7 +192,10 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True) -> tuple[Preflight |
         add("tasks", "", f"{task_file}: {len(tasks)} tasks, {len(chosen)} selected")
     except UsageError as e:
         add("tasks", str(e), "")
-    out_ok = add("out folder", _check_out(cfg.out), str(cfg.out))
+    out_ok = add("out folder", _check_out(cfg.out, cfg.shard),
+                 str(cfg.out) + (f", shard {cfg.shard}" if cfg.shard else ""))
+    if cfg.pace_dir is not None:
+        add("pace dir", check_pace_dir(cfg.pace_dir), f"{cfg.pace_dir}: pacing shared with every run using it")
     template = cfg.instruction_template_file or "the seed's"
     add("instruction", check_template(cfg.instruction_template) and
         f"--instruction-template {template}: {check_template(cfg.instruction_template)}",
@@ -236,7 +244,7 @@ def versions() -> dict[str, str]:
 
 def write_manifest(pre: Preflight, extra: dict[str, Any] | None = None) -> None:
     cfg = pre.config
-    path = cfg.out / "run.json"
+    path = cfg.out / manifest_name(cfg.shard)
     first = None
     if path.exists():
         with contextlib.suppress(OSError, ValueError):
@@ -286,7 +294,7 @@ async def open_run(pre: Preflight, sinks: list[Sink]) -> AsyncIterator[Run]:
             endpoint = cfg.endpoint
         cfg.out.mkdir(parents=True, exist_ok=True)
         try:   # before anything is written: a second run over this folder is refused
-            stack.enter_context(RunLock(cfg.out))
+            stack.enter_context(run_lock(cfg.out, cfg.shard))
         except OutFolderBusy as e:
             raise UsageError(str(e)) from None
         write_manifest(pre, {"endpoint": redact_url(endpoint)})

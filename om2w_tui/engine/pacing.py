@@ -81,6 +81,13 @@ class SitePacer:
         st = self.state(site)
         return st.ready_at if not st.busy and st.ready_at > now else None
 
+    def held_elsewhere(self, site: str) -> bool:
+        """Whether another run holds the site (only a pacer shared across runs can say yes)."""
+        return False
+
+    def end_round(self) -> None:
+        """A dispatch round is over (a pacer shared across runs drops the locks the round did not use)."""
+
     def next_ready(self, sites: Iterable[str], now: float) -> float | None:
         """The earliest time one of `sites` (not busy, cooling) becomes free; None if none is cooling."""
         times = [st.ready_at for s in sites if not (st := self.state(s)).busy and st.ready_at - CLOCK_SLACK_S > now]

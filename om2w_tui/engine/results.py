@@ -193,8 +193,8 @@ def read_results(out: Path) -> ResultsLog:
 class ResultsStore:
     """Appends records to `<out>/results.jsonl`, each one whole line written, flushed and synced before the next."""
 
-    def __init__(self, out: Path):
-        self.path = Path(out) / "results.jsonl"
+    def __init__(self, out: Path, name: str = "results.jsonl"):
+        self.path = Path(out) / name   # a shard's own file is another `results*.jsonl`
         self._repair_torn_tail()
 
     def _repair_torn_tail(self) -> None:

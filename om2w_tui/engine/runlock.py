@@ -31,7 +31,8 @@ def _holder(path: Path) -> dict[str, Any]:
 
 def _busy(out: Path, path: Path) -> OutFolderBusy:
     h = _holder(path)
-    who = f"pid {h.get('pid', '?')} on {h.get('host', '?')}"
+    # shards of one run hold the folder's lock shared and write their names in their own lock files
+    who = f"pid {h.get('pid', '?')} on {h.get('host', '?')}" if h else "shards of a run: see .om2w-run.shard-*.lock"
     return OutFolderBusy(f"--out {out}: another run is using this folder ({who}, see {path}); wait for it to end, "
                          f"stop it, or give another --out")
 
@@ -39,9 +40,9 @@ def _busy(out: Path, path: Path) -> OutFolderBusy:
 class RunLock:
     """Held from `acquire()` to `release()` (or the process's end)."""
 
-    def __init__(self, out: Path):
+    def __init__(self, out: Path, name: str = LOCK_NAME):
         self.out = Path(out)
-        self.path = self.out / LOCK_NAME
+        self.path = self.out / name
         self._fd: int | None = None
 
     def acquire(self) -> RunLock:
@@ -74,9 +75,10 @@ class RunLock:
         self.release()
 
 
-def check_free(out: Path) -> str:
-    """'' when no run holds `out`, else the message a second run would get (for the preflight checks)."""
-    path = Path(out) / LOCK_NAME
+def check_free(out: Path, name: str = LOCK_NAME) -> str:
+    """'' when no run holds `out` (its lock `name`), else the message a second run would get (for the preflight
+    checks)."""
+    path = Path(out) / name
     if not path.exists():
         return ""
     try:

@@ -45,7 +45,6 @@ from om2w_tui.engine.events import (
     SlotChanged,
     SlotRow,
 )
-from om2w_tui.engine.pacing import SitePacer
 from om2w_tui.engine.results import (
     ENDPOINT_ERROR,
     INTERRUPTED,
@@ -55,6 +54,8 @@ from om2w_tui.engine.results import (
     ResultsStore,
     read_results,
 )
+from om2w_tui.engine.sharding import results_name
+from om2w_tui.engine.shared_pacing import make_pacer
 from om2w_tui.episode.instruction import step_budget
 from om2w_tui.executors.base import Executor, Worker
 
@@ -142,8 +143,9 @@ class Scheduler:
         self.judge = judge
         self.spec_extra = spec_extra or {}
         self.out = Path(config.out)
-        self.store = ResultsStore(self.out)
-        self.pacer = SitePacer(config.pace_cooldown, config.site_slots)
+        self.store = ResultsStore(self.out, results_name(config.shard))
+        self.pacer = make_pacer(config.pace_dir, config.pace_cooldown, config.site_slots, self.tasks,
+                                note=lambda message: self.emit(Log("warning", message)))
         self.queue: dict[str, deque[Task]] = {}
         self.slots: dict[int, Slot] = {}
         self.target_workers = max(1, int(config.workers))
@@ -395,7 +397,8 @@ class Scheduler:
         for site, q in self.queue.items():
             if q and (chain := self._chain(site, len(q))) > crit_chain:
                 crit, crit_chain = site, chain
-        if crit is None or self.pacer.can_start(crit, now) or self.pacer.state(crit).busy:
+        if crit is None or self.pacer.can_start(crit, now) or self.pacer.state(crit).busy \
+                or self.pacer.held_elsewhere(crit):   # another run's episode there may last any time: not waited for
             return None
         rest = (sum(self._site_units.values()) - self._site_units.get(crit, 0.0)) * self._s_per_unit()
         return crit if crit_chain >= rest / (active - 1) else None
@@ -424,6 +427,7 @@ class Scheduler:
             self._queued.discard(task.task_id)
             self._site_units[site] = max(0.0, self._site_units.get(site, 0.0) - self._task_units(task))
             self._start(slot, task, now)
+        self.pacer.end_round()
         if any(s.episode is None and not s.retired for s in self.slots.values()):
             nxt = self.pacer.next_ready([s for s, q in self.queue.items() if q], now)
             if nxt is not None:
@@ -908,7 +912,7 @@ class Scheduler:
                           by_status=dict(s.by_status), pending=self.pending(),
                           elapsed_s=round(self.loop.time() - self.started_mono, 1), out=str(self.out),
                           correct=s.correct if s.judged else None, judged=s.judged if s.judged else None,
-                          unwritten=len(self.unwritten))
+                          unwritten=len(self.unwritten), results=str(self.store.path))
 
     def snapshot(self) -> RunSnapshot:
         """The state front ends draw from: slots, sites with their cooldown deadlines, counts (loop-clock times)."""
@@ -926,6 +930,8 @@ class Scheduler:
             st = self.pacer.state(name)
             left = len(self.queue.get(name, ()))
             state = "running" if st.running else ("cooling" if st.ready_at > now else ("free" if left else "done"))
+            if state == "free" and self.pacer.held_elsewhere(name):
+                state = "held elsewhere"   # by another run pacing through the same --pace-dir
             sites.append(SiteRow(name, state, st.ready_at, left, c.done, c.errors, c.total, st.cooldown, st.running,
                                  st.limit))
         return RunSnapshot(now=now, slots=slots, sites=sites, paused=self.dispatch_paused,

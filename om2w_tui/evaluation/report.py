@@ -168,7 +168,9 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> dict[str
     """One run's summary as plain data (JSON-ready)."""
     out = Path(out)
     warnings: list[str] = []
-    manifest = _read_json(out / "run.json") if (out / "run.json").is_file() else None
+    # a run split into shards has one manifest per shard (run.shard-K-of-N.json); any of them names the task file
+    found = [p for p in [out / "run.json", *sorted(out.glob("run.shard*.json"))] if p.is_file()]
+    manifest = _read_json(found[0]) if found else None
     if manifest is not None and not isinstance(manifest, dict):
         warnings.append("run.json is not a JSON object; ignored")
         manifest = None

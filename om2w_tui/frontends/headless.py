@@ -57,9 +57,10 @@ class HeadlessLog:
                         f"{s.settled_before} done before; {s.pending} left; {clock_text(s.elapsed_s)}")
             if s.judged:
                 self._print(f"correct: {s.correct} of {s.judged} (reference judge)")
-            self._print(f"results: {s.out}/results.jsonl")
+            results = s.results or f"{s.out}/results.jsonl"
+            self._print(f"results: {results}")
             if s.unwritten:
-                self._print(f"error: {s.unwritten} record(s) could not be written to {s.out}/results.jsonl "
+                self._print(f"error: {s.unwritten} record(s) could not be written to {results} "
                             f"(listed above); those tasks run again next time")
 
 

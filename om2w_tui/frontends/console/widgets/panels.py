@@ -14,7 +14,8 @@ from om2w_tui.frontends.formatting import clip, clip_left, clock_text, countdown
 from om2w_tui.frontends.run_state import RunState
 
 STATE_STYLE = {"running": "green", "starting": "cyan", "paused": "yellow", "stopping": "magenta",
-               "idle": "dim", "retiring": "dim", "cooling": "yellow", "free": "cyan", "done": "dim"}
+               "idle": "dim", "retiring": "dim", "cooling": "yellow", "free": "cyan", "done": "dim",
+               "held elsewhere": "magenta"}   # a site another run holds through the shared --pace-dir
 STATUS_STYLE = {"done": "green", "error": "red", "killed": "yellow", "timeout": "magenta", "blocked": "red"}
 
 

@@ -1,0 +1,200 @@
+"""Pacing shared across runs on one node (`--pace-dir DIR`), in files the seed runner's `Pacer` reads the same way.
+
+A site is held by `<DIR>/<name>.lock`, with flock(LOCK_EX), for as long as an episode runs on it; its cooldown is
+counted from the mtime of `<DIR>/<name>.last`, touched when an episode ends (before the lock is dropped, as the seed
+does). `<name>` is the seed's name for the site (`seed_domain`: the URL without scheme and `www.`, up to the first
+`/`, lower case, the port kept), so a seed runner and om2w-tui lock the same file. Where om2w-tui's own site key
+(`benchmarks.sites.site_key`) differs from it (an explicit :443, an upper-case `WWW.`), both files are locked, so two
+om2w-tui runs always meet on the site key and each meets the seed on the seed's name. The offline suite's sites are
+`127.0.0.1:PORT` under both names: runs meet there only when they use the same servers (one `om2w-tui oracle`, or a
+task file pointing at the same ports); each run's own built-in suite is a different set of sites, rightly unshared.
+
+The in-process `SitePacer` stays the authority inside one run; the directory only adds: a site may start when its
+locks can be taken now (never blocking) and its `.last` is older than the site's cooldown. Another run's cooldown
+becomes this pacer's `ready_at` (an ordinary timer); a site held by another run is tried again every `RETRY_S`
+through `next_ready`, and only while the scheduler has a free slot for it (one timer, not a busy loop).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from om2w_tui.engine.pacing import CLOCK_SLACK_S, SitePacer
+
+RETRY_S = 0.5   # how soon a site held by another run is tried again (while a slot waits for it)
+_UNSAFE = re.compile(r"[/\x00]")
+
+
+def seed_domain(url: str) -> str:
+    """The seed runner's name for a task's site (its `_domain`), character for character."""
+    return re.sub(r"^https?://(www\.)?", "", url).split("/")[0].lower()
+
+
+def lock_names(site: str, urls: Iterable[str]) -> tuple[str, ...]:
+    """The file names (without suffix) that stand for `site` in a pace dir: the site key and the seed's name of
+    each of its tasks' URLs. Credentials in a URL never name a file (the part before `@` is dropped)."""
+    names = {site, *(seed_domain(u) for u in urls)}
+    safe = {n.rsplit("@", 1)[-1] for n in names}
+    return tuple(sorted(n for n in safe if n and not _UNSAFE.search(n) and n not in (".", "..")))
+
+
+def check_pace_dir(path: Path) -> str:
+    """'' when `path` is (or can be made) a folder this process can write lock files in; else what is wrong."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        return f"--pace-dir {path}: is a file, not a folder"
+    probe = path if path.exists() else next((p for p in path.parents if p.exists()), Path("."))
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        return f"--pace-dir {path}: {probe} is not a folder you can write to"
+    return ""
+
+
+def _try_flock(path: Path) -> int | None:
+    """An fd holding an exclusive flock on `path` (created if need be), or None when another holds it."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except PermissionError:   # another user's lock file: a read-only fd can hold a flock just as well
+        fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _unlock(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+
+
+class SharedSitePacer(SitePacer):
+    """A SitePacer that also honours every other run pacing through the same directory. The locks of a site are
+    held while this run has an episode there (several share them where `per_site` allows), and for a moment
+    while a dispatch round considers the site: `end_round()` drops those the round did not use."""
+
+    def __init__(self, pace_dir: Path, cooldown: float, per_site: int = 1,
+                 names: Mapping[str, Iterable[str]] | None = None, note: Callable[[str], None] | None = None,
+                 wall: Callable[[], float] = time.time):
+        super().__init__(cooldown, per_site)
+        self.dir = Path(pace_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._names = {site: tuple(n) for site, n in (names or {}).items()}
+        self._note = note
+        self._wall = wall
+        self._held: dict[str, list[int]] = {}   # site -> fds holding its locks
+        self._tentative: set[str] = set()       # taken by can_start, not yet by acquire
+        self._elsewhere: set[str] = set()       # found held by another run at the last try
+        self._said: set[str] = set()
+        self._stamped: dict[str, int] = {}      # name -> mtime (ns) of the `.last` this run wrote last
+
+    def names(self, site: str) -> tuple[str, ...]:
+        return self._names.get(site) or lock_names(site, ())
+
+    def held_elsewhere(self, site: str) -> bool:
+        return site in self._elsewhere and not self.state(site).running
+
+    def can_start(self, site: str, now: float) -> bool:
+        if not super().can_start(site, now):
+            return False
+        return site in self._held or self._take(site, now)
+
+    def _take(self, site: str, now: float) -> bool:
+        fds: list[int] = []
+        for name in self.names(site):
+            fd = _try_flock(self.dir / f"{name}.lock")
+            if fd is None:
+                for f in fds:
+                    _unlock(f)
+                self._elsewhere.add(site)
+                if site not in self._said and self._note is not None:
+                    self._said.add(site)
+                    self._note(f"{site}: held by another run ({self.dir / name}.lock); its tasks wait for it")
+                return False
+            fds.append(fd)
+        self._elsewhere.discard(site)
+        st = self.state(site)
+        wait = max(self._cooling_left(name, st.cooldown) for name in self.names(site))
+        if wait > CLOCK_SLACK_S:   # another run ended an episode here lately: its cooldown is ours too
+            for f in fds:
+                _unlock(f)
+            st.ready_at = max(st.ready_at, now + wait)
+            return False
+        self._held[site] = fds
+        self._tentative.add(site)
+        return True
+
+    def _cooling_left(self, name: str, cooldown: float) -> float:
+        try:
+            stat = (self.dir / f"{name}.last").stat()
+        except FileNotFoundError:
+            return 0.0
+        if stat.st_mtime_ns == self._stamped.get(name):   # our own episode's end: our pacer counts that cooldown
+            return 0.0
+        mtime = stat.st_mtime
+        # a stamp from the future (a clock set back) waits one cooldown at most
+        return min(cooldown, mtime + cooldown - self._wall())
+
+    def acquire(self, site: str, now: float) -> None:
+        super().acquire(site, now)   # through can_start: the site's locks are held from here
+        self._tentative.discard(site)
+
+    def release(self, site: str, now: float) -> None:
+        super().release(site, now)
+        for name in self.names(site):   # the stamp first, then the lock: no one starts before it is seen
+            stamp = self.dir / f"{name}.last"
+            with contextlib.suppress(OSError):
+                stamp.touch()
+                self._stamped[name] = stamp.stat().st_mtime_ns
+        self._drop_if_idle(site)
+
+    def release_without_cooldown(self, site: str) -> None:
+        super().release_without_cooldown(site)
+        self._drop_if_idle(site)
+
+    def _drop_if_idle(self, site: str) -> None:
+        if self.state(site).running == 0 and site not in self._tentative:
+            for fd in self._held.pop(site, []):
+                _unlock(fd)
+
+    def end_round(self) -> None:
+        tentative, self._tentative = self._tentative, set()
+        for site in tentative:
+            self._drop_if_idle(site)
+
+    def next_ready(self, sites: Iterable[str], now: float) -> float | None:
+        sites = list(sites)
+        nxt = super().next_ready(sites, now)
+        if any(self.held_elsewhere(s) for s in sites):
+            nxt = min(nxt, now + RETRY_S) if nxt is not None else now + RETRY_S
+        return nxt
+
+    def close(self) -> None:
+        """Drop every lock (the process's end drops them too)."""
+        self._tentative.clear()
+        for fds in self._held.values():
+            for fd in fds:
+                _unlock(fd)
+        self._held.clear()
+
+
+def make_pacer(pace_dir: Path | None, cooldown: float, per_site: int, tasks: Iterable[Any],
+               note: Callable[[str], None] | None = None) -> SitePacer:
+    """The run's pacer: in-process only, or shared through `pace_dir`; `tasks` have `.site` and `.website`."""
+    if pace_dir is None:
+        return SitePacer(cooldown, per_site)
+    urls: dict[str, set[str]] = {}
+    for t in tasks:
+        urls.setdefault(t.site, set()).add(t.website)
+    return SharedSitePacer(pace_dir, cooldown, per_site, {s: lock_names(s, u) for s, u in urls.items()}, note)
