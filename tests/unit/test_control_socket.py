@@ -32,6 +32,7 @@ from om2w_tui.engine.events import (
     SlotRow,
 )
 from om2w_tui.engine.wire import from_wire
+from om2w_tui.frontends.remote import RemoteRun
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -226,3 +227,32 @@ def test_no_folder_or_no_run_is_said_plainly(tmp_path):
 def test_the_socket_is_named_after_the_runs_lock():
     assert socket_name() == SOCKET_NAME == ".om2w-control.sock"
     assert socket_name(".om2w-run.shard-2-of-4.lock") == ".om2w-control.shard-2-of-4.sock"
+
+
+async def test_a_remote_run_sends_commands_at_once_and_a_refusal_comes_back_as_an_error_log(deep):
+    class Sink:
+        def __init__(self) -> None:
+            self.events: list[object] = []
+
+        def handle(self, ev: object) -> None:
+            self.events.append(ev)
+
+    run, sink = FakeRun(), Sink()
+    server = ControlServer(deep)
+    async with server.serving(run):
+        server.handle(RunStarted(total=5, settled=0, workers=2, out=str(deep)))
+        remote = RemoteRun(deep, sinks=[sink])
+        await remote.connect()
+        follow = asyncio.ensure_future(remote.run())
+        assert isinstance(sink.events[0], RunStarted)                   # the replay
+        assert remote.snapshot().slots[0].task_id == "t-a"
+        assert remote.kill(1) is True                                   # optimistic; slot 1 runs nothing
+        assert remote.kill(0, requeue=True) is True
+        while not any(isinstance(e, Log) for e in sink.events):
+            await asyncio.sleep(0.01)
+        (refusal,) = [e for e in sink.events if isinstance(e, Log)]
+        assert refusal.level == "error" and "refused to kill slot 1" in refusal.message
+        assert ("kill", 0, True) in run.calls and ("kill", 1, False) not in run.calls
+        server.handle(RunFinished())
+    await asyncio.wait_for(follow, 5)                                   # the run's end closes the connection
+    assert remote.finished and isinstance(sink.events[-1], RunFinished)
