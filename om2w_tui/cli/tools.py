@@ -1,4 +1,5 @@
-"""Subcommands that work on task files and finished runs (not on a live run): registered into the CLI's parser.
+"""Subcommands that work on task files and finished runs, and on a live run through its control socket (ctl,
+attach): registered into the CLI's parser.
 
 Each entry of COMMANDS is a name -> (add_arguments(subparsers), run(args) -> exit code)."""
 
@@ -22,11 +23,15 @@ def _load() -> None:
         return
     _loaded = True
     # registered on first use, see above
+    from om2w_tui.cli import attach as attach_cli
     from om2w_tui.cli import check as check_cli
+    from om2w_tui.cli import ctl as ctl_cli
     from om2w_tui.cli import judge as judge_cli
     from om2w_tui.cli import report as report_cli
     from om2w_tui.cli import tasks as tasks_cli
 
+    COMMANDS.setdefault("ctl", (ctl_cli.add_arguments, ctl_cli.run))
+    COMMANDS.setdefault("attach", (attach_cli.add_arguments, attach_cli.run))
     COMMANDS.setdefault("judge", (judge_cli.add_arguments, judge_cli.run))
     COMMANDS.setdefault("report", (report_cli.add_arguments, report_cli.run))
     COMMANDS.setdefault("tasks", (tasks_cli.add_arguments, tasks_cli.run))

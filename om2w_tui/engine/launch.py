@@ -25,12 +25,13 @@ from om2w_tui.benchmarks.tasks import Task, TaskFileError, file_sha256, load_tas
 from om2w_tui.benchmarks.trajectory import write_json_atomic
 from om2w_tui.engine.config import COORDINATES, RunConfig
 from om2w_tui.engine.control import Run
-from om2w_tui.engine.events import Sink
+from om2w_tui.engine.control_socket import ControlServer, ControlSocketError
+from om2w_tui.engine.events import Log, Sink
 from om2w_tui.engine.redact import redact_argv, redact_url
 from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.engine.runlock import OutFolderBusy
 from om2w_tui.engine.scheduler import Judge, Scheduler
-from om2w_tui.engine.sharding import check_out_free, manifest_name, run_lock, select_shard
+from om2w_tui.engine.sharding import check_out_free, lock_label, manifest_name, run_lock, select_shard
 from om2w_tui.engine.shared_pacing import check_pace_dir
 from om2w_tui.episode.arms import arm_names
 from om2w_tui.episode.browser import BrowserNotFound, check_browser_settings, find_chromium, resolve_browser
@@ -303,7 +304,17 @@ async def open_run(pre: Preflight, sinks: list[Sink]) -> AsyncIterator[Run]:
         async def probe() -> bool:
             return await asyncio.to_thread(probe_endpoint, endpoint, cfg.model, cfg.api_key())
 
-        yield Scheduler(cfg, tasks, executor, sinks, judge=judge, probe=probe, spec_extra={"base_url": endpoint})
+        # every run listens on its control socket (ctl, attach) for its life; one that cannot still runs
+        server = ControlServer(cfg.out, lock_label(cfg.shard), info={"max_steps": cfg.max_steps})
+        run = Scheduler(cfg, tasks, executor, [*sinks, server], judge=judge, probe=probe,
+                        spec_extra={"base_url": endpoint})
+        async with contextlib.AsyncExitStack() as listening:
+            try:
+                await listening.enter_async_context(server.serving(run))
+            except (ControlSocketError, OSError) as e:
+                for sink in sinks:
+                    sink.handle(Log("warning", f"no control socket, so ctl and attach cannot reach this run: {e}"))
+            yield run
     finally:
         # in a thread: a server's shutdown waits for its poll loop (up to 0.5 s each), which froze the console's
         # screen at the end of every offline run (bench/console_lag.py); shielded, so a cancel still closes it all

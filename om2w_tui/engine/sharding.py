@@ -141,6 +141,13 @@ def results_name(spec: str) -> str:
     return shard.results_name if shard else "results.jsonl"
 
 
+def lock_label(spec: str) -> str:
+    """The name of the lock a run holds for its life, as the control socket's name follows it
+    (`.om2w-run.lock`; a shard's `.om2w-run.shard-K-of-N.lock`, a range's `.om2w-run.shards-A-to-B-of-N.lock`)."""
+    shard = parse_spec(spec)
+    return f".om2w-run.{shard.label}.lock" if shard else ".om2w-run.lock"
+
+
 def manifest_name(spec: str) -> str:
     shard = parse_spec(spec)
     return shard.manifest_name if shard else "run.json"

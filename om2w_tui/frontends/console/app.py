@@ -3,7 +3,8 @@
 `make_app` builds it the same way for the command line and for tests: with a Preflight it opens the dashboard and
 starts the run; with a finished run's folder it opens that run's report; with neither, the launch form. Quitting
 stops the run gracefully and waits for the engine to end (every episode recorded, every process ended) before the
-app exits."""
+app exits. Attached to a run going on elsewhere (`attach`, a RemoteRun) it follows and steers that run, and quitting
+detaches: the run goes on (stopping it is the palette's "Stop the run")."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from om2w_tui.frontends.console.screens.episode import EpisodeScreen
 from om2w_tui.frontends.console.screens.launch import LaunchScreen
 from om2w_tui.frontends.console.screens.quit import ConfirmQuit
 from om2w_tui.frontends.console.screens.report import REPORT_COMMANDS, ReportScreen
+from om2w_tui.frontends.remote import RemoteRun
 from om2w_tui.resources import styles_dir
 
 STYLES = styles_dir()
@@ -59,9 +61,10 @@ class ConsoleApp(App[int]):
                  checks_fn: ChecksFn | None = None, image_renderer: str = "auto",
                  start_engine: bool = True, last_launch: Path | None = None, sinks: Iterable[Sink] = (),
                  auto_check: bool = True, cursor_blink: bool = True, report: Path | None = None,
-                 judge: Path | None = None):
+                 judge: Path | None = None, attach: RemoteRun | None = None):
         super().__init__()
         self.pre = pre
+        self.attach = attach
         self.report_out = report
         self.judge = judge
         self.clock: Clock = clock or time.time
@@ -84,7 +87,9 @@ class ConsoleApp(App[int]):
 
     # ── screens ────────────────────────────────────────────
     def on_mount(self) -> None:
-        if self.pre is not None:
+        if self.attach is not None:
+            self.start_attached(self.attach)
+        elif self.pre is not None:
             self.start_run(self.pre, None)
         elif self.report_out is not None:
             self.push_screen(ReportScreen(self.report_out, judge=self.judge, standalone=True))
@@ -123,7 +128,10 @@ class ConsoleApp(App[int]):
     def open_report(self) -> None:
         """The report of the run going on (or just ended); it follows the run's finished episodes."""
         if self.pre is not None:
-            self.push_screen(ReportScreen(Path(self.pre.config.out), live=True, total=len(self.pre.tasks),
+            self.push_screen(ReportScreen(self.pre.config.out, live=True, total=len(self.pre.tasks),
+                                          judge=self.judge))
+        elif self.attach is not None and self.dashboard is not None:
+            self.push_screen(ReportScreen(self.attach.out, live=True, total=self.dashboard.state.total,
                                           judge=self.judge))
 
     def open_episode(self, task_id: str, record: EpisodeRecord | None) -> None:
@@ -145,6 +153,37 @@ class ConsoleApp(App[int]):
     def episode_changed(self, task_id: str, record: EpisodeRecord | None = None) -> None:
         """A step (`record` None) or the end of `task_id`'s episode: told to every screen that follows episodes."""
         self.episode_signal.publish(EpisodeChange(task_id, record))
+
+    # ── attached to a run elsewhere (om2w-tui attach) ──────
+    def start_attached(self, remote: RemoteRun) -> None:
+        """Open the dashboard on the run `remote` reaches and follow it; its folder serves the episode views."""
+        self.report_out = remote.out
+        self.dashboard = DashboardScreen(remote.out.name or str(remote.out), 0, 0)
+        self.sink.target = self.dashboard
+        self.push_screen(self.dashboard)
+        self.call_after_refresh(self._load_earlier_records, remote.out)
+        self.engine = self.follow_run(remote)
+
+    @work(exclusive=True, exit_on_error=False, group="engine", name="engine")
+    async def follow_run(self, remote: RemoteRun) -> None:
+        remote.sinks = [self.sink, *self.extra_sinks]
+        try:
+            await remote.connect()
+            if self.dashboard is not None:
+                self.dashboard.state.max_steps = int(remote.info.get("max_steps") or 0)
+            self.control = remote
+            await remote.run()
+            if not remote.finished:
+                self.notify("the run's control socket closed before the run said it finished", severity="warning")
+        finally:
+            self.control = None
+            remote.detach()
+
+    def action_stop_attached(self) -> None:
+        """Stop the attached run for everyone (the palette's "Stop the run"): gracefully, as its own Ctrl-C does."""
+        if self.control is not None:
+            self.control.stop()
+            self.notify("stopping the run: its episodes end keeping their steps")
 
     # ── the engine ─────────────────────────────────────────
     @work(exclusive=True, exit_on_error=False, group="engine", name="engine")
@@ -203,6 +242,10 @@ class ConsoleApp(App[int]):
         return True
 
     def action_quit_run(self) -> None:
+        if self.attach is not None:   # attached: quitting detaches, the run goes on
+            self.attach.detach()
+            self._exit_with_code()
+            return
         if isinstance(self.screen, ConfirmQuit):
             self.screen.dismiss(True)
             return
@@ -226,6 +269,9 @@ class ConsoleApp(App[int]):
 
     def action_interrupt(self) -> None:
         """ctrl+c: stop gracefully, without asking; a second one ends the episodes' processes at once."""
+        if self.attach is not None:   # attached: a run this console does not own is stopped only by command
+            self.action_quit_run()
+            return
         if isinstance(self.screen, ConfirmQuit):
             self.screen.dismiss(False)
         if not self.engine_running:
@@ -261,8 +307,14 @@ class ConsoleApp(App[int]):
         elif isinstance(screen, LaunchScreen):
             yield SystemCommand("Launch", "Check the form and start the run", screen.action_launch)
             yield SystemCommand("Check", "Run the preflight checks for the form's values", screen.action_check)
-        yield SystemCommand("Quit", "Stop the run gracefully (asks first while episodes run) and quit",
-                            self.action_quit_run)
+        if self.attach is not None:
+            if self.control is not None:
+                yield SystemCommand("Stop the run", "Stop the attached run gracefully, for every console (its "
+                                    "episodes end keeping their steps)", self.action_stop_attached)
+            yield SystemCommand("Quit", "Detach: quit and leave the run going", self.action_quit_run)
+        else:
+            yield SystemCommand("Quit", "Stop the run gracefully (asks first while episodes run) and quit",
+                                self.action_quit_run)
         for cmd in super().get_system_commands(screen):
             if cmd.title != "Quit":
                 yield cmd
@@ -271,7 +323,7 @@ class ConsoleApp(App[int]):
 def make_app(pre: Preflight | None, *, clock: Clock | None = None, checks_fn: ChecksFn | None = None,
              image_renderer: str = "auto", start_engine: bool = True, last_launch: Path | None | bool = True,
              sinks: Iterable[Sink] = (), auto_check: bool = True, cursor_blink: bool = True,
-             report: Path | None = None, judge: Path | None = None) -> ConsoleApp:
+             report: Path | None = None, judge: Path | None = None, attach: RemoteRun | None = None) -> ConsoleApp:
     """The console app, built the same way for the command line and tests.
 
     pre: a checked run to open on the dashboard, or None for the launch form. clock: epoch seconds (tests freeze
@@ -280,16 +332,19 @@ def make_app(pre: Preflight | None, *, clock: Clock | None = None, checks_fn: Ch
     remembered (True: the XDG default; None or False: nowhere). sinks: more engine sinks (a test recorder).
     auto_check, cursor_blink: the form checks as you type; the text cursor blinks (tests turn both off).
     report: with no `pre`, a finished run's folder to open the report of. judge: the judge file the report takes
-    success from (default: the newest in the folder)."""
+    success from (default: the newest in the folder). attach: with no `pre`, a run going on elsewhere to follow
+    and steer through its control socket (`make_app(None, attach=RemoteRun(out))`)."""
     path = last_launch_path() if last_launch is True else (last_launch or None)
     return ConsoleApp(pre, clock=clock, checks_fn=checks_fn, image_renderer=image_renderer,
                       start_engine=start_engine, last_launch=path, sinks=sinks, auto_check=auto_check,
-                      cursor_blink=cursor_blink, report=report, judge=judge)
+                      cursor_blink=cursor_blink, report=report, judge=judge, attach=attach)
 
 
-def run_console(pre: Preflight | None, *, report: Path | None = None, judge: Path | None = None) -> int:
-    """The console on `pre`'s run, on the report of the finished run in `report`, or on the launch form."""
-    app = make_app(pre, report=report, judge=judge)
+def run_console(pre: Preflight | None, *, report: Path | None = None, judge: Path | None = None,
+                attach: RemoteRun | None = None) -> int:
+    """The console on `pre`'s run, on the report of the finished run in `report`, on a run going on elsewhere
+    (`attach`), or on the launch form."""
+    app = make_app(pre, report=report, judge=judge, attach=attach)
     result = app.run()
     if result is None:
         return int(app.return_code or 0)

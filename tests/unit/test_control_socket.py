@@ -1,0 +1,258 @@
+"""The control socket's server and clients, with a stand-in run (the real one is steered in
+tests/e2e/test_attach_ctl.py): the socket's place, name and permissions, the long path, a stale socket, the
+commands and their refusals, subscribers, and a slow subscriber that must not hold the run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import stat
+from pathlib import Path
+
+import pytest
+
+from om2w_tui.engine import control_socket
+from om2w_tui.engine.control_socket import (
+    SOCKET_NAME,
+    ControlServer,
+    ControlSocketError,
+    NoRunListening,
+    connect,
+    request,
+    socket_name,
+)
+from om2w_tui.engine.events import (
+    EpisodeStarted,
+    Log,
+    RunFinished,
+    RunSnapshot,
+    RunStarted,
+    SlotRow,
+)
+from om2w_tui.engine.wire import from_wire
+from om2w_tui.frontends.remote import RemoteRun
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class FakeRun:
+    """A RunControl that records what it was asked; slot 0 runs `t-a`, slot 1 is idle."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[object, ...]] = []
+        self.paused = False
+
+    def snapshot(self) -> RunSnapshot:
+        return RunSnapshot(now=1.0, slots=[SlotRow(0, "running", "t-a", "a.com", step=2), SlotRow(1, "idle")],
+                           paused=self.paused, target_workers=2)
+
+    def pause_dispatch(self, paused: bool = True, reason: str = "") -> None:
+        self.paused = paused
+        self.calls.append(("pause_dispatch", paused))
+
+    def pause_episode(self, slot_id: int, paused: bool = True) -> bool:
+        self.calls.append(("pause_episode", slot_id, paused))
+        return True
+
+    def kill(self, slot_id: int, requeue: bool = False) -> bool:
+        self.calls.append(("kill", slot_id, requeue))
+        return True
+
+    def set_workers(self, n: int) -> None:
+        self.calls.append(("set_workers", n))
+
+    def retry_errors(self) -> int:
+        return 3
+
+    def stop(self, force: bool = False) -> None:
+        self.calls.append(("stop", force))
+
+    def interrupt(self) -> str:
+        return "stopping"
+
+
+@pytest.fixture
+def deep(tmp_path: Path) -> Path:
+    out = tmp_path / ("a" * 60) / ("b" * 60) / "run"
+    out.mkdir(parents=True)
+    assert len(str(out / SOCKET_NAME)) > 120   # past what a unix socket address holds
+    return out
+
+
+def ask(out: Path, **msg: object) -> dict:
+    return request(out, msg)
+
+
+async def ask_async(out: Path, **msg: object) -> dict:
+    return await asyncio.to_thread(request, out, msg)
+
+
+async def test_the_socket_is_an_owner_only_file_in_a_deep_folder_and_goes_with_the_run(deep):
+    run = FakeRun()
+    async with ControlServer(deep).serving(run) as server:
+        st = os.stat(deep / SOCKET_NAME, follow_symlinks=False)
+        assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600
+        assert [p.name for p in deep.iterdir() if p.is_dir()] == []     # no folder: the evaluator takes each
+        reply = await ask_async(deep, cmd="status")
+        assert reply["ok"] and reply["run"]["pid"] == os.getpid()
+        snap = from_wire(reply["snapshot"])
+        assert snap.slots[0].task_id == "t-a" and snap.target_workers == 2
+        assert server.path == deep / SOCKET_NAME
+    assert not (deep / SOCKET_NAME).exists()
+    with pytest.raises(NoRunListening, match="no run is listening"):
+        ask(deep, cmd="status")
+
+
+async def test_commands_reach_the_run_by_task_and_refusals_say_why(deep):
+    run = FakeRun()
+    async with ControlServer(deep).serving(run):
+        assert (await ask_async(deep, cmd="pause"))["ok"] and run.calls[-1] == ("pause_dispatch", True)
+        assert (await ask_async(deep, cmd="resume"))["ok"] and run.calls[-1] == ("pause_dispatch", False)
+        assert (await ask_async(deep, cmd="pause", task="t-a"))["ok"] and run.calls[-1] == ("pause_episode", 0, True)
+        assert (await ask_async(deep, cmd="requeue", task="t-a"))["ok"] and run.calls[-1] == ("kill", 0, True)
+        assert (await ask_async(deep, cmd="kill", slot=0))["ok"] and run.calls[-1] == ("kill", 0, False)
+        assert (await ask_async(deep, cmd="workers", n=4))["ok"] and run.calls[-1] == ("set_workers", 4)
+        assert (await ask_async(deep, cmd="retry"))["queued"] == 3
+        n = len(run.calls)
+        no = await ask_async(deep, cmd="kill", task="t-zzz")
+        assert not no["ok"] and "t-zzz" in no["error"] and "t-a on slot 0" in no["error"]
+        assert not (await ask_async(deep, cmd="kill", slot=1))["ok"]          # idle: nothing to kill
+        for bad in (0, -1, "2", True, None):
+            no = await ask_async(deep, cmd="workers", n=bad)
+            assert not no["ok"] and "at least 1" in no["error"]
+        no = await ask_async(deep, cmd="explode")
+        assert not no["ok"] and "unknown command" in no["error"] and "status" in no["error"]
+        assert len(run.calls) == n     # nothing refused reached the run
+        assert (await ask_async(deep, cmd="stop", force=True))["ok"] and run.calls[-1] == ("stop", True)
+        # a line that is no JSON object is answered, not fatal
+        reader, writer = await connect(deep)
+        writer.write(b"nonsense\n[1]\n")
+        answers = [json.loads(await reader.readline()) for _ in range(2)]
+        assert [a["ok"] for a in answers] == [False, False]
+        writer.close()
+
+
+async def test_subscribers_get_the_replay_then_every_event_and_snapshots(deep):
+    run = FakeRun()
+    server = ControlServer(deep, info={"max_steps": 7})
+    async with server.serving(run):
+        server.handle(RunStarted(total=5, settled=1, workers=2, out=str(deep)))
+        server.handle(EpisodeStarted(0, "t-a", "a.com", "easy", 1, 100.0, 8))
+        consoles = [await connect(deep) for _ in range(2)]     # two consoles at once
+        for i, (reader, writer) in enumerate(consoles):
+            writer.write(json.dumps({"cmd": "subscribe", "id": i}).encode() + b"\n")
+            hello = json.loads(await reader.readline())
+            assert hello["ok"] and hello["id"] == i and hello["run"]["max_steps"] == 7
+            replay = [from_wire(e) for e in hello["replay"]]
+            assert [type(e).__name__ for e in replay] == ["RunStarted", "EpisodeStarted"]
+            assert replay[1].task_id == "t-a"
+        server.handle(Log("info", "hello"))
+        for reader, _ in consoles:
+            got = json.loads(await reader.readline())
+            assert from_wire(got["event"]) == Log("info", "hello")
+            snap = json.loads(await asyncio.wait_for(reader.readline(), 3))   # about once a second
+            assert from_wire(snap["snapshot"]).target_workers == 2
+        # a command from one console: answered to it, and its effect shows to both at once
+        consoles[0][1].write(b'{"cmd": "pause", "id": 9}\n')
+        for n, (reader, _) in enumerate(consoles):
+            while "snapshot" not in (msg := json.loads(await reader.readline())) or not msg["snapshot"]["paused"]:
+                if "id" in msg:
+                    assert n == 0 and msg["ok"] and msg["id"] == 9
+        server.handle(RunFinished())
+        # the run's end reaches them, then the socket closes
+    for reader, writer in consoles:
+        lines = (await reader.read()).splitlines()
+        assert any("RunFinished" in line.decode() for line in lines)
+        writer.close()
+
+
+async def test_a_subscriber_that_does_not_read_is_dropped_and_the_run_goes_on(deep, monkeypatch):
+    monkeypatch.setattr(control_socket, "QUEUE_LIMIT", 20)
+    run = FakeRun()
+    server = ControlServer(deep)
+    async with server.serving(run):
+        slow = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        fd = os.open(deep, os.O_RDONLY | os.O_DIRECTORY)
+        slow.connect(f"/proc/self/fd/{fd}/{SOCKET_NAME}")
+        os.close(fd)
+        slow.sendall(b'{"cmd": "subscribe"}\n')
+        reader, writer = await connect(deep)
+        writer.write(b'{"cmd": "subscribe"}\n')
+        await reader.readline()
+        while len([c for c in server.clients if c.subscribed]) < 2:
+            await asyncio.sleep(0.01)
+        big = "x" * 20_000
+        got = 0
+        loop = asyncio.get_running_loop()
+        for i in range(400):
+            t0 = loop.time()
+            server.handle(Log("info", f"{i} {big}"))
+            assert loop.time() - t0 < 0.05     # the run's call never waits for a client
+            while "event" not in json.loads(await reader.readline()):
+                pass
+            got += 1
+        assert server.dropped == 1 and got == 400   # the slow one went, the reading one got everything
+        writer.close()
+        slow.close()
+
+
+async def test_a_stale_socket_is_replaced_and_anything_else_by_its_name_is_refused(deep):
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    fd = os.open(deep, os.O_RDONLY | os.O_DIRECTORY)
+    stale.bind(f"/proc/self/fd/{fd}/{SOCKET_NAME}")   # a run that died: its socket file stays, nobody listens
+    os.close(fd)
+    stale.close()
+    with pytest.raises(NoRunListening, match="left by a run that ended"):
+        ask(deep, cmd="status")
+    async with ControlServer(deep).serving(FakeRun()):
+        assert (await ask_async(deep, cmd="status"))["ok"]
+    other = deep.parent / "other"
+    other.mkdir()
+    (other / SOCKET_NAME).write_text("not a socket")
+    with pytest.raises(ControlSocketError, match="not a socket"):
+        await ControlServer(other).start(FakeRun())
+    assert (other / SOCKET_NAME).read_text() == "not a socket"
+
+
+def test_no_folder_or_no_run_is_said_plainly(tmp_path):
+    with pytest.raises(NoRunListening, match="no such folder"):
+        ask(tmp_path / "nope", cmd="status")
+    with pytest.raises(NoRunListening, match="om2w-tui run"):
+        ask(tmp_path, cmd="status")
+
+
+def test_the_socket_is_named_after_the_runs_lock():
+    assert socket_name() == SOCKET_NAME == ".om2w-control.sock"
+    assert socket_name(".om2w-run.shard-2-of-4.lock") == ".om2w-control.shard-2-of-4.sock"
+
+
+async def test_a_remote_run_sends_commands_at_once_and_a_refusal_comes_back_as_an_error_log(deep):
+    class Sink:
+        def __init__(self) -> None:
+            self.events: list[object] = []
+
+        def handle(self, ev: object) -> None:
+            self.events.append(ev)
+
+    run, sink = FakeRun(), Sink()
+    server = ControlServer(deep)
+    async with server.serving(run):
+        server.handle(RunStarted(total=5, settled=0, workers=2, out=str(deep)))
+        remote = RemoteRun(deep, sinks=[sink])
+        await remote.connect()
+        follow = asyncio.ensure_future(remote.run())
+        assert isinstance(sink.events[0], RunStarted)                   # the replay
+        assert remote.snapshot().slots[0].task_id == "t-a"
+        assert remote.kill(1) is True                                   # optimistic; slot 1 runs nothing
+        assert remote.kill(0, requeue=True) is True
+        while not any(isinstance(e, Log) for e in sink.events):
+            await asyncio.sleep(0.01)
+        (refusal,) = [e for e in sink.events if isinstance(e, Log)]
+        assert refusal.level == "error" and "refused to kill slot 1" in refusal.message
+        assert ("kill", 0, True) in run.calls and ("kill", 1, False) not in run.calls
+        server.handle(RunFinished())
+    await asyncio.wait_for(follow, 5)                                   # the run's end closes the connection
+    assert remote.finished and isinstance(sink.events[-1], RunFinished)
