@@ -328,7 +328,9 @@ class DashboardScreen(Screen[None]):
         self.query_one(StepsLog).add_lines([prefix + lines[0], *lines[1:]])
 
     def _selected_slot(self) -> SlotView | None:
-        key = self.query_one(SlotsTable).cursor_key()
+        # the footer asks (check_action) while the screen is torn down too: no table, no selection
+        table = next(iter(self.query(SlotsTable)), None)
+        key = table.cursor_key() if table is not None else None
         return self.state.slots.get(int(key)) if key is not None else None
 
     def _selected_task(self) -> str | None:
