@@ -13,107 +13,59 @@ import asyncio
 import dataclasses
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from om2w_tui.cli import tools as tools_cli
-from om2w_tui.cli.argtypes import count as _count
-from om2w_tui.cli.argtypes import csv as _csv
-from om2w_tui.cli.argtypes import positive_int as _positive_int
-from om2w_tui.cli.argtypes import seconds as _seconds
-from om2w_tui.engine.config import BENCHES, COORDINATES, DEFAULT_VLLM, SCHEMAS, RunConfig
+from om2w_tui.cli.argtypes import csv, number, seconds
+from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.launch import UsageError, preflight, run_checks
+from om2w_tui.engine.settings import BEYOND, SETTINGS, Setting, changed
 from om2w_tui.engine.sharding import shard_from_flags
-from om2w_tui.episode.browser import DEFAULT_LOCALE, DEFAULT_TIMEZONE, DEFAULT_VIEWPORT
 from om2w_tui.episode.instruction import TemplateError, read_template
 from om2w_tui.frontends.headless import run_headless
 
 EXIT_USAGE = 2
 
 
+def _arg_type(st: Setting) -> Callable[[str], Any]:
+    """How a flag's text becomes its value, with a message naming the flag when it cannot."""
+    if st.kind == "int":
+        return number(st.flag, int, st.minimum)
+    if st.kind == "number":
+        return seconds(st.flag, not st.above_zero)
+    if st.kind == "csv":
+        return csv
+    if st.kind == "path":
+        return Path
+    return str
+
+
 def add_run_flags(p: argparse.ArgumentParser, *, demo: bool = False) -> None:
-    g = p.add_argument_group("what to run")
-    if not demo:
-        g.add_argument("--bench", choices=BENCHES, default="om2w",
-                       help="om2w | webvoyager | offline (the built-in suite; no model or internet needed)")
-        g.add_argument("--tasks", type=Path, default=None,
-                       help="task file: Online-Mind2Web JSON, WebVoyager JSONL, or plain JSON/JSONL of that shape")
-        g.add_argument("--task-ids", type=_csv, default=[], help="comma-separated task ids to run")
-        g.add_argument("--level", dest="levels", type=_csv, default=[], help="only these levels (easy,medium,hard)")
-        g.add_argument("--site", dest="sites", type=_csv, default=[], help="only tasks on these sites (host names)")
-        g.add_argument("--limit", type=_count("--limit"), default=0, help="at most this many tasks (0: all)")
-    g.add_argument("--out", type=Path, default=None if not demo else None,
-                   help="the run's folder: one subfolder per task, results.jsonl, run.json" +
-                   (" (default: runs/demo-<time>)" if demo else ""))
-    m = p.add_argument_group("the agent")
-    if not demo:
-        m.add_argument("--arm", default="base", help="the agent: base (one browser-use Agent) or a plugin arm")
-        m.add_argument("--model", default="qwen35-4b",
-                       help="served model name (oracle, oracle-slow, ... start the built-in oracle)")
-        m.add_argument("--vllm", default=None,
-                       help=f"OpenAI-compatible endpoint (base URL) ({DEFAULT_VLLM}); with an oracle model and no "
-                            f"--vllm, om2w-tui serves the oracle itself")
-        m.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                       help="the environment variable holding the API key (never written anywhere)")
-        m.add_argument("--temperature", type=_seconds("--temperature", True), default=0.0,
-                       help="sampling temperature (0)")
-        m.add_argument("--no-vision", dest="vision", action="store_false",
-                       help="send no screenshots to the model (text-only models)")
-    if not demo:
-        a = p.add_argument_group("arms and training rows")
-        a.add_argument("--planner-name", default=None, help="--arm agent: the planner's served model (--model)")
-        a.add_argument("--adapters", default="drag,io,select,rest,reasoning",
-                       help="--arm agent: specialist families served under their own names")
-        a.add_argument("--fallback", default=None, help="--arm agent: the model for other families (--model)")
-        a.add_argument("--planner-turns", type=_positive_int("--planner-turns"), default=8,
-                       help="--arm agent: the planner's turns (8)")
-        a.add_argument("--record-rows", action="store_true",
-                       help="record every model call as a training row in <out>/<task>/rows/")
-        a.add_argument("--hint-field", default=None,
-                       help="a task field appended to the instruction while acting, stripped from the rows")
-    m.add_argument("--instruction-template", dest="instruction_template_file", type=Path, default=None, metavar="FILE",
-                   help="a file with the agent's instruction, {task} and {website} filled in (default: the seed's: "
-                        "the task, then the website it starts on)")
-    m.add_argument("--coordinates", choices=COORDINATES, default="normalized",
-                   help="clicks and drags by coordinates: off, pixels of the screenshot, or normalized to a 0-1000 "
-                        "grid as Qwen-VL models answer (normalized, as the seed)")
-    b = p.add_argument_group("the browser (the same on every host)")
-    b.add_argument("--viewport", default=DEFAULT_VIEWPORT, metavar="WxH",
-                   help=f"WIDTHxHEIGHT in CSS pixels ({DEFAULT_VIEWPORT})")
-    b.add_argument("--user-agent", default="auto",
-                   help="the user agent string (auto: a desktop Chrome of the browser's own version)")
-    b.add_argument("--locale", default=DEFAULT_LOCALE,
-                   help=f"the browser's language and Accept-Language ({DEFAULT_LOCALE})")
-    b.add_argument("--timezone", default=DEFAULT_TIMEZONE, help=f"an IANA time zone ({DEFAULT_TIMEZONE})")
-    m.add_argument("--max-steps", type=_positive_int("--max-steps"), default=30,
-                   help="agent steps per episode (a task's own max_steps wins)")
-    m.add_argument("--timeout", type=_seconds("--timeout", False), default=1800.0,
-                   help="seconds per episode (its finished steps are kept)")
-    m.add_argument("--llm-timeout", type=_seconds("--llm-timeout", False), default=120.0,
-                   help="seconds for one model call before it is retried (120)")
-    m.add_argument("--trajectory-schema", choices=SCHEMAS, default="v1",
-                   help="result.json layout: v1 (the evaluator's classic) or v2 (online-mind2web-v2 steps)")
-    m.add_argument("--retries", type=_count("--retries"), default=1,
-                   help="new attempts for an episode the harness failed (browser crash, endpoint down) (1)")
-    s = p.add_argument_group("pacing and slots")
-    s.add_argument("--workers", type=_positive_int("--workers"), default=2 if demo else 4,
-                   help="episodes at once (one worker process each)")
-    s.add_argument("--pace-cooldown", type=_seconds("--pace-cooldown", True), default=0.0 if demo else 120.0,
-                   help="seconds from the end of one episode on a site to the start of the next")
-    s.add_argument("--site-slots", type=_count("--site-slots"), default=1, metavar="N",
-                   help="episodes at once on one site (1; 0: no limit)")
-    s.add_argument("--no-pacing", action="store_true",
-                   help="no pacing at all: as many episodes on a site as slots, no cooldown (the seed's default)")
-    f = p.add_argument_group("faults")
-    f.add_argument("--breaker-after", type=_positive_int("--breaker-after"), default=3,
-                   help="infra errors in a row that pause dispatch until the endpoint answers again (3)")
-    f.add_argument("--probe-interval", type=_seconds("--probe-interval", False), default=30.0,
-                   help="seconds between endpoint probes while dispatch is paused by the breaker (30)")
-    s.add_argument("--chromium", default=None, help="path to Chromium/Chrome (default: found automatically)")
-    c = p.add_argument_group("beyond one run (several runs on a node, several nodes without Ray)")
-    c.add_argument("--pace-dir", type=Path, default=None, metavar="DIR",
-                   help="a node-local folder of per-site lock files shared by every run on the node (and by the "
-                        "seed runner's --pace-dir): no two runs on one site at once, the cooldown kept between them")
-    if not demo:
+    """The run's flags, from the one declaration of each setting (engine/settings.py); the demo fixes a few."""
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for st in SETTINGS:
+        if demo and not st.demo:
+            continue
+        g = groups.get(st.group) or groups.setdefault(st.group, p.add_argument_group(st.group))
+        default = st.demo_default if demo and st.demo_default is not None else st.default
+        help_text = st.help + (" (default: runs/demo-<time>)" if demo and st.key == "out" else "")
+        if st.kind == "on":
+            g.add_argument(st.flag, dest=st.key, action="store_true", help=help_text)
+        elif st.kind == "off":
+            g.add_argument(st.flag, dest=st.key, action="store_false", help=help_text)
+        elif st.kind == "choice":
+            g.add_argument(st.flag, dest=st.key, choices=st.choices, default=default, help=help_text)
+        else:
+            g.add_argument(st.flag, dest=st.key, type=_arg_type(st), default=default, metavar=st.metavar,
+                           help=help_text)
+        if st.key == "site_slots":
+            g.add_argument("--no-pacing", action="store_true",
+                           help="no pacing at all: as many episodes on a site as slots, no cooldown (the seed's "
+                                "default)")
+    if not demo:   # this node's share of the task file: the RunConfig's `shard`, from either form
+        c = groups[BEYOND]
         c.add_argument("--shard", default=None, metavar="K/N",
                        help="run only shard K of N (K counts from 0: 0..N-1): whole sites, split by task count the "
                             "same way on every node; shards may share one --out")
@@ -184,6 +136,7 @@ def doctor(cfg: RunConfig) -> int:
     table.add_column("detail", overflow="fold")
     for name, ok, detail in checks:
         table.add_row(name, "[green]ok[/]" if ok else "[red]no[/]", detail)
+    table.add_row("settings", "", " ".join(changed(cfg)) or "every setting at its default")
     Console(soft_wrap=False).print(table)
     return 0 if pre is not None else EXIT_USAGE
 

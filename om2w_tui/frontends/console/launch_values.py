@@ -1,6 +1,7 @@
-"""What the launch form holds: its fields, their defaults, parsing them into a RunConfig, and the values of the
-last launch, remembered in `$XDG_CONFIG_HOME/om2w-tui/last_launch.json` (never a secret: the API key's variable
-NAME only). No Textual here, so it is tested on its own."""
+"""What the launch form holds: its fields (the settings that engine/settings.py gives a label), their first values,
+parsing them into a RunConfig, and the values of the last launch, remembered in
+`$XDG_CONFIG_HOME/om2w-tui/last_launch.json` (never a secret: the API key's variable NAME only). No Textual here, so
+it is tested on its own."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from om2w_tui.benchmarks.trajectory import write_json_atomic
-from om2w_tui.engine.config import BENCHES, COORDINATES, DEFAULT_VLLM, RunConfig
-from om2w_tui.episode.browser import DEFAULT_LOCALE, DEFAULT_TIMEZONE, DEFAULT_VIEWPORT
-from om2w_tui.episode.instruction import DEFAULT_TEMPLATE, TemplateError, read_template
+from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.settings import BY_KEY as SETTING
+from om2w_tui.engine.settings import Setting, on_the_form
+from om2w_tui.episode.instruction import TemplateError, read_template
 
 
 @dataclass(frozen=True)
@@ -25,43 +28,22 @@ class Field:
     flag: str = ""              # the command-line flag its problems are named by
 
 
-FIELDS: tuple[Field, ...] = (
-    Field("bench", "benchmark", "choice", flag="--bench"),
-    Field("tasks", "task file", placeholder="path (not needed for offline)", flag="--tasks"),
-    Field("arm", "arm", "choice", flag="--arm"),
-    Field("model", "model", placeholder="served model name", flag="--model"),
-    Field("vllm", "endpoint", placeholder=f"default {DEFAULT_VLLM}", flag="--vllm"),
-    Field("api_key_env", "API key variable", placeholder="name of the env variable", flag="--api-key-env"),
-    Field("workers", "workers", "int", flag="--workers"),
-    Field("out", "out folder", placeholder="runs/my-run", flag="--out"),
-    Field("pace_cooldown", "cooldown (s)", "number", flag="--pace-cooldown"),
-    Field("site_slots", "per site", "int", placeholder="1 (0: no limit)", flag="--site-slots"),
-    Field("timeout", "timeout (s)", "number", flag="--timeout"),
-    Field("max_steps", "max steps", "int", flag="--max-steps"),
-    Field("levels", "levels", "csv", placeholder="easy,medium,hard (all)", flag="--level"),
-    Field("sites", "sites", "csv", placeholder="host names (all)", flag="--site"),
-    Field("task_ids", "task ids", "csv", placeholder="ids (all)", flag="--task-ids"),
-    Field("limit", "limit", "int", placeholder="0: all", flag="--limit"),
-    Field("instruction_template_file", "instruction file", placeholder="the seed's template ({task}, {website})",
-          flag="--instruction-template"),
-    Field("coordinates", "coordinates", "choice", flag="--coordinates"),
-    Field("viewport", "viewport", placeholder=DEFAULT_VIEWPORT, flag="--viewport"),
-    Field("user_agent", "user agent", placeholder="auto: desktop Chrome", flag="--user-agent"),
-    Field("locale", "locale", placeholder=DEFAULT_LOCALE, flag="--locale"),
-    Field("timezone", "timezone", placeholder=DEFAULT_TIMEZONE, flag="--timezone"),
-)
-CHOICES: dict[str, tuple[str, ...]] = {"bench": BENCHES, "coordinates": COORDINATES}
+def _field(st: Setting) -> Field:
+    kind = st.form_kind or ("text" if st.kind == "path" else st.kind)
+    return Field(st.key, st.label, kind, st.placeholder, st.flag)
+
+
+# the form's fields, in the form's order: the settings that have a label (engine/settings.py declares each once)
+ORDER = ("bench", "tasks", "arm", "model", "vllm", "api_key_env", "workers", "out", "pace_cooldown", "site_slots",
+         "timeout", "max_steps", "levels", "sites", "task_ids", "limit", "instruction_template_file", "coordinates",
+         "viewport", "user_agent", "locale", "timezone")
+FIELDS: tuple[Field, ...] = tuple(_field(SETTING[k]) for k in ORDER)
+CHOICES: dict[str, tuple[str, ...]] = {st.key: st.choices for st in on_the_form() if st.kind == "choice"}
 BY_KEY = {f.key: f for f in FIELDS}
 
 # a first launch runs the built-in offline suite: it needs no model server and no internet
-DEFAULTS: dict[str, str] = {
-    "bench": "offline", "tasks": "", "arm": "base", "model": "oracle", "vllm": "",
-    "api_key_env": "OPENAI_API_KEY", "workers": "2", "out": "runs/offline", "pace_cooldown": "0",
-    "site_slots": "1",
-    "timeout": "1800", "max_steps": "30", "levels": "", "sites": "", "task_ids": "", "limit": "0",
-    "instruction_template_file": "", "coordinates": "normalized", "viewport": DEFAULT_VIEWPORT, "user_agent": "auto",
-    "locale": DEFAULT_LOCALE, "timezone": DEFAULT_TIMEZONE,
-}
+DEFAULTS: dict[str, str] = {k: SETTING[k].form_default if SETTING[k].form_default is not None
+                            else SETTING[k].text(SETTING[k].default) for k in ORDER}
 
 
 class FormError(ValueError):
@@ -101,17 +83,7 @@ def save_values(path: Path | None, values: Mapping[str, str]) -> None:
 
 
 def values_from_config(cfg: RunConfig) -> dict[str, str]:
-    def num(x: float) -> str:
-        return f"{x:g}"
-
-    return {"bench": cfg.bench, "tasks": str(cfg.tasks or ""), "arm": cfg.arm, "model": cfg.model,
-            "vllm": cfg.vllm or "", "api_key_env": cfg.api_key_env, "workers": str(cfg.workers), "out": str(cfg.out),
-            "pace_cooldown": num(cfg.pace_cooldown), "site_slots": str(cfg.site_slots), "timeout": num(cfg.timeout),
-            "max_steps": str(cfg.max_steps),
-            "levels": ",".join(cfg.levels), "sites": ",".join(cfg.sites), "task_ids": ",".join(cfg.task_ids),
-            "limit": str(cfg.limit), "instruction_template_file": str(cfg.instruction_template_file or ""),
-            "coordinates": cfg.coordinates, "viewport": cfg.viewport, "user_agent": cfg.user_agent,
-            "locale": cfg.locale, "timezone": cfg.timezone}
+    return {k: SETTING[k].text(getattr(cfg, k)) for k in ORDER}
 
 
 def _int(key: str, text: str, minimum: int) -> int:
@@ -138,39 +110,40 @@ def _csv(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
+def _value(st: Setting, text: str) -> Any:
+    """One field's text as its setting's value; FormError names the field when it cannot be read."""
+    text = text.strip()
+    if st.kind == "int":   # an empty count (limit, per site) is its default; an empty workers or max steps, a mistake
+        return _int(st.key, text or (st.text(st.default) if st.minimum == 0 else ""), st.minimum)
+    if st.kind == "number":
+        return _seconds(st.key, text, not st.above_zero)
+    if st.kind == "csv":
+        return _csv(text)
+    if st.kind == "choice":
+        if text not in st.choices:
+            raise FormError(st.key, f"{st.label}: one of {', '.join(st.choices)}")
+        return text
+    if st.kind == "path":
+        return Path(text).expanduser() if text else st.default
+    return text or st.default
+
+
 def config_from_values(values: Mapping[str, str]) -> RunConfig:
     """The form's values as a RunConfig; FormError names the field that cannot be read."""
     v = {**DEFAULTS, **values}
-    out = v["out"].strip()
-    if not out:
+    if not v["out"].strip():
         raise FormError("out", "out folder: give the run's folder (a new one, or an earlier run's to resume it)")
     for key in ("model", "api_key_env"):
         if not v[key].strip():
             raise FormError(key, f"{BY_KEY[key].label}: must not be empty")
-    if v["bench"] not in BENCHES:
-        raise FormError("bench", f"benchmark: one of {', '.join(BENCHES)}")
-    tasks = v["tasks"].strip()
-    if v["coordinates"] not in COORDINATES:
-        raise FormError("coordinates", f"coordinates: one of {', '.join(COORDINATES)}")
-    template_file = v["instruction_template_file"].strip()
-    template = DEFAULT_TEMPLATE
-    if template_file:
+    given = {k: _value(SETTING[k], v[k]) for k in ORDER}
+    template_file = given["instruction_template_file"]
+    if template_file is not None:
         try:
-            template = read_template(Path(template_file).expanduser())
+            given["instruction_template"] = read_template(template_file)
         except TemplateError as e:
             raise FormError("instruction_template_file", str(e)) from None
-    browser = {key: v[key].strip() or DEFAULTS[key] for key in ("viewport", "user_agent", "locale", "timezone")}
-    return RunConfig(
-        out=Path(out).expanduser(), bench=v["bench"], tasks=Path(tasks).expanduser() if tasks else None,
-        task_ids=_csv(v["task_ids"]), levels=_csv(v["levels"]), sites=_csv(v["sites"]),
-        limit=_int("limit", v["limit"] or "0", 0), arm=v["arm"].strip() or "base", model=v["model"].strip(),
-        vllm=v["vllm"].strip() or None, api_key_env=v["api_key_env"].strip(),
-        timeout=_seconds("timeout", v["timeout"], False), max_steps=_int("max_steps", v["max_steps"], 1),
-        pace_cooldown=_seconds("pace_cooldown", v["pace_cooldown"], True), workers=_int("workers", v["workers"], 1),
-        site_slots=_int("site_slots", v.get("site_slots") or "1", 0),
-        instruction_template=template,
-        instruction_template_file=Path(template_file).expanduser() if template_file else None,
-        coordinates=v["coordinates"], **browser)
+    return RunConfig(**given)
 
 
 def field_of_problem(message: str) -> str | None:
