@@ -1,6 +1,6 @@
 """`om2w-tui report OUT [OUT ...]`: its flags, and the summaries written as a table (rich,
 `frontends/console/report_table.py`), Markdown, CSV or JSON, or opened in the console (`--ui`). The numbers
-themselves are `evaluation/report.py`, which imports no front end."""
+themselves are `evaluation/report.py` and their text `evaluation/report_text.py`, which import no front end."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from om2w_tui.evaluation.report import compare, summarize, to_csv, to_json, to_markdown
+from om2w_tui.evaluation.report import compare, summarize
+from om2w_tui.evaluation.report_text import to_csv, to_json, to_markdown
 
 
 def add_arguments(sub: Any) -> None:
@@ -65,8 +66,5 @@ def run(args: Any) -> int:
     elif args.format == "csv":
         sys.stdout.write(to_csv(summaries, comparison))
     else:
-        if args.no_per_task:
-            for s in summaries:
-                s.pop("per_task", None)
-        sys.stdout.write(to_json(summaries, comparison))
+        sys.stdout.write(to_json(summaries, comparison, per_task=not args.no_per_task))
     return 0

@@ -31,6 +31,7 @@ from om2w_tui.evaluation.judge import (
     select_kept,
 )
 from om2w_tui.evaluation.report import compare, summarize
+from om2w_tui.evaluation.summary import Rate
 from om2w_tui.offline.oracle import OracleServer
 from om2w_tui.offline.suite import load_task_templates
 
@@ -119,7 +120,7 @@ def test_with_the_answer_shown_the_verdict_follows_the_reference_answers(run_dir
     assert got[RIGHT]["kept_screenshots"] == ["3_full_screenshot.png"]
     assert "Status: success" in got[RIGHT]["response"] and got[RIGHT]["mode"] == "webjudge-answer"
     s = summarize(run_dir)
-    assert s["success"]["source"] == "judge" and s["success"]["overall"]["successes"] == 1
+    assert s.success.source == "judge" and s.success.overall is not None and s.success.overall.successes == 1
 
 
 def test_webvoyager_mode_is_one_call_with_the_answer_and_the_last_screenshots(run_dir, judge_server):
@@ -303,17 +304,17 @@ def test_every_kind_of_episode_is_read_by_the_official_evaluator_then_judged_and
     for out in runs.values():
         assert judge(out, judge_server, "--include-answer") == 0, out
     s = {k: summarize(out) for k, out in runs.items()}
-    assert s["done"]["success"]["overall"] == {"successes": 2, "tasks": 2, "rate": 1.0}
+    assert s["done"].success.overall == Rate(successes=2, tasks=2, rate=1.0)
     for kind in ("timeout", "killed", "error", "blocked"):
-        assert s[kind]["success"]["overall"]["successes"] == 0, kind
-        assert s[kind]["status"][kind] == 1
-    assert s["error"]["errors"][0]["message"] == "model endpoint: Error code: <n> - oracle: injected server error"
-    assert s["blocked"]["errors"][0]["message"] == "Cloudflare challenge"
-    assert s["done"]["metrics"]["prompt_tokens"]["n"] == 2
+        assert s[kind].success.overall == Rate(0, 1, 0.0), kind
+        assert s[kind].status[kind] == 1
+    assert s["error"].errors[0].message == "model endpoint: Error code: <n> - oracle: injected server error"
+    assert s["blocked"].errors[0].message == "Cloudflare challenge"
+    assert s["done"].metrics["prompt_tokens"].n == 2
     c = compare([s["done"], s["timeout"]])
-    assert c["runs"] == ["base/oracle", "base/oracle-nodone"]
-    overall = c["rows"][0]
-    assert overall["delta_pp"][1] == pytest.approx(-100.0) and c["paired"]["tasks"] == 1
+    assert c.runs == ("base/oracle", "base/oracle-nodone")
+    overall = c.rows[0]
+    assert overall.delta_pp[1] == pytest.approx(-100.0) and c.paired.tasks == 1
 
     r = cli("report", *(str(out) for out in runs.values()), "--format", "md")
     assert r.returncode == 0, r.stderr

@@ -16,7 +16,9 @@ from textual.command import CommandList
 
 from om2w_tui.cli.main import main as cli_main
 from om2w_tui.engine.events import EpisodeFinished
-from om2w_tui.evaluation.report import fmt_rate, summarize
+from om2w_tui.evaluation.report import summarize
+from om2w_tui.evaluation.report_text import fmt_rate
+from om2w_tui.evaluation.summary import Rate
 from om2w_tui.frontends.console.app import ConsoleApp, make_app
 from om2w_tui.frontends.console.screens.dashboard import DashboardScreen
 from om2w_tui.frontends.console.screens.episode import EpisodeScreen
@@ -123,35 +125,35 @@ async def test_the_report_shows_summarize_numbers(tmp_path, size):
         by_level = screen.query_one("#by-level", RateChart)
         by_site = screen.query_one("#by-site", RateChart)
         assert [k for k, _ in by_level.rates] == ["easy", "medium", "hard"]
-        assert by_level.rates == list(s["success"]["by_level"].items())
-        assert by_site.rates == list(s["success"]["by_site"].items())
+        assert by_level.rates == list(s.success.by_level.items())
+        assert by_site.rates == list(s.success.by_site.items())
         # each bar's label: the group, its rate and its successes of its tasks
         easy, medium, hard = by_level.labels
         assert easy.split() == ["easy", "100%", "2/2"] and medium.split() == ["medium", "33%", "1/3"]
         assert hard.split() == ["hard", "0%", "0/3"]
         assert by_site.labels[0].split() == ["amazon.com", "33%", "1/3"] and len(by_site.labels) == 4
-        for label, (_site, v) in zip(by_site.labels, s["success"]["by_site"].items()):
-            assert label.split()[-2:] == [f"{100 * v['rate']:.0f}%", f"{v['successes']}/{v['tasks']}"]
+        for label, (_site, v) in zip(by_site.labels, s.success.by_site.items()):
+            assert label.split()[-2:] == [f"{100 * (v.rate or 0):.0f}%", f"{v.successes}/{v.tasks}"]
         drawn = str(by_level.query_one("PlotextPlot").render())
         assert "medium  33% 1/3" in drawn and "100%" in drawn
 
         summary = str(screen.query_one("#report-summary").render())
-        assert fmt_rate(s["success"]["overall"]) == "37.5% (3/8)" and "37.5% (3/8)" in summary
+        assert fmt_rate(s.success.overall) == "37.5% (3/8)" and "37.5% (3/8)" in summary
         for status in ("done", "timeout", "error", "blocked"):
             assert status in summary
-        assert s["metrics"]["steps"]["median"] == 3.5 and "3.5" in summary
-        assert s["metrics"]["duration_s"]["median"] == 26.5 and "0:26" in summary
+        assert s.metrics["steps"].median == 3.5 and "3.5" in summary
+        assert s.metrics["duration_s"].median == 26.5 and "0:26" in summary
 
         failures = screen.query_one(FailuresTable)
-        assert row_keys(failures) == [t for t, v in s["per_task"].items() if not v["success"]]
+        assert row_keys(failures) == [t for t, v in s.per_task.items() if not v.success]
         assert len(row_keys(failures)) == 5 and failures.border_subtitle == "5 of 8 tasks"
         cells = [str(c) for c in failures.get_row("booking_cancel_07")]
         assert cells[1:3] == ["✗", "error"] and cells[3].startswith("model endpoint")
         assert [str(c) for c in failures.get_row("amazon_cart_two_items_02")][4].startswith("I added the")
 
         errors = screen.query_one(ErrorsTable)
-        assert [(g["count"], g["task_count"]) for g in errors.groups.values()] == \
-            [(g["count"], g["task_count"]) for g in s["errors"]] == [(3, 2), (1, 1), (1, 1)]
+        assert [(g.count, g.task_count) for g in errors.groups.values()] == \
+            [(g.count, g.task_count) for g in s.errors] == [(3, 2), (1, 1), (1, 1)]
         first = [str(c) for c in errors.get_row(row_keys(errors)[0])]
         assert first[:3] == ["3", "error", "infra"] and first[3].startswith("model endpoint <url> failed")
 
@@ -198,7 +200,7 @@ async def test_the_live_report_opens_from_the_dashboard_and_follows_finished_epi
         report = app.screen
         assert isinstance(report, ReportScreen) and report.live and report.computed == 1
         assert "running" in str(report.query_one("#report-title").render())
-        assert report.data.summary["success"]["overall"] == {"successes": 2, "tasks": 2, "rate": 1.0}
+        assert report.data.summary.success.overall == Rate(2, 2, 1.0)
         assert report.query_one(FailuresTable).row_count == 0
         report.throttle_s = 1.0
         # two episodes end at once: one computation, after the throttle's delay
@@ -220,7 +222,7 @@ async def test_the_live_report_opens_from_the_dashboard_and_follows_finished_epi
         await settle(pilot)
         assert report.computed == 2
         assert row_keys(report.query_one(FailuresTable)) == ["offline_booking_rates_11", "offline_wiki_port_06"]
-        assert report.data.summary["success"]["overall"]["successes"] == 2
+        assert report.data.summary.success.overall.successes == 2
         assert report.query_one("#by-level", RateChart).labels[0].split() == ["easy", "50%", "2/4"]
         assert shown_keys(app)["back"] == "Back"
         await pilot.press("escape")
@@ -255,7 +257,7 @@ def test_report_ui_opens_the_console_on_the_report(tmp_path, monkeypatch):
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot)
             screen = app.screen
-            seen.append((type(screen), screen.out, screen.data.summary["tasks"]))
+            seen.append((type(screen), screen.out, screen.data.summary.tasks))
             await pilot.press("escape")      # opened on the report: escape quits like q
             await pilot.pause()
 

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from om2w_tui.cli.main import main as cli_main
-from om2w_tui.evaluation.report import compare, normalise_error, quantile, summarize, to_csv, to_json, to_markdown
+from om2w_tui.evaluation.report import compare, normalise_error, quantile, summarize
+from om2w_tui.evaluation.report_text import to_csv, to_json, to_markdown
+from om2w_tui.evaluation.summary import Rate, Stats
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 REPO = Path(__file__).resolve().parents[2]
@@ -112,38 +114,38 @@ def run_a(tmp_path) -> Path:
 
 def test_summary_of_an_offline_style_run(run_a):
     s = summarize(run_a)
-    assert s["name"] == "base/qwen" and s["tasks"] == 5 and s["attempts"] == 6
-    succ = s["success"]
-    assert succ["source"] == "correct"
-    assert succ["overall"] == {"successes": 2, "tasks": 5, "rate": 0.4}
-    assert list(succ["by_level"]) == ["easy", "medium", "hard"]
-    assert succ["by_level"]["easy"]["successes"] == 1 and succ["by_level"]["hard"]["rate"] == 0.0
-    assert succ["by_site"]["shop.test"]["tasks"] == 2 and succ["by_site"]["wiki.test"]["successes"] == 1
-    assert s["status"]["done"] == 3 and s["status"]["timeout"] == 1 and s["status"]["error"] == 1
-    steps = s["metrics"]["steps"]
-    assert steps["n"] == 5 and steps["median"] == 4 and steps["p90"] == pytest.approx(7.8)
-    assert s["metrics"]["prompt_tokens"] == {"n": 2, "median": 200.0, "p90": 280.0, "total": 400.0}
-    (infra, timeout) = s["errors"]
-    assert (infra["count"], infra["task_count"], infra["kind"]) == (2, 2, "infra")
-    assert infra["message"] == "model endpoint <url>: HTTP <n>" and infra["tasks"] == ["t2", "t4"]
-    assert timeout["status"] == "timeout" and timeout["tasks"] == ["t3"]
-    assert s["conformance"]["problems"] == 0
+    assert s.name == "base/qwen" and s.tasks == 5 and s.attempts == 6
+    succ = s.success
+    assert succ.source == "correct"
+    assert succ.overall == Rate(successes=2, tasks=5, rate=0.4)
+    assert list(succ.by_level) == ["easy", "medium", "hard"]
+    assert succ.by_level["easy"].successes == 1 and succ.by_level["hard"].rate == 0.0
+    assert succ.by_site["shop.test"].tasks == 2 and succ.by_site["wiki.test"].successes == 1
+    assert s.status["done"] == 3 and s.status["timeout"] == 1 and s.status["error"] == 1
+    steps = s.metrics["steps"]
+    assert steps.n == 5 and steps.median == 4 and steps.p90 == pytest.approx(7.8)
+    assert s.metrics["prompt_tokens"] == Stats(n=2, median=200.0, p90=280.0, total=400.0)
+    (infra, timeout) = s.errors
+    assert (infra.count, infra.task_count, infra.kind) == (2, 2, "infra")
+    assert infra.message == "model endpoint <url>: HTTP <n>" and infra.tasks == ("t2", "t4")
+    assert timeout.status == "timeout" and timeout.tasks == ("t3",)
+    assert s.conformance.problems == 0
 
 
 def test_a_judge_file_decides_success_and_divides_by_every_task(run_a):
     judge_file(run_a, {"t0": 1, "t1": 1, "t2": 0})
     s = summarize(run_a)
-    assert s["success"]["source"] == "judge" and s["success"]["judge"]["judged"] == 3
-    assert s["success"]["overall"] == {"successes": 2, "tasks": 5, "rate": 0.4}
-    assert s["per_task"]["t3"]["success"] is None          # not judged: counted as not a success
+    assert s.success.source == "judge" and s.success.judge is not None and s.success.judge.judged == 3
+    assert s.success.overall == Rate(2, 5, 0.4)
+    assert s.per_task["t3"].success is None          # not judged: counted as not a success
 
 
 def test_the_newest_judge_file_wins_unless_one_is_given(run_a):
     old = judge_file(run_a, {"t0": 1, "t1": 1, "t2": 1}, "webvoyager_gpt-4o_score_threshold_3")
     new = judge_file(run_a, {"t0": 0})
     os.utime(old, (1_000_000, 1_000_000))
-    assert summarize(run_a)["success"]["overall"]["successes"] == 0
-    assert summarize(run_a, old)["success"]["overall"]["successes"] == 3
+    assert summarize(run_a).success.overall == Rate(0, 5, 0.0)
+    assert summarize(run_a, old).success.overall == Rate(3, 5, 0.6)
     with pytest.raises(FileNotFoundError):
         summarize(run_a, run_a / "nope.json")
     assert new.exists()
@@ -156,21 +158,21 @@ def test_a_folder_from_another_harness(tmp_path):
     task_folder(out, "ccc", actions=0)
     judge_file(out, {"aaa": 1, "bbb": 0, "zzz": 1})
     s = summarize(out)
-    assert s["name"] == "foreign" and not s["has_results"] and not s["has_manifest"]
-    assert s["tasks"] == 3 and s["status"] == {"done": 0, "timeout": 0, "killed": 0, "error": 0, "blocked": 0,
-                                               "folder": 3}
-    assert s["metrics"]["steps"]["median"] == 3 and s["metrics"]["duration_s"]["n"] == 0
-    assert s["success"]["overall"] == {"successes": 1, "tasks": 3, "rate": 1 / 3}
-    assert any("not in this run" in w for w in s["warnings"])
-    assert s["success"]["by_level"] == {"-": {"successes": 1, "tasks": 3, "rate": 1 / 3}}
+    assert s.name == "foreign" and not s.has_results and not s.has_manifest
+    assert s.tasks == 3 and s.status == {"done": 0, "timeout": 0, "killed": 0, "error": 0, "blocked": 0, "folder": 3}
+    assert s.metrics["steps"].median == 3 and s.metrics["duration_s"].n == 0
+    assert s.success.overall == Rate(1, 3, 1 / 3)
+    assert any("not in this run" in w for w in s.warnings)
+    assert s.success.by_level == {"-": Rate(1, 3, 1 / 3)}
 
 
 def test_no_success_measure_is_said_plainly(tmp_path):
     out = tmp_path / "plain"
     task_folder(out, "a")
     s = summarize(out)
-    assert s["success"]["source"] is None
+    assert s.success.source is None and s.success.overall is None and not s.success.by_level
     assert "no judge file" in to_markdown([s], None)
+    assert list(s.to_json()["success"]) == ["source", "judge", "other_judges"]   # no rates without a measure
 
 
 # ------------------------------------------------------------------------------------------ several runs
@@ -183,19 +185,19 @@ def test_compare_gives_the_difference_per_level_against_the_first_run(run_a, tmp
              for i, lv in enumerate(levels)]
     run_b = make_run(tmp_path / "b", recs, arm="agent", model="qwen", tasks=tasks)
     c = compare([summarize(run_a), summarize(run_b)])
-    assert c["runs"] == ["base/qwen", "agent/qwen"] and c["baseline"] == "base/qwen"
-    rows = {r["group"]: r for r in c["rows"]}
-    assert rows["overall"]["delta_pp"][1] == pytest.approx(100 * (3 / 4 - 2 / 5))
-    assert rows["level easy"]["delta_pp"] == [None, pytest.approx(50.0)]
-    assert rows["level medium"]["delta_pp"][1] == pytest.approx(0.0)
-    assert c["paired"]["tasks"] == 4
-    assert [v["successes"] for v in c["paired"]["values"]] == [2, 3]
-    assert c["status"]["done"] == [3, 4]
+    assert c.runs == ("base/qwen", "agent/qwen") and c.baseline == "base/qwen"
+    rows = {r.group: r for r in c.rows}
+    assert rows["overall"].delta_pp[1] == pytest.approx(100 * (3 / 4 - 2 / 5))
+    assert rows["level easy"].delta_pp == (None, pytest.approx(50.0))
+    assert rows["level medium"].delta_pp[1] == pytest.approx(0.0)
+    assert c.paired.tasks == 4
+    assert [v.successes if v else None for v in c.paired.values] == [2, 3]
+    assert c.status["done"] == (3, 4)
 
 
 def test_runs_with_the_same_name_are_told_apart_by_folder(run_a, tmp_path):
     other = make_run(tmp_path / "again", [record("t0", correct=True)], arm="base", model="qwen")
-    assert compare([summarize(run_a), summarize(other)])["runs"] == ["base/qwen (a)", "base/qwen (again)"]
+    assert compare([summarize(run_a), summarize(other)]).runs == ("base/qwen (a)", "base/qwen (again)")
 
 
 def test_every_format_renders(run_a, tmp_path):
@@ -210,6 +212,17 @@ def test_every_format_renders(run_a, tmp_path):
     assert any(r["section"] == "delta_pp" and r["group"] == "overall" for r in rows)
     data = json.loads(to_json(sums, c))
     assert data["runs"][0]["success"]["overall"]["rate"] == 0.4 and data["compare"]["baseline"] == "base/qwen"
+    # the JSON's keys, in the order the report has always written them
+    assert list(data["runs"][0]) == ["out", "name", "arm", "model", "bench", "task_file", "has_results",
+                                     "has_manifest", "tasks", "attempts", "success", "status", "metrics", "errors",
+                                     "conformance", "warnings", "per_task"]
+    assert list(data["runs"][0]["success"]) == ["source", "judge", "other_judges", "overall", "by_level", "by_site"]
+    assert list(data["runs"][0]["errors"][0]) == ["status", "kind", "message", "count", "tasks", "task_count"]
+    assert list(data["runs"][0]["per_task"]["t0"]) == ["level", "site", "status", "success", "steps", "duration_s",
+                                                       "prompt_tokens", "completion_tokens", "has_folder"]
+    assert list(data["compare"]) == ["runs", "outs", "baseline", "sources", "rows", "site_rows", "paired", "status",
+                                     "median"]
+    assert "per_task" not in json.loads(to_json(sums, c, per_task=False))["runs"][0]
 
 
 def test_the_report_command(run_a, tmp_path, capsys, monkeypatch):
@@ -252,8 +265,8 @@ def test_an_official_judge_file_says_its_mode_and_model(tmp_path):
         task_folder(out, t)
     official_lines(out, "WebJudge_Online_Mind2Web_eval_o4-mini_score_threshold_3_auto_eval_results.json",
                    {"aaa": 1, "bbb": 0})
-    j = summarize(out)["success"]["judge"]
-    assert (j["mode"], j["model"], j["threshold"], j["by"]) == ("WebJudge_Online_Mind2Web_eval", "o4-mini", 3,
+    j = summarize(out).success.judge
+    assert j is not None and (j.mode, j.model, j.threshold, j.by) == ("WebJudge_Online_Mind2Web_eval", "o4-mini", 3,
                                                                 "the official evaluator")
     md = to_markdown([summarize(out)], None)
     assert "(by the official evaluator, WebJudge_Online_Mind2Web_eval, o4-mini; 2 of 2 tasks judged)" in md
@@ -270,8 +283,9 @@ def test_the_official_rate_is_read_beside_ours(tmp_path):
                       "WebJudge_Online_Mind2Web_eval_Qwen-Qwen2.5-VL_score_threshold_3")
     os.utime(official, (1_000_000, 1_000_000))
     s = summarize(out)
-    assert s["success"]["judge"]["file"] == str(ours) and s["success"]["overall"]["successes"] == 1
-    other, = s["success"]["other_judges"]
-    assert other["by"] == "the official evaluator" and other["model"] == "Qwen-Qwen2.5-VL"
-    assert other["rate"] == {"successes": 2, "tasks": 3, "rate": 2 / 3} and other["judged"] == 2
+    assert s.success.judge is not None and s.success.judge.file == str(ours)
+    assert s.success.overall is not None and s.success.overall.successes == 1
+    other, = s.success.other_judges
+    assert other.by == "the official evaluator" and other.model == "Qwen-Qwen2.5-VL"
+    assert other.rate == Rate(2, 3, 2 / 3) and other.judged == 2
     assert "also judged in official_WebJudge" in to_markdown([s], None)

@@ -7,6 +7,7 @@ the live run it is computed again when episodes finish, at most once every `thro
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -22,7 +23,9 @@ from textual.widgets import DataTable, Footer, Label, Static
 
 from om2w_tui.benchmarks.episode_folder import read_answer
 from om2w_tui.engine.results import EpisodeRecord, read_results
-from om2w_tui.evaluation.report import fmt_num, fmt_rate, summarize
+from om2w_tui.evaluation.report import summarize
+from om2w_tui.evaluation.report_text import fmt_num, fmt_rate
+from om2w_tui.evaluation.summary import ErrorGroup, RunReport, TaskRow
 from om2w_tui.frontends.console.messages import EpisodeChange
 from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable
 from om2w_tui.frontends.console.widgets.panels import STATUS_STYLE, styled
@@ -56,17 +59,17 @@ class Failure:
 
 @dataclass
 class Computed:
-    summary: dict[str, Any]
+    summary: RunReport
     latest: dict[str, EpisodeRecord]
     failures: list[Failure]
 
 
-def failed(task: dict[str, Any]) -> bool:
+def failed(task: TaskRow) -> bool:
     """Judged unsuccessful, or not judged and ended by a status other than done (a task with no record yet may be
     running: it is not counted)."""
-    if task["success"] is not None:
-        return not task["success"]
-    return task["status"] not in ("done", "folder", "unrecorded")
+    if task.success is not None:
+        return not task.success
+    return task.status not in ("done", "folder", "unrecorded")
 
 
 def answer_of(folder: Path) -> str:
@@ -78,12 +81,12 @@ def compute(out: Path, judge: Path | None = None) -> Computed:
     summary = summarize(out, judge)
     latest = {tid: EpisodeRecord.from_json(r) for tid, r in read_results(out).latest().items()}
     rows = []
-    for tid, t in summary["per_task"].items():
+    for tid, t in summary.per_task.items():
         if not failed(t):
             continue
         rec = latest.get(tid)
-        answer = (rec.answer if rec else "") or (answer_of(out / tid) if t["has_folder"] else "")
-        rows.append(Failure(tid, t["status"], t["success"], rec, answer))
+        answer = (rec.answer if rec else "") or (answer_of(out / tid) if t.has_folder else "")
+        rows.append(Failure(tid, t.status, t.success, rec, answer))
     return Computed(summary, latest, rows)
 
 
@@ -91,13 +94,12 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' if n != 1 else ''}"
 
 
-def source_text(summary: dict[str, Any]) -> str:
-    succ = summary["success"]
-    if succ.get("source") == "judge":
-        j = succ["judge"] or {}
-        judged = f"{j.get('judged', 0)} of {summary['tasks']} judged"
-        return f"judge {j.get('mode') or '?'}/{j.get('model') or '?'}, {judged}"
-    if succ.get("source") == "correct":
+def source_text(summary: RunReport) -> str:
+    succ = summary.success
+    if succ.source == "judge" and succ.judge is not None:
+        j = succ.judge
+        return f"judge {j.mode or '?'}/{j.model or '?'}, {j.judged} of {summary.tasks} judged"
+    if succ.source == "correct":
         return "reference answers (correct)"
     return "no success measure: run `om2w-tui judge`"
 
@@ -110,17 +112,17 @@ def metric_text(key: str, value: float | None) -> str:
     return clock_text(value) if key == "duration_s" and value is not None else fmt_num(value)
 
 
-def summary_text(summary: dict[str, Any], wide: bool) -> Text:
+def summary_text(summary: RunReport, wide: bool) -> Text:
     """Overall success, statuses and medians: a column on a wide terminal, three lines on a narrow one."""
-    succ = summary["success"]
-    overall = fmt_rate(succ.get("overall")) if succ.get("source") else "-"
-    statuses = [(k, v) for k, v in summary["status"].items() if v]
-    metrics = [(k, m) for k, m in summary["metrics"].items() if m["n"]]
+    succ = summary.success
+    overall = fmt_rate(succ.overall) if succ.source else "-"
+    statuses = [(k, v) for k, v in summary.status.items() if v]
+    metrics = [(k, m) for k, m in summary.metrics.items() if m.n]
     t = Text(no_wrap=not wide, overflow="ellipsis")
     if not wide:
         t.append("overall ", style="bold cyan")
         t.append(overall, style="bold")
-        t.append(f" · {summary['tasks']} tasks, {summary['attempts']} attempts · {source_text(summary)}\n",
+        t.append(f" · {summary.tasks} tasks, {summary.attempts} attempts · {source_text(summary)}\n",
                  style="dim")
         t.append("status  ", style="bold cyan")
         for i, (k, v) in enumerate(statuses):
@@ -128,14 +130,14 @@ def summary_text(summary: dict[str, Any], wide: bool) -> Text:
             t.append(k, style=STATUS_STYLE.get(k, ""))
             t.append(f" {v}")
         t.append("\nmedian  ", style="bold cyan")
-        t.append(" · ".join(f"{METRIC_NAMES.get(k, k)} {metric_text(k, m['median'])}" for k, m in metrics)
+        t.append(" · ".join(f"{METRIC_NAMES.get(k, k)} {metric_text(k, m.median)}" for k, m in metrics)
                  or "-")
         return t
     t.append("Overall   ", style="bold cyan")
     t.append(overall + "\n", style="bold")
     t.append(f"          {source_text(summary)}\n", style="dim")
     t.append("Tasks     ", style="bold cyan")
-    t.append(f"{summary['tasks']} ({summary['attempts']} attempts)\n")
+    t.append(f"{summary.tasks} ({summary.attempts} attempts)\n")
     t.append("Status\n", style="bold cyan")
     for k, v in statuses:
         t.append(f"  {k:<11}", style=STATUS_STYLE.get(k, ""))
@@ -143,8 +145,8 @@ def summary_text(summary: dict[str, Any], wide: bool) -> Text:
     t.append(f"{'Per episode':<13}{'median':>8}{'p90':>9}\n", style="bold cyan")
     for k, m in metrics:
         t.append(f"  {METRIC_NAMES.get(k, k):<11}")
-        t.append(f"{metric_text(k, m['median']):>8}{metric_text(k, m['p90']):>9}\n")
-    problems = summary["conformance"]["problems"]
+        t.append(f"{metric_text(k, m.median):>8}{metric_text(k, m.p90):>9}\n")
+    problems = summary.conformance.problems
     if problems:
         t.append(f"\n{problems} problem(s) for the official evaluator\n", style="yellow")
     return t
@@ -215,15 +217,15 @@ class ErrorsTable(FittedTable):
 
     def __init__(self, **kw: Any):
         super().__init__(**kw)
-        self.groups: dict[str, dict[str, Any]] = {}
+        self.groups: dict[str, ErrorGroup] = {}
 
-    def show(self, errors: list[dict[str, Any]]) -> None:
-        self.groups = {f"{g['status']}|{g['kind']}|{g['message']}": g for g in errors}
+    def show(self, errors: Sequence[ErrorGroup]) -> None:
+        self.groups = {g.key: g for g in errors}
         rows = {}
         for key, g in self.groups.items():
-            tasks = ", ".join(g["tasks"]) + (" …" if g["task_count"] > len(g["tasks"]) else "")
-            rows[key] = (str(g["count"]), styled(clip(g["status"], self.width_of("status")), STATUS_STYLE, g["status"]),
-                         clip(g["kind"], self.width_of("kind")), clip(g["message"], self.width_of("message")),
+            tasks = ", ".join(g.tasks) + (" …" if g.task_count > len(g.tasks) else "")
+            rows[key] = (str(g.count), styled(clip(g.status, self.width_of("status")), STATUS_STYLE, g.status),
+                         clip(g.kind, self.width_of("kind")), clip(g.message, self.width_of("message")),
                          clip(tasks, self.width_of("tasks")))
         self.sync(rows)
 
@@ -351,16 +353,16 @@ class ReportScreen(Screen[None]):
                 title.append("  reading…" if not self.problem else "", style="dim")
             else:
                 s = data.summary
-                title.append(s["name"], style="bold")
-                if s["name"] != self.out.name:
+                title.append(s.name, style="bold")
+                if s.name != self.out.name:
                     title.append(f"  {self.out.name}", style="dim")
-                of = f" of {self.total}" if self.total is not None and self.total != s["tasks"] else ""
-                title.append(f"  {s['tasks']}{of} tasks")
+                of = f" of {self.total}" if self.total is not None and self.total != s.tasks else ""
+                title.append(f"  {s.tasks}{of} tasks")
                 dash = self.console_app.dashboard
                 phase = (dash.state.phase if dash is not None else "") if self.live else "finished"
                 title.append(f"  {phase}", style="green" if phase in ("starting", "running") else "dim")
-                if s["warnings"]:
-                    title.append(f"  {len(s['warnings'])} warning(s): {clip(s['warnings'][0], 60)}", style="yellow")
+                if s.warnings:
+                    title.append(f"  {len(s.warnings)} warning(s): {clip(s.warnings[0], 60)}", style="yellow")
             if self.problem:
                 title.append(f"  cannot read: {clip(self.problem, 80)}", style="red")
             self.query_one("#report-title", Label).update(title)
@@ -370,17 +372,17 @@ class ReportScreen(Screen[None]):
             if data is None:
                 return
             s = data.summary
-            succ = s["success"]
-            why = "no success measure: no judge file and no `correct`" if not succ.get("source") else ""
-            self.query_one("#by-level", RateChart).show(succ.get("by_level"), why)
-            self.query_one("#by-site", RateChart).show(succ.get("by_site"), why)
+            succ = s.success
+            why = "no success measure: no judge file and no `correct`" if not succ.source else ""
+            self.query_one("#by-level", RateChart).show(succ.by_level, why)
+            self.query_one("#by-site", RateChart).show(succ.by_site, why)
             self.query_one("#report-summary", Static).update(summary_text(s, wide))
             failures = self.query_one(FailuresTable)
             failures.show(data.failures)
-            failures.border_subtitle = f"{len(data.failures)} of {s['tasks']} tasks"
+            failures.border_subtitle = f"{len(data.failures)} of {s.tasks} tasks"
             errors = self.query_one(ErrorsTable)
-            errors.show(s["errors"])
-            n, attempts = len(s["errors"]), sum(g["count"] for g in s["errors"])
+            errors.show(s.errors)
+            n, attempts = len(s.errors), sum(g.count for g in s.errors)
             errors.border_subtitle = f"{plural(n, 'group')}, {plural(attempts, 'attempt')}" if n else "none"
 
     # ── keys ───────────────────────────────────────────────
@@ -395,8 +397,8 @@ class ReportScreen(Screen[None]):
         if isinstance(widget, ErrorsTable):
             key = widget.cursor_key()
             g = widget.groups.get(key) if key else None
-            if g and g["tasks"]:
-                return g["tasks"][0], self.data.latest.get(g["tasks"][0])
+            if g and g.tasks:
+                return g.tasks[0], self.data.latest.get(g.tasks[0])
         return None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

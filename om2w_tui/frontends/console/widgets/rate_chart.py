@@ -3,7 +3,7 @@ plotext. Each bar gets a whole row (or a row and a gap) so that plotext's roundi
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from textual.app import ComposeResult
 from textual.color import Color
@@ -11,20 +11,21 @@ from textual.containers import Vertical
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
+from om2w_tui.evaluation.summary import Rate
 from om2w_tui.frontends.formatting import clip
 
 FRAME_ROWS = 3          # plotext's frame (top and bottom) and the x axis's tick labels
 
 
-def rate_label(name: str, rate: dict[str, Any], name_width: int, frac_width: int) -> str:
+def rate_label(name: str, rate: Rate, name_width: int, frac_width: int) -> str:
     """'easy     67%  2/3': the group's name, its success rate and its successes out of its tasks."""
-    pct = f"{100 * (rate.get('rate') or 0):.0f}%"
-    frac = f"{rate.get('successes', 0)}/{rate.get('tasks', 0)}"
+    pct = f"{100 * (rate.rate or 0):.0f}%"
+    frac = f"{rate.successes}/{rate.tasks}"
     return f"{clip(name, name_width):<{name_width}} {pct:>4} {frac:>{frac_width}}"
 
 
 class RateChart(Vertical):
-    """`show(rates)` with summarize()'s `by_level` or `by_site` ({name: {successes, tasks, rate}}, in its order):
+    """`show(rates)` with summarize()'s `success.by_level` or `success.by_site` ({name: Rate}, in its order):
     as many bars as the panel has rows for, the first groups first; the title says how many are shown when not all."""
 
     DEFAULT_CSS = """
@@ -38,7 +39,7 @@ class RateChart(Vertical):
         self.chart_title = title
         self.what = what                                  # a group's name, plural: "levels", "sites"
         self.border_title = title
-        self.rates: list[tuple[str, dict[str, Any]]] = []
+        self.rates: list[tuple[str, Rate]] = []
         self.note = ""
         self.labels: list[str] = []                       # the bars as drawn, top to bottom
 
@@ -46,7 +47,7 @@ class RateChart(Vertical):
         yield Static("", classes="rate-note")
         yield PlotextPlot()
 
-    def show(self, rates: dict[str, dict[str, Any]] | None, note: str = "") -> None:
+    def show(self, rates: Mapping[str, Rate] | None, note: str = "") -> None:
         """Draw `rates`; with none, `note` says why."""
         self.rates = list((rates or {}).items())
         self.note = note
@@ -72,11 +73,11 @@ class RateChart(Vertical):
         n = min(len(self.rates), free)
         shown = self.rates[:n]
         gap = n > 1 and free >= 2 * n - 1     # a blank row between bars when there is room
-        frac_width = max(len(f"{v.get('successes', 0)}/{v.get('tasks', 0)}") for _, v in shown)
+        frac_width = max(len(f"{v.successes}/{v.tasks}") for _, v in shown)
         # the labels take at most half the width: the bars keep the other half
         name_width = min(max(len(k) for k, _ in shown), max(6, width // 2 - frac_width - 6))
         self.labels = [rate_label(k, v, name_width, frac_width) for k, v in shown]
-        values = [100 * (v.get("rate") or 0) for _, v in shown]
+        values = [100 * (v.rate or 0) for _, v in shown]
 
         plt = plot.plt
         plt.clear_data()
