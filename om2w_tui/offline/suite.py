@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.offline.serving import BackgroundServer
-from om2w_tui.offline.sites import DATA_DIR, SITE_HANDLERS
+from om2w_tui.offline.sites import SITE_HANDLERS
+from om2w_tui.offline.sites.common import DATA_DIR
 
 TASKS_TEMPLATE: Path = DATA_DIR / "tasks.json"
 SITE_NAMES: tuple[str, ...] = tuple(SITE_HANDLERS)
