@@ -20,7 +20,7 @@ __all__ = ["ORACLE_MODES", "SITE_NAMES", "TASKS_TEMPLATE", "OfflineSuite", "Orac
 def __getattr__(name: str) -> Any:
     if name in ("OracleServer", "ORACLE_MODES"):
         # on first use, so that `python -m om2w_tui.offline.oracle` does not find its module already loaded
-        from om2w_tui.offline import oracle
+        from om2w_tui.offline import oracle  # on first use, see above
 
         return oracle.OracleServer if name == "OracleServer" else oracle.MODES
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
