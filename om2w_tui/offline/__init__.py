@@ -1,6 +1,6 @@
 """The built-in offline suite: local websites, tasks with known solutions, and a scripted oracle model.
 
-- `OfflineSuite` serves the shop, wiki, booking and longpage sites, each on its own 127.0.0.1 port;
+- `OfflineSuite` serves the shop, wiki, booking, longpage and studio sites (`sites/`), each on its own 127.0.0.1 port;
   `OfflineSuite.tasks()` gives the shipped tasks (Online-Mind2Web shape) pointed at those ports.
   Every site also has `GET /hang`, which never answers (until the server stops), for page-load fault tests.
 - `judge_answer(task, answer)` is the reference judge: every `reference_answer` string must be in the answer.

@@ -1,4 +1,4 @@
-"""The offline suite: the four local sites on their own ports, the shipped tasks, and the reference judge."""
+"""The offline suite: the five local sites (`sites/`) on their own ports, the shipped tasks, and the reference judge."""
 
 from __future__ import annotations
 
