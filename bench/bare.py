@@ -175,7 +175,7 @@ def bare_slot(args: argparse.Namespace) -> int:
     from om2w_tui.episode.browser import browser_use_env
     os.environ.update(browser_use_env(os.path.join(scratch, "config")))
     os.environ["TMPDIR"] = scratch
-    from om2w_tui.benchmarks.sites import site_key
+    from om2w_tui.benchmarks.site_keys import site_key
     from om2w_tui.engine.config import RunConfig
     from om2w_tui.episode.runner import EpisodeControl, run_episode
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from _common import pct, verdict
 
-from om2w_tui.benchmarks.sites import site_key
+from om2w_tui.benchmarks.site_keys import site_key
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.launch import open_run, preflight
 from om2w_tui.executors import local

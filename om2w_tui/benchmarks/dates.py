@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.benchmarks.tasks import TaskFileError, file_sha256, parse_tasks
-from om2w_tui.benchmarks.trajectory import write_atomic
+from om2w_tui.files import write_atomic
 
 DEFAULT_SITES = ("Booking", "Google Flights")
 _MONTH_NAMES = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}

@@ -19,7 +19,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from om2w_tui.benchmarks.tasks import TaskFileError, parse_tasks
-from om2w_tui.benchmarks.trajectory import write_atomic
+from om2w_tui.files import write_atomic
 
 
 @dataclass(frozen=True)

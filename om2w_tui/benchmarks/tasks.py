@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlsplit
 
-from om2w_tui.benchmarks.sites import site_key
+from om2w_tui.benchmarks.site_keys import site_key
 
 # a task id becomes a folder name under --out: letters, digits and a few safe marks, not starting with a dot;
 # spaces inside are fine (WebVoyager's ids are like "BBC News--0"), not at either end

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 import struct
 import zlib
@@ -31,32 +30,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from om2w_tui.files import write_atomic, write_json_atomic
+
 NOT_ACTIONS = {"done"}
 _KEEP_ATTRS = ("id", "aria-label", "name", "placeholder", "title", "href", "role", "type", "value", "alt")
-
-
-def write_atomic(path: Path, data: bytes | str, tmp_dir: Path | None = None) -> None:
-    """Write a file so that a reader (or a crash) sees the old content or the new, never a part. `tmp_dir` (on the
-    same file system) keeps the half-written file out of a folder whose every file is read, like `trajectory/`."""
-    path = Path(path)
-    raw = data.encode() if isinstance(data, str) else data
-    # not tempfile.mkstemp: its 0600 would make result.json and the screenshots unreadable to others (the evaluator
-    # run by another user); 0666 less the umask, as for any file written plainly
-    tmp = Path(tmp_dir or path.parent) / f".{path.name}.{secrets.token_hex(8)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(raw)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_json_atomic(path: Path, obj: Any) -> None:
-    write_atomic(path, json.dumps(obj, indent=1, ensure_ascii=False, default=str))
 
 
 def element_tag(el: Any) -> str:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from om2w_tui.engine.control_socket import NoRunListening, request
+from om2w_tui.frontends.remote import RemoteRun
 
 EXIT_USAGE = 2
 
@@ -34,8 +35,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"om2w-tui attach: the console needs a terminal; without one use `om2w-tui ctl {args.out} status`",
               file=sys.stderr)
         return EXIT_USAGE
-    # Textual only for the console
-    from om2w_tui.frontends.console.app import run_console
-    from om2w_tui.frontends.remote import RemoteRun
+    from om2w_tui.frontends.console.app import run_console  # Textual only when the console opens
 
     return run_console(None, attach=RemoteRun(args.out, args.socket))

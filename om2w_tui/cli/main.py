@@ -125,9 +125,8 @@ def _fail(message: str) -> int:
 
 def doctor(cfg: RunConfig) -> int:
     """The preflight checks as a table; exit 0 when a run could start, 2 when not."""
-    # rich only for this table: the other commands start without it
-    from rich.console import Console
-    from rich.table import Table
+    from rich.console import Console  # rich only for this table: the other commands start without it
+    from rich.table import Table  # rich only for this table
 
     pre, checks = run_checks(cfg)
     table = Table(title="om2w-tui doctor", show_lines=False)

@@ -56,9 +56,7 @@ def run(args: Any) -> int:
         return run_console(None, report=outs[0], judge=judge)
     comparison = compare(summaries) if len(summaries) > 1 else None
     if args.format == "table":
-        from om2w_tui.frontends.console.report_table import (
-            print_table,  # rich only for a table: the other formats start light
-        )
+        from om2w_tui.frontends.console.report_table import print_table  # rich only for a table
 
         print_table(summaries, comparison)
     elif args.format == "md":

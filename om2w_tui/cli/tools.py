@@ -22,13 +22,12 @@ def _load() -> None:
     if _loaded:
         return
     _loaded = True
-    # registered on first use, see above
-    from om2w_tui.cli import attach as attach_cli
-    from om2w_tui.cli import check as check_cli
-    from om2w_tui.cli import ctl as ctl_cli
-    from om2w_tui.cli import judge as judge_cli
-    from om2w_tui.cli import report as report_cli
-    from om2w_tui.cli import tasks as tasks_cli
+    from om2w_tui.cli import attach as attach_cli  # when the parser is built, not on import
+    from om2w_tui.cli import check as check_cli  # when the parser is built, not on import
+    from om2w_tui.cli import ctl as ctl_cli  # when the parser is built, not on import
+    from om2w_tui.cli import judge as judge_cli  # when the parser is built, not on import
+    from om2w_tui.cli import report as report_cli  # when the parser is built, not on import
+    from om2w_tui.cli import tasks as tasks_cli  # when the parser is built, not on import
 
     COMMANDS.setdefault("ctl", (ctl_cli.add_arguments, ctl_cli.run))
     COMMANDS.setdefault("attach", (attach_cli.add_arguments, attach_cli.run))

@@ -22,7 +22,6 @@ from typing import Any
 
 from om2w_tui.benchmarks.dates import refresh_note
 from om2w_tui.benchmarks.tasks import Task, TaskFileError, file_sha256, load_tasks, parse_tasks, select
-from om2w_tui.benchmarks.trajectory import write_json_atomic
 from om2w_tui.engine.config import COORDINATES, RunConfig
 from om2w_tui.engine.control import Run
 from om2w_tui.engine.control_socket import ControlServer, ControlSocketError
@@ -37,6 +36,7 @@ from om2w_tui.episode.arms import arm_names
 from om2w_tui.episode.browser import BrowserNotFound, check_browser_settings, find_chromium, resolve_browser
 from om2w_tui.episode.instruction import check_template
 from om2w_tui.executors.local import LocalExecutor
+from om2w_tui.files import write_json_atomic
 from om2w_tui.resources import data_dir, default_task_file
 
 

@@ -4,8 +4,8 @@ A site is held by `<DIR>/<name>.lock`, with flock(LOCK_EX), for as long as an ep
 counted from the mtime of `<DIR>/<name>.last`, touched when an episode ends (before the lock is dropped, as the seed
 does). `<name>` is the seed's name for the site (`seed_domain`: the URL without scheme and `www.`, up to the first
 `/`, lower case, the port kept), so a seed runner and om2w-tui lock the same file. Where om2w-tui's own site key
-(`benchmarks.sites.site_key`) differs from it (an explicit :443, an upper-case `WWW.`), both files are locked, so two
-om2w-tui runs always meet on the site key and each meets the seed on the seed's name. The offline suite's sites are
+(`benchmarks.site_keys.site_key`) differs from it (an explicit :443, an upper-case `WWW.`), both files are locked, so
+two om2w-tui runs always meet on the site key and each meets the seed on the seed's name. The offline suite's sites are
 `127.0.0.1:PORT` under both names: runs meet there only when they use the same servers (one `om2w-tui oracle`, or a
 task file pointing at the same ports); each run's own built-in suite is a different set of sites, rightly unshared.
 

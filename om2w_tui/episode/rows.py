@@ -17,7 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from om2w_tui.benchmarks.trajectory import write_atomic, write_json_atomic
+from om2w_tui.files import write_atomic, write_json_atomic
 
 # the op's family, as the training mix names them; the rest (click, navigate, scroll, go_back, tabs ...) navigate
 ROW_FAMILY = {"input": "Text entry", "send_keys": "Text entry", "select_dropdown": "Discrete selection",

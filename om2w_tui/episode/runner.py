@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from om2w_tui.benchmarks.trajectory import TrajectoryWriter, write_json_atomic
+from om2w_tui.benchmarks.trajectory import TrajectoryWriter
 from om2w_tui.engine.results import ENDPOINT_ERROR
 from om2w_tui.episode.arms import load_arm
 from om2w_tui.episode.arms.interface import ArmContext, ArmResult
@@ -23,6 +23,7 @@ from om2w_tui.episode.blocking import page_block
 from om2w_tui.episode.browser import make_session, start_session
 from om2w_tui.episode.instruction import instruction, step_budget
 from om2w_tui.episode.rows import CallLog, write_rows
+from om2w_tui.files import write_json_atomic
 
 Emit = Callable[[dict[str, Any]], None]
 

@@ -105,9 +105,8 @@ async def drag_mouse(session: BrowserSession, start: tuple[float, float], end: t
 
 def make_tools(coordinates: str = "normalized") -> Tools[None]:
     """browser-use's Tools with coordinate clicking as asked and the drag action."""
-    # browser-use (slow to import) only inside a worker
-    from browser_use import Tools
-    from browser_use.agent.views import ActionResult
+    from browser_use import Tools  # browser-use (slow to import) only inside a worker
+    from browser_use.agent.views import ActionResult  # browser-use only inside a worker
 
     if coordinates not in COORDINATE_MODES:
         raise ValueError(f"--coordinates {coordinates}: one of {', '.join(COORDINATE_MODES)}")

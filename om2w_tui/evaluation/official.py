@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from om2w_tui.benchmarks.conformance import read_run
-from om2w_tui.benchmarks.trajectory import write_atomic
 from om2w_tui.evaluation.judge import (
     FILE_MODES,
     OFFICIAL_PREFIX,
@@ -32,6 +31,7 @@ from om2w_tui.evaluation.judge import (
     read_judged,
     safe_model_name,
 )
+from om2w_tui.files import write_atomic
 
 
 @dataclass

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.benchmarks.conformance import read_run
-from om2w_tui.benchmarks.sites import site_key
+from om2w_tui.benchmarks.site_keys import site_key
 from om2w_tui.engine.results import STATUSES, read_results
 from om2w_tui.evaluation.judge import parse_output_name, read_judged
 from om2w_tui.evaluation.summary import (

@@ -1,4 +1,4 @@
-"""The offline suite: the four local sites on their own ports, the shipped tasks, and the reference judge."""
+"""The offline suite: the five local sites (`sites/`) on their own ports, the shipped tasks, and the reference judge."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.offline.serving import BackgroundServer
-from om2w_tui.offline.sites import DATA_DIR, SITE_HANDLERS
+from om2w_tui.offline.sites import SITE_HANDLERS
+from om2w_tui.offline.sites.common import DATA_DIR
 
 TASKS_TEMPLATE: Path = DATA_DIR / "tasks.json"
 SITE_NAMES: tuple[str, ...] = tuple(SITE_HANDLERS)

@@ -13,7 +13,7 @@ from om2w_tui.engine.launch import Preflight
 from om2w_tui.frontends.console.app import make_app
 from om2w_tui.frontends.console.launch_values import DEFAULTS
 from om2w_tui.frontends.console.screens.dashboard import DashboardScreen
-from om2w_tui.frontends.console.screens.launch import LaunchScreen
+from om2w_tui.frontends.console.screens.launch_form import LaunchScreen
 
 
 def remembered(tmp_path: Path, **values: str) -> Path:

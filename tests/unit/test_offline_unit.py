@@ -23,7 +23,7 @@ from om2w_tui.offline import ORACLE_MODES, SITE_NAMES, TASKS_TEMPLATE, OfflineSu
 from om2w_tui.offline.agent_request import AgentRequest, current_url, parse_elements
 from om2w_tui.offline.oracle import parse_mode
 from om2w_tui.offline.player import GIVE_UP_AT_STEP
-from om2w_tui.offline.sites import booking_reference
+from om2w_tui.offline.sites.booking import booking_reference
 from om2w_tui.offline.suite import load_task_templates
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,10 +1,10 @@
-"""om2w_tui.engine.pacing.SitePacer (on a clock the test gives) and om2w_tui.benchmarks.sites.site_key."""
+"""om2w_tui.engine.pacing.SitePacer (on a clock the test gives) and om2w_tui.benchmarks.site_keys.site_key."""
 
 from __future__ import annotations
 
 import pytest
 
-from om2w_tui.benchmarks.sites import site_key
+from om2w_tui.benchmarks.site_keys import site_key
 from om2w_tui.engine.pacing import SitePacer
 
 

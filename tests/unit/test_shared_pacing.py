@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from om2w_tui.benchmarks.sites import site_key
+from om2w_tui.benchmarks.site_keys import site_key
 from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.events import EpisodeStarted, Log

@@ -17,9 +17,8 @@ from om2w_tui.benchmarks.trajectory import (
     blank_png,
     element_tag,
     step_actions,
-    write_atomic,
-    write_json_atomic,
 )
+from om2w_tui.files import write_atomic, write_json_atomic
 
 RESULT_KEYS = {"task_id", "task", "final_result_response", "action_history", "thoughts"}
 
@@ -255,7 +254,7 @@ def test_writer_finish_without_answer_or_picture_and_histories(tmp_path):
     assert json.loads((folder / "history_2.json").read_text()) == {"plain": True}
 
 
-# ── atomic writes ──────────────────────────────────────────
+# ── atomic writes (om2w_tui.files) ─────────────────────────
 
 def test_write_atomic_replaces_whole_and_leaves_no_temp(tmp_path):
     p = tmp_path / "f.json"

@@ -32,7 +32,7 @@ from om2w_tui.frontends.console.launch_values import last_launch_path, load_valu
 from om2w_tui.frontends.console.messages import EngineSink, EpisodeChange
 from om2w_tui.frontends.console.screens.dashboard import RUN_COMMANDS, DashboardScreen
 from om2w_tui.frontends.console.screens.episode import EpisodeScreen
-from om2w_tui.frontends.console.screens.launch import LaunchScreen
+from om2w_tui.frontends.console.screens.launch_form import LaunchScreen
 from om2w_tui.frontends.console.screens.quit import ConfirmQuit
 from om2w_tui.frontends.console.screens.report import REPORT_COMMANDS, ReportScreen
 from om2w_tui.frontends.remote import RemoteRun

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from om2w_tui.benchmarks.trajectory import write_json_atomic
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.settings import BY_KEY as SETTING
 from om2w_tui.engine.settings import Setting, on_the_form
 from om2w_tui.episode.instruction import TemplateError, read_template
+from om2w_tui.files import write_json_atomic
 
 
 @dataclass(frozen=True)
