@@ -16,7 +16,7 @@ import json
 import os
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ from om2w_tui.engine.events import (
     SlotChanged,
     SlotRow,
 )
+from om2w_tui.engine.guards import Breaker, Hooks, Probe, StorageGuard
 from om2w_tui.engine.records import (
     Judge as Judge,  # re-exported: launch builds the run with it
 )
@@ -67,7 +68,6 @@ from om2w_tui.engine.shared_pacing import make_pacer
 from om2w_tui.episode.instruction import step_budget
 from om2w_tui.executors.base import Executor, Worker
 
-Probe = Callable[[], Awaitable[bool]]
 USER_KILL_GRACE_S = 5.0
 FREE_RESTARTS = 3                 # an episode whose worker vanished before taking it is put back this often for free
 STORAGE_PROBE_BYTES = 1 << 20     # dispatch resumes when the out folder takes this much again
@@ -142,14 +142,14 @@ class Scheduler:
         self.slots: dict[int, Slot] = {}
         self.target_workers = max(1, int(config.workers))
         self.user_paused = False
-        self.breaker_open = False
-        self.breaker_reason = ""
-        self.probe = probe
-        self.infra_in_a_row = 0
-        self.streak: list[Task] = []       # the tasks of the current run of endpoint errors, each once
+        hooks = Hooks(loop=lambda: self.loop, emit=self.emit, spawn=self._spawn, wake=self._wake_up,
+                      closing=lambda: self.stopping or self._ended, paused=lambda: self.dispatch_paused)
+        self.breaker = Breaker(config.breaker_after, config.probe_interval, probe, hooks)
+        # the out folder's guard (`self._space_ok` is looked up at each probe: tests replace it)
+        self.storage = StorageGuard(config.probe_interval, hooks, lambda: self._space_ok(), self._write_kept,
+                                    lambda: len(self.unwritten))
         self.retried: dict[str, int] = {}
         self.free_restarts: dict[str, int] = {}   # episodes whose worker vanished before taking them
-        self.storage_error = ""            # the out folder cannot be written: dispatch waits until it can
         self.unwritten: deque[EpisodeRecord] = deque()
         self.stopping = False
         self.stats = RunStats()
@@ -165,8 +165,6 @@ class Scheduler:
         self._settled: set[str] = set()
         self._settled_before: set[str] = set()
         self._writer: asyncio.Task[None] | None = None
-        self._probe_timer: asyncio.TimerHandle | None = None
-        self._probing = False
         self._ended = False
         self._background: set[asyncio.Task[Any]] = set()   # every task the scheduler starts, awaited at the end
 
@@ -256,6 +254,24 @@ class Scheduler:
     def epoch(self) -> float:
         """Wall-clock seconds for records, read off the loop's clock so that records and pacing agree."""
         return self.loop.time() + self._epoch_offset
+
+    # the guards' state, as front ends and tests read it
+    @property
+    def breaker_open(self) -> bool:
+        return self.breaker.open
+
+    @property
+    def breaker_reason(self) -> str:
+        return self.breaker.reason
+
+    @property
+    def streak(self) -> list[Task]:
+        return self.breaker.streak
+
+    @property
+    def storage_error(self) -> str:
+        """What the out folder cannot take ("" while it can): dispatch waits until it can."""
+        return self.storage.error
 
     @property
     def dispatch_paused(self) -> bool:
@@ -555,21 +571,13 @@ class Scheduler:
             self._wake_up()   # the run may be over now
 
     def _storage_fault(self, problem: str) -> None:
-        first = not self.storage_error
-        self.storage_error = (f"{problem}; free space or fix the folder: dispatch resumes when it can be written "
-                              f"({len(self.unwritten)} record(s) kept in memory)")
-        if first:
-            self.emit(DispatchChanged(True, self.storage_error))
-            self._schedule_storage_probe(self.cfg.probe_interval)
-        self.emit(Log("error", self.storage_error))
+        self.storage.fault(problem)
 
-    def _schedule_storage_probe(self, delay: float) -> None:
-        """One probe chain at a time, however often the user presses resume."""
-        if self._probing:
-            return   # the probe writing now schedules the next one itself if it must
-        if self._probe_timer is not None:
-            self._probe_timer.cancel()
-        self._probe_timer = self.loop.call_later(delay, lambda: self._spawn(self._probe_storage()))
+    async def _write_kept(self) -> None:
+        """The storage probe passed: write the records kept in memory."""
+        self._start_writer()
+        if self._writer is not None:
+            await self._writer
 
     def _space_ok(self) -> bool:
         probe = self.out / ".om2w-space-probe"
@@ -584,26 +592,6 @@ class Scheduler:
         finally:
             with contextlib.suppress(OSError):
                 probe.unlink()
-
-    async def _probe_storage(self) -> None:
-        """Dispatch waits while the out folder cannot take a record and a screenshot's worth of bytes (the probe's
-        write and fsync run in a thread)."""
-        self._probe_timer = None
-        self._probing = True
-        try:
-            if not self.storage_error or not await asyncio.to_thread(self._space_ok):
-                return
-            self.storage_error = ""
-            self._start_writer()
-            if self._writer is not None:
-                await self._writer
-            if not self.storage_error:   # the writer wrote every kept record
-                self.emit(DispatchChanged(self.dispatch_paused, "the out folder can be written again"))
-                self._wake_up()
-        finally:
-            self._probing = False
-            if self.storage_error and not self.stopping and not self._ended and self._probe_timer is None:
-                self._schedule_storage_probe(self.cfg.probe_interval)
 
     # ── settling an attempt ────────────────────────────────
     def _settle(self, ep: Episode, rec: EpisodeRecord) -> None:
@@ -633,13 +621,7 @@ class Scheduler:
         infra = infra_fault(rec, storage)
         # the breaker watches the model endpoint: a run of its failures is the endpoint's, not the tasks'
         endpoint = endpoint_fault(rec, infra)
-        self.infra_in_a_row = self.infra_in_a_row + 1 if endpoint else 0
-        if not endpoint:
-            self.streak.clear()
-        elif all(t.task_id != task.task_id for t in self.streak):
-            self.streak.append(task)
-        if endpoint and self.infra_in_a_row >= self.cfg.breaker_after and not self.breaker_open \
-                and not self.stopping:
+        if self.breaker.note(task, endpoint, self.stopping):
             self._open_breaker(rec.error or "")
         free = endpoint and self.breaker_open   # a failure while the endpoint is known to be down costs no try
         retry = infra and (free or self.retried.get(task.task_id, 0) < self.cfg.retries)
@@ -657,49 +639,24 @@ class Scheduler:
             self._mark_settled(task, rec.status == "error")
         self.emit(EpisodeFinished(ep.slot, rec, requeued, *self.done_count()))
 
-    # ── the circuit breaker: a failing endpoint pauses dispatch instead of failing every task ──
+    # ── the circuit breaker: a failing endpoint pauses dispatch instead of failing every task (engine/guards.py) ──
     def _open_breaker(self, error: str) -> None:
         """Pause dispatch and probe the endpoint. The failures that tripped it are the endpoint's, not the tasks':
         their tries are given back, and those already settled as errors go back in the queue (a streak task still
         queued or running stays where it is: it is never queued twice)."""
-        self.breaker_open = True
-        n, self.infra_in_a_row = self.infra_in_a_row, 0
-        for task in self.streak:
+        def give_back(task: Task) -> None:
             self.retried.pop(task.task_id, None)
             if task.task_id in self._settled:
                 self._unsettle(task)
                 self._enqueue(task, front=True)
-        self.streak.clear()
-        self.breaker_reason = (f"{n} infra errors in a row (last: {error[:160]}); "
-                               f"probing every {self.cfg.probe_interval:g} s")
-        self.emit(DispatchChanged(True, f"circuit breaker: {self.breaker_reason}"))
-        self.loop.call_later(self.cfg.probe_interval, self._start_probe)
 
-    def _start_probe(self) -> None:
-        if self.breaker_open and not self.stopping and not self._ended:
-            self._spawn(self._probe_once())
-
-    async def _probe_once(self) -> None:
-        try:
-            ok = await self.probe() if self.probe is not None else True
-        except Exception:
-            ok = False
-        if not self.breaker_open:
-            return
-        if ok:
-            self.breaker_open, self.breaker_reason = False, ""
-            self.streak.clear()
-            self.infra_in_a_row = 0
-            self.emit(DispatchChanged(self.dispatch_paused, "circuit breaker closed: the endpoint answers again"))
-            self._wake_up()
-        else:
-            self.loop.call_later(self.cfg.probe_interval, self._start_probe)
+        self.breaker.trip(error, give_back)
 
     # ── control (called by front ends on the event loop) ──
     def pause_dispatch(self, paused: bool = True, reason: str = "") -> None:
         self.user_paused = paused
         if not paused and self.storage_error:
-            self._schedule_storage_probe(0)
+            self.storage.schedule_probe(0)
         self.emit(DispatchChanged(self.dispatch_paused, reason or (self.breaker_reason if self.breaker_open else "")))
         self._wake_up()
 
@@ -811,8 +768,7 @@ class Scheduler:
             await asyncio.gather(*list(self._background), return_exceptions=True)
         if self.unwritten and not self.storage_error:   # kept while stopping: one more try
             await self._write_records()
-        if self._probe_timer is not None:
-            self._probe_timer.cancel()
+        self.storage.cancel()
         await asyncio.gather(*(self._close_worker(s) for s in list(self.slots.values())), return_exceptions=True)
 
     # ── what front ends show ───────────────────────────────
