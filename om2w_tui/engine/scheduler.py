@@ -5,7 +5,9 @@ never by polling. Among the sites it may start, it takes the one with the longes
 expected lengths and the cooldowns between them: the busiest site's chain bounds the run's length), and on a site
 the longest task first (the run's tail is set by long episodes started late). All time goes through the event
 loop's clock, so tests run cooldowns and timeouts in virtual time. It writes `results.jsonl` alone and reports to
-sinks; it knows no front end.
+sinks; it knows no front end. Its parts: the queue and the choice of the next site are `engine/dispatch.py`'s, the
+circuit breaker and the storage guard `engine/guards.py`'s, building and classifying a record `engine/records.py`'s;
+this module keeps where each task is, the slots, an episode's life, the results writer and the run's controls.
 """
 
 from __future__ import annotations
