@@ -156,6 +156,7 @@ class Scheduler:
         self.stopping = False
         self.stats = RunStats()
         self.sites: dict[str, SiteCounts] = {}
+        self._n_done = self._n_errors = 0      # the sums of the sites' done and errors counts
         self.attempts: dict[str, int] = {}
         self.errored: dict[str, Task] = {}
         self.started_mono = 0.0
@@ -299,8 +300,10 @@ class Scheduler:
         self._settled.add(task.task_id)
         counts = self.sites.setdefault(task.site, SiteCounts())
         counts.done += 1
+        self._n_done += 1
         if error:
             counts.errors += 1
+            self._n_errors += 1
             self.errored[task.task_id] = task
 
     def _unsettle(self, task: Task) -> None:
@@ -311,15 +314,18 @@ class Scheduler:
         self._settled.discard(tid)
         counts = self.sites.setdefault(task.site, SiteCounts())
         counts.done -= 1
+        self._n_done -= 1
         if self.errored.pop(tid, None) is not None:
             counts.errors -= 1
+            self._n_errors -= 1
         if tid in self._settled_before:
             self._settled_before.discard(tid)
             self.stats.settled_before -= 1
 
     def done_count(self) -> tuple[int, int]:
-        """(tasks settled, of which errors) over the run's selection."""
-        return (sum(c.done for c in self.sites.values()), sum(c.errors for c in self.sites.values()))
+        """(tasks settled, of which errors) over the run's selection: the sums of the sites' counts, kept as they
+        change (said with every finished episode: a sum over the sites each time costs ~1 ms at 1,000 sites)."""
+        return self._n_done, self._n_errors
 
     # ── slots and their workers ────────────────────────────
     def _add_slot(self, i: int, start_worker: bool = True) -> Slot:
