@@ -5,28 +5,28 @@ never by polling. Among the sites it may start, it takes the one with the longes
 expected lengths and the cooldowns between them: the busiest site's chain bounds the run's length), and on a site
 the longest task first (the run's tail is set by long episodes started late). All time goes through the event
 loop's clock, so tests run cooldowns and timeouts in virtual time. It writes `results.jsonl` alone and reports to
-sinks; it knows no front end.
+sinks; it knows no front end. Its parts: the queue and the choice of the next site are `engine/dispatch.py`'s, the
+circuit breaker and the storage guard `engine/guards.py`'s, building and classifying a record `engine/records.py`'s;
+this module keeps where each task is, the slots, an episode's life, the results writer and the run's controls.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import os
-import re
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from om2w_tui.benchmarks.episode_folder import keep_earlier_attempt, read_episode
 from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.control import Interrupt
+from om2w_tui.engine.dispatch import Dispatcher
 from om2w_tui.engine.events import (
     DispatchChanged,
     EpisodeFinished,
@@ -45,11 +45,22 @@ from om2w_tui.engine.events import (
     SlotChanged,
     SlotRow,
 )
+from om2w_tui.engine.guards import Breaker, Hooks, Probe, StorageGuard
+from om2w_tui.engine.records import (
+    Judge as Judge,  # re-exported: launch builds the run with it
+)
+from om2w_tui.engine.records import (
+    build_record,
+    endpoint_fault,
+    infra_fault,
+    judged,
+    prepare_folder,
+    record_from_folder,
+    storage_fault,
+)
 from om2w_tui.engine.results import (
-    ENDPOINT_ERROR,
     INTERRUPTED,
     REQUEUED,
-    STATUSES,
     EpisodeRecord,
     ResultsStore,
     read_results,
@@ -59,14 +70,9 @@ from om2w_tui.engine.shared_pacing import make_pacer
 from om2w_tui.episode.instruction import step_budget
 from om2w_tui.executors.base import Executor, Worker
 
-Judge = Callable[[dict[str, Any], EpisodeRecord], "bool | None"]
-Probe = Callable[[], Awaitable[bool]]
 USER_KILL_GRACE_S = 5.0
-# an episode's expected length before any has finished: seconds per unit of a task's reference length
-PRIOR_S_PER_UNIT = 20.0
 FREE_RESTARTS = 3                 # an episode whose worker vanished before taking it is put back this often for free
 STORAGE_PROBE_BYTES = 1 << 20     # dispatch resumes when the out folder takes this much again
-_STORAGE_ERROR = re.compile(r"no space left on device|read-only file system|disk quota exceeded|errno 28\b", re.I)
 
 
 @dataclass
@@ -117,19 +123,6 @@ class RunStats:
     unwritten: int = 0                 # records the out folder never took (the run was stopped while it was full)
 
 
-def prepare_folder(folder: Path) -> None:
-    """Keep an earlier attempt's files in `<task>/attempts/<n>/`."""
-    keep_earlier_attempt(folder)
-
-
-def record_from_folder(folder: Path) -> dict[str, Any]:
-    """What an episode whose worker died left on disk (its result.json is rewritten after every step)."""
-    ep = read_episode(folder)
-    return {"steps": ep.recorded_steps, "actions": len(ep.actions), "screenshots": 0 if ep.blank_screenshot
-            else len(ep.shots), "answer": ep.answer[:500], "agent_done": False,
-            **({"blank_screenshot": True} if ep.blank_screenshot else {})}
-
-
 class Scheduler:
     """The run. Every task is in exactly one place at a time: the queue, a slot, or settled (its record written or
     waiting to be). `_settle` is the only way out of a slot, and it runs whatever the episode raised."""
@@ -146,22 +139,24 @@ class Scheduler:
         self.store = ResultsStore(self.out, results_name(config.shard))
         self.pacer = make_pacer(config.pace_dir, config.pace_cooldown, config.site_slots, self.tasks,
                                 note=lambda message: self.emit(Log("warning", message)))
-        self.queue: dict[str, deque[Task]] = {}
+        self.dispatch = Dispatcher(self.pacer, self.tasks)   # the queue and which site starts next
+        self.queue = self.dispatch.queue
         self.slots: dict[int, Slot] = {}
         self.target_workers = max(1, int(config.workers))
         self.user_paused = False
-        self.breaker_open = False
-        self.breaker_reason = ""
-        self.probe = probe
-        self.infra_in_a_row = 0
-        self.streak: list[Task] = []       # the tasks of the current run of endpoint errors, each once
+        hooks = Hooks(loop=lambda: self.loop, emit=self.emit, spawn=self._spawn, wake=self._wake_up,
+                      closing=lambda: self.stopping or self._ended, paused=lambda: self.dispatch_paused)
+        self.breaker = Breaker(config.breaker_after, config.probe_interval, probe, hooks)
+        # the out folder's guard (`self._space_ok` is looked up at each probe: tests replace it)
+        self.storage = StorageGuard(config.probe_interval, hooks, lambda: self._space_ok(), self._write_kept,
+                                    lambda: len(self.unwritten))
         self.retried: dict[str, int] = {}
         self.free_restarts: dict[str, int] = {}   # episodes whose worker vanished before taking them
-        self.storage_error = ""            # the out folder cannot be written: dispatch waits until it can
         self.unwritten: deque[EpisodeRecord] = deque()
         self.stopping = False
         self.stats = RunStats()
         self.sites: dict[str, SiteCounts] = {}
+        self._n_done = self._n_errors = 0      # the sums of the sites' done and errors counts
         self.attempts: dict[str, int] = {}
         self.errored: dict[str, Task] = {}
         self.started_mono = 0.0
@@ -173,17 +168,8 @@ class Scheduler:
         self._settled: set[str] = set()
         self._settled_before: set[str] = set()
         self._writer: asyncio.Task[None] | None = None
-        self._probe_timer: asyncio.TimerHandle | None = None
-        self._probing = False
         self._ended = False
         self._background: set[asyncio.Task[Any]] = set()   # every task the scheduler starts, awaited at the end
-        # dispatch: a task's expected length in units (its reference length), the units queued on each site, and
-        # the seconds a unit took in the episodes finished so far (learnt, so chains and cooldowns compare)
-        known = [u for t in self.tasks if (u := _units(t)) is not None]
-        self._default_units = sum(known) / len(known) if known else 1.0
-        self._units: dict[str, float] = {t.task_id: _units(t) or self._default_units for t in self.tasks}
-        self._site_units: dict[str, float] = {}
-        self._done_units = self._done_s = 0.0
 
     # ── sinks ──────────────────────────────────────────────
     def emit(self, event: Event) -> None:
@@ -227,10 +213,7 @@ class Scheduler:
                 self._mark_settled(t, latest[t.task_id].get("status") == "error")
             else:
                 self._enqueue(t)
-        for q in self.queue.values():   # on each site the longest task first (a stable sort: file order otherwise)
-            q_sorted = sorted(q, key=lambda t: -self._units.get(t.task_id, self._default_units))
-            q.clear()
-            q.extend(q_sorted)
+        self.dispatch.sort_sites()
         self.stats.total = len(self.tasks)
 
     async def run(self) -> RunStats:
@@ -275,12 +258,30 @@ class Scheduler:
         """Wall-clock seconds for records, read off the loop's clock so that records and pacing agree."""
         return self.loop.time() + self._epoch_offset
 
+    # the guards' state, as front ends and tests read it
+    @property
+    def breaker_open(self) -> bool:
+        return self.breaker.open
+
+    @property
+    def breaker_reason(self) -> str:
+        return self.breaker.reason
+
+    @property
+    def streak(self) -> list[Task]:
+        return self.breaker.streak
+
+    @property
+    def storage_error(self) -> str:
+        """What the out folder cannot take ("" while it can): dispatch waits until it can."""
+        return self.storage.error
+
     @property
     def dispatch_paused(self) -> bool:
         return self.user_paused or self.breaker_open or bool(self.storage_error)
 
     def pending(self) -> int:
-        return sum(len(q) for q in self.queue.values())
+        return self.dispatch.pending
 
     def running(self) -> list[Episode]:
         return [s.episode for s in self.slots.values() if s.episode is not None]
@@ -291,24 +292,18 @@ class Scheduler:
         tid = task.task_id
         if tid in self._queued or tid in self._settled or tid in self._running:
             return False
-        q = self.queue.setdefault(task.site, deque())
-        q.appendleft(task) if front else q.append(task)
+        self.dispatch.push(task, front)
         self._queued.add(tid)
-        self._site_units[task.site] = self._site_units.get(task.site, 0.0) + self._task_units(task)
         return True
-
-    def _task_units(self, task: Task) -> float:
-        units = self._units.get(task.task_id)
-        if units is None:   # a task added after the start (none today): its own reference length, or the mean
-            units = self._units[task.task_id] = _units(task) or self._default_units
-        return units
 
     def _mark_settled(self, task: Task, error: bool) -> None:
         self._settled.add(task.task_id)
         counts = self.sites.setdefault(task.site, SiteCounts())
         counts.done += 1
+        self._n_done += 1
         if error:
             counts.errors += 1
+            self._n_errors += 1
             self.errored[task.task_id] = task
 
     def _unsettle(self, task: Task) -> None:
@@ -319,15 +314,18 @@ class Scheduler:
         self._settled.discard(tid)
         counts = self.sites.setdefault(task.site, SiteCounts())
         counts.done -= 1
+        self._n_done -= 1
         if self.errored.pop(tid, None) is not None:
             counts.errors -= 1
+            self._n_errors -= 1
         if tid in self._settled_before:
             self._settled_before.discard(tid)
             self.stats.settled_before -= 1
 
     def done_count(self) -> tuple[int, int]:
-        """(tasks settled, of which errors) over the run's selection."""
-        return (sum(c.done for c in self.sites.values()), sum(c.errors for c in self.sites.values()))
+        """(tasks settled, of which errors) over the run's selection: the sums of the sites' counts, kept as they
+        change (said with every finished episode: a sum over the sites each time costs ~1 ms at 1,000 sites)."""
+        return self._n_done, self._n_errors
 
     # ── slots and their workers ────────────────────────────
     def _add_slot(self, i: int, start_worker: bool = True) -> Slot:
@@ -360,56 +358,15 @@ class Scheduler:
         if slot is not None and slot.worker is worker:
             slot.worker = None
 
-    # ── dispatch ───────────────────────────────────────────
-    def _s_per_unit(self) -> float:
-        return self._done_s / self._done_units if self._done_units > 0 else PRIOR_S_PER_UNIT
-
-    def _chain(self, site: str, n: int) -> float:
-        """The site's chain of work left in seconds: its queued tasks' expected lengths and the cooldowns between."""
-        return self._site_units.get(site, 0.0) * self._s_per_unit() + max(0, n - 1) * self.pacer.state(site).cooldown
+    # ── dispatch (the policy is engine/dispatch.py's) ─────
+    def _free_and_active(self) -> tuple[int, int]:
+        free = sum(1 for s in self.slots.values() if s.episode is None and not s.retired)
+        return free, sum(1 for s in self.slots.values() if not s.retired)
 
     def _pick_site(self, now: float) -> str | None:
-        """Of the sites that may start now, the one with the longest chain left (the most tasks, without lengths);
-        None to keep the last free slot for a cooling site whose chain sets the run's length (see `_keep_slot_for`)."""
-        best, best_chain = None, -1.0
-        for site, q in self.queue.items():
-            if q and self.pacer.can_start(site, now):
-                chain = self._chain(site, len(q))
-                if chain > best_chain:
-                    best, best_chain = site, chain
-        if best is not None and self._keep_slot_for(now) is not None:
-            return None
-        return best
-
-    def _keep_slot_for(self, now: float) -> str | None:
-        """The cooling site the last free slot waits for, if any. When one site's chain (its tasks' expected lengths
-        and the cooldowns between) outlasts the other sites' work spread over the other slots, that chain is the run's
-        length: were the slot filled, the site would wait for an episode to end each time its cooldown ran out
-        (measured: 7-8% longer runs at 4 slots, bench/makespan.py). Idling one slot costs nothing the chain does not
-        cover."""
-        free = sum(1 for s in self.slots.values() if s.episode is None and not s.retired)
-        active = sum(1 for s in self.slots.values() if not s.retired)
-        if free != 1 or active < 2 or self.pacer.cooldown <= 0:
-            return None
-        # only quantities that change at events (never with the clock alone): a decision taken at one dispatch holds
-        # until the next event wakes dispatch again (the cooldown's end among them)
-        crit, crit_chain = None, 0.0
-        for site, q in self.queue.items():
-            if q and (chain := self._chain(site, len(q))) > crit_chain:
-                crit, crit_chain = site, chain
-        if crit is None or self.pacer.can_start(crit, now) or self.pacer.state(crit).busy \
-                or self.pacer.held_elsewhere(crit):   # another run's episode there may last any time: not waited for
-            return None
-        rest = (sum(self._site_units.values()) - self._site_units.get(crit, 0.0)) * self._s_per_unit()
-        return crit if crit_chain >= rest / (active - 1) else None
-
-    def _learn_length(self, rec: EpisodeRecord) -> None:
-        """A finished episode's length teaches the seconds per unit of reference length (done episodes only: an
-        error or a kill says little about how long a task takes)."""
-        units = self._units.get(rec.task_id)
-        if rec.status == "done" and units and rec.duration_s > 0:
-            self._done_units += units
-            self._done_s += rec.duration_s
+        """Of the sites that may start now, the one with the longest chain left; None to keep the last free slot for a
+        cooling site whose chain sets the run's length (`Dispatcher.pick`, `Dispatcher.keep_slot_for`)."""
+        return self.dispatch.pick(now, self._free_and_active)
 
     def _dispatch(self) -> None:
         if self._cooldown_timer:
@@ -423,18 +380,17 @@ class Scheduler:
             site = self._pick_site(now)
             if site is None:
                 break
-            task = self.queue[site].popleft()
+            task = self.dispatch.take(site)
             self._queued.discard(task.task_id)
-            self._site_units[site] = max(0.0, self._site_units.get(site, 0.0) - self._task_units(task))
             self._start(slot, task, now)
         self.pacer.end_round()
         if any(s.episode is None and not s.retired for s in self.slots.values()):
-            nxt = self.pacer.next_ready([s for s, q in self.queue.items() if q], now)
+            nxt = self.dispatch.next_ready(now)
             if nxt is not None:
                 self._cooldown_timer = self.loop.call_at(nxt, self._wake_up)
 
     def _start(self, slot: Slot, task: Task, now: float) -> None:
-        self.pacer.acquire(task.site, now)
+        self.dispatch.acquire(task.site, now)
         attempt = self.attempts.get(task.task_id, 0) + 1
         self.attempts[task.task_id] = attempt
         ep = slot.episode = Episode(task, attempt, slot.id, started_at=self.epoch())
@@ -471,7 +427,7 @@ class Scheduler:
             finally:
                 if not ep.site_released:   # settling failed before it released the site
                     ep.site_released = True
-                    self.pacer.release_without_cooldown(site)
+                    self.dispatch.release_without_cooldown(site)
                 slot.episode = None
                 if slot.retired:
                     self._spawn(self._retire(slot))
@@ -485,7 +441,7 @@ class Scheduler:
         worker keeps vanishing is recorded as the harness's failure after a few free restarts."""
         tid = ep.task.task_id
         ep.site_released = True
-        self.pacer.release_without_cooldown(ep.task.site)
+        self.dispatch.release_without_cooldown(ep.task.site)
         if part is not None and not ep.stop_reason:   # its worker was lost
             self.free_restarts[tid] = self.free_restarts.get(tid, 0) + 1
             if self.free_restarts[tid] > FREE_RESTARTS:   # recorded as an infra error (its retries then apply)
@@ -590,33 +546,11 @@ class Scheduler:
 
     def _record(self, ep: Episode, part: dict[str, Any]) -> EpisodeRecord:
         """The record of an attempt, from what its worker (or its folder) said of it: `part`, as the wire gave it."""
-        t = ep.task
-        finished = self.epoch()
-        status, error = str(part.get("status") or "error"), part.get("error")
-        if status not in STATUSES:
-            status, error = "error", f"unknown status {status[:40]!r}: {error}"
-        rec = EpisodeRecord(
-            task_id=t.task_id, status=status, arm=self.cfg.arm, website=t.website, level=t.level,
-            model=self.cfg.model, error=None if error is None else str(error),
-            error_kind=str(part["error_kind"]) if part.get("error_kind") else None,
-            steps=_int(part.get("steps")), actions=_int(part.get("actions")),
-            screenshots=_int(part.get("screenshots")), answer=str(part.get("answer") or ""),
-            agent_done=bool(part.get("agent_done")), prompt_tokens=_int(part.get("prompt_tokens")),
-            completion_tokens=_int(part.get("completion_tokens")), duration_s=round(finished - ep.started_at, 1),
-            started_at=round(ep.started_at, 3), finished_at=round(finished, 3), attempt=ep.attempt, slot=ep.slot,
-            # optional fields the worker may add
-            rows=_opt_int(part.get("rows")), hint_left=_opt_bool(part, "hint_left"),
-            blank_screenshot=_opt_bool(part, "blank_screenshot"))
-        if self.judge is not None:
-            try:
-                verdict = self.judge(t.to_dict(), rec)
-            except Exception as e:   # a judge that cannot read the task costs the verdict, never the record
-                self.emit(Log("warning", f"{t.task_id}: the reference judge failed ({type(e).__name__}: {e}); "
-                                         f"no verdict recorded"))
-                verdict = None
-            if verdict is not None:
-                rec = dataclasses.replace(rec, correct=bool(verdict))
-        return rec
+        rec = build_record(self.cfg, ep.task, part, attempt=ep.attempt, slot=ep.slot, started_at=ep.started_at,
+                           finished_at=self.epoch())
+        if self.judge is None:
+            return rec
+        return judged(rec, ep.task, self.judge, lambda message: self.emit(Log("warning", message)))
 
     # ── records: written in order by one writer, off the event loop ──
     def _submit(self, rec: EpisodeRecord) -> None:
@@ -624,7 +558,7 @@ class Scheduler:
         the loop); when the folder cannot take one, it stays in memory, dispatch stops, and the storage probe
         starts the writer again once the folder can be written."""
         self.unwritten.append(rec)
-        self._learn_length(rec)
+        self.dispatch.learn(rec.task_id, rec.status, rec.duration_s)
         if not self.storage_error:
             self._start_writer()
 
@@ -645,21 +579,13 @@ class Scheduler:
             self._wake_up()   # the run may be over now
 
     def _storage_fault(self, problem: str) -> None:
-        first = not self.storage_error
-        self.storage_error = (f"{problem}; free space or fix the folder: dispatch resumes when it can be written "
-                              f"({len(self.unwritten)} record(s) kept in memory)")
-        if first:
-            self.emit(DispatchChanged(True, self.storage_error))
-            self._schedule_storage_probe(self.cfg.probe_interval)
-        self.emit(Log("error", self.storage_error))
+        self.storage.fault(problem)
 
-    def _schedule_storage_probe(self, delay: float) -> None:
-        """One probe chain at a time, however often the user presses resume."""
-        if self._probing:
-            return   # the probe writing now schedules the next one itself if it must
-        if self._probe_timer is not None:
-            self._probe_timer.cancel()
-        self._probe_timer = self.loop.call_later(delay, lambda: self._spawn(self._probe_storage()))
+    async def _write_kept(self) -> None:
+        """The storage probe passed: write the records kept in memory."""
+        self._start_writer()
+        if self._writer is not None:
+            await self._writer
 
     def _space_ok(self) -> bool:
         probe = self.out / ".om2w-space-probe"
@@ -675,26 +601,6 @@ class Scheduler:
             with contextlib.suppress(OSError):
                 probe.unlink()
 
-    async def _probe_storage(self) -> None:
-        """Dispatch waits while the out folder cannot take a record and a screenshot's worth of bytes (the probe's
-        write and fsync run in a thread)."""
-        self._probe_timer = None
-        self._probing = True
-        try:
-            if not self.storage_error or not await asyncio.to_thread(self._space_ok):
-                return
-            self.storage_error = ""
-            self._start_writer()
-            if self._writer is not None:
-                await self._writer
-            if not self.storage_error:   # the writer wrote every kept record
-                self.emit(DispatchChanged(self.dispatch_paused, "the out folder can be written again"))
-                self._wake_up()
-        finally:
-            self._probing = False
-            if self.storage_error and not self.stopping and not self._ended and self._probe_timer is None:
-                self._schedule_storage_probe(self.cfg.probe_interval)
-
     # ── settling an attempt ────────────────────────────────
     def _settle(self, ep: Episode, rec: EpisodeRecord) -> None:
         """Record an attempt and decide what becomes of its task: settled, or queued again (interrupted, requeued by
@@ -703,33 +609,27 @@ class Scheduler:
         task, site = ep.task, ep.task.site
         self._submit(rec)
         # the folder failed, not the task: it runs again, costing no try, once the folder can be written
-        storage = rec.status == "error" and bool(_STORAGE_ERROR.search(rec.error or ""))
+        storage = storage_fault(rec)
         if storage:
             self._storage_fault(f"episode {task.task_id} could not write its folder: {rec.error}")
         if rec.status == "blocked":
-            cooldown = self.pacer.widen(site)
+            cooldown = self.dispatch.widen(site)
             self.emit(Log("warning", f"{site}: {rec.error}; its cooldown is now {cooldown:g} s"))
         elif rec.status == "done":
-            self.pacer.relax(site)
+            self.dispatch.relax(site)
         if not ep.site_released:
             ep.site_released = True
             if ep.sent:
-                self.pacer.release(site, self.loop.time())
+                self.dispatch.release(site, self.loop.time())
             else:
-                self.pacer.release_without_cooldown(site)
+                self.dispatch.release_without_cooldown(site)
         s = self.stats
         s.finished += 1
         s.by_status[rec.status] = s.by_status.get(rec.status, 0) + 1
-        infra = rec.status == "error" and rec.error_kind == "infra" and not storage
+        infra = infra_fault(rec, storage)
         # the breaker watches the model endpoint: a run of its failures is the endpoint's, not the tasks'
-        endpoint = infra and (rec.error or "").startswith(ENDPOINT_ERROR)
-        self.infra_in_a_row = self.infra_in_a_row + 1 if endpoint else 0
-        if not endpoint:
-            self.streak.clear()
-        elif all(t.task_id != task.task_id for t in self.streak):
-            self.streak.append(task)
-        if endpoint and self.infra_in_a_row >= self.cfg.breaker_after and not self.breaker_open \
-                and not self.stopping:
+        endpoint = endpoint_fault(rec, infra)
+        if self.breaker.note(task, endpoint, self.stopping):
             self._open_breaker(rec.error or "")
         free = endpoint and self.breaker_open   # a failure while the endpoint is known to be down costs no try
         retry = infra and (free or self.retried.get(task.task_id, 0) < self.cfg.retries)
@@ -747,49 +647,24 @@ class Scheduler:
             self._mark_settled(task, rec.status == "error")
         self.emit(EpisodeFinished(ep.slot, rec, requeued, *self.done_count()))
 
-    # ── the circuit breaker: a failing endpoint pauses dispatch instead of failing every task ──
+    # ── the circuit breaker: a failing endpoint pauses dispatch instead of failing every task (engine/guards.py) ──
     def _open_breaker(self, error: str) -> None:
         """Pause dispatch and probe the endpoint. The failures that tripped it are the endpoint's, not the tasks':
         their tries are given back, and those already settled as errors go back in the queue (a streak task still
         queued or running stays where it is: it is never queued twice)."""
-        self.breaker_open = True
-        n, self.infra_in_a_row = self.infra_in_a_row, 0
-        for task in self.streak:
+        def give_back(task: Task) -> None:
             self.retried.pop(task.task_id, None)
             if task.task_id in self._settled:
                 self._unsettle(task)
                 self._enqueue(task, front=True)
-        self.streak.clear()
-        self.breaker_reason = (f"{n} infra errors in a row (last: {error[:160]}); "
-                               f"probing every {self.cfg.probe_interval:g} s")
-        self.emit(DispatchChanged(True, f"circuit breaker: {self.breaker_reason}"))
-        self.loop.call_later(self.cfg.probe_interval, self._start_probe)
 
-    def _start_probe(self) -> None:
-        if self.breaker_open and not self.stopping and not self._ended:
-            self._spawn(self._probe_once())
-
-    async def _probe_once(self) -> None:
-        try:
-            ok = await self.probe() if self.probe is not None else True
-        except Exception:
-            ok = False
-        if not self.breaker_open:
-            return
-        if ok:
-            self.breaker_open, self.breaker_reason = False, ""
-            self.streak.clear()
-            self.infra_in_a_row = 0
-            self.emit(DispatchChanged(self.dispatch_paused, "circuit breaker closed: the endpoint answers again"))
-            self._wake_up()
-        else:
-            self.loop.call_later(self.cfg.probe_interval, self._start_probe)
+        self.breaker.trip(error, give_back)
 
     # ── control (called by front ends on the event loop) ──
     def pause_dispatch(self, paused: bool = True, reason: str = "") -> None:
         self.user_paused = paused
         if not paused and self.storage_error:
-            self._schedule_storage_probe(0)
+            self.storage.schedule_probe(0)
         self.emit(DispatchChanged(self.dispatch_paused, reason or (self.breaker_reason if self.breaker_open else "")))
         self._wake_up()
 
@@ -901,8 +776,7 @@ class Scheduler:
             await asyncio.gather(*list(self._background), return_exceptions=True)
         if self.unwritten and not self.storage_error:   # kept while stopping: one more try
             await self._write_records()
-        if self._probe_timer is not None:
-            self._probe_timer.cancel()
+        self.storage.cancel()
         await asyncio.gather(*(self._close_worker(s) for s in list(self.slots.values())), return_exceptions=True)
 
     # ── what front ends show ───────────────────────────────
@@ -939,27 +813,3 @@ class Scheduler:
                            storage=self.storage_error, stopping=self.stopping,
                            pacing=Pacing(self.pacer.per_site, self.pacer.cooldown),
                            target_workers=self.target_workers, errors=len(self.errored), summary=self.summary())
-
-
-def _units(task: Task) -> float | None:
-    """A task's expected length in units: its reference length (Online-Mind2Web's human step count), if it has one."""
-    try:
-        ref = float((task.raw or {}).get("reference_length") or 0)
-    except (TypeError, ValueError):
-        return None
-    return ref if ref > 0 else None
-
-
-def _int(value: Any) -> int:
-    try:
-        return int(value or 0)
-    except (TypeError, ValueError):
-        return 0
-
-
-def _opt_int(value: Any) -> int | None:
-    return None if value is None else _int(value)
-
-
-def _opt_bool(part: dict[str, Any], key: str) -> bool | None:
-    return bool(part[key]) if key in part else None

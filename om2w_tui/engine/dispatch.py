@@ -1,0 +1,321 @@
+"""Which site starts next: the run's queue and its dispatch policy, pure bookkeeping on a clock the caller gives.
+
+The rule: among the sites that may start now, the one with the longest chain of work left (its queued tasks'
+expected lengths and the cooldowns between them; ties go to the site queued first), and on a site the longest task
+first. When one site's chain outlasts the other sites' work spread over the other slots, the last free slot waits
+for that site's cooldown to end (`keep_slot_for`).
+
+A chain is `units * s_per_unit + (n - 1) * cooldown`: `units` is the site's queued reference lengths, `s_per_unit`
+the seconds a unit took in the episodes finished so far (learnt, the same for every site), `n` its queued tasks.
+Choosing must not scan every site (1,000 sites cost ~3 ms a start): the sites are indexed by `extra = (n - 1) *
+cooldown`, a heap per value ordered by units. Within one value of `extra` the order by units holds whatever
+`s_per_unit` is (it is > 0), so learning moves no entry: the best site is the best head over the few distinct
+values of `extra` (the distinct queue lengths, times the distinct cooldowns). Sites cooling down wait in a heap by
+the time they are ready. Entries are invalidated lazily: each change to a site (its queue, units, cooldown,
+running count or ready time) gives it a new version, and an entry with an older one is dropped when it surfaces.
+Every change to the queue or the pacer goes through this class, so the index is never stale.
+
+A pacer shared across runs (`--pace-dir`) learns of other runs only when asked (`can_start` tries their lock
+files), so with one the choice scans every site as before (`scan_pick`); such a run paces a node's sites, a few
+hundred at most.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Callable, Iterable
+
+from om2w_tui.benchmarks.tasks import Task
+from om2w_tui.engine.pacing import CLOCK_SLACK_S, SitePacer
+
+# an episode's expected length before any has finished: seconds per unit of a task's reference length
+PRIOR_S_PER_UNIT = 20.0
+_COMPACT_FACTOR = 8      # heaps are rebuilt when they hold this many entries per queued site (dead ones, mostly)
+
+
+def task_units(task: Task) -> float | None:
+    """A task's expected length in units: its reference length (Online-Mind2Web's human step count), if it has one."""
+    try:
+        ref = float((task.raw or {}).get("reference_length") or 0)
+    except (TypeError, ValueError):
+        return None
+    return ref if ref > 0 else None
+
+
+# a cooling site: (ready_at, rank, version, site); a site in a group's bucket: (rank, version, site)
+_Entry = tuple[float, int, int, str]
+_Member = tuple[int, int, str]
+
+
+class _Group:
+    """The sites with one value of `extra`: a bucket per exact value of units (its sites by the order they were
+    queued in), and a heap of those values, largest first. Entries die lazily (see `Dispatcher.touch`)."""
+
+    __slots__ = ("buckets", "values")
+
+    def __init__(self) -> None:
+        self.buckets: dict[float, list[_Member]] = {}
+        self.values: list[float] = []   # -units, one per bucket
+
+    def add(self, units: float, member: _Member) -> None:
+        bucket = self.buckets.get(units)
+        if bucket is None:
+            bucket = self.buckets[units] = []
+            heapq.heappush(self.values, -units)
+        heapq.heappush(bucket, member)
+
+    def first(self, units: float, version: dict[str, int]) -> _Member | None:
+        """The live site queued first among those with these units, dead entries dropped; None if none."""
+        bucket = self.buckets.get(units)
+        while bucket and version.get(bucket[0][2]) != bucket[0][1]:
+            heapq.heappop(bucket)
+        return bucket[0] if bucket else None
+
+    def size(self) -> int:
+        return sum(len(b) for b in self.buckets.values())
+
+    def head(self, extra: float, spu: float, version: dict[str, int]) -> tuple[str, float, int] | None:
+        """The group's best site: the largest units, ties to the site queued first; also a site with units smaller
+        in their last bits (adding and taking tasks leaves such residues) whose chain rounds to the same sum, as a
+        scan would see it. Only values whose chain equals the head's are visited (below a shorter one, every chain
+        is shorter): a few at most."""
+        values = self.values
+        while values:
+            member = self.first(-values[0], version)
+            if member is not None:
+                break
+            del self.buckets[-heapq.heappop(values)]
+        else:
+            return None
+        rank, _, site = member
+        chain = -values[0] * spu + extra   # the same sum as `Dispatcher.chain`, so that ties fall as a scan's would
+        stack = [1, 2]
+        while stack:
+            i = stack.pop()
+            if i >= len(values) or -values[i] * spu + extra < chain:
+                continue
+            stack += [2 * i + 1, 2 * i + 2]
+            other = self.first(-values[i], version)
+            if other is not None and other[0] < rank:
+                rank, site = other[0], other[2]
+        return site, chain, rank
+
+
+class Dispatcher:
+    """The queue (per site, longest task first) and the choice of the next site. The scheduler owns one and
+    routes every queue and pacer change through it."""
+
+    def __init__(self, pacer: SitePacer, tasks: Iterable[Task]):
+        self.pacer = pacer
+        tasks = list(tasks)
+        self.queue: dict[str, deque[Task]] = {}
+        known = [u for t in tasks if (u := task_units(t)) is not None]
+        self.default_units = sum(known) / len(known) if known else 1.0
+        self.units: dict[str, float] = {t.task_id: task_units(t) or self.default_units for t in tasks}
+        self.site_units: dict[str, float] = {}
+        self.queued_units = 0.0   # the sum of site_units, kept as they change
+        self.done_units = self.done_s = 0.0
+        self.pending = 0
+        # the index works only with a pacer whose answers change through the calls made here
+        self.indexed = type(pacer).can_start is SitePacer.can_start and \
+            type(pacer).held_elsewhere is SitePacer.held_elsewhere
+        self._rank: dict[str, int] = {}          # the order sites were first queued in (ties go to the first)
+        self._version: dict[str, int] = {}
+        self._all: dict[float, _Group] = {}      # extra -> sites with queued work
+        self._ready: dict[float, _Group] = {}    # extra -> those of them that may start (not busy, cooled)
+        self._cooling: list[_Entry] = []               # not busy, maybe still cooling: by ready_at
+        self._entries = 0
+
+    # ── the queue ──────────────────────────────────────────
+    def task_units(self, task: Task) -> float:
+        units = self.units.get(task.task_id)
+        if units is None:   # a task added after the start (none today): its own reference length, or the mean
+            units = self.units[task.task_id] = task_units(task) or self.default_units
+        return units
+
+    def push(self, task: Task, front: bool = False) -> None:
+        q = self.queue.get(task.site)
+        if q is None:
+            q = self.queue[task.site] = deque()
+            self._rank[task.site] = len(self._rank)
+        q.appendleft(task) if front else q.append(task)
+        self.pending += 1
+        self._set_units(task.site, self.site_units.get(task.site, 0.0) + self.task_units(task))
+        self.touch(task.site)
+
+    def sort_sites(self) -> None:
+        """On each site the longest task first (a stable sort: file order otherwise)."""
+        for q in self.queue.values():
+            q_sorted = sorted(q, key=lambda t: -self.units.get(t.task_id, self.default_units))
+            q.clear()
+            q.extend(q_sorted)
+
+    def take(self, site: str) -> Task:
+        task = self.queue[site].popleft()
+        self.pending -= 1
+        self._set_units(site, max(0.0, self.site_units.get(site, 0.0) - self.task_units(task)))
+        self.touch(site)
+        return task
+
+    def _set_units(self, site: str, units: float) -> None:
+        self.queued_units += units - self.site_units.get(site, 0.0)
+        self.site_units[site] = units
+
+    # ── the pacer, through here so the index follows ──────
+    def acquire(self, site: str, now: float) -> None:
+        self.pacer.acquire(site, now)
+        self.touch(site)
+
+    def release(self, site: str, now: float) -> None:
+        self.pacer.release(site, now)
+        self.touch(site)
+
+    def release_without_cooldown(self, site: str) -> None:
+        self.pacer.release_without_cooldown(site)
+        self.touch(site)
+
+    def widen(self, site: str) -> float:
+        cooldown = self.pacer.widen(site)
+        self.touch(site)
+        return cooldown
+
+    def relax(self, site: str) -> None:
+        self.pacer.relax(site)
+        self.touch(site)
+
+    # ── learnt lengths ─────────────────────────────────────
+    def s_per_unit(self) -> float:
+        return self.done_s / self.done_units if self.done_units > 0 else PRIOR_S_PER_UNIT
+
+    def learn(self, task_id: str, status: str, duration_s: float) -> None:
+        """A finished episode's length teaches the seconds per unit of reference length (done episodes only: an
+        error or a kill says little about how long a task takes). Every chain changes; no entry moves."""
+        units = self.units.get(task_id)
+        if status == "done" and units and duration_s > 0:
+            self.done_units += units
+            self.done_s += duration_s
+
+    def chain(self, site: str, n: int) -> float:
+        """The site's chain of work left in seconds: its queued tasks' expected lengths and the cooldowns between."""
+        return self.site_units.get(site, 0.0) * self.s_per_unit() + self._extra(site, n)
+
+    def _extra(self, site: str, n: int) -> float:
+        return max(0, n - 1) * self.pacer.state(site).cooldown
+
+    # ── the choice ─────────────────────────────────────────
+    def pick(self, now: float, slots: Callable[[], tuple[int, int]]) -> str | None:
+        """Of the sites that may start now, the one with the longest chain left; None when there is none, or to keep
+        the last free slot for a cooling site whose chain sets the run's length (`keep_slot_for`). `slots` counts
+        the free slots and those not retiring (asked only when a site may start)."""
+        best = self._best_ready(now) if self.indexed else self.scan_pick(now)
+        if best is not None and self.keep_slot_for(now, *slots()) is not None:
+            return None
+        return best
+
+    def scan_pick(self, now: float) -> str | None:
+        """The choice by a scan of every site (a shared pacer's, and the reference the index is tested against)."""
+        best, best_chain = None, -1.0
+        for site, q in self.queue.items():
+            if q and self.pacer.can_start(site, now):
+                chain = self.chain(site, len(q))
+                if chain > best_chain:
+                    best, best_chain = site, chain
+        return best
+
+    def scan_critical(self) -> tuple[str | None, float]:
+        crit, crit_chain = None, 0.0
+        for site, q in self.queue.items():
+            if q and (chain := self.chain(site, len(q))) > crit_chain:
+                crit, crit_chain = site, chain
+        return crit, crit_chain
+
+    def keep_slot_for(self, now: float, free: int, active: int) -> str | None:
+        """The cooling site the last free slot waits for, if any. When one site's chain (its tasks' expected lengths
+        and the cooldowns between) outlasts the other sites' work spread over the other slots, that chain is the run's
+        length: were the slot filled, the site would wait for an episode to end each time its cooldown ran out
+        (measured: 7-8% longer runs at 4 slots, bench/makespan.py). Idling one slot costs nothing the chain does not
+        cover."""
+        if free != 1 or active < 2 or self.pacer.cooldown <= 0:
+            return None
+        # only quantities that change at events (never with the clock alone): a decision taken at one dispatch holds
+        # until the next event wakes dispatch again (the cooldown's end among them)
+        crit, crit_chain = self._best(self._all) if self.indexed else self.scan_critical()
+        if crit is None or crit_chain <= 0.0 or self.pacer.can_start(crit, now) or self.pacer.state(crit).busy \
+                or self.pacer.held_elsewhere(crit):   # another run's episode there may last any time: not waited for
+            return None
+        rest = (self.queued_units - self.site_units.get(crit, 0.0)) * self.s_per_unit()
+        return crit if crit_chain >= rest / (active - 1) else None
+
+    def next_ready(self, now: float) -> float | None:
+        """The earliest time a site with queued work, not busy, ends its cooldown; None if none is cooling."""
+        if not self.indexed:
+            return self.pacer.next_ready([s for s, q in self.queue.items() if q], now)
+        self._drain(now)
+        return self._cooling[0][0] if self._cooling else None
+
+    # ── the index ──────────────────────────────────────────
+    def touch(self, site: str) -> None:
+        """The site changed (queue, units, cooldown, running, ready time): file it afresh, the old entries dead."""
+        if not self.indexed:
+            return
+        v = self._version[site] = self._version.get(site, 0) + 1
+        q = self.queue.get(site)
+        if not q:
+            return
+        st = self.pacer.state(site)
+        extra, units, rank = self._extra(site, len(q)), self.site_units.get(site, 0.0), self._rank[site]
+        self._group(self._all, extra).add(units, (rank, v, site))
+        if not st.busy:   # a busy site is filed again when an episode there ends
+            heapq.heappush(self._cooling, (st.ready_at, rank, v, site))
+        self._entries += 2
+        if self._entries > _COMPACT_FACTOR * (len(self.queue) + 8):
+            self._rebuild()
+
+    def _rebuild(self) -> None:
+        self._all.clear()
+        self._ready.clear()
+        self._cooling.clear()
+        self._entries = 0
+        for site in self.queue:
+            self.touch(site)
+
+    def _drain(self, now: float) -> None:
+        """Sites whose cooldown has ended (within the clock's slack, as `can_start` says) move to the ready heaps."""
+        cooling = self._cooling
+        while cooling:
+            ready_at, rank, v, site = cooling[0]
+            if self._version.get(site) != v:
+                heapq.heappop(cooling)
+            elif now >= ready_at - CLOCK_SLACK_S:
+                heapq.heappop(cooling)
+                extra = self._extra(site, len(self.queue[site]))
+                self._group(self._ready, extra).add(self.site_units.get(site, 0.0), (rank, v, site))
+            else:
+                break
+
+    def _best_ready(self, now: float) -> str | None:
+        self._drain(now)
+        return self._best(self._ready)[0]
+
+    @staticmethod
+    def _group(groups: dict[float, _Group], extra: float) -> _Group:
+        group = groups.get(extra)
+        if group is None:
+            group = groups[extra] = _Group()
+        return group
+
+    def _best(self, groups: dict[float, _Group]) -> tuple[str | None, float]:
+        """The longest chain over the groups' heads (ties: the site queued first); empty groups are dropped."""
+        spu = self.s_per_unit()
+        best: str | None = None
+        best_chain, best_rank = 0.0, 0
+        for extra in list(groups):
+            head = groups[extra].head(extra, spu, self._version)
+            if head is None:
+                del groups[extra]
+                continue
+            site, chain, rank = head
+            if best is None or chain > best_chain or (chain == best_chain and rank < best_rank):
+                best, best_chain, best_rank = site, chain, rank
+        return best, best_chain
