@@ -186,11 +186,10 @@ async def test_a_subscriber_that_does_not_read_is_dropped_and_the_run_goes_on(de
             await asyncio.sleep(0.01)
         big = "x" * 20_000
         got = 0
-        loop = asyncio.get_running_loop()
+        # the run's call cannot wait for a client: it is a plain call that only queues (a clock here would flake)
+        assert not asyncio.iscoroutinefunction(server.handle)
         for i in range(400):
-            t0 = loop.time()
             server.handle(Log("info", f"{i} {big}"))
-            assert loop.time() - t0 < 0.05     # the run's call never waits for a client
             while "event" not in json.loads(await reader.readline()):
                 pass
             got += 1
