@@ -20,7 +20,7 @@ from .argtypes import count as _count
 from .argtypes import csv as _csv
 from .argtypes import positive_int as _positive_int
 from .argtypes import seconds as _seconds
-from .config import BENCHES, COORDINATES, DEFAULT_VLLM, SCHEMAS, RunConfig
+from .config import BENCHES, COORDINATES, DEFAULT_VLLM, EXECUTORS, SCHEMAS, RunConfig
 from .episode.browser import DEFAULT_LOCALE, DEFAULT_TIMEZONE, DEFAULT_VIEWPORT
 from .episode.instruction import TemplateError, read_template
 from .headless import run_headless
@@ -108,6 +108,14 @@ def add_run_flags(p: argparse.ArgumentParser, *, demo: bool = False) -> None:
     f.add_argument("--probe-interval", type=_seconds("--probe-interval", False), default=30.0,
                    help="seconds between endpoint probes while dispatch is paused by the breaker (30)")
     s.add_argument("--chromium", default=None, help="path to Chromium/Chrome (default: found automatically)")
+    x = p.add_argument_group("where episodes run")
+    x.add_argument("--executor", choices=EXECUTORS, default="local",
+                   help="local: worker processes on this machine; ray: one Ray actor per slot anywhere in a Ray "
+                        "cluster (pip install 'om2w-tui[ray]'; nodes advertise --resources '{\"browser\": N}')")
+    x.add_argument("--ray-address", default=None, metavar="auto|HOST:PORT",
+                   help="--executor ray: the cluster to join (default: $RAY_ADDRESS, else auto: the one on this node)")
+    x.add_argument("--ray-cpus", type=_seconds("--ray-cpus", False), default=1.0, metavar="N",
+                   help="--executor ray: CPUs each actor (one worker and its Chromium) asks, besides a browser (1)")
     p.add_argument("--no-ui", action="store_true", help="no console: plain log lines (for clusters and CI)")
 
 

@@ -20,11 +20,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from .config import COORDINATES, RunConfig
+from .config import COORDINATES, EXECUTORS, RunConfig
 from .episode.arms import arm_names
 from .episode.browser import BrowserNotFound, check_browser_settings, find_chromium, resolve_browser
 from .episode.instruction import check_template
 from .executors.local import LocalExecutor
+from .executors.ray import ray_missing
 from .redact import redact_argv, redact_url
 from .resources import data_dir, default_task_file
 from .results import read_results
@@ -129,6 +130,10 @@ def _check_settings(cfg: RunConfig) -> str:
         return f"--arm {cfg.arm}: no such arm (known: {', '.join(arm_names())})"
     if cfg.coordinates not in COORDINATES:
         return f"--coordinates {cfg.coordinates}: one of {', '.join(COORDINATES)}"
+    if cfg.executor not in EXECUTORS:
+        return f"--executor {cfg.executor}: one of {', '.join(EXECUTORS)}"
+    if cfg.executor == "ray":
+        return ray_missing() or ("" if cfg.ray_cpus > 0 else f"--ray-cpus {cfg.ray_cpus:g}: must be more than 0")
     return ""
 
 
@@ -259,6 +264,26 @@ def reference_judge(task: dict[str, Any], rec: dict[str, Any]) -> bool | None:
     return rec.get("status") == "done" and bool(rec.get("agent_done")) and judge_answer(task, rec.get("answer"))
 
 
+def make_executor(cfg: RunConfig, stack: contextlib.ExitStack) -> Any:
+    """The run's executor: local worker processes, or (--executor ray) Ray actors, ended with the run's stack."""
+    if cfg.executor != "ray":
+        return LocalExecutor(cfg.out)
+    from .executors.ray import RayExecutor  # Ray only when a run asks for it (an optional extra, slow to import)
+
+    key = os.environ.get(cfg.api_key_env)   # the nodes have their own environment: the key travels with the start
+    try:
+        ex = RayExecutor(cfg.out, cfg.ray_address, cfg.ray_cpus, env={cfg.api_key_env: key} if key else None)
+    except ConnectionError as e:
+        raise UsageError(f"--ray-address {cfg.ray_address or os.environ.get('RAY_ADDRESS') or 'auto'}: no Ray "
+                         f"cluster there ({e}); start one with `ray start --head --resources '{{\"browser\": 4}}'`"
+                         ) from None
+    stack.callback(ex.shutdown)
+    if ex.browsers() < 1:
+        raise UsageError(f"--executor ray: no node of the Ray cluster at {ex.address} advertises a `browser` "
+                         f"resource; start each node with `ray start ... --resources '{{\"browser\": N}}'`")
+    return ex
+
+
 @contextlib.asynccontextmanager
 async def open_run(pre: Preflight, sinks: list[Any]) -> AsyncIterator[Any]:
     """Start the run's services and yield its Scheduler; everything started here is ended on the way out."""
@@ -287,7 +312,7 @@ async def open_run(pre: Preflight, sinks: list[Any]) -> AsyncIterator[Any]:
         except OutFolderBusy as e:
             raise UsageError(str(e)) from None
         write_manifest(pre, {"endpoint": redact_url(endpoint)})
-        executor = LocalExecutor(cfg.out)
+        executor = make_executor(cfg, stack)
 
         async def probe() -> bool:
             return await asyncio.to_thread(probe_endpoint, endpoint, cfg.model, cfg.api_key())
