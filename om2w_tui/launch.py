@@ -278,9 +278,9 @@ def make_executor(cfg: RunConfig, stack: contextlib.ExitStack) -> Any:
                          f"cluster there ({e}); start one with `ray start --head --resources '{{\"browser\": 4}}'`"
                          ) from None
     stack.callback(ex.shutdown)
-    if ex.browsers() < 1:
-        raise UsageError(f"--executor ray: no node of the Ray cluster at {ex.address} advertises a `browser` "
-                         f"resource; start each node with `ray start ... --resources '{{\"browser\": N}}'`")
+    if (n := ex.browsers()) < cfg.workers:   # a slot whose actor finds no browser would hold its site, waiting
+        raise UsageError(f"--workers {cfg.workers}: the Ray cluster at {ex.address} advertises {n} browsers; start "
+                         f"nodes with `ray start ... --resources '{{\"browser\": N}}'` or ask fewer workers")
     return ex
 
 

@@ -6,6 +6,7 @@ it runs an episode."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import threading
@@ -24,9 +25,9 @@ LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}   # every Ray process stay
 
 @pytest.fixture(scope="module")
 def cluster():
+    os.environ.update(LOOPBACK)     # before Ray is first imported (it reads it then), and inherited by every node
     if os.environ.get("OM2W_REQUIRE_E2E") != "1":
         pytest.importorskip("ray")
-    os.environ.update(LOOPBACK)                  # before Ray is imported, and inherited by every node it starts
     from ray.cluster_utils import Cluster  # Ray is an optional extra: only this module needs it
 
     c = Cluster(initialize_head=True, head_node_args={
@@ -118,13 +119,52 @@ def test_the_offline_suite_on_two_nodes_conforms_paced_across_nodes_with_files_s
     assert chromium_left(out) == []
 
 
+async def test_a_killed_ray_worker_ends_its_process_group_then_its_actor(cluster, tmp_path):
+    """The scheduler's kill, in-process against the cluster: the worker (and `sh` before it) gone from its node, the
+    stream ended by an `exit`, the actor ended, and a command after the kill refused."""
+    import ray  # the optional extra, as the executor imports it
+
+    from om2w_tui.executors.ray import RayExecutor
+
+    ex = RayExecutor(tmp_path / "out", cluster.address)
+    try:
+        w = await ex.start_worker(0)
+        assert w.info["shared"] is True and w.pid and psutil.pid_exists(w.pid)
+        group = os.getpgid(w.pid)
+        assert await w.send({"cmd": "pause"})          # no episode: the worker ignores it, the actor answers
+        w.kill_group()
+        assert w.killed and not await w.send({"cmd": "resume"})
+        ev = await asyncio.wait_for(w.next_event(), 30)
+        assert ev["ev"] == "exit" and w.exited
+        deadline = time.monotonic() + 10    # the worker below `sh` is reaped by init, not at once
+        while (left := _alive_in_group(group)) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        assert not left
+        with pytest.raises(ray.exceptions.RayActorError):
+            await asyncio.wait_for(w.actor.send.remote({"cmd": "pause"}), 30)
+    finally:
+        ex.shutdown()
+    assert not list((tmp_path / "out").glob(".om2w-ray-probe-*"))
+
+
+def _alive_in_group(group: int) -> list[int]:
+    alive = []
+    for p in psutil.process_iter(["status"]):
+        try:
+            if p.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(p.pid) == group:
+                alive.append(p.pid)
+        except (OSError, psutil.Error):
+            continue
+    return alive
+
+
 def test_a_node_lost_mid_episode_loses_nothing_the_episode_retried_elsewhere_its_steps_kept(cluster, tmp_path):
     """The last test of the module: it removes one of the two browser nodes, the one running the episode (one slot:
     the longest task goes first), with --out shared (written in place, as the probe finds)."""
     from om2w_tui.conformance import check_run
 
     out = tmp_path / "lost"
-    victim_task = "offline_shop_cart_05"   # seven steps: the longest task, dispatched first
+    victim_task = "offline_wiki_port_06"   # five steps: the longer task, dispatched first
     ids = [victim_task, "offline_booking_rates_11"]
     p = popen(*ray_run(cluster, out, "--model", "oracle", "--task-ids", ",".join(ids), "--workers", "1",
                        "--pace-cooldown", "0"))   # inherits os.environ: the fixture put the loopback setting in it
