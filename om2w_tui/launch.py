@@ -25,7 +25,7 @@ from .episode.arms import arm_names
 from .episode.browser import BrowserNotFound, check_browser_settings, find_chromium, resolve_browser
 from .episode.instruction import check_template
 from .executors.local import LocalExecutor
-from .executors.ray import ray_missing
+from .executors.ray import check_address, ray_missing
 from .redact import redact_argv, redact_url
 from .resources import data_dir, default_task_file
 from .results import read_results
@@ -133,7 +133,8 @@ def _check_settings(cfg: RunConfig) -> str:
     if cfg.executor not in EXECUTORS:
         return f"--executor {cfg.executor}: one of {', '.join(EXECUTORS)}"
     if cfg.executor == "ray":
-        return ray_missing() or ("" if cfg.ray_cpus > 0 else f"--ray-cpus {cfg.ray_cpus:g}: must be more than 0")
+        return ray_missing() or check_address(cfg.ray_address) or (
+            "" if cfg.ray_cpus > 0 else f"--ray-cpus {cfg.ray_cpus:g}: must be more than 0")
     return ""
 
 

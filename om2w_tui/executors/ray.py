@@ -21,6 +21,7 @@ import contextlib
 import os
 import secrets
 import shutil
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -42,6 +43,23 @@ def ray_missing() -> str:
         import ray  # noqa: F401  (only asked when a run wants Ray: an optional extra)
     except ImportError:
         return f"--executor ray: Ray is not installed; install it with `{PIP_HINT}` (or `pip install 'ray>=2.60'`)"
+    return ""
+
+
+def check_address(address: str | None, timeout: float = 3.0) -> str:
+    """'' when a Ray cluster may be at `address` (auto, HOST:PORT, or RAY_ADDRESS when None): a HOST:PORT must
+    accept a connection (ray.init would retry for minutes); else the message for --ray-address (exit code 2)."""
+    address = address or os.environ.get("RAY_ADDRESS") or "auto"
+    if address == "auto" or "://" in address:
+        return ""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        return f"--ray-address {address}: auto or HOST:PORT (the head's GCS port, 6379 by default)"
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as e:
+        return (f"--ray-address {address}: no Ray cluster answers there ({e.strerror or type(e).__name__}); start "
+                f"one with `ray start --head --resources '{{\"browser\": 4}}'` or fix the address")
     return ""
 
 

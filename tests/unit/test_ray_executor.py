@@ -4,10 +4,14 @@ a real cluster is tested in tests/e2e/test_ray.py."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from om2w_tui.executors.ray import SlotActor, write_shipped
 
@@ -65,3 +69,18 @@ def test_shipped_files_land_in_the_task_folder_atomically_and_never_outside_it(t
     assert sorted(p.name for p in (task / "trajectory").iterdir()) == ["0_full_screenshot.png"]   # no temporary
     assert sorted(p.name for p in task.iterdir()) == ["result.json", "trajectory"]
     assert not (tmp_path / "out" / "escaped.json").exists()
+
+
+def test_a_ray_address_where_no_cluster_answers_exits_2_at_once_writing_nothing(tmp_path):
+    if importlib.util.find_spec("ray") is None:   # found, not imported: Ray reads its settings when first imported
+        pytest.skip("the ray extra is not installed")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]                 # closed again when the block ends: nothing listens there
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "om2w_tui", "run", "--no-ui", "--bench", "offline", "--model", "oracle",
+                        "--executor", "ray", "--ray-address", f"127.0.0.1:{port}", "--chromium", "/bin/true",
+                        "--out", str(out)], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert r.returncode == 2, r.stderr
+    assert f"--ray-address 127.0.0.1:{port}: no Ray cluster answers there" in r.stderr
+    assert not out.exists()
