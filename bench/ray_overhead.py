@@ -7,8 +7,9 @@
    through the real scheduler, at each worker count with the local executor (the baseline) and with Ray actors on a
    one-node Ray cluster on this machine (`browser` = the largest count), in the same run. Episodes per hour are
    counted over each run's span (the first dispatch to the last record: the workers' start included, the process's
-   own start and Ray's connection not). With `--repeat 2` each pair runs twice, in both orders. Goal: Ray's
-   episodes per hour >= 0.95x the local executor's.
+   own start and Ray's connection not). With `--repeat 2` each pair runs twice, in both orders. Beside it, the CPU
+   seconds per episode of Ray's own processes (GCS, raylet, the actors' Python processes; not the workers and
+   Chromium they start). Goal: Ray's episodes per hour >= 0.95x the local executor's.
 2. Dispatch latency across nodes: one site's tasks, one slot, a cooldown between episodes, so each episode after
    the first starts when the site's cooldown expires. The Ray cluster has two nodes: the head (where the console
    runs) holds no browser, so the actor lives on the other node. Latency: from the cooldown's expiry to the moment
@@ -28,9 +29,12 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"   # before Ray is imported: every node on loopback
 
@@ -61,6 +65,56 @@ def config(out: Path, executor: str, address: str | None, workers: int, cooldown
            limit: int) -> RunConfig:
     return RunConfig(out=out, bench="offline", model="oracle", workers=workers, pace_cooldown=cooldown,
                      task_ids=task_ids, limit=limit, executor=executor, ray_address=address)
+
+
+class RayCpu:
+    """CPU seconds spent by the Ray cluster's own processes (GCS, raylets, the actors' and idle workers' Python
+    processes), not by what the actors start (the worker and its Chromium): sampled every 0.5 s, since an actor's
+    process is gone (its CPU with it) once the run ends."""
+
+    def __init__(self, c: Any) -> None:
+        self.roots = [info.process.pid for node in [c.head_node, *c.worker_nodes]
+                      for infos in node.all_processes.values() for info in infos]
+        self.seen: dict[int, float] = {}
+        self.start: dict[int, float] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _ray_processes(self) -> list[psutil.Process]:
+        procs = []
+        for pid in self.roots:
+            try:
+                root = psutil.Process(pid)
+            except psutil.Error:
+                continue
+            procs.append(root)
+            for child in root.children():   # the raylet's workers and actors; not the actors' own children
+                procs.append(child)
+        return procs
+
+    def _sample(self) -> None:
+        while True:
+            for p in self._ray_processes():
+                try:
+                    t = p.cpu_times()
+                    total = t.user + t.system
+                except psutil.Error:
+                    continue
+                self.start.setdefault(p.pid, total)
+                self.seen[p.pid] = total
+            if self.stop.wait(0.5):
+                return
+
+    def __enter__(self) -> RayCpu:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop.set()
+        self.thread.join()
+
+    def seconds(self) -> float:
+        return sum(self.seen[pid] - self.start.get(pid, 0.0) for pid in self.seen)
 
 
 class SendTimer:
@@ -109,6 +163,10 @@ async def one_run(cfg: RunConfig, timer: SendTimer | None = None) -> dict[str, f
     rows = [json.loads(x) for x in (cfg.out / "results.jsonl").read_text().splitlines() if x.strip()]
     span = max(r["finished_at"] for r in rows) - min(r["started_at"] for r in rows)
     ok = sum(r["status"] == "done" for r in rows)
+    for r in rows:   # said, never hidden: an attempt that did not end done (a retry counts as an episode)
+        if r["status"] != "done":
+            print(f"    {cfg.executor}: {r['task_id']} attempt {r['attempt']}: {r['status']} {r.get('error')}",
+                  flush=True)
     return {"episodes": stats.finished, "done": ok, "span": span, "per_hour": len(rows) / span * 3600}
 
 
@@ -132,7 +190,12 @@ def throughput(work: Path, counts: list[int], limit: int,
                 for kind in (("local", "ray") if r % 2 == 0 else ("ray", "local")):
                     cfg = config(work / f"{kind}-{n}-{r}", kind, c.address if kind == "ray" else None, n, 0.0, [],
                                  limit)
-                    got = asyncio.run(one_run(cfg))
+                    if kind == "ray":
+                        with RayCpu(c) as cpu:
+                            got = asyncio.run(one_run(cfg))
+                        got["ray_cpu"] = cpu.seconds()
+                    else:
+                        got = asyncio.run(one_run(cfg))
                     if kind == "local":
                         base = add(base, got)
                     else:
@@ -165,7 +228,8 @@ def main() -> int:
     ap.add_argument("--workers", default="1,2,4", help="worker counts, comma-separated (1,2,4)")
     ap.add_argument("--limit", type=int, default=0, help="tasks of the offline suite per run (0: all 19)")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each executor per count, alternating order (1)")
-    ap.add_argument("--latency-tasks", type=int, default=6, help="tasks of one site for the latency part (6)")
+    ap.add_argument("--latency-tasks", type=int, default=6,
+                    help="tasks of one site for the latency part (6; 0: skip it)")
     ap.add_argument("--cooldown", type=float, default=2.0, help="the site's cooldown in the latency part (2 s)")
     args = ap.parse_args()
     counts = [int(x) for x in args.workers.split(",")]
@@ -175,20 +239,22 @@ def main() -> int:
         print("throughput (each line as it is measured):", flush=True)
         rows = throughput(work, counts, args.limit, args.repeat)
         print("dispatch latency:", flush=True)
-        lat_local, lat_ray = latency(work, args.latency_tasks, args.cooldown)
+        lat_local, lat_ray = latency(work, args.latency_tasks, args.cooldown) if args.latency_tasks else ([], [])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print()
     print(f"offline suite, oracle model, cooldown 0, real workers and Chromium; Ray: one node on this machine "
           f"({os.cpu_count()} cores); {time.monotonic() - t0:.0f} s in all")
-    print(f"{'workers':>7} {'executor':<8} {'eps':>4} {'span s':>7} {'ep/hour':>8} {'x local':>8}  "
-          f"goal >= {THROUGHPUT_GOAL:.2f}")
+    print(f"{'workers':>7} {'executor':<8} {'eps':>4} {'span s':>7} {'ep/hour':>8} {'x local':>8} {'Ray CPU s/ep':>12}"
+          f"  goal >= {THROUGHPUT_GOAL:.2f}")
     for n, base, mine in rows:
         ratio = mine["per_hour"] / base["per_hour"]
         print(f"{n:>7} {'local':<8} {base['episodes']:>4.0f} {base['span']:>7.1f} {base['per_hour']:>8.0f} "
-              f"{1.0:>8.2f}")
+              f"{1.0:>8.2f} {'':>12}")
         print(f"{n:>7} {'ray':<8} {mine['episodes']:>4.0f} {mine['span']:>7.1f} {mine['per_hour']:>8.0f} "
-              f"{ratio:>8.2f}  {verdict(ratio >= THROUGHPUT_GOAL)}")
+              f"{ratio:>8.2f} {mine['ray_cpu'] / mine['episodes']:>12.2f}  {verdict(ratio >= THROUGHPUT_GOAL)}")
+    if not args.latency_tasks:
+        return 0
     print()
     print(f"dispatch latency, cooldown expiry -> run command in the worker's pipe ({args.latency_tasks} tasks of one "
           f"site, cooldown {args.cooldown:g} s, 1 slot; Ray: the actor on a node other than the console's)")
