@@ -17,8 +17,8 @@
    executor, measured the same way in the same run, is the baseline. Goal: Ray's p99 <= 50 ms.
 
 Each cluster is warmed up first (an actor started and ended, then 10 s to settle): a cluster just started burns CPU
-for seconds, which the first Ray run measured would pay. Every Ray process stays on 127.0.0.1 (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, node_ip_address 127.0.0.1); each cluster
-is ended in a `finally`.
+for seconds, which the first Ray run measured would pay. Every Ray process stays on 127.0.0.1
+(RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, node_ip_address 127.0.0.1); each cluster is ended in a `finally`.
 """
 
 from __future__ import annotations
