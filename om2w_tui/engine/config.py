@@ -16,6 +16,7 @@ BENCHES = ("om2w", "webvoyager", "offline")
 SCHEMAS = ("v1", "v2")
 COORDINATES = ("off", "pixels", "normalized")
 DEFAULT_VLLM = "http://127.0.0.1:8400/v1"
+EXECUTORS = ("local", "ray")
 
 
 def is_oracle(model: str) -> bool:
@@ -67,6 +68,10 @@ class RunConfig:
     # file ('' all of it; 'K/N' shard K of N; 'a:b/N' shards a..b-1 of N, the seed's --slot-range)
     pace_dir: Path | None = None
     shard: str = ""
+    # where episodes run: local worker processes, or Ray actors in a cluster (auto, HOST:PORT; unset: RAY_ADDRESS)
+    executor: str = "local"
+    ray_address: str | None = None
+    ray_cpus: float = 1.0          # CPUs each Ray actor (one worker and its Chromium) asks, besides one `browser`
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)

@@ -22,7 +22,7 @@ from typing import Any
 
 from om2w_tui.benchmarks.dates import refresh_note
 from om2w_tui.benchmarks.tasks import Task, TaskFileError, file_sha256, load_tasks, parse_tasks, select
-from om2w_tui.engine.config import COORDINATES, RunConfig
+from om2w_tui.engine.config import COORDINATES, EXECUTORS, RunConfig
 from om2w_tui.engine.control import Run
 from om2w_tui.engine.control_socket import ControlServer, ControlSocketError
 from om2w_tui.engine.events import Log, Sink
@@ -36,6 +36,7 @@ from om2w_tui.episode.arms import arm_names
 from om2w_tui.episode.browser import BrowserNotFound, check_browser_settings, find_chromium, resolve_browser
 from om2w_tui.episode.instruction import check_template
 from om2w_tui.executors.local import LocalExecutor
+from om2w_tui.executors.ray import check_address, ray_missing
 from om2w_tui.files import write_json_atomic
 from om2w_tui.resources import data_dir, default_task_file
 
@@ -134,6 +135,11 @@ def _check_settings(cfg: RunConfig) -> str:
         return f"--arm {cfg.arm}: no such arm (known: {', '.join(arm_names())})"
     if cfg.coordinates not in COORDINATES:
         return f"--coordinates {cfg.coordinates}: one of {', '.join(COORDINATES)}"
+    if cfg.executor not in EXECUTORS:
+        return f"--executor {cfg.executor}: one of {', '.join(EXECUTORS)}"
+    if cfg.executor == "ray":
+        return ray_missing() or check_address(cfg.ray_address) or (
+            "" if cfg.ray_cpus > 0 else f"--ray-cpus {cfg.ray_cpus:g}: must be more than 0")
     return ""
 
 
@@ -270,6 +276,28 @@ def reference_judge(task: dict[str, Any], rec: EpisodeRecord) -> bool | None:
     return rec.status == "done" and rec.agent_done and judge_answer(task, rec.answer)
 
 
+def make_executor(cfg: RunConfig, stack: contextlib.ExitStack) -> Any:
+    """The run's executor: local worker processes, or (--executor ray) Ray actors, ended with the run's stack."""
+    if cfg.executor != "ray":
+        return LocalExecutor(cfg.out)
+    from om2w_tui.executors.ray import (
+        RayExecutor,  # Ray only when a run asks for it (an optional extra, slow to import)
+    )
+
+    key = os.environ.get(cfg.api_key_env)   # the nodes have their own environment: the key travels with the start
+    try:
+        ex = RayExecutor(cfg.out, cfg.ray_address, cfg.ray_cpus, env={cfg.api_key_env: key} if key else None)
+    except ConnectionError as e:
+        raise UsageError(f"--ray-address {cfg.ray_address or os.environ.get('RAY_ADDRESS') or 'auto'}: no Ray "
+                         f"cluster there ({e}); start one with `ray start --head --resources '{{\"browser\": 4}}'`"
+                         ) from None
+    stack.callback(ex.shutdown)
+    if (n := ex.browsers()) < cfg.workers:   # a slot whose actor finds no browser would hold its site, waiting
+        raise UsageError(f"--workers {cfg.workers}: the Ray cluster at {ex.address} advertises {n} browsers; start "
+                         f"nodes with `ray start ... --resources '{{\"browser\": N}}'` or ask fewer workers")
+    return ex
+
+
 @contextlib.asynccontextmanager
 async def open_run(pre: Preflight, sinks: list[Sink]) -> AsyncIterator[Run]:
     """Start the run's services and yield the run (its scheduler, as the front ends may hold it); everything started
@@ -299,7 +327,7 @@ async def open_run(pre: Preflight, sinks: list[Sink]) -> AsyncIterator[Run]:
         except OutFolderBusy as e:
             raise UsageError(str(e)) from None
         write_manifest(pre, {"endpoint": redact_url(endpoint)})
-        executor = LocalExecutor(cfg.out)
+        executor = make_executor(cfg, stack)
 
         async def probe() -> bool:
             return await asyncio.to_thread(probe_endpoint, endpoint, cfg.model, cfg.api_key())

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from om2w_tui.engine.config import BENCHES, COORDINATES, DEFAULT_VLLM, SCHEMAS, RunConfig
+from om2w_tui.engine.config import BENCHES, COORDINATES, DEFAULT_VLLM, EXECUTORS, SCHEMAS, RunConfig
 from om2w_tui.episode.browser import DEFAULT_LOCALE, DEFAULT_TIMEZONE, DEFAULT_VIEWPORT
 
 # kinds: text (a string; empty is the default), path, int (a whole number at least `minimum`), number (0 or more;
@@ -18,9 +18,9 @@ from om2w_tui.episode.browser import DEFAULT_LOCALE, DEFAULT_TIMEZONE, DEFAULT_V
 # False)
 KINDS = ("text", "path", "int", "number", "csv", "choice", "on", "off")
 
-WHAT, AGENT, ARMS, BROWSER, PACING, FAULTS, BEYOND = (
+WHAT, AGENT, ARMS, BROWSER, PACING, FAULTS, WHERE, BEYOND = (
     "what to run", "the agent", "arms and training rows", "the browser (the same on every host)", "pacing and slots",
-    "faults", "beyond one run (several runs on a node, several nodes without Ray)")
+    "faults", "where episodes run", "beyond one run (several runs on a node, several nodes without Ray)")
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("probe_interval", "--probe-interval",
             "seconds between endpoint probes while dispatch is paused by the breaker (30)", "number", FAULTS,
             above_zero=True),
+    # where episodes run
+    Setting("executor", "--executor", "local: worker processes on this machine; ray: one Ray actor per slot anywhere "
+            "in a Ray cluster (pip install 'om2w-tui[ray]'; nodes advertise --resources '{\"browser\": N}')",
+            "choice", WHERE, choices=EXECUTORS, demo=False),
+    Setting("ray_address", "--ray-address", "--executor ray: the cluster to join (default: $RAY_ADDRESS, else auto: "
+            "the one on this node)", group=WHERE, metavar="auto|HOST:PORT", demo=False),
+    Setting("ray_cpus", "--ray-cpus", "--executor ray: CPUs each actor (one worker and its Chromium) asks, besides a "
+            "browser (1)", "number", WHERE, above_zero=True, metavar="N", demo=False),
     # beyond one run
     Setting("pace_dir", "--pace-dir", "a node-local folder of per-site lock files shared by every run on the node "
             "(and by the seed runner's --pace-dir): no two runs on one site at once, the cooldown kept between them",

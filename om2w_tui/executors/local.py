@@ -25,6 +25,8 @@ class WorkerDied(RuntimeError):
 class WorkerProcess:
     """One worker process. `events` yields its events; an `exit` event (with the return code) ends the stream."""
 
+    command: tuple[str, ...] = (sys.executable, "-m", "om2w_tui.episode.worker")
+
     def __init__(self, slot: int, log_path: Path, env: dict[str, str] | None = None):
         self.slot = slot
         self.log_path = Path(log_path)
@@ -42,7 +44,7 @@ class WorkerProcess:
     async def start(self) -> None:
         with open(self.log_path, "ab") as log:
             self.proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "om2w_tui.episode.worker",
+                *self.command,
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log,
                 start_new_session=True, env={**os.environ, **(self.env or {})}, limit=1 << 24)
         self._reader = asyncio.create_task(self._read())
