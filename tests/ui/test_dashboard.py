@@ -239,3 +239,22 @@ async def settle(pilot) -> None:
     for _ in range(4):
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
+
+
+async def test_footer_rebuilds_keep_no_removed_keys_alive(tmp_path):
+    """Each change of the allowed commands rebuilds the footer; the keys it removed must be freed (Textual's Footer
+    kept every one of them alive through a watcher: the console grew with every finished episode)."""
+    import gc   # here: only this test counts live objects
+
+    from textual.widgets._footer import FooterKey   # here: the private key widget is what leaked
+
+    app, clock, _ = build(tmp_path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await feed(pilot, app, clock)
+        for i in range(6):
+            app.sink.handle(DispatchChanged(i % 2 == 0, ""))
+            await pilot.pause(0.05)
+        await pilot.pause(0.3)
+        gc.collect()
+        keys = [o for o in gc.get_objects() if isinstance(o, FooterKey)]
+        assert keys and all(k.is_attached for k in keys), f"{sum(not k.is_attached for k in keys)} removed keys alive"

@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer
+from textual.widgets import DataTable
 
 from om2w_tui.engine.control import RunControl
 from om2w_tui.engine.events import Pacing
@@ -34,6 +34,7 @@ from om2w_tui.frontends.console.messages import (
     StepTaken,
     TaskPutBack,
 )
+from om2w_tui.frontends.console.widgets.footer import LeanFooter
 from om2w_tui.frontends.console.widgets.keyed_table import KeyedTable
 from om2w_tui.frontends.console.widgets.panels import EpisodesTable, SitesTable, SlotsTable, StepsLog
 from om2w_tui.frontends.console.widgets.run_header import RunHeader
@@ -124,7 +125,7 @@ class DashboardScreen(Screen[None]):
         episodes = EpisodesTable(id="episodes", classes="panel")
         episodes.border_title = "Episodes"
         yield episodes
-        yield Footer(compact=True)
+        yield LeanFooter(compact=True)
 
     def on_mount(self) -> None:
         self._tick_timer = self.set_interval(1.0, self._tick)

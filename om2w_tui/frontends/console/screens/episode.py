@@ -14,11 +14,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Label, Static
+from textual.widgets import Label, Static
 
 from om2w_tui.benchmarks.episode_folder import EpisodeFolder, episode_steps, is_attempt_folder, read_episode
 from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.frontends.console.messages import EpisodeChange
+from om2w_tui.frontends.console.widgets.footer import LeanFooter
 from om2w_tui.frontends.console.widgets.screenshot import fit_cells, load_screenshot, screenshot_widget
 from om2w_tui.frontends.formatting import clip
 
@@ -67,7 +68,7 @@ class EpisodeScreen(Screen[None]):
                 yield Static("", id="ep-files")
             with Vertical(id="ep-shot-box"):
                 yield screenshot_widget(self.renderer, id="ep-shot")
-        yield Footer(compact=True)
+        yield LeanFooter(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#ep-shot-box").border_title = "Screenshot"

@@ -15,11 +15,12 @@ from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Button, Footer, Input, Label, Select, Static
+from textual.widgets import Button, Input, Label, Select, Static
 
 from om2w_tui.engine.launch import Preflight
 from om2w_tui.episode.arms import arm_names
 from om2w_tui.frontends.console.launch_values import CHOICES, FIELDS, FormError, config_from_values, field_of_problem
+from om2w_tui.frontends.console.widgets.footer import LeanFooter
 
 if TYPE_CHECKING:
     from om2w_tui.frontends.console.app import ConsoleApp
@@ -73,7 +74,7 @@ class LaunchScreen(Screen[None]):
                 with Horizontal(id="launch-buttons"):
                     yield Button("Check", id="check-button")
                     yield Button("Launch", variant="primary", id="launch-button")
-        yield Footer(compact=True)
+        yield LeanFooter(compact=True)
 
     def _field_widget(self, key: str, kind: str, placeholder: str) -> Any:
         value = self.values.get(key, "")

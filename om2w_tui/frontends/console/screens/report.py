@@ -19,7 +19,7 @@ from textual.binding import Binding
 from textual.containers import Container
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Label, Static
+from textual.widgets import DataTable, Label, Static
 
 from om2w_tui.benchmarks.episode_folder import read_answer
 from om2w_tui.engine.results import EpisodeRecord, read_results
@@ -27,6 +27,7 @@ from om2w_tui.evaluation.report import summarize
 from om2w_tui.evaluation.report_text import fmt_num, fmt_rate
 from om2w_tui.evaluation.summary import ErrorGroup, RunReport, TaskRow
 from om2w_tui.frontends.console.messages import EpisodeChange
+from om2w_tui.frontends.console.widgets.footer import LeanFooter
 from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable
 from om2w_tui.frontends.console.widgets.panels import STATUS_STYLE, styled
 from om2w_tui.frontends.console.widgets.rate_chart import RateChart
@@ -280,7 +281,7 @@ class ReportScreen(Screen[None]):
         errors = ErrorsTable(id="errors", classes="panel")
         errors.border_title = "Errors"
         yield errors
-        yield Footer(compact=True)
+        yield LeanFooter(compact=True)
 
     def on_mount(self) -> None:
         self.query_one(FailuresTable).focus()
