@@ -244,9 +244,9 @@ async def settle(pilot) -> None:
 async def test_footer_rebuilds_keep_no_removed_keys_alive(tmp_path):
     """Each change of the allowed commands rebuilds the footer; the keys it removed must be freed (Textual's Footer
     kept every one of them alive through a watcher: the console grew with every finished episode)."""
-    import gc   # here: only this test counts live objects
+    import gc  # here: only this test counts live objects
 
-    from textual.widgets._footer import FooterKey   # here: the private key widget is what leaked
+    from textual.widgets._footer import FooterKey  # here: the private key widget is what leaked
 
     app, clock, _ = build(tmp_path)
     async with app.run_test(size=(160, 45)) as pilot:
