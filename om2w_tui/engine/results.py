@@ -61,12 +61,12 @@ class EpisodeRecord:
     @property
     def settles(self) -> bool:
         """Whether it finishes its task (see `settles`)."""
-        return not self.requeued and not (self.status == "error" and self.error_kind == "infra")
+        return _settles(self.status, self.error, self.error_kind)
 
     @property
     def requeued(self) -> bool:
         """Ended by its run's stop or its user's requeue: it runs again, and is not the task's result."""
-        return self.status == "killed" and self.error in (INTERRUPTED, REQUEUED)
+        return _requeued(self.status, self.error)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -123,9 +123,16 @@ def _coerce(value: Any, kind: type) -> Any:
 def settles(record: dict[str, Any]) -> bool:
     """Whether a task's latest record means it is finished and must not run again: not when its run was stopped
     under it, nor when the harness failed it (an infra error is retried, never counted as the agent's)."""
-    if record.get("status") == "killed" and record.get("error") in (INTERRUPTED, REQUEUED):
-        return False
-    return not (record.get("status") == "error" and record.get("error_kind") == "infra")
+    return _settles(record.get("status"), record.get("error"), record.get("error_kind"))
+
+
+def _requeued(status: object, error: object) -> bool:
+    return status == "killed" and error in (INTERRUPTED, REQUEUED)
+
+
+def _settles(status: object, error: object, error_kind: object) -> bool:
+    """The one rule, for a record read as JSON and for an EpisodeRecord alike."""
+    return not _requeued(status, error) and not (status == "error" and error_kind == "infra")
 
 
 def _finish_time(record: dict[str, Any]) -> float:

@@ -162,7 +162,6 @@ SETTINGS: tuple[Setting, ...] = (
             "path", BEYOND, metavar="DIR"),
 )
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
-BY_FLAG: dict[str, Setting] = {s.flag: s for s in SETTINGS}
 
 
 def on_the_form() -> Iterator[Setting]:

@@ -54,7 +54,6 @@ class RunState:
     total: int = 0
     settled_before: int = 0
     max_steps: int = 0
-    workers: int = 0
     phase: str = "starting"             # starting | running | stopping | finished | failed
     paused: bool = False
     pause_reason: str = ""
@@ -64,11 +63,9 @@ class RunState:
     errors_here: int = 0
     correct: int = 0
     judged: int = 0
-    sites_seen: bool = False
     pacing: Pacing | None = None        # how the run paces its sites (from the first snapshot)
     target_workers: int = 0             # the slots the run keeps (from the latest snapshot)
     errored: int = 0                    # tasks whose latest attempt is an error (what a retry would queue)
-    breaker: str = ""                   # why the circuit breaker holds dispatch, "" when closed
     reported: tuple[int, int] | None = None   # (done, errors) as the engine last counted them
     slots: dict[int, SlotView] = field(default_factory=dict)
     sites: dict[str, SiteView] = field(default_factory=dict)
@@ -78,8 +75,7 @@ class RunState:
 
     # ── events ─────────────────────────────────────────────
     def run_started(self, ev: events.RunStarted, now: float) -> None:
-        self.total, self.settled_before, self.workers = ev.total, ev.settled, ev.workers
-        self.target_workers = ev.workers
+        self.total, self.settled_before, self.target_workers = ev.total, ev.settled, ev.workers
         self.started_at = now
         self.phase = "running"
 
@@ -155,7 +151,7 @@ class RunState:
     def apply_snapshot(self, snap: RunSnapshot, taken_at: float) -> None:
         """Take the engine's state as it was at `taken_at` (console clock); loop-clock deadlines become console ones."""
         self.pacing = snap.pacing
-        self.target_workers, self.errored, self.breaker = snap.target_workers, snap.errors, snap.breaker
+        self.target_workers, self.errored = snap.target_workers, snap.errors
         present = set()
         for row in snap.slots:
             present.add(row.slot)
@@ -184,7 +180,6 @@ class RunState:
         for name in list(self.sites):
             if name not in seen:
                 del self.sites[name]
-        self.sites_seen = True
         if self.sites:
             self.reported = (sum(v.done for v in self.sites.values()), sum(v.errors for v in self.sites.values()))
         self.paused = snap.paused
