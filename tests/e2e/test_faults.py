@@ -128,20 +128,37 @@ class _Blocker(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def blocker():
+def _serve_blocker():
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Blocker)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+@pytest.fixture
+def blocker():
+    server, url = _serve_blocker()
+    yield url
     server.shutdown()
 
 
-def test_bot_walls_are_recorded_as_blocked(tmp_path, blocker):
+@pytest.fixture
+def blockers():
+    """Three blocker servers: three sites (a port is a site here), so that no widened cooldown is waited out."""
+    served = [_serve_blocker() for _ in range(3)]
+    yield [url for _, url in served]
+    for server, _ in served:
+        server.shutdown()
+
+
+def test_bot_walls_are_recorded_as_blocked(tmp_path, blockers):
+    # One wall per site: a block widens its site's cooldown to at least a minute (pacing.WIDEN_FLOOR_S, its
+    # timing checked in virtual time in tests/unit), which three walls on one site would wait out in real time.
+    walls = ("cloudflare", "forbidden", "captcha")
     tasks = tmp_path / "tasks.json"
     tasks.write_text(json.dumps([
         {"task_id": f"wall_{name}", "confirmed_task": f"Find the price on the {name} page",
-         "website": f"{blocker}/{name}", "level": "easy"} for name in ("cloudflare", "forbidden", "captcha")]))
+         "website": f"{url}/{name}", "level": "easy"} for name, url in zip(walls, blockers)]))
     out = tmp_path / "walls"
     r = cli("run", "--no-ui", "--tasks", str(tasks), "--model", "oracle", "--workers", "2", "--pace-cooldown", "0",
             "--out", str(out))
@@ -150,7 +167,9 @@ def test_bot_walls_are_recorded_as_blocked(tmp_path, blocker):
     assert got == {"wall_cloudflare": ("blocked", "Cloudflare challenge"),
                    "wall_forbidden": ("blocked", "HTTP 403 on the main document"),
                    "wall_captcha": ("blocked", "reCAPTCHA")}
-    assert "its cooldown is now" in r.stdout      # the site's pacing widened
+    for name, url in zip(walls, blockers):          # each site's pacing widened, from 0 to the floor
+        error = got[f"wall_{name}"][1]
+        assert f"{url.removeprefix('http://')}: {error}; its cooldown is now 60 s" in r.stdout, r.stdout[-3000:]
     for tid in got:
         check_task_folder(out / tid)
 
