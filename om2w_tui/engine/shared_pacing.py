@@ -13,12 +13,19 @@ The in-process `SitePacer` stays the authority inside one run; the directory onl
 locks can be taken now (never blocking) and its `.last` is older than the site's cooldown. Another run's cooldown
 becomes this pacer's `ready_at` (an ordinary timer); a site held by another run is tried again every `RETRY_S`
 through `next_ready`, and only while the scheduler has a free slot for it (one timer, not a busy loop).
+
+A cooldown widened after a bot wall is shared too, in `<DIR>/<name>.cooldown` (its seconds, as text, written
+atomically): a block seen by one run means the site is wary of this IP, whichever run comes next. A run adopts the
+file's value when it is above its own cooldown for the site, as it takes the site's locks (so before counting the
+`.last` stamp's cooldown); widening and relaxing rewrite the file, and a cooldown relaxed back to the run's default
+removes it. The seed runner does not read it (it has no widening).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import math
 import os
 import re
 import time
@@ -73,6 +80,15 @@ def _try_flock(path: Path) -> int | None:
     return fd
 
 
+def _read_cooldown(path: Path) -> float:
+    """The seconds in a `.cooldown` file; 0 when there is none or it does not hold a number >= 0."""
+    try:
+        value = float(path.read_text().strip())
+    except (OSError, ValueError):
+        return 0.0
+    return value if math.isfinite(value) and value >= 0 else 0.0
+
+
 def _unlock(fd: int) -> None:
     with contextlib.suppress(OSError):
         fcntl.flock(fd, fcntl.LOCK_UN)
@@ -98,6 +114,7 @@ class SharedSitePacer(SitePacer):
         self._elsewhere: set[str] = set()       # found held by another run at the last try
         self._said: set[str] = set()
         self._stamped: dict[str, int] = {}      # name -> mtime (ns) of the `.last` this run wrote last
+        self._adopted: dict[str, float] = {}    # site -> the shared cooldown last adopted (said once per value)
 
     def names(self, site: str) -> tuple[str, ...]:
         return self._names.get(site) or lock_names(site, ())
@@ -125,6 +142,7 @@ class SharedSitePacer(SitePacer):
             fds.append(fd)
         self._elsewhere.discard(site)
         st = self.state(site)
+        self._adopt_shared_cooldown(site)
         wait = max(self._cooling_left(name, st.cooldown) for name in self.names(site))
         if wait > CLOCK_SLACK_S:   # another run ended an episode here lately: its cooldown is ours too
             for f in fds:
@@ -145,6 +163,38 @@ class SharedSitePacer(SitePacer):
         mtime = stat.st_mtime
         # a stamp from the future (a clock set back) waits one cooldown at most
         return min(cooldown, mtime + cooldown - self._wall())
+
+    def _adopt_shared_cooldown(self, site: str) -> None:
+        """Another run widened the site's cooldown after a bot wall: ours is at least that (read under the lock)."""
+        st = self.state(site)
+        shared = max((_read_cooldown(self.dir / f"{name}.cooldown") for name in self.names(site)), default=0.0)
+        if shared > st.cooldown:
+            st.cooldown = min(self.cap, shared)
+            if self._note is not None and self._adopted.get(site) != st.cooldown:
+                self._adopted[site] = st.cooldown
+                self._note(f"{site}: another run widened its cooldown; it is now {st.cooldown:g} s here too")
+
+    def widen(self, site: str) -> float:
+        cooldown = super().widen(site)
+        self._share_cooldown(site)
+        return cooldown
+
+    def relax(self, site: str) -> float:
+        cooldown = super().relax(site)
+        self._share_cooldown(site)
+        return cooldown
+
+    def _share_cooldown(self, site: str) -> None:
+        cooldown = self.state(site).cooldown
+        for name in self.names(site):
+            path = self.dir / f"{name}.cooldown"
+            with contextlib.suppress(OSError):   # sharing is a courtesy: a full or read-only dir must not stop a run
+                if cooldown <= self.cooldown:
+                    path.unlink(missing_ok=True)
+                else:
+                    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+                    tmp.write_text(f"{cooldown:g}\n")
+                    os.replace(tmp, path)
 
     def acquire(self, site: str, now: float) -> None:
         super().acquire(site, now)   # through can_start: the site's locks are held from here

@@ -147,6 +147,49 @@ def test_an_episode_that_never_reached_the_site_stamps_nothing(tmp_path):
     assert SharedSitePacer(tmp_path, 60).can_start("x.com", 0.0)
 
 
+def test_a_cooldown_widened_by_one_run_holds_the_next_run_too(tmp_path):
+    """A bot wall seen by run a widens the site's cooldown for run b as well: b adopts it when it takes the site, so
+    a's stamp is waited out with the widened cooldown, and so are b's own episodes; relaxing shares back down."""
+    wall = Wall()
+    notes: list[str] = []
+    a = SharedSitePacer(tmp_path, 10, wall=wall)
+    b = SharedSitePacer(tmp_path, 10, wall=wall, note=notes.append)
+    a.acquire("x.com", 0.0)
+    a.end_round()
+    assert a.widen("x.com") == 60.0
+    assert (tmp_path / "x.com.cooldown").read_text() == "60\n"
+    a.release("x.com", 1.0)
+    wall.t += 11                                  # past the run's own 10 s, within the widened 60 s
+    assert not b.can_start("x.com", 11.0)
+    assert b.state("x.com").cooldown == 60.0
+    assert b.cooling_until("x.com", 11.0) == pytest.approx(60.0, abs=1.0)
+    assert [n for n in notes if "widened" in n] == ["x.com: another run widened its cooldown; it is now 60 s here too"]
+    wall.t += 50
+    assert b.can_start("x.com", 61.0)
+    b.acquire("x.com", 61.0)
+    b.release("x.com", 62.0)
+    assert b.cooling_until("x.com", 62.0) == 122.0  # b's own episode keeps the widened cooldown
+    assert b.relax("x.com") == 35.0               # a clean episode: the excess halves, shared at once
+    assert (tmp_path / "x.com.cooldown").read_text() == "35\n"
+    while b.relax("x.com") > 10.0:
+        pass
+    assert not (tmp_path / "x.com.cooldown").exists()   # back to the default: nothing left to share
+    assert len([n for n in notes if "widened" in n]) == 1
+
+
+@pytest.mark.parametrize("text", ["", "soon", "-5", "inf", "nan"])
+def test_a_cooldown_file_that_is_not_a_number_is_ignored(tmp_path, text):
+    (tmp_path / "x.com.cooldown").write_text(text)
+    p = SharedSitePacer(tmp_path, 10)
+    assert p.can_start("x.com", 0.0) and p.state("x.com").cooldown == 10.0
+
+
+def test_a_shared_cooldown_never_exceeds_the_cap(tmp_path):
+    (tmp_path / "x.com.cooldown").write_text("1e9\n")
+    p = SharedSitePacer(tmp_path, 10)
+    assert p.can_start("x.com", 0.0) and p.state("x.com").cooldown == p.cap
+
+
 def test_without_a_pace_dir_the_pacer_is_the_in_process_one(tmp_path):
     t = Task("t1", "do", "https://www.a.com/", "easy")
     assert type(make_pacer(None, 10, 1, [t])) is SitePacer
