@@ -350,7 +350,8 @@ def compare(args: argparse.Namespace) -> int:
                                  if args.keep else None)
                     recs = episodes_in(out)
                     acc = rows.setdefault((label, runner), {"wall": 0.0, "cpu": 0.0, "slot_mb": 0.0, "outlived": 0,
-                                                            "records": []})
+                                                            "records": [], "rounds": []})
+                    acc["rounds"].append(len(recs) / m["wall"])
                     acc["wall"] += m["wall"]
                     acc["cpu"] += m["cpu"]
                     acc["slot_mb"] = max(acc["slot_mb"], m["slot_mb"])
@@ -388,6 +389,9 @@ def compare(args: argparse.Namespace) -> int:
         for runner, m in pair.items():
             if m["outlived"]:
                 print(f"  {label}, {runner}: {m['outlived']} processes outlived their run (killed by the bench)")
+        per_round = [o / b for o, b in zip(pair["om2w-tui"]["rounds"], base["rounds"], strict=True)]
+        print(f"  {label}: om2w-tui's throughput x, round by round (each pair of runs next to each other in time): "
+              f"{', '.join(f'{x:.2f}' for x in per_round)}")
         mismatch = episode_mismatch({runner: m["records"] for runner, m in pair.items()})
         if mismatch:
             print(f"  {label}: NOT the same episodes, so the figures do not compare:")
