@@ -191,7 +191,9 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True) -> tuple[Preflight |
 
     add("settings", _check_settings(cfg), f"arm {cfg.arm}, {cfg.workers} workers, timeout {cfg.timeout:g} s, "
         f"cooldown {cfg.pace_cooldown:g} s, {cfg.site_slots or 'any number of'} per site, {cfg.max_steps} steps"
-        + (" (unpaced)" if cfg.site_slots == 0 and cfg.pace_cooldown == 0 else ""))
+        + (" (unpaced)" if cfg.site_slots == 0 and cfg.pace_cooldown == 0 else "")
+        + (f", on Ray actors ({cfg.ray_address or os.environ.get('RAY_ADDRESS') or 'auto'})"
+           if cfg.executor == "ray" else ""))
     chosen: list[Task] = []
     task_file = None
     try:

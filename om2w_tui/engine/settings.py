@@ -151,15 +151,16 @@ SETTINGS: tuple[Setting, ...] = (
     # where episodes run
     Setting("executor", "--executor", "local: worker processes on this machine; ray: one Ray actor per slot anywhere "
             "in a Ray cluster (pip install 'om2w-tui[ray]'; nodes advertise --resources '{\"browser\": N}')",
-            "choice", WHERE, choices=EXECUTORS, demo=False),
+            "choice", WHERE, choices=EXECUTORS, label="executor", demo=False),
     Setting("ray_address", "--ray-address", "--executor ray: the cluster to join (default: $RAY_ADDRESS, else auto: "
-            "the one on this node)", group=WHERE, metavar="auto|HOST:PORT", demo=False),
+            "the one on this node)", group=WHERE, metavar="auto|HOST:PORT", label="Ray address",
+            placeholder="auto ($RAY_ADDRESS, or this node's)", demo=False),
     Setting("ray_cpus", "--ray-cpus", "--executor ray: CPUs each actor (one worker and its Chromium) asks, besides a "
             "browser (1)", "number", WHERE, above_zero=True, metavar="N", demo=False),
     # beyond one run
     Setting("pace_dir", "--pace-dir", "a node-local folder of per-site lock files shared by every run on the node "
             "(and by the seed runner's --pace-dir): no two runs on one site at once, the cooldown kept between them",
-            "path", BEYOND, metavar="DIR"),
+            "path", BEYOND, metavar="DIR", label="pace dir", placeholder="none: this run paces alone"),
 )
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
 

@@ -83,3 +83,23 @@ def test_the_agent_and_browser_settings_are_in_the_form(tmp_path):
     with pytest.raises(FormError) as e:
         config_from_values({**DEFAULTS, "instruction_template_file": str(tmp_path / "missing.txt")})
     assert e.value.key == "instruction_template_file" and "--instruction-template" in str(e.value)
+
+
+def test_where_episodes_run_and_the_shared_pace_dir_are_in_the_form(tmp_path):
+    """The executor, the Ray cluster and --pace-dir are launched from the form as from the command line; a shard
+    (a node of a cluster split, run headless) stays a flag."""
+    assert DEFAULTS["executor"] == "local" and DEFAULTS["pace_dir"] == "" and DEFAULTS["ray_address"] == ""
+    cfg = config_from_values({**DEFAULTS, "executor": "ray", "ray_address": "127.0.0.1:6379",
+                              "pace_dir": str(tmp_path / "pace")})
+    assert (cfg.executor, cfg.ray_address, cfg.pace_dir) == ("ray", "127.0.0.1:6379", tmp_path / "pace")
+    plain = config_from_values(DEFAULTS)
+    assert (plain.executor, plain.ray_address, plain.pace_dir) == ("local", None, None)
+    with pytest.raises(FormError) as e:
+        config_from_values({**DEFAULTS, "executor": "slurm"})
+    assert e.value.key == "executor" and "local, ray" in str(e.value)
+    assert field_of_problem("--pace-dir /etc/passwd: is a file, not a folder") == "pace_dir"
+    assert field_of_problem("--executor ray: Ray is not installed (pip install 'om2w-tui[ray]')") == "executor"
+    assert field_of_problem("--ray-address 10.0.0.1:6379: no Ray cluster answers there") == "ray_address"
+    saved = tmp_path / "last.json"
+    save_values(saved, values_from_config(cfg))
+    assert config_from_values(load_values(saved)).to_json() == cfg.to_json()

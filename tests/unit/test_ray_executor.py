@@ -84,3 +84,21 @@ def test_a_ray_address_where_no_cluster_answers_exits_2_at_once_writing_nothing(
     assert r.returncode == 2, r.stderr
     assert f"--ray-address 127.0.0.1:{port}: no Ray cluster answers there" in r.stderr
     assert not out.exists()
+
+
+def test_the_preflight_names_the_ray_cluster_a_run_will_use(tmp_path):
+    """`doctor` (and the launch form's preflight, the same checks) says a run goes to Ray actors and where, once
+    something answers at the address; nothing is written."""
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("the ray extra is not installed")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        out = tmp_path / "out"
+        r = subprocess.run([sys.executable, "-m", "om2w_tui", "doctor", "--bench", "offline", "--model", "oracle",
+                            "--executor", "ray", "--ray-address", f"127.0.0.1:{port}", "--out", str(out)],
+                           capture_output=True, text=True, timeout=60, cwd=REPO, env={**os.environ, "COLUMNS": "400"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"on Ray actors (127.0.0.1:{port})" in r.stdout
+    assert not out.exists()

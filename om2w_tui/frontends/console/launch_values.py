@@ -35,8 +35,8 @@ def _field(st: Setting) -> Field:
 
 # the form's fields, in the form's order: the settings that have a label (engine/settings.py declares each once)
 ORDER = ("bench", "tasks", "arm", "model", "vllm", "api_key_env", "workers", "out", "pace_cooldown", "site_slots",
-         "timeout", "max_steps", "levels", "sites", "task_ids", "limit", "instruction_template_file", "coordinates",
-         "viewport", "user_agent", "locale", "timezone")
+         "pace_dir", "executor", "ray_address", "timeout", "max_steps", "levels", "sites", "task_ids", "limit",
+         "instruction_template_file", "coordinates", "viewport", "user_agent", "locale", "timezone")
 FIELDS: tuple[Field, ...] = tuple(_field(SETTING[k]) for k in ORDER)
 CHOICES: dict[str, tuple[str, ...]] = {st.key: st.choices for st in on_the_form() if st.kind == "choice"}
 BY_KEY = {f.key: f for f in FIELDS}
