@@ -30,6 +30,7 @@ from typing import Any
 
 import psutil
 from _common import SimExecutor, pct, verdict
+from loop_watch import StallWatch
 
 from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.engine.config import RunConfig
@@ -62,6 +63,7 @@ class Progress:
 
 STARTUP_S = 10.0   # phase 1 also prints the lag after this: all slots starting at once is a burst of its own
 LATE: list[float] = []
+WORST: list[tuple[float, float]] = []   # (lag ms, seconds into the run) of the worst wake-ups
 
 
 async def probe_lag(lags: list[float], stop: asyncio.Event) -> None:
@@ -73,6 +75,8 @@ async def probe_lag(lags: list[float], stop: asyncio.Event) -> None:
         lags.append((loop.time() - t - PROBE_S) * 1000)
         if t - t0 > STARTUP_S:
             LATE.append(lags[-1])
+        if lags[-1] > LAG_GOAL_MS:
+            WORST[:] = sorted([*WORST, (lags[-1], t - t0)])[-5:]
 
 
 def rss_mb() -> float:
@@ -80,7 +84,7 @@ def rss_mb() -> float:
 
 
 async def run(tasks: list[Task], slots: int, lengths: dict[str, float], step_s: float, *, ui: bool,
-              seconds: float | None, out: Path) -> dict[str, Any]:
+              seconds: float | None, out: Path, stalls_ms: float = 0.0) -> dict[str, Any]:
     """One run through the real scheduler, with the dashboard open (ui) or no front end; -> lags, RSS, CPU."""
     cfg = RunConfig(out=out, workers=slots, pace_cooldown=0, timeout=3600, max_steps=30)
     progress = Progress(len(tasks))
@@ -97,6 +101,9 @@ async def run(tasks: list[Task], slots: int, lengths: dict[str, float], step_s: 
         probe = asyncio.ensure_future(probe_lag(lags, stop))
         rss = asyncio.ensure_future(sample_rss())
         runner = asyncio.ensure_future(sched.run())
+        watch = StallWatch(asyncio.get_running_loop(), late_ms=stalls_ms) if stalls_ms else None
+        if watch is not None:
+            watch.start()
         try:
             if seconds is not None:
                 await asyncio.wait({runner}, timeout=seconds)
@@ -105,6 +112,9 @@ async def run(tasks: list[Task], slots: int, lengths: dict[str, float], step_s: 
         finally:
             stop.set()
             await asyncio.gather(probe, rss)
+            if watch is not None:
+                watch.stop()
+                print(watch.report())
 
     cpu0, t0 = time.process_time(), time.monotonic()
     executor = SimExecutor(lengths, step_s=step_s)
@@ -140,6 +150,8 @@ def main() -> int:
     ap.add_argument("--step-s", type=float, default=15.0, help="phase 1: seconds between two steps of an episode")
     ap.add_argument("--phase", default="12", help="1, 2 or 12")
     ap.add_argument("--profile", default="", help="phase 2 with the dashboard under cProfile, written here")
+    ap.add_argument("--stalls", type=float, default=0.0, metavar="MS",
+                    help="sample the loop's stack whenever it is this late; print where it was (bench/loop_watch.py)")
     ap.add_argument("--cap-s", type=float, default=None, help="phase 2: stop each run after this many seconds")
     args = ap.parse_args()
     if len(args.phase) > 1:   # each phase in a process of its own: a process's peak memory is never given back
@@ -155,7 +167,7 @@ def main() -> int:
         tasks = make_tasks(args.tasks, args.sites)
         lengths = {t.task_id: args.step_s * (4 + i % 7) for i, t in enumerate(tasks)}   # 4 to 10 steps
         r = asyncio.run(run(tasks, args.slots, lengths, args.step_s, ui=True, seconds=args.seconds,
-                            out=work / "phase1"))
+                            out=work / "phase1", stalls_ms=args.stalls))
         lags = r["lags"]
         steps_s = args.slots / args.step_s
         print(f"\nphase 1: {args.slots} slots, {args.tasks} tasks on {args.sites} sites, a step every "
@@ -167,6 +179,8 @@ def main() -> int:
         if LATE:
             print(f"{'after ' + str(int(STARTUP_S)) + ' s':<14} {pct(LATE, 50):>6.1f} {pct(LATE, 99):>6.1f} "
                   f"{max(LATE):>7.1f} {len(LATE):>8}")
+        print("worst wake-ups (ms at s into the run): "
+              + ", ".join(f"{ms:.0f} at {at:.1f}" for ms, at in reversed(WORST)))
     if "2" in args.phase:
         tasks = make_tasks(args.tasks, args.sites)
         lengths = {t.task_id: 0.5 for t in tasks}
