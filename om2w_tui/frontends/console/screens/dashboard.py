@@ -12,6 +12,7 @@ finding that out reads the selected slot once."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any, cast
 
 from textual.app import ComposeResult
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from om2w_tui.frontends.console.app import ConsoleApp
 
 WIDE = 120
+REDRAW_EVERY_S = 0.2   # events redraw the panels at most this often (the first after a quiet spell at once)
 
 # the commands the palette offers on the dashboard, when `check_action` lets them: (action, title, help)
 RUN_COMMANDS: tuple[tuple[str, str, str], ...] = (
@@ -103,6 +105,7 @@ class DashboardScreen(Screen[None]):
         self._tick_timer: Timer | None = None
         self._top_height: int | None = None
         self._render_due = False
+        self._rendered_at = 0.0               # monotonic time of the last redraw
         self._sites_due = True
         self._slots_due: set[int] = set()      # slots whose row changed since the last redraw
         self._all_slots_due = True             # any slot's may have (a snapshot, the clock, a slot retired)
@@ -155,16 +158,23 @@ class DashboardScreen(Screen[None]):
     def on_resize(self) -> None:
         self.call_after_refresh(self.render_all)
 
-    def render_soon(self, slot: int | None = None) -> None:
-        """Redraw once after the next refresh, however many events arrive before it; `slot`: the event changed that
-        slot's row only (None: any slot's)."""
-        if slot is None or slot not in self.state.slots:   # a slot gone: its row goes too
+    def render_soon(self, slot: int | None = None, *, rows: bool = True) -> None:
+        """Redraw after the next refresh, or REDRAW_EVERY_S after the last redraw, however many events arrive before
+        it. `slot`: the event changed that slot's row only (None: any slot's); `rows`: False when it changed none (a
+        line in the steps log, a finished episode's row)."""
+        if not rows:
+            pass
+        elif slot is None or slot not in self.state.slots:   # a slot gone: its row goes too
             self._all_slots_due = True
         else:
             self._slots_due.add(slot)
         if not self._render_due:
             self._render_due = True
-            self.call_after_refresh(self._render_if_due)
+            wait = self._rendered_at + REDRAW_EVERY_S - time.monotonic()
+            if wait > 0:
+                self.set_timer(wait, self._render_if_due)
+            else:
+                self.call_after_refresh(self._render_if_due)
 
     def _render_if_due(self) -> None:
         if not self._render_due:
@@ -173,8 +183,10 @@ class DashboardScreen(Screen[None]):
             self.render_all(sites=self._sites_due)
             return
         self._render_due = False
+        self._rendered_at = time.monotonic()
         now = self.now()
         with self.app.batch_update():
+            self._flush_panels()
             self.query_one(RunHeader).show(self.state, now, self.wide)
             slots = self.query_one(SlotsTable)
             for sid in sorted(self._slots_due):
@@ -186,10 +198,12 @@ class DashboardScreen(Screen[None]):
     def render_all(self, sites: bool = True) -> None:
         """Redraw the panels; `sites`: the Sites table too (its rows change with snapshots and the clock only)."""
         self._render_due = False
+        self._rendered_at = time.monotonic()
         self._all_slots_due = False
         self._slots_due.clear()
         now = self.now()
         with self.app.batch_update():
+            self._flush_panels()
             for table in self.query(KeyedTable):
                 table.set_wide(self.wide)
             self._fit_top_row()
@@ -201,6 +215,13 @@ class DashboardScreen(Screen[None]):
             slots.border_subtitle = f"{n} slots" + (f", target {target}" if target and target != n else "")
             if sites:
                 self._show_sites(now)
+
+    def _flush_panels(self) -> None:
+        """The step lines and finished episodes taken since the last redraw, written in one pass each."""
+        self.query_one(StepsLog).flush()
+        episodes = self.query_one(EpisodesTable)
+        episodes.flush()
+        episodes.border_subtitle = f"{len(episodes.records)} finished"
 
     def _show_sites(self, now: float) -> None:
         self._sites_due = False
@@ -270,7 +291,7 @@ class DashboardScreen(Screen[None]):
         self._log_all(ev.slot, ev.task_id, lines)
         if self.steps_scope == "selected" and self._shown_task == ev.task_id:
             self.query_one(StepsLog).add_lines(lines)
-        self.query_one(SlotsTable).show_slot(self.state, ev.slot, self.now())
+        self.render_soon(ev.slot)
         self.console_app.episode_changed(ev.task_id)
 
     def on_episode_ended(self, m: EpisodeEnded) -> None:
@@ -307,6 +328,7 @@ class DashboardScreen(Screen[None]):
         ev = m.event
         if ev.level in ("warning", "error"):
             self._log_all(None, None, [f"! {ev.level}: {ev.message}"])
+            self.render_soon(rows=False)
         if ev.level == "error":
             self.notify(ev.message, severity="error", timeout=8)
 
@@ -354,7 +376,7 @@ class DashboardScreen(Screen[None]):
         table = self.query_one(EpisodesTable)
         records = sorted(records, key=lambda r: r.finished_at)
         table.add_records(records)
-        table.border_subtitle = f"{len(table.records)} finished"
+        self.render_soon(rows=False)
 
     # ── steps panel ────────────────────────────────────────
     def _log_all(self, slot: int | None, task_id: str | None, lines: list[str]) -> None:

@@ -75,9 +75,9 @@ class SitesTable(KeyedTable):
 class EpisodesTable(KeyedTable):
     """Finished attempts, newest first, numbered in the order they finished; a window of the latest MAX_ROWS.
 
-    Records are taken at once (`records`, what the episode view and the quit dialog read) and their rows are added
-    after the next refresh, in one pass and one sort however many arrived: a wave of episodes ending together
-    costs one sort of the window, not one per episode."""
+    Records are taken at once (`records`, what the episode view reads) and their rows are added when the owner calls
+    `flush` (the dashboard, when it redraws), in one pass and one sort however many arrived: a wave of episodes
+    ending together costs one sort of the window, not one per episode."""
 
     DEFAULT_CSS = """
     EpisodesTable { height: 1fr; }
@@ -94,7 +94,6 @@ class EpisodesTable(KeyedTable):
         self._number: dict[str, int] = {}             # each key's "#": its place among every attempt taken
         self._taken = 0
         self._pending: list[str] = []                 # keys taken, their rows not added yet
-        self._flush_due = False
 
     @staticmethod
     def key_of(rec: EpisodeRecord) -> str:
@@ -113,8 +112,7 @@ class EpisodesTable(KeyedTable):
         return True
 
     def add_records(self, records: Iterable[EpisodeRecord]) -> None:
-        """Take finished attempts, oldest first (one already taken is skipped); their rows come after the next
-        refresh (`flush`)."""
+        """Take finished attempts, oldest first (one already taken is skipped); their rows come with `flush`."""
         for rec in records:
             key = self.key_of(rec)
             if key in self.records:
@@ -128,13 +126,9 @@ class EpisodesTable(KeyedTable):
             for key in self._order[:-self.MAX_ROWS]:
                 del self.records[key], self._number[key]
             del self._order[:-self.MAX_ROWS]
-        if self._pending and not self._flush_due:
-            self._flush_due = True
-            self.call_after_refresh(self.flush)
 
     def flush(self) -> None:
         """Add the rows of the records taken since the last flush and drop those that left the window."""
-        self._flush_due = False
         pending = [k for k in self._pending if k in self.records]   # a burst larger than the window skips some
         self._pending.clear()
         if not pending:
@@ -169,9 +163,9 @@ class EpisodesTable(KeyedTable):
 class StepsLog(Log):
     """The live step log: every slot's steps, or the selected slot's. Bounded; plain lines are cheap to add.
 
-    Lines added are written after the next refresh, all at once: Textual's Log measures each write's lines in a
-    thread worker of its own (a worker, its state messages and a call back into the loop), which at hundreds of
-    slots was one worker per step."""
+    Lines added are written when the owner calls `flush` (the dashboard, when it redraws), all at once: Textual's
+    Log measures each write's lines in a thread worker of its own (a worker, its state messages and a call back
+    into the loop), which at hundreds of slots was one worker per step."""
 
     DEFAULT_CSS = """
     StepsLog { height: 1fr; overflow: auto auto; }
@@ -185,9 +179,7 @@ class StepsLog(Log):
         self._pending: list[str] = []
 
     def add_lines(self, lines: list[str]) -> None:
-        """Append lines (written after the next refresh, with any others added before it)."""
-        if not self._pending:
-            self.call_after_refresh(self.flush)
+        """Append lines (written by the next `flush`, with any others added before it)."""
         self._pending.extend(lines)
         del self._pending[:-self.MAX_LINES]
 
