@@ -9,7 +9,9 @@ loop sleeps 10 ms at a time and records how late it wakes: p50, p99, max. Goal: 
 `--step-s` times a log-normal draw (sigma 0.35: a model's latency varies), so that slots started together drift
 apart as real ones do; `--sync` steps every slot at exactly `--step-s`, so that all 1,000 slots started at one
 instant step and end in waves (~140 episodes at once every 15 s) for as long as the phase lasts. `--stalls MS`
-prints where the loop was whenever it was that late (bench/loop_watch.py).
+prints where the loop was whenever it was that late (bench/loop_watch.py). Printed beside it: the console's CPU
+(scheduler and dashboard) and, the floor, the same probe in a bare Python process during the same run (what any
+process waits for a core on the machine then).
 
 Phase 2, memory and CPU per episode: `--tasks` tasks of 10 steps each (100,000 steps logged at the default) run as
 fast as the loop goes, with the dashboard open, then the same with no front end (the baseline, in the same run).
