@@ -5,10 +5,10 @@ date by difference. Once a second the app pulls the scheduler's snapshot (sites,
 arrives as a message too; countdowns and elapsed times are computed from stored deadlines and the clock.
 
 What each event costs is bounded and proportional to what it changed (bench/scale.py measures it): a step redraws
-its slot's row only; a burst of events redraws the rows of the slots it touched once, after the next refresh, and
-adds its finished episodes' rows and step lines in one pass each; every slot's row and the Sites table are redrawn
-from snapshots and the clock's tick only; the footer is rebuilt only when the set of allowed commands changed, and
-finding that out reads the selected slot once."""
+its slot's row only; a burst of events redraws the rows of the slots it touched once (events redraw at most every
+REDRAW_EVERY_S, the first after a quiet spell at once), and adds its finished episodes' rows and step lines in one
+pass each; every slot's row and the Sites table are redrawn from snapshots and the clock's tick only; the footer is
+rebuilt only when the set of allowed commands changed, and finding that out reads the selected slot once."""
 
 from __future__ import annotations
 
