@@ -29,6 +29,7 @@ from pathlib import Path
 
 import psutil
 from _common import pct, verdict
+from loop_watch import StallWatch
 
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.launch import preflight
@@ -85,7 +86,7 @@ def serve(info: Path) -> int:
 
 
 async def measure(out: Path, workers: int, cooldown: float, idle_s: float,
-                  served: dict[str, str] | None) -> dict[str, object]:
+                  served: dict[str, str] | None, stalls_ms: float = 0.0) -> dict[str, object]:
     from om2w_tui.frontends.console.app import make_app
 
     pre = preflight(run_config(out, workers, cooldown, served))
@@ -103,10 +104,16 @@ async def measure(out: Path, workers: int, cooldown: float, idle_s: float,
         app.engine = app.run_engine(pre)
         stop = asyncio.Event()
         prober = asyncio.ensure_future(probe(busy, None, stop))
+        watch = StallWatch(loop, late_ms=stalls_ms) if stalls_ms else None
+        if watch is not None:
+            watch.start()
         while not app.engine.is_finished:
             await asyncio.sleep(0.5)
         stop.set()
         await prober
+        if watch is not None:
+            watch.stop()
+            print(watch.report())
         bare_lags = json.loads(bare.communicate(b"")[0])
         wall, load = time.monotonic() - t0, psutil.cpu_percent(None)
         episodes = len(app.dashboard.known_records()) if app.dashboard else 0
@@ -155,6 +162,8 @@ def main() -> int:
     ap.add_argument("--idle-s", type=float, default=10.0)
     ap.add_argument("--headless", action="store_true", help="also the same run with no front end (a baseline)")
     ap.add_argument("--servers-inside", action="store_true", help="the sites and oracle in the console")
+    ap.add_argument("--stalls", type=float, default=0.0, metavar="MS",
+                    help="sample the loop's stack whenever it is this late; print where it was (bench/loop_watch.py)")
     ap.add_argument("--serve", default="", help=argparse.SUPPRESS)
     ap.add_argument("--bare-probe", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -165,7 +174,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="om2w-console-lag-"))
     helper, served = serve_apart(work) if not args.servers_inside else (None, None)
     try:
-        r = asyncio.run(measure(work / "run", args.workers, args.cooldown, args.idle_s, served))
+        r = asyncio.run(measure(work / "run", args.workers, args.cooldown, args.idle_s, served, args.stalls))
         headless = asyncio.run(measure_headless(work / "headless", args.workers, args.cooldown, served)) \
             if args.headless else []
     finally:

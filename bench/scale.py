@@ -5,7 +5,13 @@
 Phase 1, loop lag: `--slots` stand-in workers (bench/_common.py SimExecutor: fakes, no browsers) step every
 `--step-s` seconds (15 s, a real agent's pace; episodes of 4 to 10 steps) through the real
 Scheduler, whose events reach the real dashboard, open in a headless Textual app. A probe coroutine in the same
-loop sleeps 10 ms at a time and records how late it wakes: p50, p99, max. Goal: p99 <= 50 ms.
+loop sleeps 10 ms at a time and records how late it wakes: p50, p99, max. Goal: p99 <= 50 ms. Each step takes
+`--step-s` times a log-normal draw (sigma 0.35: a model's latency varies), so that slots started together drift
+apart as real ones do; `--sync` steps every slot at exactly `--step-s`, so that all 1,000 slots started at one
+instant step and end in waves (~140 episodes at once every 15 s) for as long as the phase lasts. `--stalls MS`
+prints where the loop was whenever it was that late (bench/loop_watch.py). Printed beside it: the console's CPU
+(scheduler and dashboard) and, the floor, the same probe in a bare Python process during the same run (what any
+process waits for a core on the machine then).
 
 Phase 2, memory and CPU per episode: `--tasks` tasks of 10 steps each (100,000 steps logged at the default) run as
 fast as the loop goes, with the dashboard open, then the same with no front end (the baseline, in the same run).
@@ -19,7 +25,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import os
+import random
 import resource
 import subprocess
 import sys
@@ -29,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from _common import SimExecutor, pct, verdict
+from _common import SimExecutor, SimWorker, pct, verdict
+from loop_watch import StallWatch
 
 from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.engine.config import RunConfig
@@ -60,8 +69,42 @@ class Progress:
                 self.cpu_marks.append((self.n, time.process_time()))
 
 
+class JitterExecutor(SimExecutor):
+    """Stand-in workers whose steps last `step_s` times a log-normal draw (median `step_s`), each step its own."""
+
+    def __init__(self, length: dict[str, float], step_s: float, seed: int = 0):
+        super().__init__(length, step_s=step_s)
+        self.rng = random.Random(seed)
+
+    async def start_worker(self, slot: int) -> SimWorker:
+        w = JitterWorker(self, slot)
+        self.workers.append(w)
+        return w
+
+
+class JitterWorker(SimWorker):
+    async def _run(self, task: dict[str, Any]) -> None:
+        ex = self.ex
+        assert isinstance(ex, JitterExecutor)
+        n = max(1, round(ex.length[task["task_id"]] / ex.step_s))
+        self.events.put_nowait({"ev": "running"})
+        status = "done"
+        try:
+            for i in range(n):
+                await asyncio.sleep(ex.step_s * ex.rng.lognormvariate(0.0, 0.35))
+                self.events.put_nowait({"ev": "step", "step": i + 1, "url": f"https://{task['website']}/p{i}",
+                                        "actions": [f"<a id=\"r{i}\"> result {i} -> CLICK"],
+                                        "thought": "the next result looks closer to the goal"})
+        except asyncio.CancelledError:
+            status = "killed"
+        self.events.put_nowait({"ev": "finished", "record": {
+            "status": status, "steps": n, "actions": n, "screenshots": n + 1, "answer": "an answer",
+            "agent_done": status == "done"}})
+
+
 STARTUP_S = 10.0   # phase 1 also prints the lag after this: all slots starting at once is a burst of its own
 LATE: list[float] = []
+WORST: list[tuple[float, float]] = []   # (lag ms, seconds into the run) of the worst wake-ups
 
 
 async def probe_lag(lags: list[float], stop: asyncio.Event) -> None:
@@ -73,6 +116,8 @@ async def probe_lag(lags: list[float], stop: asyncio.Event) -> None:
         lags.append((loop.time() - t - PROBE_S) * 1000)
         if t - t0 > STARTUP_S:
             LATE.append(lags[-1])
+        if lags[-1] > LAG_GOAL_MS:
+            WORST[:] = sorted([*WORST, (lags[-1], t - t0)])[-5:]
 
 
 def rss_mb() -> float:
@@ -80,7 +125,7 @@ def rss_mb() -> float:
 
 
 async def run(tasks: list[Task], slots: int, lengths: dict[str, float], step_s: float, *, ui: bool,
-              seconds: float | None, out: Path) -> dict[str, Any]:
+              seconds: float | None, out: Path, stalls_ms: float = 0.0, jitter: bool = False) -> dict[str, Any]:
     """One run through the real scheduler, with the dashboard open (ui) or no front end; -> lags, RSS, CPU."""
     cfg = RunConfig(out=out, workers=slots, pace_cooldown=0, timeout=3600, max_steps=30)
     progress = Progress(len(tasks))
@@ -97,6 +142,9 @@ async def run(tasks: list[Task], slots: int, lengths: dict[str, float], step_s: 
         probe = asyncio.ensure_future(probe_lag(lags, stop))
         rss = asyncio.ensure_future(sample_rss())
         runner = asyncio.ensure_future(sched.run())
+        watch = StallWatch(asyncio.get_running_loop(), late_ms=stalls_ms) if stalls_ms else None
+        if watch is not None:
+            watch.start()
         try:
             if seconds is not None:
                 await asyncio.wait({runner}, timeout=seconds)
@@ -105,9 +153,14 @@ async def run(tasks: list[Task], slots: int, lengths: dict[str, float], step_s: 
         finally:
             stop.set()
             await asyncio.gather(probe, rss)
+            if watch is not None:
+                watch.stop()
+                print(watch.report())
 
+    bare = subprocess.Popen([sys.executable, str(Path(__file__).with_name("console_lag.py")), "--bare-probe"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE) if seconds is not None else None
     cpu0, t0 = time.process_time(), time.monotonic()
-    executor = SimExecutor(lengths, step_s=step_s)
+    executor = JitterExecutor(lengths, step_s) if jitter else SimExecutor(lengths, step_s=step_s)
     if ui:
         from om2w_tui.frontends.console.app import make_app
         app = make_app(Preflight(cfg, tasks, Path("tasks.json"), settled=0), start_engine=False, last_launch=None,
@@ -123,9 +176,10 @@ async def run(tasks: list[Task], slots: int, lengths: dict[str, float], step_s: 
     else:
         await drive(Scheduler(cfg, tasks, executor, [progress]))
     cpu, wall = time.process_time() - cpu0, time.monotonic() - t0
+    bare_lags = json.loads(bare.communicate(b"")[0]) if bare is not None else []
     marks = [(0, cpu0)] + progress.cpu_marks
     per_fifth = [(b[1] - a[1]) / max(1, b[0] - a[0]) for a, b in zip(marks, marks[1:])]
-    return {"lags": lags, "peak_mb": peak[0], "episodes": progress.n, "cpu": cpu, "wall": wall,
+    return {"lags": lags, "bare": bare_lags, "peak_mb": peak[0], "episodes": progress.n, "cpu": cpu, "wall": wall,
             "cpu_per_ep": cpu / max(1, progress.n),   # the second fifth: the first one pays the app's start
             "first_fifth": per_fifth[1] if len(per_fifth) > 1 else float("nan"),
             "last_fifth": per_fifth[-1] if per_fifth else float("nan")}
@@ -138,8 +192,11 @@ def main() -> int:
     ap.add_argument("--sites", type=int, default=1000)
     ap.add_argument("--seconds", type=float, default=120.0, help="phase 1's length")
     ap.add_argument("--step-s", type=float, default=15.0, help="phase 1: seconds between two steps of an episode")
+    ap.add_argument("--sync", action="store_true", help="phase 1: every step exactly --step-s long (waves)")
     ap.add_argument("--phase", default="12", help="1, 2 or 12")
     ap.add_argument("--profile", default="", help="phase 2 with the dashboard under cProfile, written here")
+    ap.add_argument("--stalls", type=float, default=0.0, metavar="MS",
+                    help="sample the loop's stack whenever it is this late; print where it was (bench/loop_watch.py)")
     ap.add_argument("--cap-s", type=float, default=None, help="phase 2: stop each run after this many seconds")
     args = ap.parse_args()
     if len(args.phase) > 1:   # each phase in a process of its own: a process's peak memory is never given back
@@ -155,10 +212,11 @@ def main() -> int:
         tasks = make_tasks(args.tasks, args.sites)
         lengths = {t.task_id: args.step_s * (4 + i % 7) for i, t in enumerate(tasks)}   # 4 to 10 steps
         r = asyncio.run(run(tasks, args.slots, lengths, args.step_s, ui=True, seconds=args.seconds,
-                            out=work / "phase1"))
+                            out=work / "phase1", stalls_ms=args.stalls, jitter=not args.sync))
         lags = r["lags"]
         steps_s = args.slots / args.step_s
-        print(f"\nphase 1: {args.slots} slots, {args.tasks} tasks on {args.sites} sites, a step every "
+        how = "exactly" if args.sync else "a median of"
+        print(f"\nphase 1: {args.slots} slots, {args.tasks} tasks on {args.sites} sites, a step every {how} "
               f"{args.step_s:g} s (~{steps_s:.0f} steps/s), {args.seconds:g} s with the dashboard open")
         print(f"{'loop lag ms':<14} {'p50':>6} {'p99':>6} {'max':>7} {'samples':>8} {'episodes':>8}  goal p99 <= "
               f"{LAG_GOAL_MS:g}")
@@ -167,6 +225,15 @@ def main() -> int:
         if LATE:
             print(f"{'after ' + str(int(STARTUP_S)) + ' s':<14} {pct(LATE, 50):>6.1f} {pct(LATE, 99):>6.1f} "
                   f"{max(LATE):>7.1f} {len(LATE):>8}")
+        print(f"the console's CPU: {r['cpu']:.1f} s in {r['wall']:.0f} s ({100 * r['cpu'] / r['wall']:.0f}% of a core)")
+        bare = r["bare"]
+        if bare:
+            print(f"{'bare process':<14} {pct(bare, 50):>6.1f} {pct(bare, 99):>6.1f} {max(bare):>7.1f} {len(bare):>8}"
+                  f"{'':>9}  the floor: a process doing nothing but the probe, in the same run")
+            print(f"dashboard p99 / bare p99: {pct(lags, 99) / max(pct(bare, 99), 0.1):.2f}; uptime: "
+                  f"{os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
+        print("worst wake-ups (ms at s into the run): "
+              + ", ".join(f"{ms:.0f} at {at:.1f}" for ms, at in reversed(WORST)))
     if "2" in args.phase:
         tasks = make_tasks(args.tasks, args.sites)
         lengths = {t.task_id: 0.5 for t in tasks}

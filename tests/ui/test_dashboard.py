@@ -157,7 +157,10 @@ async def test_the_steps_panel_follows_all_slots_or_the_selected_one(tmp_path):
         stub.steps.update({0: 2, 1: 3})     # the scheduler's state moves on with the steps it reports
         app.sink.handle(EpisodeStep(0, "offline_booking_rates_11", 2, ["TYPE: elsewhere"], "http://x/"))
         app.sink.handle(EpisodeStep(1, "offline_wiki_port_06", 3, ["GO BACK"], "http://y/"))
-        await pilot.pause()
+        for _ in range(40):    # events redraw the panels at most every REDRAW_EVERY_S
+            await pilot.pause(0.05)
+            if log.lines[-2:] == ["#3 http://y/", "    GO BACK"]:
+                break
         assert log.lines[-2:] == ["#3 http://y/", "    GO BACK"] and "elsewhere" not in "\n".join(log.lines)
         assert app.screen.query_one(SlotsTable).get_row("0")[4] == "2/30"
         await pilot.press("s")

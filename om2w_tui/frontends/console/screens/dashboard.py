@@ -5,11 +5,14 @@ date by difference. Once a second the app pulls the scheduler's snapshot (sites,
 arrives as a message too; countdowns and elapsed times are computed from stored deadlines and the clock.
 
 What each event costs is bounded and proportional to what it changed (bench/scale.py measures it): a step redraws
-its slot's row only; a burst of events redraws the panels once, after the next refresh; the Sites table is redrawn
-from snapshots and the clock's tick only; the footer is rebuilt only when the set of allowed commands changed."""
+its slot's row only; a burst of events redraws the rows of the slots it touched once (events redraw at most every
+REDRAW_EVERY_S, the first after a quiet spell at once), and adds its finished episodes' rows and step lines in one
+pass each; every slot's row and the Sites table are redrawn from snapshots and the clock's tick only; the footer is
+rebuilt only when the set of allowed commands changed, and finding that out reads the selected slot once."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any, cast
 
 from textual.app import ComposeResult
@@ -45,6 +48,7 @@ if TYPE_CHECKING:
     from om2w_tui.frontends.console.app import ConsoleApp
 
 WIDE = 120
+REDRAW_EVERY_S = 0.2   # events redraw the panels at most this often (the first after a quiet spell at once)
 
 # the commands the palette offers on the dashboard, when `check_action` lets them: (action, title, help)
 RUN_COMMANDS: tuple[tuple[str, str, str], ...] = (
@@ -101,7 +105,12 @@ class DashboardScreen(Screen[None]):
         self._tick_timer: Timer | None = None
         self._top_height: int | None = None
         self._render_due = False
+        self._rendered_at = 0.0               # monotonic time of the last redraw
         self._sites_due = True
+        self._slots_due: set[int] = set()      # slots whose row changed since the last redraw
+        self._all_slots_due = True             # any slot's may have (a snapshot, the clock, a slot retired)
+        self._slots: SlotsTable | None = None
+        self._selected_memo: tuple[SlotView | None] | None = None   # the selected slot, while the footer is checked
         self._allowed: tuple[Any, ...] | None = None   # the allowed commands the footer shows now
 
     @property
@@ -129,10 +138,12 @@ class DashboardScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self._tick_timer = self.set_interval(1.0, self._tick)
-        self.query_one(SlotsTable).focus()
+        self._slots = self.query_one(SlotsTable)
+        self._slots.focus()
         self.render_all()
 
     def on_unmount(self) -> None:
+        self._slots = None
         for t in (self._tick_timer, self._snapshot_timer):
             if t is not None:
                 t.stop()
@@ -147,21 +158,52 @@ class DashboardScreen(Screen[None]):
     def on_resize(self) -> None:
         self.call_after_refresh(self.render_all)
 
-    def render_soon(self) -> None:
-        """Redraw once after the next refresh, however many events arrive before it."""
+    def render_soon(self, slot: int | None = None, *, rows: bool = True) -> None:
+        """Redraw after the next refresh, or REDRAW_EVERY_S after the last redraw, however many events arrive before
+        it. `slot`: the event changed that slot's row only (None: any slot's); `rows`: False when it changed none (a
+        line in the steps log, a finished episode's row)."""
+        if not rows:
+            pass
+        elif slot is None or slot not in self.state.slots:   # a slot gone: its row goes too
+            self._all_slots_due = True
+        else:
+            self._slots_due.add(slot)
         if not self._render_due:
             self._render_due = True
-            self.call_after_refresh(self._render_if_due)
+            wait = self._rendered_at + REDRAW_EVERY_S - time.monotonic()
+            if wait > 0:
+                self.set_timer(wait, self._render_if_due)
+            else:
+                self.call_after_refresh(self._render_if_due)
 
     def _render_if_due(self) -> None:
-        if self._render_due:
+        if not self._render_due:
+            return
+        if self._all_slots_due:
             self.render_all(sites=self._sites_due)
+            return
+        self._render_due = False
+        self._rendered_at = time.monotonic()
+        now = self.now()
+        with self.app.batch_update():
+            self._flush_panels()
+            self.query_one(RunHeader).show(self.state, now, self.wide)
+            slots = self.query_one(SlotsTable)
+            for sid in sorted(self._slots_due):
+                slots.show_slot(self.state, sid, now)
+            self._slots_due.clear()
+            if self._sites_due:
+                self._show_sites(now)
 
     def render_all(self, sites: bool = True) -> None:
         """Redraw the panels; `sites`: the Sites table too (its rows change with snapshots and the clock only)."""
         self._render_due = False
+        self._rendered_at = time.monotonic()
+        self._all_slots_due = False
+        self._slots_due.clear()
         now = self.now()
         with self.app.batch_update():
+            self._flush_panels()
             for table in self.query(KeyedTable):
                 table.set_wide(self.wide)
             self._fit_top_row()
@@ -172,10 +214,20 @@ class DashboardScreen(Screen[None]):
             n = len(self.state.slots)
             slots.border_subtitle = f"{n} slots" + (f", target {target}" if target and target != n else "")
             if sites:
-                self._sites_due = False
-                sites_table = self.query_one(SitesTable)
-                sites_table.show(self.state, now)
-                sites_table.border_subtitle = pacing_text(self.state.pacing)
+                self._show_sites(now)
+
+    def _flush_panels(self) -> None:
+        """The step lines and finished episodes taken since the last redraw, written in one pass each."""
+        self.query_one(StepsLog).flush()
+        episodes = self.query_one(EpisodesTable)
+        episodes.flush()
+        episodes.border_subtitle = f"{len(episodes.records)} finished"
+
+    def _show_sites(self, now: float) -> None:
+        self._sites_due = False
+        sites_table = self.query_one(SitesTable)
+        sites_table.show(self.state, now)
+        sites_table.border_subtitle = pacing_text(self.state.pacing)
 
     def _fit_top_row(self) -> None:
         """Side by side, Slots and Sites get the height of the longer one (up to half the screen)."""
@@ -189,7 +241,11 @@ class DashboardScreen(Screen[None]):
 
     def refresh_commands(self) -> None:
         """Rebuild the footer only when a command became allowed or not (a rebuild remounts every key in it)."""
-        allowed = tuple(self.check_action(action, ()) for action, _, _ in RUN_COMMANDS)
+        self._selected_memo = (self._selected_slot(),)
+        try:
+            allowed = tuple(self.check_action(action, ()) for action, _, _ in RUN_COMMANDS)
+        finally:
+            self._selected_memo = None
         if allowed != self._allowed:
             self._allowed = allowed
             self.refresh_bindings()
@@ -216,7 +272,7 @@ class DashboardScreen(Screen[None]):
 
     def on_slot_updated(self, m: SlotUpdated) -> None:
         self.state.slot_changed(m.event)
-        self.render_soon()
+        self.render_soon(m.event.slot)
         self.refresh_commands()
 
     def on_episode_began(self, m: EpisodeBegan) -> None:
@@ -226,7 +282,7 @@ class DashboardScreen(Screen[None]):
         self._log_all(ev.slot, ev.task_id, [f"▶ started on {ev.site}{again}"])
         if self.steps_scope == "selected" and self._selected_task() == ev.task_id:
             self._show_steps()
-        self.render_soon()
+        self.render_soon(ev.slot)
         self.snapshot_soon()
 
     def on_step_taken(self, m: StepTaken) -> None:
@@ -235,7 +291,7 @@ class DashboardScreen(Screen[None]):
         self._log_all(ev.slot, ev.task_id, lines)
         if self.steps_scope == "selected" and self._shown_task == ev.task_id:
             self.query_one(StepsLog).add_lines(lines)
-        self.query_one(SlotsTable).show_slot(self.state, ev.slot, self.now())
+        self.render_soon(ev.slot)
         self.console_app.episode_changed(ev.task_id)
 
     def on_episode_ended(self, m: EpisodeEnded) -> None:
@@ -245,7 +301,7 @@ class DashboardScreen(Screen[None]):
         self._log_all(m.event.slot, rec.task_id, [finish_line(rec)])
         if self.steps_scope == "selected" and self._shown_task == rec.task_id:
             self.query_one(StepsLog).add_lines([finish_line(rec)])
-        self.render_soon()
+        self.render_soon(m.event.slot)
         self.refresh_commands()
         self.snapshot_soon()
         self.console_app.episode_changed(rec.task_id, rec)
@@ -257,7 +313,7 @@ class DashboardScreen(Screen[None]):
         self._log_all(ev.slot, ev.task_id, [line])
         if self.steps_scope == "selected" and self._shown_task == ev.task_id:
             self.query_one(StepsLog).add_lines([line])
-        self.render_soon()
+        self.render_soon(ev.slot)
         self.refresh_commands()
         self.snapshot_soon()
 
@@ -272,6 +328,7 @@ class DashboardScreen(Screen[None]):
         ev = m.event
         if ev.level in ("warning", "error"):
             self._log_all(None, None, [f"! {ev.level}: {ev.message}"])
+            self.render_soon(rows=False)
         if ev.level == "error":
             self.notify(ev.message, severity="error", timeout=8)
 
@@ -319,7 +376,7 @@ class DashboardScreen(Screen[None]):
         table = self.query_one(EpisodesTable)
         records = sorted(records, key=lambda r: r.finished_at)
         table.add_records(records)
-        table.border_subtitle = f"{len(table.records)} finished"
+        self.render_soon(rows=False)
 
     # ── steps panel ────────────────────────────────────────
     def _log_all(self, slot: int | None, task_id: str | None, lines: list[str]) -> None:
@@ -329,8 +386,10 @@ class DashboardScreen(Screen[None]):
         self.query_one(StepsLog).add_lines([prefix + lines[0], *lines[1:]])
 
     def _selected_slot(self) -> SlotView | None:
+        if self._selected_memo is not None:
+            return self._selected_memo[0]
         # the footer asks (check_action) while the screen is torn down too: no table, no selection
-        table = next(iter(self.query(SlotsTable)), None)
+        table = self._slots
         key = table.cursor_key() if table is not None else None
         return self.state.slots.get(int(key)) if key is not None else None
 
@@ -385,7 +444,11 @@ class DashboardScreen(Screen[None]):
         if action == "retry_errors":
             return live and self.state.errored > 0
         if action == "open_episode":
-            return self._row_task(self.focused) is not None
+            focused = self.focused
+            if isinstance(focused, EpisodesTable):
+                key = focused.cursor_key()
+                return key is not None and key in focused.records
+            return self._selected_task() is not None
         if action == "steps_all":
             return self.steps_scope != "all"
         if action == "steps_selected":

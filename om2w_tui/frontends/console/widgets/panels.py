@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from rich.text import Text
 from textual.widgets import Log
 
 from om2w_tui.engine.results import EpisodeRecord
-from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable
+from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable, Styled
 from om2w_tui.frontends.formatting import clip, clip_left, clock_text, countdown_text
 from om2w_tui.frontends.run_state import RunState
 
@@ -19,14 +18,15 @@ STATE_STYLE = {"running": "green", "starting": "cyan", "paused": "yellow", "stop
 STATUS_STYLE = {"done": "green", "error": "red", "killed": "yellow", "timeout": "magenta", "blocked": "red"}
 
 
-def styled(text: str, style_for: dict[str, str], key: str | None = None) -> Text:
-    return Text(text, style=style_for.get(key or text, ""))
+def styled(text: str, style_for: dict[str, str], key: str | None = None) -> Styled:
+    return Styled(text, style_for.get(key or text, ""))
 
 
 class SlotsTable(KeyedTable):
     DEFAULT_CSS = """
     SlotsTable { height: auto; max-height: 12; }
     """
+    LAZY = True
     COLUMNS = (Col("slot", "slot", 4), Col("task", "task", 21, 30), Col("site", "site", 13, 20),
                Col("level", "level", 6), Col("step", "step", 5, 7), Col("elapsed", "time", 5, 7),
                Col("state", "state", 8))
@@ -52,6 +52,7 @@ class SitesTable(KeyedTable):
     DEFAULT_CSS = """
     SitesTable { height: auto; max-height: 12; }
     """
+    LAZY = True
     COLUMNS = (Col("site", "site", 15, 20), Col("state", "state", 12, 14), Col("left", "left", 4),
                Col("done", "done", 4), Col("errors", "err", 3))
 
@@ -59,21 +60,24 @@ class SitesTable(KeyedTable):
         rows = {}
         for name, v in state.sites.items():
             if v.state == "cooling" and v.ready_at > now:
-                shown = Text(f"cooling {countdown_text(v.ready_at - now)}", style=STATE_STYLE["cooling"])
+                shown = Styled(f"cooling {countdown_text(v.ready_at - now)}", STATE_STYLE["cooling"])
             elif v.state == "running" and v.limit != 1:   # several at once: how many, of how many
-                shown = Text(f"running {v.running}" + (f"/{v.limit}" if v.limit else ""),
-                             style=STATE_STYLE["running"])
+                shown = Styled(f"running {v.running}" + (f"/{v.limit}" if v.limit else ""), STATE_STYLE["running"])
             else:
                 # a cooldown that ran out between two snapshots is free (or done) already
                 st = v.state if v.state != "cooling" else ("free" if v.left else "done")
                 shown = styled(st, STATE_STYLE)
             rows[name] = (clip_left(name, self.width_of("site")), shown, str(v.left), str(v.done),
-                          Text(str(v.errors), style="red" if v.errors else ""))
+                          Styled(str(v.errors), "red" if v.errors else ""))
         self.sync(rows)
 
 
 class EpisodesTable(KeyedTable):
-    """Finished attempts, newest first."""
+    """Finished attempts, newest first, numbered in the order they finished; a window of the latest MAX_ROWS.
+
+    Records are taken at once (`records`, what the episode view reads) and their rows are added when the owner calls
+    `flush` (the dashboard, when it redraws), in one pass and one sort however many arrived: a wave of episodes
+    ending together costs one sort of the window, not one per episode."""
 
     DEFAULT_CSS = """
     EpisodesTable { height: 1fr; }
@@ -85,8 +89,11 @@ class EpisodesTable(KeyedTable):
 
     def __init__(self, **kw: Any):
         super().__init__(**kw)
-        self.records: dict[str, EpisodeRecord] = {}
-        self._order: list[str] = []
+        self.records: dict[str, EpisodeRecord] = {}   # the window: shown, or shown after the next refresh
+        self._order: list[str] = []                   # its keys, oldest first
+        self._number: dict[str, int] = {}             # each key's "#": its place among every attempt taken
+        self._taken = 0
+        self._pending: list[str] = []                 # keys taken, their rows not added yet
 
     @staticmethod
     def key_of(rec: EpisodeRecord) -> str:
@@ -95,34 +102,48 @@ class EpisodesTable(KeyedTable):
     def set_wide(self, wide: bool) -> bool:
         if not super().set_wide(wide):
             return False
-        for n, key in enumerate(self._order, 1):
-            self.add_row(*self._cells_of(self.records[key], n), key=key)
-        self.sort("n", key=lambda n: int(n), reverse=True)
+        self._pending.clear()
+        for key in self._order:
+            self.add_row(*self._cells_of(self.records[key], self._number[key]), key=key)
+        self._sort()
         if self._keep_cursor is not None:
             self.move_to_key(self._keep_cursor)
             self._keep_cursor = None
         return True
 
     def add_records(self, records: Iterable[EpisodeRecord]) -> None:
-        # a cursor on the top row stays on top (the newest); one the reader moved stays on its episode
-        kept = self.cursor_key() if self.cursor_row > 0 else None
-        added = False
+        """Take finished attempts, oldest first (one already taken is skipped); their rows come with `flush`."""
         for rec in records:
             key = self.key_of(rec)
             if key in self.records:
                 continue
+            self._taken += 1
             self.records[key] = rec
+            self._number[key] = self._taken
             self._order.append(key)
-            self.add_row(*self._cells_of(rec, len(self._order)), key=key)
-            added = True
-        while len(self._order) > self.MAX_ROWS:
-            old = self._order.pop(0)
-            self.records.pop(old, None)
-            self.remove_row(old)
-        if added:
-            self.sort("n", key=lambda n: int(n), reverse=True)
-            if kept is not None and kept in self.records:
-                self.move_to_key(kept)
+            self._pending.append(key)
+        if len(self._order) > self.MAX_ROWS:
+            for key in self._order[:-self.MAX_ROWS]:
+                del self.records[key], self._number[key]
+            del self._order[:-self.MAX_ROWS]
+
+    def flush(self) -> None:
+        """Add the rows of the records taken since the last flush and drop those that left the window."""
+        pending = [k for k in self._pending if k in self.records]   # a burst larger than the window skips some
+        self._pending.clear()
+        if not pending:
+            return
+        # a cursor on the top row stays on top (the newest); one the reader moved stays on its episode
+        kept = self.cursor_key() if self.cursor_row > 0 else None
+        self.remove_rows([str(k.value) for k in self.rows if k.value not in self.records])
+        for key in pending:
+            self.add_row(*self._cells_of(self.records[key], self._number[key]), key=key)
+        self._sort()
+        if kept is not None and kept in self.records:
+            self.move_to_key(kept)
+
+    def _sort(self) -> None:
+        self.sort("n", key=lambda n: int(n), reverse=True)
 
     def _cells_of(self, rec: EpisodeRecord, n: int) -> tuple[Any, ...]:
         wide = self.wide
@@ -131,16 +152,20 @@ class EpisodesTable(KeyedTable):
         if rec.requeued:
             status = why if wide else why[:7]
         task_w, answer_w = self.width_of("task"), self.width_of("answer")
-        ok: str | Text = ""
+        ok: str | Styled = ""
         if rec.correct is not None and rec.settles:
-            ok = Text("✓", style="green") if rec.correct else Text("✗", style="red")
+            ok = Styled("✓", "green") if rec.correct else Styled("✗", "red")
         return (str(n), clip(rec.task_id, task_w), styled(status, STATUS_STYLE, rec.status), ok,
                 str(rec.steps), str(rec.actions), str(rec.screenshots),
                 f"{rec.duration_s:.0f}", clip(rec.answer or why, answer_w))
 
 
 class StepsLog(Log):
-    """The live step log: every slot's steps, or the selected slot's. Bounded; plain lines are cheap to add."""
+    """The live step log: every slot's steps, or the selected slot's. Bounded; plain lines are cheap to add.
+
+    Lines added are written when the owner calls `flush` (the dashboard, when it redraws), all at once: Textual's
+    Log measures each write's lines in a thread worker of its own (a worker, its state messages and a call back
+    into the loop), which at hundreds of slots was one worker per step."""
 
     DEFAULT_CSS = """
     StepsLog { height: 1fr; overflow: auto auto; }
@@ -151,9 +176,19 @@ class StepsLog(Log):
         super().__init__(max_lines=self.MAX_LINES, highlight=False, auto_scroll=False, **kw)
         self._following = True
         self._scroll_due = False
+        self._pending: list[str] = []
 
     def add_lines(self, lines: list[str]) -> None:
-        """Append lines; follow the end unless the reader scrolled up (judged after layout, not before it)."""
+        """Append lines (written by the next `flush`, with any others added before it)."""
+        self._pending.extend(lines)
+        del self._pending[:-self.MAX_LINES]
+
+    def flush(self) -> None:
+        """Write the lines added since the last flush; follow the end unless the reader scrolled up (judged after
+        layout, not before it)."""
+        if not self._pending:
+            return
+        lines, self._pending = self._pending, []
         if not self._scroll_due:
             self._following = self.is_vertical_scroll_end or self.size.height == 0
         self.write_lines(lines)
@@ -161,9 +196,11 @@ class StepsLog(Log):
             self._follow()
 
     def restart(self, lines: list[str]) -> None:
+        self._pending.clear()
         self.clear()
         self._following = True
         self.add_lines(lines)
+        self.flush()
 
     def _follow(self) -> None:
         if not self._scroll_due:
