@@ -6,10 +6,10 @@
 The bare runner is what a user would otherwise write (the seed runner's policy): static slots as processes (task k
 goes to slot k mod N), each slot taking the first of its tasks whose site is free (a lock per site, 15 s polls), and
 a fresh event loop, Agent and browser session per task (the same episode code om2w-tui's workers run, so only the
-harness differs); no console. Its slots run at the workers' priority (nice WORKER_NICE, 15): on a machine shared with
-other jobs a niced process gets less of a busy core, so both runners' episodes run at the same nice. om2w-tui runs
-headless (`run --no-ui`): its scheduler, one long-lived worker process per slot. Both start the same servers in
-their own process (the offline sites or none, and the oracle model).
+harness differs); no console. Its slots run at the workers' priority (`lower_priority`: nice 15, their Chromium
+too): on a machine shared with other jobs a niced process gets less of a busy core, so both runners' episodes run at
+the same nice. om2w-tui runs headless (`run --no-ui`): its scheduler, one long-lived worker process per slot. Both
+start the same servers in their own process (the offline sites or none, and the oracle model).
 
 Two task sets: the offline suite (19 light tasks on 5 sites), and a DOM-heavy results page served by this bench
 (`--heavy-items` product cards, each a link, a quantity field and a button: 900 interactive elements and ~2,400
@@ -240,10 +240,9 @@ def bare_runner(args: argparse.Namespace) -> int:
 def bare_slot(args: argparse.Namespace) -> int:
     """One slot of the bare runner: its static share of the tasks, one fresh episode (loop, Agent, browser) each."""
     out, k, n = Path(args.out), args.bare_slot, args.workers
-    from om2w_tui.episode.worker import WORKER_NICE  # here: a slot process imports what it runs only
+    from om2w_tui.episode.worker import lower_priority  # here: a slot process imports what it runs only
 
-    with contextlib.suppress(OSError):   # the priority om2w-tui's workers run at: only the harness differs
-        os.nice(WORKER_NICE)
+    lower_priority()   # the priority om2w-tui's workers and their Chromium run at: only the harness differs
     scratch = tempfile.mkdtemp(prefix=f"om2w-bare-{k}-")
     from om2w_tui.episode.browser import browser_use_env
     os.environ.update(browser_use_env(os.path.join(scratch, "config")))

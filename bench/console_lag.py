@@ -33,6 +33,7 @@ from loop_watch import StallWatch
 
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.launch import preflight
+from om2w_tui.episode.worker import WORKER_NICE
 
 GOAL_MS = 50.0
 PROBE_S = 0.010
@@ -63,7 +64,7 @@ def serve_apart(folder: Path) -> tuple[subprocess.Popen[bytes], dict[str, str]]:
     """The offline sites and the oracle in a helper process (at the workers' priority); -> it, its task file and URL."""
     info = folder / "served.json"
     proc = subprocess.Popen([sys.executable, __file__, "--serve", str(info)], stdin=subprocess.PIPE,
-                            preexec_fn=lambda: os.nice(5))
+                            preexec_fn=lambda: os.nice(WORKER_NICE))
     while not info.exists():
         if proc.poll() is not None:
             raise SystemExit("the helper serving the offline sites failed")

@@ -12,9 +12,12 @@ died), it ends the whole group, so no Chromium outlives the console.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import json
 import logging
 import os
+import resource
 import shutil
 import signal
 import sys
@@ -27,7 +30,25 @@ from typing import IO, Any
 from om2w_tui.episode.browser import browser_use_env
 
 WORKER_NICE = 15         # well below the console: at 5 its loop lagged 100 ms (p99) on busy cores (bench/console_lag)
+PR_CAPBSET_DROP, CAP_SYS_NICE = 24, 23   # <linux/prctl.h>, <linux/capability.h>
 ORPHAN_GRACE_S = 3.0     # after the console's pipe closes, time for an orderly exit before the group is killed
+
+
+def lower_priority(nice: int = WORKER_NICE) -> None:
+    """Run this process, and every process it starts, at `nice`, below the console. Chromium sets its threads' nice
+    values itself (0 for most, -8 for its display threads) when it may, i.e. as root (CAP_SYS_NICE), as in most
+    containers: measured, a worker's Chromium at nice 15 came back at 0 and -8, above the console, whose loop then
+    lagged 1.6x a bare process's on busy cores (bench/console_lag.py). So the capability is dropped from this
+    process's bounding set before any Chromium starts (a program started from here never gets it back), and the soft
+    RLIMIT_NICE set to 0 (no raising the priority without the capability)."""
+    with contextlib.suppress(OSError):
+        os.nice(nice)
+    with contextlib.suppress(OSError, ValueError):
+        _, hard = resource.getrlimit(resource.RLIMIT_NICE)
+        resource.setrlimit(resource.RLIMIT_NICE, (0, hard))
+    if sys.platform == "linux":
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_CAPBSET_DROP, CAP_SYS_NICE, 0, 0, 0)   # fails harmlessly without CAP_SETPCAP (not root)
 
 
 def event_stream(fd: int) -> IO[str]:
@@ -144,10 +165,7 @@ def main() -> None:
     os.environ["TMPDIR"] = scratch       # Chromium's and browser-use's temp files live and die with the worker
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        os.nice(WORKER_NICE)
-    except OSError:
-        pass
+    lower_priority()
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # the console decides when a worker stops, not the terminal's ^C
     try:
         asyncio.run(serve(EventWriter(events)))

@@ -145,3 +145,29 @@ async def test_the_console_lets_short_lived_objects_die_young_while_it_runs(tmp_
         await pilot.pause()
         assert gc.get_threshold() == GC_THRESHOLDS != before
     assert gc.get_threshold() == before
+
+
+def test_the_redraw_pace_slows_while_the_ticks_come_late_and_recovers():
+    """Events redraw at most every 0.2 s on a machine with a core to spare; when the once-a-second tick comes late
+    (the loop waits for a core), every 1 s, for BUSY_HOLD_S after the last late tick."""
+    from om2w_tui.frontends.console.screens.dashboard import (
+        BUSY_HOLD_S,
+        LATE_TICK_S,
+        REDRAW_BUSY_S,
+        REDRAW_EVERY_S,
+        RedrawPace,
+    )
+
+    pace = RedrawPace()
+    t = 100.0
+    assert pace.tick(t) == REDRAW_EVERY_S                   # the first tick has nothing to be late against
+    t += 1.0 + LATE_TICK_S / 2
+    assert pace.tick(t) == REDRAW_EVERY_S                   # a little late: not busy
+    t += 1.0 + LATE_TICK_S * 3
+    assert pace.tick(t) == REDRAW_BUSY_S                    # late: the machine is busy
+    late_at = t
+    while t + 1.0 < late_at + BUSY_HOLD_S:                  # on time again, but held busy for a while
+        t += 1.0
+        assert pace.tick(t) == REDRAW_BUSY_S and pace.every == REDRAW_BUSY_S
+    t += 1.0
+    assert pace.tick(t) == REDRAW_EVERY_S                   # quiet for BUSY_HOLD_S: back to the quick pace

@@ -6,9 +6,10 @@ arrives as a message too; countdowns and elapsed times are computed from stored 
 
 What each event costs is bounded and proportional to what it changed (bench/scale.py measures it): a step redraws
 its slot's row only; a burst of events redraws the rows of the slots it touched once (events redraw at most every
-REDRAW_EVERY_S, the first after a quiet spell at once), and adds its finished episodes' rows and step lines in one
-pass each; every slot's row and the Sites table are redrawn from snapshots and the clock's tick only; the footer is
-rebuilt only when the set of allowed commands changed, and finding that out reads the selected slot once."""
+REDRAW_EVERY_S, every REDRAW_BUSY_S while the machine is busy: `RedrawPace`; the first after a quiet spell at once),
+and adds its finished episodes' rows and step lines in one pass each; every slot's row and the Sites table are
+redrawn from snapshots and the clock's tick only; the footer is rebuilt only when the set of allowed commands changed,
+and finding that out reads the selected slot once."""
 
 from __future__ import annotations
 
@@ -48,7 +49,30 @@ if TYPE_CHECKING:
     from om2w_tui.frontends.console.app import ConsoleApp
 
 WIDE = 120
-REDRAW_EVERY_S = 0.2   # events redraw the panels at most this often (the first after a quiet spell at once)
+REDRAW_EVERY_S = 0.2   # events redraw the panels at most this often (the first after a quiet spell at once) ...
+REDRAW_BUSY_S = 1.0    # ... and this often while the machine is busy (the clock's tick came late lately)
+LATE_TICK_S = 0.02     # a tick this late says the loop waits for a core ...
+BUSY_HOLD_S = 10.0     # ... and the machine counts as busy for this long after it
+
+
+class RedrawPace:
+    """How often events may redraw the panels. Drawing is most of the console's work, and on a machine whose cores
+    the workers fill, each redraw's time is stretched and delays whatever the loop does next (bench/console_lag.py:
+    at most every 0.2 s, the loop lagged 1.8x a bare process at p99; every 1 s, 1.35x). So the pace follows the
+    once-a-second tick: within BUSY_HOLD_S of a tick later than LATE_TICK_S, REDRAW_BUSY_S; else REDRAW_EVERY_S."""
+
+    def __init__(self) -> None:
+        self.every = REDRAW_EVERY_S
+        self._last_tick: float | None = None
+        self._busy_until = float("-inf")
+
+    def tick(self, now: float, period: float = 1.0) -> float:
+        """A tick of the `period` s clock at monotonic `now`: -> the pace from here."""
+        if self._last_tick is not None and now - self._last_tick - period > LATE_TICK_S:
+            self._busy_until = now + BUSY_HOLD_S
+        self._last_tick = now
+        self.every = REDRAW_BUSY_S if now < self._busy_until else REDRAW_EVERY_S
+        return self.every
 
 # the commands the palette offers on the dashboard, when `check_action` lets them: (action, title, help)
 RUN_COMMANDS: tuple[tuple[str, str, str], ...] = (
@@ -106,6 +130,7 @@ class DashboardScreen(Screen[None]):
         self._top_height: int | None = None
         self._render_due = False
         self._rendered_at = 0.0               # monotonic time of the last redraw
+        self.redraw_pace = RedrawPace()
         self._sites_due = True
         self._slots_due: set[int] = set()      # slots whose row changed since the last redraw
         self._all_slots_due = True             # any slot's may have (a snapshot, the clock, a slot retired)
@@ -159,7 +184,7 @@ class DashboardScreen(Screen[None]):
         self.call_after_refresh(self.render_all)
 
     def render_soon(self, slot: int | None = None, *, rows: bool = True) -> None:
-        """Redraw after the next refresh, or REDRAW_EVERY_S after the last redraw, however many events arrive before
+        """Redraw after the next refresh, or the redraw pace after the last redraw, however many events arrive before
         it. `slot`: the event changed that slot's row only (None: any slot's); `rows`: False when it changed none (a
         line in the steps log, a finished episode's row)."""
         if not rows:
@@ -170,7 +195,7 @@ class DashboardScreen(Screen[None]):
             self._slots_due.add(slot)
         if not self._render_due:
             self._render_due = True
-            wait = self._rendered_at + REDRAW_EVERY_S - time.monotonic()
+            wait = self._rendered_at + self.redraw_pace.every - time.monotonic()
             if wait > 0:
                 self.set_timer(wait, self._render_if_due)
             else:
@@ -251,6 +276,7 @@ class DashboardScreen(Screen[None]):
             self.refresh_bindings()
 
     def _tick(self) -> None:
+        self.redraw_pace.tick(time.monotonic())
         if not self.console_app.pull_snapshot():
             self.render_all()
 
