@@ -187,11 +187,9 @@ class DashboardScreen(Screen[None]):
         """Redraw after the next refresh, or the redraw pace after the last redraw, however many events arrive before
         it. `slot`: the event changed that slot's row only (None: any slot's); `rows`: False when it changed none (a
         line in the steps log, a finished episode's row)."""
-        if not rows:
-            pass
-        elif slot is None or slot not in self.state.slots:   # a slot gone: its row goes too
+        if rows and (slot is None or slot not in self.state.slots):   # any slot's, or a slot gone: its row goes too
             self._all_slots_due = True
-        else:
+        elif rows:
             self._slots_due.add(slot)
         if not self._render_due:
             self._render_due = True
