@@ -76,7 +76,8 @@ class RunState:
     # ── events ─────────────────────────────────────────────
     def run_started(self, ev: events.RunStarted, now: float) -> None:
         self.total, self.settled_before, self.target_workers = ev.total, ev.settled, ev.workers
-        self.started_at = now
+        # the run's own start: a console attached later counts from it too (a clock behind it, a test's: from now)
+        self.started_at = ev.started_at if 0 < ev.started_at <= now else now
         self.phase = "running"
 
     def slot_changed(self, ev: events.SlotChanged) -> None:
@@ -210,6 +211,11 @@ class RunState:
     def done(self) -> int:
         """Tasks of the run's selection settled (resumed ones included), as the engine counts them."""
         return self.reported[0] if self.reported is not None else self.settled_before + self.finished_here
+
+    @property
+    def finished_this_run(self) -> int:
+        """Tasks this run settled: what its rate and ETA count (an attached console saw only some of them finish)."""
+        return max(self.finished_here, self.done - self.settled_before)
 
     @property
     def errors(self) -> int:

@@ -59,3 +59,20 @@ def test_formatting():
     assert clock_text(65) == "1:05" and clock_text(3725) == "1:02:05" and clock_text(None) == "-"
     assert clip_left("127.0.0.1:41003", 10) == "…0.1:41003"
     assert eta_seconds(2, 4, 100) == 200 and eta_seconds(0, 4, 100) is None and eta_seconds(3, 0, 9) == 0
+
+
+def test_a_console_attached_late_counts_from_the_runs_start_and_its_rate_from_every_task_it_settled():
+    """The run began 600 s before this console attached, with 5 of 20 tasks settled from earlier runs; it has settled
+    9 more since, the console saw one of them finish: elapsed is 600 s, the rate 10 an hour's worth over those 600 s."""
+    from om2w_tui.engine.results import EpisodeRecord
+
+    now = 1_800_000_000.0
+    st = RunState()
+    st.run_started(RunStarted(total=20, settled=5, workers=2, out="o", started_at=now - 600), now)
+    assert st.elapsed(now) == 600
+    st.episode_finished(EpisodeFinished(0, EpisodeRecord(task_id="t", status="done", steps=3), done=15, errors=0))
+    assert st.finished_here == 1 and st.finished_this_run == 10
+    # a clock behind the engine's (a test's frozen clock): the run counts from when it was seen to start
+    frozen = RunState()
+    frozen.run_started(RunStarted(total=20, settled=0, workers=2, out="o", started_at=now), 1000.0)
+    assert frozen.elapsed(1010.0) == 10

@@ -43,8 +43,9 @@ class RunHeader(Horizontal):
         done = state.done
         self.query_one(ProgressBar).update(total=max(1, total), progress=min(done, total))
         elapsed = state.elapsed(now)
-        eta = eta_seconds(state.finished_here, max(0, total - done), elapsed) if state.phase == "running" else None
-        rate = per_hour(state.finished_here, elapsed)
+        finished = state.finished_this_run
+        eta = eta_seconds(finished, max(0, total - done), elapsed) if state.phase == "running" else None
+        rate = per_hour(finished, elapsed)
         rate_text = f"{rate:.0f}/h" if rate is not None else "-/h"
         eta_text = "-" if eta is None else clock_text(eta)
         if wide:
