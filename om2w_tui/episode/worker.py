@@ -37,10 +37,10 @@ ORPHAN_GRACE_S = 3.0     # after the console's pipe closes, time for an orderly 
 def lower_priority(nice: int = WORKER_NICE) -> None:
     """Run this process, and every process it starts, at `nice`, below the console. Chromium sets its threads' nice
     values itself (0 for most, -8 for its display threads) when it may, i.e. as root (CAP_SYS_NICE), as in most
-    containers: measured, a worker's Chromium at nice 15 came back at 0 and -8, above the console, whose loop then
-    lagged 1.6x a bare process's on busy cores (bench/console_lag.py). So the capability is dropped from this
-    process's bounding set before any Chromium starts (a program started from here never gets it back), and the soft
-    RLIMIT_NICE set to 0 (no raising the priority without the capability)."""
+    containers: seen during bench/console_lag.py, a worker's Chromium at nice 15 came back at 0 and -8, above the
+    console it was niced to leave the cores to. So the capability is dropped from this process's bounding set before
+    any Chromium starts (a program started from here never gets it back), and the soft RLIMIT_NICE set to 0 (no
+    raising the priority without the capability). tests/e2e/test_worker_priority.py reads every thread's nice."""
     with contextlib.suppress(OSError):
         os.nice(nice)
     with contextlib.suppress(OSError, ValueError):
