@@ -64,9 +64,13 @@ def lower_bound(tasks: list[Task], length: dict[str, float], slots: int, cooldow
 # ── a stand-in worker on the loop's clock ─────────────────
 @dataclass
 class SimExecutor:
-    """Workers whose episodes last `length[task]` seconds of loop time, sending a step event every `step_s`."""
+    """Workers whose episodes last `length[task]` seconds of loop time, sending a step event every `step_s`; with
+    `jitter` (a log-normal sigma), each step lasts that times a draw of its own (median 1), as a model's latency
+    varies."""
     length: dict[str, float]
     step_s: float = 15.0
+    jitter: float = 0.0
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
     start_s: float = 0.0
     screenshot: bool = False
     runs: int = 0
@@ -103,7 +107,8 @@ class SimWorker:
         status = "done"
         try:
             for i in range(n):
-                await asyncio.sleep(total / n)
+                draw = self.ex.rng.lognormvariate(0.0, self.ex.jitter) if self.ex.jitter else 1.0
+                await asyncio.sleep(total / n * draw)
                 self.events.put_nowait({"ev": "step", "step": i + 1, "url": f"https://{task['website']}/p{i}",
                                         "actions": [f"<a id=\"r{i}\"> result {i} -> CLICK"],
                                         "thought": "the next result looks closer to the goal"})

@@ -27,7 +27,6 @@ import asyncio
 import gc
 import json
 import os
-import random
 import resource
 import subprocess
 import sys
@@ -37,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from _common import SimExecutor, SimWorker, pct, verdict
+from _common import SimExecutor, pct, verdict
 from loop_watch import StallWatch
 
 from om2w_tui.benchmarks.tasks import Task
@@ -67,39 +66,6 @@ class Progress:
             self.n += 1
             if self.n % max(1, self.total // 5) == 0:
                 self.cpu_marks.append((self.n, time.process_time()))
-
-
-class JitterExecutor(SimExecutor):
-    """Stand-in workers whose steps last `step_s` times a log-normal draw (median `step_s`), each step its own."""
-
-    def __init__(self, length: dict[str, float], step_s: float, seed: int = 0):
-        super().__init__(length, step_s=step_s)
-        self.rng = random.Random(seed)
-
-    async def start_worker(self, slot: int) -> SimWorker:
-        w = JitterWorker(self, slot)
-        self.workers.append(w)
-        return w
-
-
-class JitterWorker(SimWorker):
-    async def _run(self, task: dict[str, Any]) -> None:
-        ex = self.ex
-        assert isinstance(ex, JitterExecutor)
-        n = max(1, round(ex.length[task["task_id"]] / ex.step_s))
-        self.events.put_nowait({"ev": "running"})
-        status = "done"
-        try:
-            for i in range(n):
-                await asyncio.sleep(ex.step_s * ex.rng.lognormvariate(0.0, 0.35))
-                self.events.put_nowait({"ev": "step", "step": i + 1, "url": f"https://{task['website']}/p{i}",
-                                        "actions": [f"<a id=\"r{i}\"> result {i} -> CLICK"],
-                                        "thought": "the next result looks closer to the goal"})
-        except asyncio.CancelledError:
-            status = "killed"
-        self.events.put_nowait({"ev": "finished", "record": {
-            "status": status, "steps": n, "actions": n, "screenshots": n + 1, "answer": "an answer",
-            "agent_done": status == "done"}})
 
 
 STARTUP_S = 10.0   # phase 1 also prints the lag after this: all slots starting at once is a burst of its own
@@ -160,7 +126,7 @@ async def run(tasks: list[Task], slots: int, lengths: dict[str, float], step_s: 
     bare = subprocess.Popen([sys.executable, str(Path(__file__).with_name("console_lag.py")), "--bare-probe"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE) if seconds is not None else None
     cpu0, t0 = time.process_time(), time.monotonic()
-    executor = JitterExecutor(lengths, step_s) if jitter else SimExecutor(lengths, step_s=step_s)
+    executor = SimExecutor(lengths, step_s=step_s, jitter=0.35 if jitter else 0.0)
     if ui:
         from om2w_tui.frontends.console.app import make_app
         app = make_app(Preflight(cfg, tasks, Path("tasks.json"), settled=0), start_engine=False, last_launch=None,

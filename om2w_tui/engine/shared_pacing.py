@@ -180,8 +180,10 @@ class SharedSitePacer(SitePacer):
         return cooldown
 
     def relax(self, site: str) -> float:
+        before = self.state(site).cooldown
         cooldown = super().relax(site)
-        self._share_cooldown(site)
+        if cooldown != before:   # a clean episode at the default changes nothing: no file touched
+            self._share_cooldown(site)
         return cooldown
 
     def _share_cooldown(self, site: str) -> None:
