@@ -5,6 +5,9 @@ or with their dates moved, the official evaluator's output kept.
 
 The new content goes to a temporary file in the same folder (or in `tmp_dir`, on the same file system), is flushed
 to disk, and replaces the old with one `os.replace`; a failure midway leaves the old content and no temporary file.
+
+Files a run keeps in its folder and opens by name (its lock, its results) go through `open_own`: never through a
+symlink, never a FIFO, a device or a folder; `unsafe_entry` says the same before a run, for its preflight.
 """
 
 from __future__ import annotations
@@ -12,23 +15,31 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import stat
 from pathlib import Path
 from typing import Any
 
 
-def write_atomic(path: Path, data: bytes | str, tmp_dir: Path | None = None) -> None:
+def write_atomic(path: Path, data: bytes | str, tmp_dir: Path | None = None, mode: int = 0o666,
+                 final_mode: int | None = None) -> None:
     """Write a file so that a reader (or a crash) sees the old content or the new, never a part. `tmp_dir` (on the
-    same file system) keeps the half-written file out of a folder whose every file is read, like `trajectory/`."""
+    same file system) keeps the half-written file out of a folder whose every file is read, like `trajectory/`.
+    `mode` (less the umask) is the file's from its first byte: 0o600 for a file only its owner may read;
+    `final_mode`, given, is set on the whole file just before it takes its place (written owner-only, then readable
+    by others once complete). A symlink at `path` is replaced, never followed; the temporary file has a name no one
+    can guess and is created exclusively."""
     path = Path(path)
     raw = data.encode() if isinstance(data, str) else data
     # not tempfile.mkstemp: its 0600 would make result.json and the screenshots unreadable to others (the evaluator
     # run by another user); 0666 less the umask, as for any file written plainly
     tmp = Path(tmp_dir or path.parent) / f".{path.name}.{secrets.token_hex(8)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), mode)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
             f.flush()
+            if final_mode is not None:
+                os.fchmod(f.fileno(), final_mode)
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -36,5 +47,60 @@ def write_atomic(path: Path, data: bytes | str, tmp_dir: Path | None = None) -> 
         raise
 
 
-def write_json_atomic(path: Path, obj: Any) -> None:
-    write_atomic(path, json.dumps(obj, indent=1, ensure_ascii=False, default=str))
+def write_json_atomic(path: Path, obj: Any, mode: int = 0o666) -> None:
+    write_atomic(path, json.dumps(obj, indent=1, ensure_ascii=False, default=str), mode=mode)
+
+
+class UnsafeFile(OSError):
+    """A file the run would write in its folder is a symlink, a folder, a FIFO or a device; the message says which."""
+
+
+def open_own(path: Path, flags: int, mode: int = 0o644) -> int:
+    """Open a file the run owns in its folder (its lock, its results, a stamp): never through a symlink, and only a
+    regular file (a FIFO or a device is not opened to wait on, a folder is refused). Raises UnsafeFile naming the
+    path, or the OSError the open met."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), mode)
+    except OSError:
+        if os.path.islink(path):
+            raise UnsafeFile(f"{path}: is a symbolic link; the run never writes through one (remove it)") from None
+        if os.path.isdir(path):
+            raise UnsafeFile(f"{path}: is a folder where the run keeps a file (move it away)") from None
+        raise
+    kind = _kind(os.fstat(fd).st_mode)
+    if kind:
+        os.close(fd)
+        raise UnsafeFile(f"{path}: is {kind} where the run keeps a file (move it away)")
+    return fd
+
+
+def _kind(mode: int) -> str:
+    """'' for a regular file, else what it is."""
+    if stat.S_ISREG(mode):
+        return ""
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "a FIFO, a device or a socket"
+
+
+def unsafe_entry(path: Path) -> str:
+    """'' when `path` is absent or a regular file (not a symlink), else what is wrong (for the preflight)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return ""
+    except OSError as e:
+        return f"{path}: cannot be read ({e.strerror or e})"
+    if stat.S_ISLNK(st.st_mode):
+        return f"{path}: is a symbolic link; the run never writes through one (remove it)"
+    kind = _kind(st.st_mode)
+    return f"{path}: is {kind} where the run keeps a file (move it away)" if kind else ""
+
+
+def holds_no_files(folder: Path) -> bool:
+    """Whether `folder` is on a filesystem of no blocks (`/proc`, `/sys`): it takes no file a run writes, whatever
+    its modes say (root may "write" there, and every create fails)."""
+    try:
+        return os.statvfs(folder).f_blocks == 0
+    except OSError:
+        return False

@@ -15,18 +15,21 @@ its worker died: nothing here raises for what is missing or torn; it is said in 
 
 from __future__ import annotations
 
-import json
+import os
 import re
 import shutil
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from om2w_tui.benchmarks.trajectory import V2_JOIN
+from om2w_tui.json_input import InputError, decode, read_bytes
 
 SHOT = re.compile(r"^(\d+)_full_screenshot\.png$")
 CLOSING = ("TASK_COMPLETE", "TASK_INCOMPLETE")     # a v2 history's closing entry: the last state, no action
 ATTEMPTS = "attempts"
+RESULT_LIMIT = 64 << 20   # bytes of a result.json read back (a long episode's is well under 1 MiB)
 
 Layout = Literal["v1", "v2"]
 
@@ -81,13 +84,13 @@ class EpisodeFolder:
 
 
 def load_result(folder: Path) -> ResultFile:
-    """`<folder>/result.json`'s object; never raises."""
+    """`<folder>/result.json`'s object, through the one JSON decoder (never through a symlink); never raises."""
     path = Path(folder) / "result.json"
-    try:
-        result = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return ResultFile(None, missing=True)
-    except (OSError, UnicodeDecodeError, ValueError) as e:   # torn (a writer that is not ours), unreadable, not UTF-8
+    try:
+        result = decode(read_bytes(path, RESULT_LIMIT, follow_symlinks=False), "result.json")
+    except InputError as e:   # torn (a writer that is not ours), unreadable, not UTF-8, too deep, a symlink
         return ResultFile(None, error=f"result.json is not readable JSON ({e})")
     if not isinstance(result, dict):
         return ResultFile(None, error=f"result.json holds a {type(result).__name__}, not an object")
@@ -235,10 +238,35 @@ def attempt_folder(out: Path, task_id: str, attempt: int, latest: bool) -> Path:
     return kept if not latest and kept.is_dir() else folder
 
 
+class UnsafeFolder(OSError):
+    """A task folder (or its `attempts/`) that is a symlink or no folder: the run would write outside its out
+    folder, or move another folder's files; the message names it."""
+
+
+def unsafe_task_folder(folder: Path) -> str:
+    """'' when `folder` is absent or a real folder whose `attempts/` is absent or a real folder (never a symlink),
+    else what is wrong with it."""
+    for path in (Path(folder), Path(folder) / ATTEMPTS):
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return ""
+        except OSError as e:
+            return f"{path}: cannot be read ({e.strerror or e})"
+        if stat.S_ISLNK(mode):
+            return f"{path}: is a symbolic link; a task's folder must be a folder of the run's own (remove the link)"
+        if not stat.S_ISDIR(mode):
+            return f"{path}: is not a folder, where the run keeps the task's files (move it away)"
+    return ""
+
+
 def keep_earlier_attempt(folder: Path) -> Path | None:
     """Move the files an earlier attempt left in a task's folder to `<task>/attempts/<n>/` (inside the task's folder:
     every folder beside the task folders would count as a task for the evaluator); -> that folder, or None when
-    there was nothing to keep."""
+    there was nothing to keep. A task folder (or its attempts/) that is a symlink raises UnsafeFolder: nothing is
+    moved, and the episode never writes through it."""
+    if problem := unsafe_task_folder(folder):
+        raise UnsafeFolder(problem)
     if not folder.exists():
         return None
     leftovers = [p for p in folder.iterdir() if p.name != ATTEMPTS]

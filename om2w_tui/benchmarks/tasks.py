@@ -1,7 +1,10 @@
 """Task files into one shape: Online-Mind2Web JSON, WebVoyager JSONL, and plain JSON/JSONL of either shape.
 
 Every loader rejects what cannot be a task with a `TaskFileError` that names the file, the line (for JSONL or
-a JSON syntax error) and what to do; nothing else in the package has to re-check a task.
+a JSON syntax error) and what to do; nothing else in the package has to re-check a task. A task that could never
+run is refused here rather than failed in every attempt: an id that is no safe folder name (matched whole: `"a\n"`
+is none), a lone surrogate in any of its text, a website that is no http(s) URL with a host and a port in range, a
+`max_steps` out of range. The file is read through `json_input` (a regular file of bounded size, nesting bounded).
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
-from urllib.parse import urlsplit
 
 from om2w_tui.benchmarks.site_keys import site_key
+from om2w_tui.episode.instruction import MAX_STEPS
+from om2w_tui.json_input import InputError, decode, read_bytes, text_of
+from om2w_tui.secret import check_http_url
 
 # a task id becomes a folder name under --out: letters, digits and a few safe marks, not starting with a dot;
 # spaces inside are fine (WebVoyager's ids are like "BBC News--0"), not at either end
@@ -23,6 +28,7 @@ _SAFE_ID = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9_.\- ]{0,126}[A-Za-z0-9_.\-])?
 # the run's own files beside the task folders: a task folder of one of these names would shadow it (and a folder
 # named like a results file would break every later launch)
 _RUN_FILES = re.compile(r"^(run(\..+)?\.json|results.*\.jsonl|worker_.*\.log|.*_auto_eval_results\.json)$", re.I)
+TASK_FILE_LIMIT = 256 << 20   # bytes: the official files are well under 1 MiB
 
 
 class TaskFileError(ValueError):
@@ -72,7 +78,7 @@ def _normalise(row: Any, where: str) -> dict[str, Any]:
             f"{where}: missing {', '.join(missing)} (a task needs task_id, confirmed_task and website; "
             f"WebVoyager rows need id, ques and web)")
     tid = row["task_id"]
-    if not isinstance(tid, str) or not _SAFE_ID.match(tid):
+    if not isinstance(tid, str) or not _SAFE_ID.fullmatch(tid):
         raise TaskFileError(
             f"{where}: task id {str(tid)[:80]!r} cannot be a folder name: use 1-128 letters, digits, '_', '-', '.' "
             f"or inner spaces, not starting with '.'")
@@ -80,9 +86,10 @@ def _normalise(row: Any, where: str) -> dict[str, Any]:
         raise TaskFileError(f"{where}: task id {tid!r} is the name of one of the run's own files in the out folder "
                             f"(run*.json, results*.jsonl, worker_*.log, *_auto_eval_results.json): rename the task")
     _check_types(row, tid, where)
-    parts = urlsplit(str(row["website"]))
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise TaskFileError(f"{where}: website {str(row['website'])[:120]!r} of task {tid} is not an http(s) URL")
+    _check_text(row, tid, where)
+    problem = check_http_url(row["website"])
+    if problem:
+        raise TaskFileError(f"{where}: website {row['website'][:120]!r} of task {tid} {problem}")
     if row.get("level") is not None:
         row = {**row, "level": str(row["level"])}
     return cast(dict[str, Any], row)   # a JSON object (checked above): its keys are strings
@@ -104,8 +111,27 @@ def _check_types(row: dict[str, Any], tid: str, where: str) -> None:
                                                            and all(isinstance(x, str) for x in ref))):
         raise bad("reference_answer", "a string or a list of strings")
     steps = row.get("max_steps")
-    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
-        raise bad("max_steps", "a whole number of 1 or more")
+    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS):
+        raise bad("max_steps", f"a whole number from 1 to {MAX_STEPS}")
+
+
+def _check_text(row: dict[str, Any], tid: str, where: str) -> None:
+    """Every string of the row must be text a UTF-8 pipe and file can carry: a lone surrogate (`"\\ud800"` in JSON)
+    would fail the episode's every attempt as the harness's fault."""
+    try:
+        json.dumps(row, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        field = next((k for k, v in row.items() if not _encodes(k) or not _encodes(v)), "a field")
+        raise TaskFileError(f"{where}: {field} of task {tid} holds a lone surrogate (an escape like \\ud800 that "
+                            f"is no character); fix the text") from None
+
+
+def _encodes(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def _rows_json(path: Path, data: Any) -> Iterable[tuple[str, Any]]:
@@ -122,9 +148,9 @@ def _rows_jsonl(path: Path, text: str) -> Iterable[tuple[str, Any]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise TaskFileError(f"{path}:{n}:{e.colno}: invalid JSON line: {e.msg}") from None
+            row = decode(line, str(path), line=n)
+        except InputError as e:
+            raise TaskFileError(str(e).replace(": invalid JSON:", ": invalid JSON line:")) from None
         yield f"{path}:{n}", row
 
 
@@ -138,13 +164,13 @@ def parse_tasks(path: Path, text: str) -> list[Task]:
         rows = _rows_jsonl(path, text)
     else:
         try:
-            rows = _rows_json(path, json.loads(text))
-        except json.JSONDecodeError as e:
+            rows = _rows_json(path, decode(text, str(path)))
+        except InputError as e:
             # one object a line: JSON lines, whatever the file's name (a pretty-printed object is one JSON value)
-            if e.msg == "Extra data" and text.lstrip().startswith("{"):
+            if e.reason == "Extra data" and text.lstrip().startswith("{"):
                 rows = _rows_jsonl(path, text)
             else:
-                raise TaskFileError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+                raise TaskFileError(str(e)) from None
     tasks: list[Task] = []
     seen: dict[str, str] = {}
     for where, row in rows:
@@ -159,18 +185,23 @@ def parse_tasks(path: Path, text: str) -> list[Task]:
     return tasks
 
 
-def load_tasks(path: str | Path) -> list[Task]:
-    path = Path(path)
+def read_task_text(path: Path) -> str:
+    """A task file's text: a regular file of at most TASK_FILE_LIMIT bytes of UTF-8 (never a FIFO or a device,
+    which would hang or fill memory); raises TaskFileError."""
     if not path.exists():
         raise TaskFileError(f"{path}: no such task file (give --tasks PATH, or fetch one with "
                             f"`om2w-tui tasks fetch` where that is available)")
     if path.is_dir():
         raise TaskFileError(f"{path}: is a folder, not a task file")
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise TaskFileError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-    return parse_tasks(path, text)
+        return text_of(read_bytes(path, TASK_FILE_LIMIT), str(path))
+    except InputError as e:
+        raise TaskFileError(str(e)) from None
+
+
+def load_tasks(path: str | Path) -> list[Task]:
+    path = Path(path)
+    return parse_tasks(path, read_task_text(path))
 
 
 def select(tasks: list[Task], *, task_ids: Iterable[str] | None = None, levels: Iterable[str] | None = None,

@@ -1,38 +1,56 @@
-"""Argument types for the command line: numbers with bounds and comma lists, with messages naming the flag."""
+"""Argument types for the command line, with messages naming the flag: every number through the settings' one
+parser (`engine.settings.parse_number`: NaN, infinities and out-of-range values refused), a declared setting
+through its own kind, comma lists, endpoint URLs (kept redacted)."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import Any, TypeVar
+
+from om2w_tui.engine.settings import Setting, parse_number
+from om2w_tui.secret import EndpointURL
+
+T = TypeVar("T")
 
 
-def number(flag: str, kind: type = int, minimum: float = 0, above: bool = False) -> Callable[[str], float]:
-    """A parser for `flag`: an int or float at least `minimum` (more than it with `above`)."""
-    noun = "whole number" if kind is int else "number"
-
-    def parse(s: str) -> float:
+def _named(flag: str, parse: Callable[[str], T]) -> Callable[[str], T]:
+    """`parse` as an argparse type: its ValueError (URLError is one) becomes a message that starts with the flag."""
+    def named(s: str) -> T:
         try:
-            v: float = kind(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} {s}: not a {noun}") from None
-        if v < minimum or (above and v == minimum):
-            bound = f"more than {minimum:g}" if above else (
-                "at least 1" if (kind is int and minimum == 1) else f"{minimum:g} or more")
-            raise argparse.ArgumentTypeError(f"{flag} {s}: must be {bound}")
-        return v
-    return parse
+            return parse(s)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(f"{flag} {e}") from None
+    return named
 
 
-def positive_int(flag: str) -> Callable[[str], float]:
-    return number(flag, int, 1)
+def number(flag: str, kind: type = int, minimum: float = 0, above: bool = False,
+           maximum: float | None = None) -> Callable[[str], float]:
+    """A parser for `flag`: a whole number (`kind` int) or a number, at least `minimum` (more than it with `above`)
+    and at most `maximum`."""
+    return _named(flag, lambda s: parse_number(s, whole=kind is int, low=minimum, high=maximum, above=above))
 
 
-def count(flag: str) -> Callable[[str], float]:
-    return number(flag, int, 0)
+def positive_int(flag: str, maximum: int | None = None) -> Callable[[str], float]:
+    return number(flag, int, 1, maximum=maximum)
 
 
-def seconds(flag: str, allow_zero: bool) -> Callable[[str], float]:
-    return number(flag, float, 0, above=not allow_zero)
+def count(flag: str, maximum: int | None = None) -> Callable[[str], float]:
+    return number(flag, int, 0, maximum=maximum)
+
+
+def seconds(flag: str, allow_zero: bool, maximum: float | None = None) -> Callable[[str], float]:
+    return number(flag, float, 0, above=not allow_zero, maximum=maximum)
+
+
+def setting_type(st: Setting) -> Callable[[str], Any]:
+    """How a declared setting's flag text becomes its value (its kind's parser), naming the flag when it cannot."""
+    return _named(st.flag, st.parse)
+
+
+def endpoint(flag: str) -> Callable[[str], EndpointURL]:
+    """An endpoint URL flag (`--judge-url`): checked, and shown redacted wherever it is printed."""
+    return _named(flag, EndpointURL.parse)
 
 
 def csv(s: str) -> list[str]:

@@ -7,10 +7,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from om2w_tui import exits
 from om2w_tui.engine.control_socket import NoRunListening, request
 from om2w_tui.frontends.remote import RemoteRun
 
-EXIT_USAGE = 2
+EXIT_USAGE = exits.USAGE
 
 
 def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from om2w_tui import exits
 from om2w_tui.benchmarks.conformance import read_run
 
 
@@ -38,4 +39,4 @@ def run_check(outs: list[Path]) -> int:
             print(f"  {len(r.notes)} note(s), read right all the same:")
             for n in r.notes:
                 print(f"  - {n}")
-    return 1 if bad else 0
+    return exits.FAILED if bad else exits.OK

@@ -11,11 +11,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from om2w_tui import exits
 from om2w_tui.engine.control_socket import NoRunListening, request
 from om2w_tui.engine.events import RunSnapshot
+from om2w_tui.engine.settings import BY_KEY
 from om2w_tui.engine.wire import WireError, from_wire
 
-EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE = exits.OK, exits.FAILED, exits.USAGE
 # command -> (what its argument is, or None; help)
 ACTIONS: dict[str, tuple[str | None, str]] = {
     "status": (None, "progress, running episodes with their step, dispatch, breaker, workers"),
@@ -23,7 +25,7 @@ ACTIONS: dict[str, tuple[str | None, str]] = {
     "resume": ("[TASK]", "start episodes again; with TASK: resume that episode"),
     "kill": ("TASK", "end TASK's episode now, keeping its steps (recorded as killed)"),
     "requeue": ("TASK", "end TASK's episode now and put it back in the queue"),
-    "workers": ("N", "run N episodes at once from now on"),
+    "workers": ("N", f"run N episodes at once from now on ({BY_KEY['workers'].kind.bounds_text()})"),
     "retry": (None, "put the tasks that ended in error back in the queue"),
     "stop": (None, "stop the run gracefully (running episodes end keeping their steps; --force: end them now)"),
 }
@@ -51,13 +53,10 @@ def _message(args: argparse.Namespace) -> dict[str, Any] | str:
     what, _ = ACTIONS[args.action]
     msg: dict[str, Any] = {"cmd": args.action}
     if args.action == "workers":
-        try:
-            n = int(args.arg) if args.arg is not None else 0
-        except ValueError:
-            n = 0
-        if n < 1:
-            return f"workers N: N must be a whole number of at least 1 (got {args.arg!r})"
-        msg["n"] = n
+        try:   # the --workers setting's own parser and bounds
+            msg["n"] = BY_KEY["workers"].kind.parse(args.arg if args.arg is not None else "")
+        except ValueError as e:
+            return f"workers N: {e}"
     elif args.action in ("kill", "requeue"):
         if not args.arg:
             return f"{args.action} TASK: which task? (`om2w-tui ctl OUT status` lists the running ones)"

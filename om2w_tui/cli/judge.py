@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from om2w_tui.cli.argtypes import positive_int
+from om2w_tui.cli.argtypes import endpoint, positive_int
 from om2w_tui.evaluation.judge import (
     EXIT_USAGE,
     MAX_TOKENS,
@@ -29,7 +29,8 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                                    "official Online-Mind2Web evaluator does; resumable.")
     p.add_argument("out", type=Path, help="the run's folder (one subfolder per task)")
     p.add_argument("--judge-model", required=True, help="the judge model's served name (e.g. o4-mini)")
-    p.add_argument("--judge-url", required=True, help="the judge endpoint's OpenAI base URL (e.g. https://api.openai.com/v1)")
+    p.add_argument("--judge-url", required=True, type=endpoint("--judge-url"),
+                   help="the judge endpoint's OpenAI base URL (e.g. https://api.openai.com/v1)")
     p.add_argument("--mode", choices=MODES, default="webjudge", help="webjudge (the paper's method) | webvoyager")
     p.add_argument("--workers", type=positive_int("--workers"), default=4, help="model calls at once (4)")
     p.add_argument("--score-threshold", type=int, default=3, choices=range(1, 6), metavar="1-5",
@@ -77,11 +78,13 @@ def run(args: argparse.Namespace) -> int:
     task_ids = [t.strip() for t in args.task_ids.split(",") if t.strip()]
     key = os.environ.get(args.api_key_env, "") or "EMPTY"
     if args.official is not None:
-        return run_official_cli(out, args.official, args.official_python, s, args.judge_url, key, bool(task_ids))
+        return run_official_cli(out, args.official, args.official_python, s, args.judge_url.for_client(), key,
+                                bool(task_ids))
     from openai import AsyncOpenAI  # the model client only when a judge runs: the CLI starts light
 
     async def go() -> JudgeOutcome:
-        client = AsyncOpenAI(base_url=args.judge_url, api_key=key, max_retries=0, timeout=s.request_timeout)
+        client = AsyncOpenAI(base_url=args.judge_url.for_client(), api_key=key, max_retries=0,
+                             timeout=s.request_timeout)
         try:
             return await judge_run(out, s, client, task_ids=task_ids, log=lambda m: print(m, flush=True))
         finally:

@@ -13,33 +13,19 @@ import asyncio
 import dataclasses
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+from om2w_tui import exits
 from om2w_tui.cli import tools as tools_cli
-from om2w_tui.cli.argtypes import csv, number, seconds
+from om2w_tui.cli.argtypes import number, setting_type
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.launch import UsageError, preflight, run_checks
-from om2w_tui.engine.settings import BEYOND, SETTINGS, Setting, changed
+from om2w_tui.engine.settings import BEYOND, SETTINGS, UNPACED, Choice, Switch, changed
 from om2w_tui.engine.sharding import shard_from_flags
 from om2w_tui.episode.instruction import TemplateError, read_template
 from om2w_tui.frontends.headless import run_headless
 
-EXIT_USAGE = 2
-
-
-def _arg_type(st: Setting) -> Callable[[str], Any]:
-    """How a flag's text becomes its value, with a message naming the flag when it cannot."""
-    if st.kind == "int":
-        return number(st.flag, int, st.minimum)
-    if st.kind == "number":
-        return seconds(st.flag, not st.above_zero)
-    if st.kind == "csv":
-        return csv
-    if st.kind == "path":
-        return Path
-    return str
+EXIT_USAGE = exits.USAGE
 
 
 def add_run_flags(p: argparse.ArgumentParser, *, demo: bool = False) -> None:
@@ -50,15 +36,14 @@ def add_run_flags(p: argparse.ArgumentParser, *, demo: bool = False) -> None:
             continue
         g = groups.get(st.group) or groups.setdefault(st.group, p.add_argument_group(st.group))
         default = st.demo_default if demo and st.demo_default is not None else st.default
-        help_text = st.help + (" (default: runs/demo-<time>)" if demo and st.key == "out" else "")
-        if st.kind == "on":
-            g.add_argument(st.flag, dest=st.key, action="store_true", help=help_text)
-        elif st.kind == "off":
-            g.add_argument(st.flag, dest=st.key, action="store_false", help=help_text)
-        elif st.kind == "choice":
+        help_text = st.help_text(demo)
+        if isinstance(st.kind, Switch):
+            g.add_argument(st.flag, dest=st.key, action="store_true" if st.kind.sets else "store_false",
+                           help=help_text)
+        elif isinstance(st.kind, Choice):
             g.add_argument(st.flag, dest=st.key, choices=st.choices, default=default, help=help_text)
         else:
-            g.add_argument(st.flag, dest=st.key, type=_arg_type(st), default=default, metavar=st.metavar,
+            g.add_argument(st.flag, dest=st.key, type=setting_type(st), default=default, metavar=st.metavar,
                            help=help_text)
         if st.key == "site_slots":
             g.add_argument("--no-pacing", action="store_true",
@@ -84,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", help="check a run's settings before starting it (task file, endpoint, browser)")
     add_run_flags(doctor)
     oracle = sub.add_parser("oracle", help="serve the offline sites and the oracle model server")
-    oracle.add_argument("--port", type=int, default=8400, help="the oracle's port (default 8400)")
+    oracle.add_argument("--port", type=number("--port", int, 0, maximum=65535), default=8400,
+                        help="the oracle's port (0-65535, 0: any free one; default: 8400)")
     oracle.add_argument("--host", default="127.0.0.1")
     tools_cli.register(sub)
     return ap
@@ -99,7 +85,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         except ValueError as e:
             raise SystemExit(str(e)) from None
     if getattr(args, "no_pacing", False):
-        given.update(site_slots=0, pace_cooldown=0.0)
+        given.update(UNPACED)
     if args.command == "demo":
         given.update(out=args.out or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S"), bench="offline",
                      model="oracle")
@@ -137,7 +123,7 @@ def doctor(cfg: RunConfig) -> int:
         table.add_row(name, "[green]ok[/]" if ok else "[red]no[/]", detail)
     table.add_row("settings", "", " ".join(changed(cfg)) or "every setting at its default")
     Console(soft_wrap=False).print(table)
-    return 0 if pre is not None else EXIT_USAGE
+    return exits.OK if pre is not None else EXIT_USAGE
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "oracle":
         from om2w_tui.offline.oracle import main as oracle_main  # the oracle's modules only for this subcommand
 
-        return oracle_main(["--port", str(args.port), "--host", args.host]) or 0
+        return oracle_main(["--port", str(args.port), "--host", args.host]) or exits.OK
     code = tools_cli.run(args)
     if code is not None:
         return code

@@ -10,11 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from om2w_tui import exits
 from om2w_tui.benchmarks.dates import DEFAULT_SITES, RefreshError, refresh_file
 from om2w_tui.benchmarks.fetch import SOURCES, FetchError, fetch
 from om2w_tui.resources import data_dir
 
-EXIT_FAIL = 2
+EXIT_FAIL = exits.USAGE
 
 
 def add_arguments(sub: Any) -> None:
@@ -85,7 +86,7 @@ def _run_fetch(args: argparse.Namespace) -> int:
         check = "not pinned and not a known revision: runs record its sha256 in run.json"
     verb = "already up to date:" if got.unchanged else "wrote"
     print(f"{verb} {got.path}: {got.tasks} tasks, sha256 {got.sha256}; {check}")
-    return 0
+    return exits.OK
 
 
 def _run_refresh(args: argparse.Namespace) -> int:
@@ -105,4 +106,4 @@ def _run_refresh(args: argparse.Namespace) -> int:
             print(f"{c['task_id']}: note: {note}")
     print(f"{len(moved)} task(s) changed (today {today.isoformat()}, sites {', '.join(sites) or 'none'}"
           f"{', ids ' + ', '.join(args.task_ids) if args.task_ids else ''}) -> {args.out}")
-    return 0
+    return exits.OK

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from om2w_tui.engine.redact import redact_url
 from om2w_tui.episode.browser import DEFAULT_LOCALE, DEFAULT_TIMEZONE, DEFAULT_VIEWPORT
 from om2w_tui.episode.instruction import DEFAULT_TEMPLATE
+from om2w_tui.secret import EndpointURL
 
 BENCHES = ("om2w", "webvoyager", "offline")
 SCHEMAS = ("v1", "v2")
@@ -35,7 +35,8 @@ class RunConfig:
     limit: int = 0
     arm: str = "base"
     model: str = "qwen35-4b"
-    vllm: str | None = None        # unset: DEFAULT_VLLM, or for an oracle model the oracle om2w-tui starts
+    vllm: EndpointURL | None = None   # unset: DEFAULT_VLLM, or for an oracle model the oracle om2w-tui starts;
+    # an EndpointURL shows only its redacted form (credentials in it reach the HTTP client alone)
     api_key_env: str = "OPENAI_API_KEY"
     temperature: float = 0.0
     timeout: float = 1800.0
@@ -43,6 +44,7 @@ class RunConfig:
     pace_cooldown: float = 120.0
     site_slots: int = 1            # episodes at once on one site (0: no limit); with cooldown 0, no pacing at all
     workers: int = 4
+    worker_start_rate: float = 8.0  # worker processes started per second at most (a run's first, and those added live)
     chromium: str | None = None
     vision: bool = True
     trajectory_schema: str = "v1"  # v1: the evaluator's result.json; v2: "online-mind2web-v2" steps
@@ -81,10 +83,12 @@ class RunConfig:
             self.instruction_template_file = Path(self.instruction_template_file)
         if self.pace_dir is not None:
             self.pace_dir = Path(self.pace_dir)
+        if isinstance(self.vllm, str):   # a config built in code may give the URL as text
+            self.vllm = EndpointURL(self.vllm) if self.vllm.strip() else None
 
     @property
-    def endpoint(self) -> str:
-        return self.vllm or DEFAULT_VLLM
+    def endpoint(self) -> EndpointURL:
+        return self.vllm or EndpointURL(DEFAULT_VLLM)
 
     @property
     def builtin_oracle(self) -> bool:
@@ -97,8 +101,10 @@ class RunConfig:
                 "planner_turns": self.planner_turns}
 
     def worker_spec(self, folder: Path) -> dict[str, Any]:
-        """What a worker needs to run one episode of this run into `folder` (no secrets: the key's variable name)."""
-        return {"folder": str(folder), "chromium": self.chromium, "model": self.model, "base_url": self.endpoint,
+        """What a worker needs to run one episode of this run into `folder`: the key's variable name (not the key),
+        and the endpoint as its model client opens it (the worker never writes its spec)."""
+        return {"folder": str(folder), "chromium": self.chromium, "model": self.model,
+                "base_url": self.endpoint.for_client(),
                 "api_key_env": self.api_key_env, "temperature": self.temperature, "max_steps": self.max_steps,
                 "vision": self.vision, "llm_timeout": self.llm_timeout, "arm": self.arm,
                 "schema": self.trajectory_schema, "record_rows": self.record_rows, "hint_field": self.hint_field,
@@ -119,5 +125,5 @@ class RunConfig:
         for k, v in d.items():
             if isinstance(v, Path):
                 d[k] = str(v)
-        d["vllm"] = redact_url(self.vllm)   # credentials in a URL are never recorded
+        d["vllm"] = None if self.vllm is None else str(self.vllm)   # redacted: credentials are never recorded
         return d

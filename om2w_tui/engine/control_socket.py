@@ -10,7 +10,11 @@ workers, retry, stop, subscribe); the server answers each with `{"ok": true, "id
 falls behind is dropped, never waited for: each has a bounded queue, and the run only ever puts into it.
 
 Unix socket paths are limited to 107 bytes and out folders can be deeper: both ends reach the folder through an
-open descriptor of it (`/proc/self/fd/N/<name>`)."""
+open descriptor of it (`/proc/self/fd/N/<name>`).
+
+A client talks only to the socket a held run lock names, served by the lock's holder (`engine/socket_trust.py`):
+a socket someone else left in the folder is never talked to. Every line either end reads goes through the one JSON
+decoder (`json_input`): a line nested thousands deep or not UTF-8 is answered as a bad line, never fatal."""
 
 from __future__ import annotations
 
@@ -38,8 +42,18 @@ from om2w_tui.engine.events import (
     RunStarted,
     SlotChanged,
 )
-from om2w_tui.engine.runlock import LOCK_NAME, check_free
+from om2w_tui.engine.runlock import LOCK_NAME
+from om2w_tui.engine.settings import BY_KEY
+from om2w_tui.engine.socket_trust import (
+    Listener,
+    Untrusted,
+    check_peer,
+    check_socket_file,
+    held_without_socket,
+    listeners,
+)
 from om2w_tui.engine.wire import to_wire
+from om2w_tui.json_input import InputError, decode
 
 SOCKET_NAME = ".om2w-control.sock"
 COMMANDS = ("status", "pause", "resume", "kill", "requeue", "workers", "retry", "stop", "subscribe")
@@ -280,10 +294,10 @@ class ControlServer:
                 self._end(c)
 
     def _answer(self, line: bytes, c: _Client) -> dict[str, Any]:
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            return {"ok": False, "error": "not a JSON line"}
+        try:   # the one decoder: a line nested thousands deep, or not UTF-8, is answered like any bad line
+            msg = decode(line, "the line")
+        except InputError as e:
+            return {"ok": False, "error": f"not a JSON line ({e})"}
         if not isinstance(msg, dict):
             return {"ok": False, "error": "expected a JSON object"}
         reply = self.execute(msg, c)
@@ -346,8 +360,9 @@ class ControlServer:
             return {"ok": True, "slot": slot, "task": task, "message": f"killing {task} on slot {slot}: {then}"}
         if cmd == "workers":
             n = msg.get("n")
-            if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-                return {"ok": False, "error": f"workers: {n!r} is not a whole number of at least 1"}
+            problem = BY_KEY["workers"].kind.check(n)   # the --workers setting's bounds
+            if problem or not isinstance(n, int):
+                return {"ok": False, "error": f"workers {str(n)[:40]}: {problem}"}
             control.set_workers(n)
             return {"ok": True, "workers": n, "message": f"workers: {n}"}
         if cmd == "retry":
@@ -377,23 +392,28 @@ class ControlServer:
 
 
 # ── the clients' end ──────────────────────────────────────
-def locate(out: Path, name: str | None = None) -> str:
-    """The name of the control socket in `out` (the only one there, or `name`); raises NoRunListening."""
+def locate(out: Path, name: str | None = None) -> Listener:
+    """The run listening in `out` (the only one there, or the one on socket `name`), as a held run lock names it
+    (`engine/socket_trust.py`); raises NoRunListening."""
     out = Path(out)
     if not out.is_dir():
         raise NoRunListening(f"{out}: no such folder (give the --out folder of a running run)")
+    found = listeners(out)
     if name is not None:
-        if not (out / name).exists():
-            raise NoRunListening(f"{out}: no control socket {name} there")
-        return name
-    found = sorted(p.name for p in out.glob(".om2w-control*.sock"))
+        found = [lst for lst in found if lst.socket == name]
+        if not found:
+            raise NoRunListening(f"{out}: no running run there names the control socket {name}")
     if len(found) > 1:
-        raise NoRunListening(f"{out}: several runs listen there ({', '.join(found)}); name one with --socket")
+        raise NoRunListening(f"{out}: several runs listen there ({', '.join(lst.socket for lst in found)}); name "
+                             f"one with --socket")
     if not found:
-        if check_free(out):
+        if held_without_socket(out):
             raise NoRunListening(f"{out}: a run holds the folder (see {out / LOCK_NAME}) but has no control "
                                  f"socket; an om2w-tui from before `ctl` and `attach`?")
-        raise NoRunListening(f"{out}: no run is listening there (no {SOCKET_NAME}); start one with "
+        stray = sorted(p.name for p in out.glob(".om2w-control*.sock"))
+        left = f" ({', '.join(stray)} there is no running run's: left by one that ended, or not a run's)" if stray \
+            else f" (no {SOCKET_NAME})"
+        raise NoRunListening(f"{out}: no run is listening there{left}; start one with "
                              f"`om2w-tui run ... --out {out}`, or check the folder")
     return found[0]
 
@@ -409,16 +429,25 @@ def _connect_error(out: Path, name: str, e: OSError) -> NoRunListening:
 
 
 def connect_sync(out: Path, name: str | None = None, timeout: float = 10.0) -> socket.socket:
-    """A connected blocking socket to the run in `out`; raises NoRunListening."""
-    name = locate(out, name)
+    """A connected blocking socket to the run in `out`, checked to be served by the run that holds the folder's
+    lock; raises NoRunListening."""
+    lst = locate(out, name)
+    try:
+        check_socket_file(Path(out), lst)
+    except Untrusted as e:
+        raise NoRunListening(str(e)) from None
     fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
-        sock.connect(_via_fd(fd, Path(out), name))
+        sock.connect(_via_fd(fd, Path(out), lst.socket))
+        check_peer(sock, Path(out), lst)
+    except Untrusted as e:
+        sock.close()
+        raise NoRunListening(str(e)) from None
     except OSError as e:
         sock.close()
-        raise _connect_error(Path(out), name, e) from None
+        raise _connect_error(Path(out), lst.socket, e) from None
     finally:
         os.close(fd)
     return sock
@@ -434,9 +463,12 @@ def request(out: Path, msg: dict[str, Any], name: str | None = None, timeout: fl
             raise NoRunListening(f"{out}: the run did not answer ({e})") from None
     if not line:
         raise NoRunListening(f"{out}: the run ended before it answered")
-    reply = json.loads(line)
+    try:
+        reply = decode(line, f"{out}: the run's answer")
+    except InputError as e:
+        raise NoRunListening(str(e)) from None
     if not isinstance(reply, dict):
-        raise NoRunListening(f"{out}: the run answered {reply!r}")
+        raise NoRunListening(f"{out}: the run answered {str(reply)[:80]!r}")
     return reply
 
 
@@ -445,4 +477,3 @@ async def connect(out: Path, name: str | None = None) -> tuple[asyncio.StreamRea
     sock = connect_sync(out, name)
     sock.setblocking(False)
     return await asyncio.open_unix_connection(sock=sock, limit=LINE_LIMIT)
-

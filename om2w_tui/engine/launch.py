@@ -21,24 +21,40 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.benchmarks.dates import refresh_note
-from om2w_tui.benchmarks.tasks import Task, TaskFileError, file_sha256, load_tasks, parse_tasks, select
-from om2w_tui.engine.config import COORDINATES, EXECUTORS, RunConfig
+from om2w_tui.benchmarks.episode_folder import unsafe_task_folder
+from om2w_tui.benchmarks.tasks import (
+    Task,
+    TaskFileError,
+    file_sha256,
+    load_tasks,
+    parse_tasks,
+    read_task_text,
+    select,
+)
+from om2w_tui.engine.chromium_check import check_starts
+from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.control import Run
-from om2w_tui.engine.control_socket import ControlServer, ControlSocketError
+from om2w_tui.engine.control_socket import ControlServer, ControlSocketError, socket_name
 from om2w_tui.engine.events import Log, Sink
-from om2w_tui.engine.redact import redact_argv, redact_url
+from om2w_tui.engine.redact import redact_argv
 from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.engine.runlock import OutFolderBusy
 from om2w_tui.engine.scheduler import Judge, Scheduler
-from om2w_tui.engine.sharding import check_out_free, lock_label, manifest_name, run_lock, select_shard
-from om2w_tui.engine.shared_pacing import check_pace_dir
+from om2w_tui.engine.settings import check_config, unpaced
+from om2w_tui.engine.sharding import check_out_free, lock_label, manifest_name, own_files, run_lock, select_shard
+from om2w_tui.engine.shared_pacing import check_pace_dir, check_pace_files, pace_names, ready_pace_dir
+from om2w_tui.engine.start_rate import PacedStarts
 from om2w_tui.episode.arms import arm_names
 from om2w_tui.episode.browser import BrowserNotFound, check_browser_settings, find_chromium, resolve_browser
 from om2w_tui.episode.instruction import check_template
 from om2w_tui.executors.local import LocalExecutor
 from om2w_tui.executors.ray import check_address, ray_missing
-from om2w_tui.files import write_json_atomic
+from om2w_tui.files import holds_no_files, unsafe_entry, write_json_atomic
+from om2w_tui.json_input import InputError, load
 from om2w_tui.resources import data_dir, default_task_file
+from om2w_tui.secret import EndpointURL
+
+MANIFEST_LIMIT = 16 << 20   # bytes of an earlier run.json read back
 
 
 class UsageError(ValueError):
@@ -64,9 +80,7 @@ def offline_tasks(path: Path | None = None) -> tuple[Path, list[Task]]:
     from om2w_tui.offline import SITE_NAMES, TASKS_TEMPLATE  # the offline suite only when a run uses it
 
     path = Path(path or TASKS_TEMPLATE)
-    if not path.exists():
-        raise TaskFileError(f"{path}: no such task file")
-    text = path.read_text(encoding="utf-8")
+    text = read_task_text(path)
     for name in SITE_NAMES:
         text = text.replace("{" + name + "}", _stand_in(name))
     return path, parse_tasks(path, text)
@@ -79,12 +93,13 @@ def live_offline_task(task: Task, base_urls: dict[str, str]) -> Task:
     return Task.from_dict(json.loads(raw))
 
 
-def check_endpoint(base_url: str, model: str, api_key: str, timeout: float = 10.0) -> str:
-    """'' when `GET <base_url>/models` answers and lists `model`; else what is wrong and what to do."""
+def check_endpoint(endpoint: EndpointURL, model: str, api_key: str, timeout: float = 10.0) -> str:
+    """'' when `GET <endpoint>/models` answers and lists `model`; else what is wrong and what to do (the endpoint
+    shown redacted: only the client below opens it)."""
     import httpx  # slow to import: only when an endpoint is checked
 
-    url = base_url.rstrip("/") + "/models"
-    base_url = redact_url(base_url) or base_url   # as shown in the messages below
+    url = endpoint.join("models").for_client()
+    base_url = str(endpoint)   # as shown in the messages below
     try:
         r = httpx.get(url, headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout)
     except (httpx.HTTPError, httpx.InvalidURL) as e:
@@ -104,13 +119,13 @@ def check_endpoint(base_url: str, model: str, api_key: str, timeout: float = 10.
     return ""
 
 
-def probe_endpoint(base_url: str, model: str, api_key: str, timeout: float = 30.0) -> bool:
+def probe_endpoint(endpoint: EndpointURL, model: str, api_key: str, timeout: float = 30.0) -> bool:
     """Whether the model answers a one-token chat completion (the circuit breaker's probe: a server can list its
     models and still fail every completion)."""
     import httpx  # slow to import: only when an endpoint is probed
 
     try:
-        r = httpx.post(base_url.rstrip("/") + "/chat/completions", timeout=timeout,
+        r = httpx.post(endpoint.join("chat/completions").for_client(), timeout=timeout,
                        headers={"Authorization": f"Bearer {api_key}"},
                        json={"model": model, "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1})
     except (httpx.HTTPError, httpx.InvalidURL):
@@ -119,31 +134,19 @@ def probe_endpoint(base_url: str, model: str, api_key: str, timeout: float = 30.
 
 
 def _check_settings(cfg: RunConfig) -> str:
-    if cfg.workers < 1:
-        return f"--workers {cfg.workers}: must be at least 1"
-    if cfg.timeout <= 0:
-        return f"--timeout {cfg.timeout:g}: must be a positive number of seconds"
-    if cfg.pace_cooldown < 0:
-        return f"--pace-cooldown {cfg.pace_cooldown:g}: must be 0 or more seconds"
-    if cfg.site_slots < 0:
-        return f"--site-slots {cfg.site_slots}: must be 0 (no limit) or more"
-    if cfg.retries < 0:
-        return f"--retries {cfg.retries}: must be 0 or more"
-    if cfg.max_steps < 1:
-        return f"--max-steps {cfg.max_steps}: must be at least 1"
+    """Every value within its declared bounds (engine/settings.py), then what needs more than a bound."""
+    if problem := check_config(cfg):
+        return problem
     if cfg.arm not in arm_names():
         return f"--arm {cfg.arm}: no such arm (known: {', '.join(arm_names())})"
-    if cfg.coordinates not in COORDINATES:
-        return f"--coordinates {cfg.coordinates}: one of {', '.join(COORDINATES)}"
-    if cfg.executor not in EXECUTORS:
-        return f"--executor {cfg.executor}: one of {', '.join(EXECUTORS)}"
     if cfg.executor == "ray":
-        return ray_missing() or check_address(cfg.ray_address) or (
-            "" if cfg.ray_cpus > 0 else f"--ray-cpus {cfg.ray_cpus:g}: must be more than 0")
+        return ray_missing() or check_address(cfg.ray_address)
     return ""
 
 
-def _check_out(out: Path, shard: str = "") -> str:
+def _check_out(out: Path, shard: str = "", tasks: list[Task] | None = None) -> str:
+    """'' when a run could write `out`: a folder (or one that can be made) whose own files (results, manifest,
+    locks) and task folders are no symlinks, folders or devices where files belong, and that no run holds."""
     if out.exists() and not out.is_dir():
         return f"--out {out}: is a file, not a folder; choose another path"
     probe = out if out.exists() else next((p for p in out.parents if p.exists()), Path("."))
@@ -151,6 +154,13 @@ def _check_out(out: Path, shard: str = "") -> str:
         return f"--out {out}: {probe} is a file, not a folder; choose another path"
     if not os.access(probe, os.W_OK):
         return f"--out {out}: {probe} is not writable; choose a folder you can write to"
+    if holds_no_files(probe):
+        return f"--out {out}: {probe} is on a filesystem that holds no files (like /proc or /sys); choose another"
+    if out.is_dir():
+        problems = [unsafe_entry(out / name) for name in own_files(shard)]
+        problems += [unsafe_task_folder(out / t.task_id) for t in tasks or ()]
+        if problem := next((p for p in problems if p), ""):
+            return f"--out {out}: {problem}"
     return check_out_free(out, shard)
 
 
@@ -191,7 +201,7 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True) -> tuple[Preflight |
 
     add("settings", _check_settings(cfg), f"arm {cfg.arm}, {cfg.workers} workers, timeout {cfg.timeout:g} s, "
         f"cooldown {cfg.pace_cooldown:g} s, {cfg.site_slots or 'any number of'} per site, {cfg.max_steps} steps"
-        + (" (unpaced)" if cfg.site_slots == 0 and cfg.pace_cooldown == 0 else "")
+        + (" (unpaced)" if unpaced(cfg.site_slots, cfg.pace_cooldown) else "")
         + (f", on Ray actors ({cfg.ray_address or os.environ.get('RAY_ADDRESS') or 'auto'})"
            if cfg.executor == "ray" else ""))
     chosen: list[Task] = []
@@ -201,18 +211,23 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True) -> tuple[Preflight |
         add("tasks", "", f"{task_file}: {len(tasks)} tasks, {len(chosen)} selected")
     except UsageError as e:
         add("tasks", str(e), "")
-    out_ok = add("out folder", _check_out(cfg.out, cfg.shard),
+    out_ok = add("out folder", _check_out(cfg.out, cfg.shard, chosen),
                  str(cfg.out) + (f", shard {cfg.shard}" if cfg.shard else ""))
     if cfg.pace_dir is not None:
-        add("pace dir", check_pace_dir(cfg.pace_dir), f"{cfg.pace_dir}: pacing shared with every run using it")
+        names = pace_names(chosen)
+        add("pace dir", check_pace_dir(cfg.pace_dir) or check_pace_files(cfg.pace_dir, names),
+            f"{cfg.pace_dir}: pacing shared with every run using it")
     template = cfg.instruction_template_file or "the seed's"
-    add("instruction", check_template(cfg.instruction_template) and
-        f"--instruction-template {template}: {check_template(cfg.instruction_template)}",
+    # filled with every chosen task, as its episode will fill it
+    problem = check_template(cfg.instruction_template, [t.to_dict() for t in chosen], cfg.hint_field)
+    add("instruction", problem and f"--instruction-template {template}: {problem}",
         f"{template} template: {cfg.instruction_template!r}; coordinates {cfg.coordinates}")
     chromium_ok = False
     try:
+        given = cfg.chromium
         cfg.chromium = find_chromium(cfg.chromium)
-        chromium_ok = add("chromium", "", cfg.chromium)
+        # it must start, headless, as a worker starts it: an executable that does not would fail every episode
+        chromium_ok = add("chromium", check_starts(cfg.chromium, "--chromium" if given else ""), cfg.chromium)
     except BrowserNotFound as e:
         add("chromium", str(e), "")
     problem = check_browser_settings(cfg.browser_settings())
@@ -255,9 +270,9 @@ def write_manifest(pre: Preflight, extra: dict[str, Any] | None = None) -> None:
     cfg = pre.config
     path = cfg.out / manifest_name(cfg.shard)
     first = None
-    if path.exists():
-        with contextlib.suppress(OSError, ValueError):
-            first = json.loads(path.read_text()).get("first_started_at")
+    if os.path.lexists(path):
+        with contextlib.suppress(InputError, AttributeError):
+            first = load(path, MANIFEST_LIMIT, follow_symlinks=False).get("first_started_at")
     now = time.time()
     write_json_atomic(path, {
         "config": cfg.to_json(),
@@ -279,9 +294,10 @@ def reference_judge(task: dict[str, Any], rec: EpisodeRecord) -> bool | None:
 
 
 def make_executor(cfg: RunConfig, stack: contextlib.ExitStack) -> Any:
-    """The run's executor: local worker processes, or (--executor ray) Ray actors, ended with the run's stack."""
+    """The run's executor: local worker processes, or (--executor ray) Ray actors, ended with the run's stack;
+    either starts its workers at most `--worker-start-rate` a second."""
     if cfg.executor != "ray":
-        return LocalExecutor(cfg.out)
+        return PacedStarts(LocalExecutor(cfg.out), cfg.worker_start_rate)
     from om2w_tui.executors.ray import (
         RayExecutor,  # Ray only when a run asks for it (an optional extra, slow to import)
     )
@@ -297,7 +313,7 @@ def make_executor(cfg: RunConfig, stack: contextlib.ExitStack) -> Any:
     if (n := ex.browsers()) < cfg.workers:   # a slot whose actor finds no browser would hold its site, waiting
         raise UsageError(f"--workers {cfg.workers}: the Ray cluster at {ex.address} advertises {n} browsers; start "
                          f"nodes with `ray start ... --resources '{{\"browser\": N}}'` or ask fewer workers")
-    return ex
+    return PacedStarts(ex, cfg.worker_start_rate)
 
 
 @contextlib.asynccontextmanager
@@ -320,15 +336,19 @@ async def open_run(pre: Preflight, sinks: list[Sink]) -> AsyncIterator[Run]:
             from om2w_tui.offline import OracleServer  # the oracle only when it is served here
 
             all_tasks = suite.tasks() if cfg.bench == "offline" else [t.to_dict() for t in tasks]
-            endpoint = stack.enter_context(OracleServer(all_tasks)).url
+            endpoint = EndpointURL(stack.enter_context(OracleServer(all_tasks)).url)
         else:
             endpoint = cfg.endpoint
-        cfg.out.mkdir(parents=True, exist_ok=True)
-        try:   # before anything is written: a second run over this folder is refused
-            stack.enter_context(run_lock(cfg.out, cfg.shard))
+        try:   # before anything is written: a second run over this folder is refused, a folder that takes none too
+            if cfg.pace_dir is not None and (problem := ready_pace_dir(cfg.pace_dir)):
+                raise UsageError(problem)
+            cfg.out.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(run_lock(cfg.out, cfg.shard, {"socket": socket_name(lock_label(cfg.shard))}))
         except OutFolderBusy as e:
             raise UsageError(str(e)) from None
-        write_manifest(pre, {"endpoint": redact_url(endpoint)})
+        except OSError as e:
+            raise UsageError(f"--out {cfg.out}: cannot be written ({e.strerror or e}); choose another --out") from None
+        write_manifest(pre, {"endpoint": str(endpoint)})   # redacted
         executor = make_executor(cfg, stack)
 
         async def probe() -> bool:
@@ -337,7 +357,7 @@ async def open_run(pre: Preflight, sinks: list[Sink]) -> AsyncIterator[Run]:
         # every run listens on its control socket (ctl, attach) for its life; one that cannot still runs
         server = ControlServer(cfg.out, lock_label(cfg.shard), info={"max_steps": cfg.max_steps})
         run = Scheduler(cfg, tasks, executor, [*sinks, server], judge=judge, probe=probe,
-                        spec_extra={"base_url": endpoint})
+                        spec_extra={"base_url": endpoint.for_client()})
         async with contextlib.AsyncExitStack() as listening:
             try:
                 await listening.enter_async_context(server.serving(run))

@@ -16,9 +16,13 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, cast
 
+from om2w_tui.files import open_own
+from om2w_tui.json_input import InputError, decode, read_bytes
+
 log = logging.getLogger(__name__)
 
 STATUSES = ("done", "timeout", "killed", "error", "blocked")
+RESULTS_LIMIT = 4 << 30   # bytes of one results file read back (a million records is ~1 GiB)
 # a run stopped by its user (Ctrl-C, quit) ends its episodes with this error: they are not settled and run again
 INTERRUPTED = "interrupted"
 # an episode killed by its user to be run again
@@ -174,20 +178,23 @@ class ResultsLog:
 
 
 def read_results(out: Path) -> ResultsLog:
-    """Every record in `out/results*.jsonl`; a line that is not JSON (a torn last line after power loss) is skipped
-    with a warning rather than failing the run."""
+    """Every record in `out/results*.jsonl`, read through the one JSON decoder (`json_input`): a line that is not
+    a whole JSON record (a torn last line after power loss, a line nested past any record's depth) is skipped with a
+    warning rather than failing the run, its resume, `report` or `judge`; a file that is a symlink or no regular
+    file is skipped whole, with a warning."""
     res = ResultsLog()
     for path in sorted(Path(out).glob("results*.jsonl")):
-        if not path.is_file():
+        try:
+            data = read_bytes(path, RESULTS_LIMIT, follow_symlinks=False)
+        except InputError as e:
+            res.warnings.append(f"{e}: skipped")
             continue
-        with open(path, "rb") as f:
-            lines = f.read().split(b"\n")
-        for n, line in enumerate(lines, 1):
+        for n, line in enumerate(data.split(b"\n"), 1):
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError):
+                rec = decode(line, str(path), line=n)
+            except InputError:   # torn, not UTF-8, nested too deep, a number past any sane size
                 res.warnings.append(f"{path}:{n}: skipped a line that is not a whole JSON record (a torn write?)")
                 continue
             if isinstance(rec, dict) and rec.get("task_id") is not None:
@@ -206,17 +213,18 @@ class ResultsStore:
 
     def _repair_torn_tail(self) -> None:
         # a torn last line has no newline: end it, so that the next record starts on a line of its own
-        if self.path.exists() and self.path.stat().st_size:
-            with open(self.path, "rb+") as f:
-                f.seek(-1, os.SEEK_END)
-                if f.read(1) != b"\n":
-                    f.write(b"\n")
+        if os.path.lexists(self.path):
+            with os.fdopen(open_own(self.path, os.O_RDWR), "rb+") as f:   # never through a symlink
+                if f.seek(0, os.SEEK_END):
+                    f.seek(-1, os.SEEK_END)
+                    if f.read(1) != b"\n":
+                        f.write(b"\n")
 
     def append(self, record: EpisodeRecord | dict[str, Any]) -> None:
         """Append one whole line or nothing: a short write (a nearly full disk returns one instead of raising) is
         cut back off and raised as the OSError it is, so a torn line is never counted as written."""
         line = record_line(record)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = open_own(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             size = os.fstat(fd).st_size
             written = 0

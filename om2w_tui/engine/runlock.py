@@ -1,7 +1,13 @@
 """One run per out folder: a lock file (`<out>/.om2w-run.lock`, a file, so the evaluator never takes it for a
 task) held with flock for the run's life. A second run over the same folder (the console and a headless run, two
 terminals) is refused, naming the holder's pid and host. The kernel drops the lock when its holder dies, so a
-killed run leaves nothing stale behind."""
+killed run leaves nothing stale behind.
+
+The lock file is opened without following a symlink and only as a regular file (`files.open_own`): a symlink
+planted in its place (`ln -s ~/precious OUT/.om2w-run.lock`) is refused, never truncated. It names its holder
+(pid, host, start) and the control socket the holder listens on (`socket`), which is how `ctl` and `attach` find the
+run: they talk only to a socket a held lock names, served by the process that holds it
+(`engine/control_socket.py`)."""
 
 from __future__ import annotations
 
@@ -14,23 +20,33 @@ import time
 from pathlib import Path
 from typing import Any
 
+from om2w_tui.files import open_own
+from om2w_tui.json_input import InputError, decode, read_bytes
+
 LOCK_NAME = ".om2w-run.lock"
+LOCK_LIMIT = 64 << 10   # bytes of a lock file read back (its holder's pid, host and socket)
 
 
 class OutFolderBusy(RuntimeError):
     """Another run holds the out folder; the message names it and says what to do."""
 
 
-def _holder(path: Path) -> dict[str, Any]:
-    with contextlib.suppress(OSError, ValueError):
-        info = json.loads(path.read_text())
+class LockRefused(OutFolderBusy):
+    """The lock file cannot be taken: it is a symlink, a folder or a device, or the folder takes no file."""
+
+
+def holder(path: Path) -> dict[str, Any]:
+    """What a lock file says of its holder ({} when it says nothing readable); never through a symlink."""
+    with contextlib.suppress(InputError):
+        info = decode(read_bytes(path, LOCK_LIMIT, follow_symlinks=False), str(path))
         if isinstance(info, dict):
             return info
     return {}
 
 
+
 def _busy(out: Path, path: Path) -> OutFolderBusy:
-    h = _holder(path)
+    h = holder(path)
     # shards of one run hold the folder's lock shared and write their names in their own lock files
     who = f"pid {h.get('pid', '?')} on {h.get('host', '?')}" if h else "shards of a run: see .om2w-run.shard-*.lock"
     return OutFolderBusy(f"--out {out}: another run is using this folder ({who}, see {path}); wait for it to end, "
@@ -40,13 +56,14 @@ def _busy(out: Path, path: Path) -> OutFolderBusy:
 class RunLock:
     """Held from `acquire()` to `release()` (or the process's end)."""
 
-    def __init__(self, out: Path, name: str = LOCK_NAME):
+    def __init__(self, out: Path, name: str = LOCK_NAME, info: dict[str, Any] | None = None):
         self.out = Path(out)
         self.path = self.out / name
+        self.info = dict(info or {})   # said in the lock beside the holder (the control socket's name)
         self._fd: int | None = None
 
     def acquire(self) -> RunLock:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = take_file(self.out, self.path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -55,7 +72,8 @@ class RunLock:
         except OSError:
             os.close(fd)
             raise
-        info = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}).encode()
+        info = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": time.time(),
+                           **self.info}).encode()
         os.ftruncate(fd, 0)
         os.pwrite(fd, info, 0)
         self._fd = fd
@@ -75,16 +93,24 @@ class RunLock:
         self.release()
 
 
+def take_file(out: Path, path: Path) -> int:
+    """An fd of the lock file `path` (created 0644 if need be), never through a symlink; raises LockRefused."""
+    try:
+        return open_own(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise LockRefused(f"--out {out}: cannot take the run's lock: {e}; choose another --out") from None
+
+
 def check_free(out: Path, name: str = LOCK_NAME) -> str:
     """'' when no run holds `out` (its lock `name`), else the message a second run would get (for the preflight
     checks)."""
     path = Path(out) / name
-    if not path.exists():
+    if not os.path.lexists(path):
         return ""
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return ""
+        fd = open_own(path, os.O_RDONLY)
+    except OSError as e:
+        return f"--out {out}: cannot take the run's lock: {e}"
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         return ""

@@ -65,6 +65,7 @@ from om2w_tui.engine.results import (
     ResultsStore,
     read_results,
 )
+from om2w_tui.engine.settings import clamp_workers
 from om2w_tui.engine.sharding import results_name
 from om2w_tui.engine.shared_pacing import make_pacer
 from om2w_tui.episode.instruction import step_budget
@@ -705,7 +706,7 @@ class Scheduler:
         """Change the number of slots live: new slots start at once, surplus ones retire when their episode ends."""
         if self._ended:
             return
-        n = max(1, int(n))
+        n = clamp_workers(n)
         self.target_workers = n
         active = sorted((s for s in self.slots.values() if not s.retired), key=lambda s: s.id)
         if n > len(active):

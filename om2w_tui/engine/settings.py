@@ -1,38 +1,268 @@
-"""Every run setting declared once: its RunConfig field, flag, kind and bounds, help, and its label on the launch form.
-The command line builds its flags from `SETTINGS` (`cli/main.py`), the launch form its fields and their parsing
-(`frontends/console/launch_values.py`), and `doctor` the list of settings a run changes from their defaults. A new
-setting is a RunConfig field and one line here."""
+"""Every run setting declared once: its RunConfig field, flag, kind (which carries its parser and bounds), help, and
+its label on the launch form. The command line builds its flags from `SETTINGS` (`cli/main.py`), the launch form its
+fields and their parsing (`frontends/console/launch_values.py`), the preflight its check of every value
+(`check_config`: for a RunConfig built in code or read back), and `doctor` the list of settings a run changes.
+
+A new setting is a RunConfig field and one `Setting(...)` line here, its kind saying how its text is read and what
+it may be: `Whole(1, 64)`, `Number(0, 3600, above=True)`, `Text(required=True)`, `Choice(...)`, `Endpoint()`...
+The help says what the setting does; its default (and a number's range) is added from the declaration, never
+written by hand. Every number any flag or field takes (here, and the other commands' flags through
+`cli/argtypes.py`) is read by `parse_number`: NaN, infinities, other digits than 0-9 and values out of range are
+refused, with a message the caller prefixes with the flag or the field."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 from om2w_tui.engine.config import BENCHES, COORDINATES, DEFAULT_VLLM, EXECUTORS, SCHEMAS, RunConfig
 from om2w_tui.episode.browser import DEFAULT_LOCALE, DEFAULT_TIMEZONE, DEFAULT_VIEWPORT
-
-# kinds: text (a string; empty is the default), path, int (a whole number at least `minimum`), number (0 or more;
-# more than 0 with `above_zero`), csv (comma-separated), choice, on (a switch that sets True), off (one that sets
-# False)
-KINDS = ("text", "path", "int", "number", "csv", "choice", "on", "off")
+from om2w_tui.episode.instruction import MAX_STEPS
+from om2w_tui.secret import EndpointURL, URLError, check_http_url
 
 WHAT, AGENT, ARMS, BROWSER, PACING, FAULTS, WHERE, BEYOND = (
     "what to run", "the agent", "arms and training rows", "the browser (the same on every host)", "pacing and slots",
     "faults", "where episodes run", "beyond one run (several runs on a node, several nodes without Ray)")
 
+# the most episodes a run holds at once (its worker processes, or Ray actors): more is a typo (`ctl workers 100000`
+# would fork that many), and the console's slot panel stays readable
+MAX_WORKERS = 512
+# 0 episodes at once per site (no limit) and 0 s of cooldown: no pacing at all (the seed's default, --no-pacing)
+UNPACED: dict[str, Any] = {"site_slots": 0, "pace_cooldown": 0.0}
+_INT = re.compile(r"[+-]?[0-9]{1,18}")
+_FLOAT = re.compile(r"[+-]?(?:[0-9]{1,30}(?:\.[0-9]{0,30})?|\.[0-9]{1,30})(?:[eE][+-]?[0-9]{1,3})?")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
+
+def unpaced(site_slots: int, cooldown: float) -> bool:
+    """Whether a run with these pacing settings paces at all (the one place that says what "unpaced" is)."""
+    return bool(site_slots == UNPACED["site_slots"] and cooldown == UNPACED["pace_cooldown"])
+
+
+def clamp_workers(n: int) -> int:
+    """A worker count asked live (the console's +, `ctl workers`) within 1..MAX_WORKERS."""
+    return max(1, min(MAX_WORKERS, int(n)))
+
+
+def _g(x: float) -> str:
+    """A bound or a value as a person reads it, exactly (1800, 0.5, 1e-06; never a rounded 1.23457e+06)."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else repr(float(x))
+
+
+def range_text(low: float, high: float | None, above: bool = False) -> str:
+    """`1 to 64`, `more than 0`, `0 or more`, `at least 1`, `more than 0 and at most 3600`."""
+    if high is None:
+        return f"more than {_g(low)}" if above else (f"at least {_g(low)}" if low else "0 or more")
+    return f"more than {_g(low)} and at most {_g(high)}" if above else f"{_g(low)} to {_g(high)}"
+
+
+def parse_number(text: str, *, whole: bool, low: float, high: float | None = None, above: bool = False) -> float:
+    """The one number parser: `text` as a whole number (`whole`) or a decimal, within [low, high] (`above`: more
+    than low). Raises ValueError with what is wrong (the caller names the flag or field). Refused: NaN, infinities,
+    values too large to be finite, digits other than 0-9, underscores, hex, and out-of-range values."""
+    s = str(text).strip()
+    noun = "whole number" if whole else "number"
+    if not s:
+        raise ValueError(f"(empty): give a {noun}")
+    if not (_INT if whole else _FLOAT).fullmatch(s):
+        raise ValueError(f"{s[:40]}: not a {noun}" +
+                         (" (a whole number has no decimal point)" if whole and _FLOAT.fullmatch(s) else ""))
+    value: float = int(s) if whole else float(s)
+    problem = check_number(value, whole=whole, low=low, high=high, above=above)
+    if problem:
+        raise ValueError(f"{s[:40]}: {problem}")
+    return value
+
+
+def check_number(value: Any, *, whole: bool, low: float, high: float | None = None, above: bool = False) -> str:
+    """'' when `value` (already a number) is one the setting takes, else what is wrong: the same bounds as
+    `parse_number`, for values that did not come from text (a RunConfig built in code, a control command)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or (whole and not isinstance(value, int)):
+        return f"must be a {'whole number' if whole else 'number'}"
+    if not math.isfinite(value):
+        return "must be a finite number"
+    if value < low or (above and value == low) or (high is not None and value > high):
+        return f"must be {range_text(low, high, above)}"
+    return ""
+
+
+# ── kinds: how a setting's text becomes its value, and what the value may be ─────────────────────────────────────
+class Kind:
+    """A setting's kind. `parse` reads text (a flag's, a field's) and raises ValueError saying what is wrong;
+    `check` says what is wrong with a value already typed ('' when nothing); `text` shows a value (the form, doctor,
+    a flag); `remember` is the text the launch form may keep on disk."""
+
+    form: ClassVar[str] = "text"   # how the launch form asks for it: text | int | number | choice
+
+    def empty_is_default(self) -> bool:
+        """Whether an empty text means the setting's default (else it is a mistake)."""
+        return True
+
+    def parse(self, text: str) -> Any:
+        """The text itself, stripped, when `check` finds nothing wrong with it (text and choice kinds)."""
+        text = text.strip()
+        if problem := self.check(text):
+            raise ValueError(problem)
+        return text
+
+    def check(self, value: Any) -> str:
+        return ""
+
+    def text(self, value: Any) -> str:
+        return "" if value is None else str(value)
+
+    def remember(self, text: str) -> str:
+        return text
+
+    def bounds_text(self) -> str:
+        return ""
+
+
+@dataclass(frozen=True)
+class Text(Kind):
+    required: bool = False          # an empty value is refused (a model's name)
+    pattern: str | None = None      # a full match is required
+    what: str = ""                  # what the pattern asks for, said when it does not match
+
+    def empty_is_default(self) -> bool:
+        return not self.required
+
+    def check(self, value: Any) -> str:
+        if not isinstance(value, str):
+            return "must be text" if value is not None or self.required else ""
+        if not value.strip():
+            return "must not be empty" if self.required else ""
+        if any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in value):
+            return "holds a control character or a lone surrogate"
+        if self.pattern and not re.fullmatch(self.pattern, value):
+            return f"{value[:60]!r}: {self.what or 'not in the expected form'}"
+        return ""
+
+
+@dataclass(frozen=True)
+class PathKind(Kind):
+    def parse(self, text: str) -> Any:
+        text = text.strip()
+        if "\0" in text:
+            raise ValueError("a path holds no NUL character")
+        return Path(text).expanduser() if text else None
+
+
+@dataclass(frozen=True)
+class Whole(Kind):
+    low: int = 0
+    high: int | None = None
+    empty_default: bool = False     # an empty count (limit, per site) is its default
+    form: ClassVar[str] = "int"
+
+    def empty_is_default(self) -> bool:
+        return self.empty_default
+
+    def parse(self, text: str) -> Any:
+        return int(parse_number(text, whole=True, low=self.low, high=self.high))
+
+    def check(self, value: Any) -> str:
+        return check_number(value, whole=True, low=self.low, high=self.high)
+
+    def bounds_text(self) -> str:
+        return range_text(self.low, self.high)
+
+
+@dataclass(frozen=True)
+class Number(Kind):
+    low: float = 0.0
+    high: float | None = None
+    above: bool = False             # more than `low` (0 is not allowed)
+    form: ClassVar[str] = "number"
+
+    def empty_is_default(self) -> bool:
+        return False
+
+    def parse(self, text: str) -> Any:
+        return float(parse_number(text, whole=False, low=self.low, high=self.high, above=self.above))
+
+    def check(self, value: Any) -> str:
+        return check_number(value, whole=False, low=self.low, high=self.high, above=self.above)
+
+    def text(self, value: Any) -> str:
+        return "" if value is None else _g(float(value))
+
+    def bounds_text(self) -> str:
+        return range_text(self.low, self.high, self.above)
+
+
+@dataclass(frozen=True)
+class Csv(Kind):
+    def parse(self, text: str) -> Any:
+        return [x.strip() for x in text.split(",") if x.strip()]
+
+    def text(self, value: Any) -> str:
+        return ",".join(value or ())
+
+
+@dataclass(frozen=True)
+class Choice(Kind):
+    choices: tuple[str, ...] = ()
+    form: ClassVar[str] = "choice"
+
+    def empty_is_default(self) -> bool:
+        return False
+
+    def check(self, value: Any) -> str:
+        return "" if value in self.choices else f"one of {', '.join(self.choices)}"
+
+
+@dataclass(frozen=True)
+class Switch(Kind):
+    """A flag without a value: it sets True (`sets=True`, --record-rows) or False (--no-vision)."""
+
+    sets: bool = True
+
+    def check(self, value: Any) -> str:
+        return "" if isinstance(value, bool) else "must be true or false"
+
+
+@dataclass(frozen=True)
+class Endpoint(Kind):
+    """An endpoint's URL: an `EndpointURL`, shown redacted everywhere, remembered without its credentials."""
+
+    def parse(self, text: str) -> Any:
+        text = text.strip()
+        if not text:
+            return None
+        try:
+            return EndpointURL.parse(text)
+        except URLError as e:
+            raise ValueError(str(e)) from None
+
+    def check(self, value: Any) -> str:
+        if value is None:
+            return ""
+        if not isinstance(value, EndpointURL):
+            return "must be an endpoint URL"
+        problem = check_http_url(value.for_client())
+        return f"{value}: {problem}" if problem else ""
+
+    def remember(self, text: str) -> str:
+        try:
+            return EndpointURL.parse(text).without_credentials() if text.strip() else ""
+        except URLError:
+            return ""
+
+
+# ── the declarations ─────────────────────────────────────────────────────────────────────────────────────────────
 @dataclass(frozen=True)
 class Setting:
     key: str                    # the RunConfig field it sets
     flag: str                   # its command-line flag
-    help: str
-    kind: str = "text"
+    help: str                   # what it does; the default and a number's range are added (`help_text`)
+    kind: Kind = Text()
     group: str = AGENT
-    minimum: int = 0            # int: the least value
-    above_zero: bool = False    # number: 0 is not allowed
-    choices: tuple[str, ...] = ()
     metavar: str | None = None
     label: str = ""             # its field on the launch form ("": not on the form)
     form_kind: str = ""         # how the form asks for it, where not as its kind says (the arm: a list of the arms)
@@ -40,10 +270,7 @@ class Setting:
     demo: bool = True           # `om2w-tui demo` has it too (the demo fixes the benchmark, the model and the arm)
     demo_default: Any = None    # the demo's default, where it differs from a run's
     form_default: str | None = None   # the form's first value, where it differs (a first launch runs offline)
-
-    def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"{self.key}: unknown kind {self.kind!r}")
+    default_help: str = ""      # the default in words, where its value says too little (None: "found automatically")
 
     @property
     def default(self) -> Any:
@@ -55,15 +282,39 @@ class Setting:
             return f.default_factory()
         return None
 
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return self.kind.choices if isinstance(self.kind, Choice) else ()
+
+    def parse(self, text: str) -> Any:
+        """A flag's or a field's text as the setting's value; ValueError says what is wrong (without the flag)."""
+        if not str(text).strip() and self.kind.empty_is_default():
+            return self.default
+        return self.kind.parse(str(text))
+
+    def check(self, value: Any) -> str:
+        """'' when `value` is one the setting takes, else the problem, naming the flag."""
+        problem = self.kind.check(value)
+        return f"{self.flag} {self.kind.text(value)}: {problem}" if problem else ""
+
     def text(self, value: Any) -> str:
-        """A value as the form shows it (and the flag takes it)."""
-        if value is None:
-            return ""
-        if self.kind == "csv":
-            return ",".join(value)
-        if self.kind == "number":
-            return f"{float(value):g}"
-        return str(value)
+        """A value as the form shows it (and the flag takes it); an endpoint redacted."""
+        return self.kind.text(value)
+
+    def help_text(self, demo: bool = False) -> str:
+        """The help: what it does, then its default and range, from the declaration."""
+        default = self.demo_default if demo and self.demo_default is not None else self.default
+        if demo and self.key == "out":
+            said = "runs/demo-<time>"
+        elif self.default_help:
+            said = self.default_help
+        elif isinstance(self.kind, Switch) or default in (None, "", []):
+            said = ""
+        else:
+            said = self.text(default)
+        bounds = self.kind.bounds_text()
+        tail = "; ".join(x for x in (bounds, f"default: {said}" if said else "") if x)
+        return f"{self.help} ({tail})" if tail else self.help
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(RunConfig)}
@@ -71,96 +322,104 @@ _FIELDS = {f.name: f for f in dataclasses.fields(RunConfig)}
 SETTINGS: tuple[Setting, ...] = (
     # what to run
     Setting("bench", "--bench", "om2w | webvoyager | offline (the built-in suite; no model or internet needed)",
-            "choice", WHAT, choices=BENCHES, label="benchmark", demo=False, form_default="offline"),
+            Choice(BENCHES), WHAT, label="benchmark", demo=False, form_default="offline"),
     Setting("tasks", "--tasks", "task file: Online-Mind2Web JSON, WebVoyager JSONL, or plain JSON/JSONL of that shape",
-            "path", WHAT, label="task file", placeholder="path (not needed for offline)", demo=False),
-    Setting("task_ids", "--task-ids", "comma-separated task ids to run", "csv", WHAT, label="task ids",
+            PathKind(), WHAT, label="task file", placeholder="path (not needed for offline)", demo=False,
+            default_help="the benchmark's file in data/"),
+    Setting("task_ids", "--task-ids", "comma-separated task ids to run", Csv(), WHAT, label="task ids",
             placeholder="ids (all)", demo=False),
-    Setting("levels", "--level", "only these levels (easy,medium,hard)", "csv", WHAT, label="levels",
+    Setting("levels", "--level", "only these levels (easy,medium,hard)", Csv(), WHAT, label="levels",
             placeholder="easy,medium,hard (all)", demo=False),
-    Setting("sites", "--site", "only tasks on these sites (host names)", "csv", WHAT, label="sites",
+    Setting("sites", "--site", "only tasks on these sites (host names)", Csv(), WHAT, label="sites",
             placeholder="host names (all)", demo=False),
-    Setting("limit", "--limit", "at most this many tasks (0: all)", "int", WHAT, label="limit", placeholder="0: all",
-            demo=False),
-    Setting("out", "--out", "the run's folder: one subfolder per task, results.jsonl, run.json", "path", WHAT,
+    Setting("limit", "--limit", "at most this many tasks (0: all)", Whole(0, 10_000_000, empty_default=True), WHAT,
+            label="limit", placeholder="0: all", demo=False),
+    Setting("out", "--out", "the run's folder: one subfolder per task, results.jsonl, run.json", PathKind(), WHAT,
             label="out folder", placeholder="runs/my-run", form_default="runs/offline"),
     # the agent
-    Setting("arm", "--arm", "the agent: base (one browser-use Agent) or a plugin arm", label="arm",
-            form_kind="choice", demo=False),
+    Setting("arm", "--arm", "the agent: base (one browser-use Agent) or a plugin arm", Text(required=True),
+            label="arm", form_kind="choice", demo=False),
     Setting("model", "--model", "served model name (oracle, oracle-slow, ... start the built-in oracle)",
-            label="model", placeholder="served model name", demo=False, form_default="oracle"),
-    Setting("vllm", "--vllm", f"OpenAI-compatible endpoint (base URL) ({DEFAULT_VLLM}); with an oracle model and no "
-            f"--vllm, om2w-tui serves the oracle itself", label="endpoint", placeholder=f"default {DEFAULT_VLLM}",
-            demo=False),
+            Text(required=True), label="model", placeholder="served model name", demo=False, form_default="oracle"),
+    Setting("vllm", "--vllm", "OpenAI-compatible endpoint (base URL); credentials in it are used, never shown or "
+            "written", Endpoint(), label="endpoint", placeholder=f"default {DEFAULT_VLLM}", demo=False,
+            default_help=f"{DEFAULT_VLLM}; with an oracle model, the oracle om2w-tui serves itself"),
     Setting("api_key_env", "--api-key-env", "the environment variable holding the API key (never written anywhere)",
+            Text(required=True, pattern=_ENV_NAME.pattern, what="not an environment variable's name (letters, "
+                 "digits and _, not starting with a digit)"),
             label="API key variable", placeholder="name of the env variable", demo=False),
-    Setting("temperature", "--temperature", "sampling temperature (0)", "number", demo=False),
-    Setting("vision", "--no-vision", "send no screenshots to the model (text-only models)", "off", demo=False),
+    Setting("temperature", "--temperature", "sampling temperature", Number(0, 2), demo=False),
+    Setting("vision", "--no-vision", "send no screenshots to the model (text-only models)", Switch(False), demo=False),
     Setting("instruction_template_file", "--instruction-template", "a file with the agent's instruction, {task} and "
-            "{website} filled in (default: the seed's: the task, then the website it starts on)", "path",
-            metavar="FILE", label="instruction file", placeholder="the seed's template ({task}, {website})"),
+            "{website} filled in", PathKind(), metavar="FILE", label="instruction file",
+            placeholder="the seed's template ({task}, {website})",
+            default_help="the seed's: the task, then the website it starts on"),
     Setting("coordinates", "--coordinates", "clicks and drags by coordinates: off, pixels of the screenshot, or "
-            "normalized to a 0-1000 grid as Qwen-VL models answer (normalized, as the seed)", "choice",
-            choices=COORDINATES, label="coordinates"),
-    Setting("max_steps", "--max-steps", "agent steps per episode (a task's own max_steps wins)", "int", minimum=1,
+            "normalized to a 0-1000 grid as Qwen-VL models answer (the seed's)", Choice(COORDINATES),
+            label="coordinates"),
+    Setting("max_steps", "--max-steps", "agent steps per episode (a task's own max_steps wins)", Whole(1, MAX_STEPS),
             label="max steps"),
-    Setting("timeout", "--timeout", "seconds per episode (its finished steps are kept)", "number", above_zero=True,
-            label="timeout (s)"),
-    Setting("llm_timeout", "--llm-timeout", "seconds for one model call before it is retried (120)", "number",
-            above_zero=True),
+    Setting("timeout", "--timeout", "seconds per episode (its finished steps are kept)",
+            Number(0, 7 * 86400, above=True), label="timeout (s)"),
+    Setting("llm_timeout", "--llm-timeout", "seconds for one model call before it is retried",
+            Number(0, 86400, above=True)),
     Setting("trajectory_schema", "--trajectory-schema",
-            "result.json layout: v1 (the evaluator's classic) or v2 (online-mind2web-v2 steps)", "choice",
-            choices=SCHEMAS),
+            "result.json layout: v1 (the evaluator's classic) or v2 (online-mind2web-v2 steps)", Choice(SCHEMAS)),
     Setting("retries", "--retries",
-            "new attempts for an episode the harness failed (browser crash, endpoint down) (1)", "int"),
+            "new attempts for an episode the harness failed (browser crash, endpoint down)", Whole(0, 100)),
     # arms and training rows
-    Setting("planner_name", "--planner-name", "--arm agent: the planner's served model (--model)", group=ARMS,
-            demo=False),
+    Setting("planner_name", "--planner-name", "--arm agent: the planner's served model", group=ARMS, demo=False,
+            default_help="--model"),
     Setting("adapters", "--adapters", "--arm agent: specialist families served under their own names", group=ARMS,
             demo=False),
-    Setting("fallback", "--fallback", "--arm agent: the model for other families (--model)", group=ARMS, demo=False),
-    Setting("planner_turns", "--planner-turns", "--arm agent: the planner's turns (8)", "int", ARMS, minimum=1,
-            demo=False),
-    Setting("record_rows", "--record-rows", "record every model call as a training row in <out>/<task>/rows/", "on",
-            ARMS, demo=False),
+    Setting("fallback", "--fallback", "--arm agent: the model for other families", group=ARMS, demo=False,
+            default_help="--model"),
+    Setting("planner_turns", "--planner-turns", "--arm agent: the planner's turns", Whole(1, 1000), ARMS, demo=False),
+    Setting("record_rows", "--record-rows", "record every model call as a training row in <out>/<task>/rows/",
+            Switch(True), ARMS, demo=False),
     Setting("hint_field", "--hint-field", "a task field appended to the instruction while acting, stripped from the "
             "rows", group=ARMS, demo=False),
     # the browser
-    Setting("viewport", "--viewport", f"WIDTHxHEIGHT in CSS pixels ({DEFAULT_VIEWPORT})", group=BROWSER,
-            metavar="WxH", label="viewport", placeholder=DEFAULT_VIEWPORT),
+    Setting("viewport", "--viewport", "WIDTHxHEIGHT in CSS pixels", group=BROWSER, metavar="WxH", label="viewport",
+            placeholder=DEFAULT_VIEWPORT),
     Setting("user_agent", "--user-agent", "the user agent string (auto: a desktop Chrome of the browser's own "
             "version)", group=BROWSER, label="user agent", placeholder="auto: desktop Chrome"),
-    Setting("locale", "--locale", f"the browser's language and Accept-Language ({DEFAULT_LOCALE})", group=BROWSER,
-            label="locale", placeholder=DEFAULT_LOCALE),
-    Setting("timezone", "--timezone", f"an IANA time zone ({DEFAULT_TIMEZONE})", group=BROWSER, label="timezone",
+    Setting("locale", "--locale", "the browser's language and Accept-Language", group=BROWSER, label="locale",
+            placeholder=DEFAULT_LOCALE),
+    Setting("timezone", "--timezone", "an IANA time zone", group=BROWSER, label="timezone",
             placeholder=DEFAULT_TIMEZONE),
-    Setting("chromium", "--chromium", "path to Chromium/Chrome (default: found automatically)", group=BROWSER),
+    Setting("chromium", "--chromium", "path to Chromium/Chrome", group=BROWSER, default_help="found automatically"),
     # pacing and slots
-    Setting("workers", "--workers", "episodes at once (one worker process each)", "int", PACING, minimum=1,
+    Setting("workers", "--workers", "episodes at once (one worker process each)", Whole(1, MAX_WORKERS), PACING,
             label="workers", demo_default=2, form_default="2"),
+    Setting("worker_start_rate", "--worker-start-rate", "worker processes started per second at most (a run's "
+            "first workers, and those the console's + or `ctl workers` add)", Number(0, 1000, above=True), PACING,
+            metavar="N"),
     Setting("pace_cooldown", "--pace-cooldown", "seconds from the end of one episode on a site to the start of the "
-            "next", "number", PACING, label="cooldown (s)", demo_default=0.0, form_default="0"),
-    Setting("site_slots", "--site-slots", "episodes at once on one site (1; 0: no limit)", "int", PACING,
-            metavar="N", label="per site", placeholder="1 (0: no limit)"),
+            "next", Number(0, 86400), PACING, label="cooldown (s)", demo_default=0.0, form_default="0"),
+    Setting("site_slots", "--site-slots", "episodes at once on one site (0: no limit)",
+            Whole(0, MAX_WORKERS, empty_default=True), PACING, metavar="N", label="per site",
+            placeholder="1 (0: no limit)"),
     # faults
     Setting("breaker_after", "--breaker-after",
-            "infra errors in a row that pause dispatch until the endpoint answers again (3)", "int", FAULTS, minimum=1),
+            "infra errors in a row that pause dispatch until the endpoint answers again", Whole(1, 1000), FAULTS),
     Setting("probe_interval", "--probe-interval",
-            "seconds between endpoint probes while dispatch is paused by the breaker (30)", "number", FAULTS,
-            above_zero=True),
+            "seconds between endpoint probes while dispatch is paused by the breaker", Number(0, 3600, above=True),
+            FAULTS),
     # where episodes run
     Setting("executor", "--executor", "local: worker processes on this machine; ray: one Ray actor per slot anywhere "
             "in a Ray cluster (pip install 'om2w-tui[ray]'; nodes advertise --resources '{\"browser\": N}')",
-            "choice", WHERE, choices=EXECUTORS, label="executor", demo=False),
-    Setting("ray_address", "--ray-address", "--executor ray: the cluster to join (default: $RAY_ADDRESS, else auto: "
-            "the one on this node)", group=WHERE, metavar="auto|HOST:PORT", label="Ray address",
-            placeholder="auto ($RAY_ADDRESS, or this node's)", demo=False),
+            Choice(EXECUTORS), WHERE, label="executor", demo=False),
+    Setting("ray_address", "--ray-address", "--executor ray: the cluster to join", group=WHERE,
+            metavar="auto|HOST:PORT", label="Ray address", placeholder="auto ($RAY_ADDRESS, or this node's)",
+            demo=False, default_help="$RAY_ADDRESS, else auto: the one on this node"),
     Setting("ray_cpus", "--ray-cpus", "--executor ray: CPUs each actor (one worker and its Chromium) asks, besides a "
-            "browser (1)", "number", WHERE, above_zero=True, metavar="N", demo=False),
+            "browser", Number(0, 1024, above=True), WHERE, metavar="N", demo=False),
     # beyond one run
     Setting("pace_dir", "--pace-dir", "a node-local folder of per-site lock files shared by every run on the node "
             "(and by the seed runner's --pace-dir): no two runs on one site at once, the cooldown kept between them",
-            "path", BEYOND, metavar="DIR", label="pace dir", placeholder="none: this run paces alone"),
+            PathKind(), BEYOND, metavar="DIR", label="pace dir", placeholder="none: this run paces alone",
+            default_help="none: this run paces alone"),
 )
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
 
@@ -169,14 +428,24 @@ def on_the_form() -> Iterator[Setting]:
     return (s for s in SETTINGS if s.label)
 
 
+def check_config(cfg: RunConfig) -> str:
+    """The first value of `cfg` no declared setting takes (naming its flag), or ''. The same bounds the flags and
+    the form read with, for a RunConfig built in code (tests, a plugin) or one whose values came another way."""
+    for s in SETTINGS:
+        if problem := s.check(getattr(cfg, s.key)):
+            return problem
+    return ""
+
+
 def changed(cfg: RunConfig) -> list[str]:
-    """The flags of a run's settings that differ from their defaults, as `--flag value` (what doctor lists)."""
+    """The flags of a run's settings that differ from their defaults, as `--flag value` (what doctor lists; an
+    endpoint redacted)."""
     out = []
     for s in SETTINGS:
         value = getattr(cfg, s.key)
         if value == s.default or (s.key == "out"):
             continue
-        if s.kind in ("on", "off"):
+        if isinstance(s.kind, Switch):
             out.append(s.flag)
         else:
             out.append(f"{s.flag} {s.text(value)}")

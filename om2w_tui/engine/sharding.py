@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from om2w_tui.engine.runlock import LOCK_NAME, OutFolderBusy, RunLock, check_free
+from om2w_tui.engine.runlock import LOCK_NAME, OutFolderBusy, RunLock, check_free, take_file
+from om2w_tui.files import open_own
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 _RANGE = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*$")
@@ -153,6 +154,13 @@ def manifest_name(spec: str) -> str:
     return shard.manifest_name if shard else "run.json"
 
 
+def own_files(spec: str) -> list[str]:
+    """The files a run (or a shard of one) keeps in its out folder by name: its results, its manifest, its locks.
+    Each must be absent or a regular file (the preflight refuses a symlink, a folder or a device there)."""
+    shard = parse_spec(spec)
+    return [results_name(spec), manifest_name(spec), LOCK_NAME, *(shard.lock_names if shard else [])]
+
+
 def check_out_free(out: Path, spec: str) -> str:
     """'' when this run (or shard) could take `out`, else the message it would get."""
     shard = parse_spec(spec)
@@ -171,8 +179,8 @@ def check_out_free(out: Path, spec: str) -> str:
 
 def _shared_free(path: Path) -> bool:
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
+        fd = open_own(path, os.O_RDONLY)
+    except OSError:   # a lock that cannot be opened is said by the preflight's check of the run's own files
         return True
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -187,15 +195,16 @@ class ShardLock:
     """A shard's hold on a shared out folder: the folder's run lock shared (an unsharded run is refused, and
     refuses), and each of its shards' locks exclusive (a second process on one shard is refused)."""
 
-    def __init__(self, out: Path, shard: Shard):
+    def __init__(self, out: Path, shard: Shard, info: dict[str, Any] | None = None):
         self.out = Path(out)
         self.shard = shard
+        self.info = dict(info or {})
         self._main: int | None = None
         self._locks: list[RunLock] = []
 
     def acquire(self) -> ShardLock:
         path = self.out / LOCK_NAME
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = take_file(self.out, path)
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -205,7 +214,7 @@ class ShardLock:
         self._main = fd
         try:
             for name in self.shard.lock_names:
-                self._locks.append(RunLock(self.out, name).acquire())
+                self._locks.append(RunLock(self.out, name, self.info).acquire())
         except BaseException:
             self.release()
             raise
@@ -227,7 +236,8 @@ class ShardLock:
         self.release()
 
 
-def run_lock(out: Path, spec: str) -> RunLock | ShardLock:
-    """The lock a run (or a shard of one) holds on its out folder for its life."""
+def run_lock(out: Path, spec: str, info: dict[str, Any] | None = None) -> RunLock | ShardLock:
+    """The lock a run (or a shard of one) holds on its out folder for its life; `info` is written in it beside the
+    holder's pid and host (the control socket's name)."""
     shard = parse_spec(spec)
-    return ShardLock(out, shard) if shard is not None else RunLock(out)
+    return ShardLock(out, shard, info) if shard is not None else RunLock(out, info=info)

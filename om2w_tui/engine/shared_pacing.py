@@ -19,6 +19,12 @@ atomically): a block seen by one run means the site is wary of this IP, whicheve
 file's value when it is above its own cooldown for the site, as it takes the site's locks (so before counting the
 `.last` stamp's cooldown); widening and relaxing rewrite the file, and a cooldown relaxed back to the run's default
 removes it. The seed runner does not read it (it has no widening).
+
+The directory is shared, so nothing in it is trusted: every file is opened without following a symlink and only as
+a regular file (`files.open_own`; a planted symlink is never written through), lock and stamp files are created
+0644 (another user's run opens them read-only, which holds a flock as well), and a `.cooldown` is written through a
+temporary file of an unpredictable name, owner-only until it is complete. `check_pace_files` refuses before a run
+what cannot be used there, and `ready_pace_dir` makes the directory before anything is written.
 """
 
 from __future__ import annotations
@@ -28,12 +34,15 @@ import fcntl
 import math
 import os
 import re
+import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from om2w_tui.engine.pacing import CLOCK_SLACK_S, SitePacer
+from om2w_tui.files import holds_no_files, open_own, unsafe_entry, write_atomic
+from om2w_tui.json_input import InputError, read_bytes
 
 RETRY_S = 0.5   # how soon a site held by another run is tried again (while a slot waits for it)
 _UNSAFE = re.compile(r"[/\x00]")
@@ -60,15 +69,43 @@ def check_pace_dir(path: Path) -> str:
     probe = path if path.exists() else next((p for p in path.parents if p.exists()), Path("."))
     if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
         return f"--pace-dir {path}: {probe} is not a folder you can write to"
+    if holds_no_files(probe):
+        return f"--pace-dir {path}: {probe} is on a filesystem that holds no files (like /proc or /sys)"
+    return ""
+
+
+SUFFIXES = (".lock", ".last", ".cooldown")
+
+
+def check_pace_files(path: Path, names: Iterable[str]) -> str:
+    """'' when none of the pace dir's files for the sites `names` is a symlink, a folder or a device."""
+    for name in names:
+        for suffix in SUFFIXES:
+            if problem := unsafe_entry(Path(path) / f"{name}{suffix}"):
+                return f"--pace-dir {path}: {problem}"
+    return ""
+
+
+def ready_pace_dir(path: Path) -> str:
+    """Make the pace dir and write a file in it (at once removed), before a run writes anything: '' when it can,
+    else why not (`--pace-dir /proc/x`)."""
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        probe = Path(path) / f".om2w-probe.{secrets.token_hex(8)}"
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+        probe.unlink()
+    except OSError as e:
+        return f"--pace-dir {path}: cannot be written ({e.strerror or e}); give a folder you can write to"
     return ""
 
 
 def _try_flock(path: Path) -> int | None:
-    """An fd holding an exclusive flock on `path` (created if need be), or None when another holds it."""
+    """An fd holding an exclusive flock on `path` (created if need be, never through a symlink), or None when
+    another holds it; raises UnsafeFile for a lock file that is a symlink, a folder or a device."""
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = open_own(path, os.O_RDWR | os.O_CREAT, 0o644)
     except PermissionError:   # another user's lock file: a read-only fd can hold a flock just as well
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_own(path, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -81,12 +118,24 @@ def _try_flock(path: Path) -> int | None:
 
 
 def _read_cooldown(path: Path) -> float:
-    """The seconds in a `.cooldown` file; 0 when there is none or it does not hold a number >= 0."""
+    """The seconds in a `.cooldown` file; 0 when there is none or it does not hold a number >= 0 (never read through
+    a symlink)."""
     try:
-        value = float(path.read_text().strip())
-    except (OSError, ValueError):
+        value = float(read_bytes(path, 64, follow_symlinks=False).strip())
+    except (InputError, ValueError):
         return 0.0
     return value if math.isfinite(value) and value >= 0 else 0.0
+
+
+def _stamp(path: Path) -> int:
+    """Touch `path` (created 0644 if need be, never through a symlink); -> its mtime in ns. Raises OSError (another
+    user's stamp cannot be touched)."""
+    fd = open_own(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        os.utime(fd)
+        return os.fstat(fd).st_mtime_ns
+    finally:
+        os.close(fd)
 
 
 def _unlock(fd: int) -> None:
@@ -130,14 +179,12 @@ class SharedSitePacer(SitePacer):
     def _take(self, site: str, now: float) -> bool:
         fds: list[int] = []
         for name in self.names(site):
-            fd = _try_flock(self.dir / f"{name}.lock")
+            fd = self._lock(site, name)
             if fd is None:
                 for f in fds:
                     _unlock(f)
                 self._elsewhere.add(site)
-                if site not in self._said and self._note is not None:
-                    self._said.add(site)
-                    self._note(f"{site}: held by another run ({self.dir / name}.lock); its tasks wait for it")
+                self._say(site, f"{site}: held by another run ({self.dir / name}.lock); its tasks wait for it")
                 return False
             fds.append(fd)
         self._elsewhere.discard(site)
@@ -152,6 +199,19 @@ class SharedSitePacer(SitePacer):
         self._held[site] = fds
         self._tentative.add(site)
         return True
+
+    def _lock(self, site: str, name: str) -> int | None:
+        try:
+            return _try_flock(self.dir / f"{name}.lock")
+        except OSError as e:   # planted since the preflight (a symlink): never used; the site waits as if held
+            self._say(site, f"{site}: its pace lock cannot be used ({e}); its tasks wait")
+            return None
+
+    def _say(self, site: str, message: str) -> None:
+        """Tell the run once per site why it waits."""
+        if site not in self._said and self._note is not None:
+            self._said.add(site)
+            self._note(message)
 
     def _cooling_left(self, name: str, cooldown: float) -> float:
         try:
@@ -193,10 +253,8 @@ class SharedSitePacer(SitePacer):
             with contextlib.suppress(OSError):   # sharing is a courtesy: a full or read-only dir must not stop a run
                 if cooldown <= self.cooldown:
                     path.unlink(missing_ok=True)
-                else:
-                    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-                    tmp.write_text(f"{cooldown:g}\n")
-                    os.replace(tmp, path)
+                else:   # owner-only while written, then readable by every run on the node
+                    write_atomic(path, f"{cooldown:g}\n", mode=0o600, final_mode=0o644)
 
     def acquire(self, site: str, now: float) -> None:
         super().acquire(site, now)   # through can_start: the site's locks are held from here
@@ -205,10 +263,8 @@ class SharedSitePacer(SitePacer):
     def release(self, site: str, now: float) -> None:
         super().release(site, now)
         for name in self.names(site):   # the stamp first, then the lock: no one starts before it is seen
-            stamp = self.dir / f"{name}.last"
             with contextlib.suppress(OSError):
-                stamp.touch()
-                self._stamped[name] = stamp.stat().st_mtime_ns
+                self._stamped[name] = _stamp(self.dir / f"{name}.last")
         self._drop_if_idle(site)
 
     def release_without_cooldown(self, site: str) -> None:
@@ -241,12 +297,22 @@ class SharedSitePacer(SitePacer):
         self._held.clear()
 
 
+def site_names(tasks: Iterable[Any]) -> dict[str, tuple[str, ...]]:
+    """site -> the names its files have in a pace dir; `tasks` have `.site` and `.website`."""
+    urls: dict[str, set[str]] = {}
+    for t in tasks:
+        urls.setdefault(t.site, set()).add(t.website)
+    return {s: lock_names(s, u) for s, u in urls.items()}
+
+
+def pace_names(tasks: Iterable[Any]) -> list[str]:
+    """Every name the sites of `tasks` have in a pace dir (for the preflight's check of their files)."""
+    return sorted({n for names in site_names(tasks).values() for n in names})
+
+
 def make_pacer(pace_dir: Path | None, cooldown: float, per_site: int, tasks: Iterable[Any],
                note: Callable[[str], None] | None = None) -> SitePacer:
     """The run's pacer: in-process only, or shared through `pace_dir`; `tasks` have `.site` and `.website`."""
     if pace_dir is None:
         return SitePacer(cooldown, per_site)
-    urls: dict[str, set[str]] = {}
-    for t in tasks:
-        urls.setdefault(t.site, set()).add(t.website)
-    return SharedSitePacer(pace_dir, cooldown, per_site, {s: lock_names(s, u) for s, u in urls.items()}, note)
+    return SharedSitePacer(pace_dir, cooldown, per_site, site_names(tasks), note)

@@ -3,30 +3,48 @@
 
 from __future__ import annotations
 
+import re
 import string
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 # the seed's shape: the task, then the site it starts on (the browser is already there)
 DEFAULT_TEMPLATE = "{task}\n\nThe task starts on {website} (already open in the browser)."
 FIELDS = ("task", "website")
+MAX_STEPS = 10_000      # the most steps an episode may be given (--max-steps, a task's own max_steps)
+MAX_WIDTH = 10_000      # the widest a `{task:>N}` may pad (a width of 10**9 would fill memory in every episode)
+_SAMPLE: dict[str, Any] = {"task_id": "sample", "confirmed_task": "Find the opening hours.",
+                           "website": "https://www.example.com/"}
 
 
 class TemplateError(ValueError):
     """A template the runner cannot fill; the message names the problem."""
 
 
-def check_template(text: str) -> str:
-    """'' for a usable template, else what is wrong with it (`{task}` missing, an unknown `{field}`, a stray brace)."""
+def check_template(text: str, tasks: Iterable[dict[str, Any]] = (), hint_field: str | None = None) -> str:
+    """'' for a usable template, else what is wrong with it (`{task}` missing, an unknown `{field}`, a stray brace,
+    a format the fields cannot take). It is filled, as an episode fills it, with each of `tasks` (the run's own, so a
+    `{task:d}` or a width no text has fails here, not in every episode), or with a sample task without any."""
     try:
-        names = [name for _, name, _, _ in string.Formatter().parse(text) if name is not None]
+        parsed = list(string.Formatter().parse(text))
     except ValueError as e:
         return f"not a template ({e}); write literal braces as {{{{ and }}}}"
+    names = [name for _, name, _, _ in parsed if name is not None]
     unknown = sorted({n for n in names if n not in FIELDS})
     if unknown:
         return f"unknown field {{{unknown[0]}}} (known: {{task}}, {{website}})"
     if "task" not in names:
         return "it has no {task}: the agent would never see the task"
+    for _, name, spec, _ in parsed:
+        if spec and any(int(d) > MAX_WIDTH for d in re.findall(r"[0-9]+", spec)):
+            return f"{{{name}:{spec}}} asks for more than {MAX_WIDTH} characters"
+    for task in list(tasks) or [_SAMPLE]:
+        try:
+            instruction(task, text, hint_field)
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError) as e:
+            which = f"task {task.get('task_id')}" if task is not _SAMPLE else "a task"
+            return f"cannot be filled with {which}'s fields ({type(e).__name__}: {e})"
     return ""
 
 
@@ -55,8 +73,8 @@ def instruction(task: dict[str, Any], template: str | None = None, hint_field: s
 
 
 def step_budget(task: dict[str, Any], default: int) -> int:
-    """The task's own `max_steps` when it is a positive whole number (as in the seed), else the run's."""
+    """The task's own `max_steps` when it is a whole number from 1 to MAX_STEPS (as in the seed), else the run's."""
     value = task.get("max_steps")
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit() and len(value.strip()) < 9:
         value = int(value)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else default
+    return value if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_STEPS else default

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.benchmarks.conformance import EvaluatorView, read_run
+from om2w_tui.json_input import InputError, decode
 
 MODES = ("webjudge", "webvoyager")
 MAX_KEPT = 50
@@ -177,8 +178,8 @@ def read_judged(path: Path) -> dict[str, dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            rec = decode(line, str(path))   # the one decoder: a torn or too deep line is skipped, not a crash
+        except InputError:
             continue
         if isinstance(rec, dict) and rec.get("task_id") is not None:
             got[str(rec["task_id"])] = rec

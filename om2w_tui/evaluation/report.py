@@ -18,7 +18,6 @@ evaluator, a success rate divides by every task of the run, judged or not.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter, defaultdict
@@ -44,6 +43,7 @@ from om2w_tui.evaluation.summary import (
     Success,
     TaskRow,
 )
+from om2w_tui.json_input import InputError, decode, load, read_bytes, text_of
 
 JUDGE_GLOB = "*_auto_eval_results.json"
 UNKNOWN = "-"
@@ -93,9 +93,9 @@ def rate(successes: int, tasks: int) -> Rate:
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    try:   # the one decoder: a file nested past any sane depth is unreadable, not a crash
+        return load(path)
+    except InputError:
         return None
 
 
@@ -117,16 +117,14 @@ def task_meta(manifest: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     rows: list[Any] = []
     text = None
     try:
-        text = Path(path).read_text(encoding="utf-8")
-        data = json.loads(text)
+        text = text_of(read_bytes(path), str(path))
+        data = decode(text, str(path))
         rows = data if isinstance(data, list) else (data.get("tasks") or [] if isinstance(data, dict) else [])
-    except (OSError, UnicodeDecodeError):
-        return {}
-    except json.JSONDecodeError:
+    except InputError:
         for line in (text or "").splitlines():
             try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
+                rows.append(decode(line, str(path)))
+            except InputError:
                 continue
     meta: dict[str, dict[str, Any]] = {}
     for row in rows:

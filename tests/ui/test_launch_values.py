@@ -51,9 +51,12 @@ def test_a_missing_or_broken_file_gives_the_defaults(tmp_path):
 
 
 @pytest.mark.parametrize("key,value,says", [
-    ("workers", "0", "at least 1"), ("workers", "two", "not a whole number"),
-    ("timeout", "0", "more than 0"), ("pace_cooldown", "-1", "0 or more"), ("out", " ", "out folder"),
-    ("max_steps", "", "not a whole number"),
+    ("workers", "0", "must be 1 to 512"), ("workers", "two", "not a whole number"),
+    ("timeout", "0", "more than 0"), ("pace_cooldown", "-1", "0 to 86400"), ("out", " ", "out folder"),
+    ("max_steps", "", "(empty): give a whole number"), ("timeout", "nan", "nan: not a number"),
+    ("pace_cooldown", "inf", "inf: not a number"), ("workers", "100000", "must be 1 to 512"),
+    ("vllm", "http://[abc/x", "is not a URL"), ("vllm", "http://h:99999/v1", "is not a URL"),
+    ("vllm", "http://:80/", "names no host"), ("api_key_env", "MY KEY", "not an environment variable's name"),
 ])
 def test_a_value_that_cannot_be_read_names_its_field(key, value, says):
     with pytest.raises(FormError) as e:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.stand_ins import STAND_IN_CHROMIUM
+
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "sk-test-secret-never-shown"
 
@@ -36,7 +38,7 @@ def listing(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else b"<dir>") for p in folder.rglob("*")}
 
 
-def run_cli(work: Path, *args: str, out: Path | None = None, chromium: str | None = "/bin/true",
+def run_cli(work: Path, *args: str, out: Path | None = None, chromium: str | None = STAND_IN_CHROMIUM,
             model: str | None = "oracle") -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("CHROME_PATH", "OM2W_CHROMIUM")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
@@ -72,10 +74,10 @@ def test_a_good_preflight_reaches_past_these_checks(work, monkeypatch):
     from om2w_tui.cli.main import build_parser, config_from_args
     from om2w_tui.engine.launch import preflight
 
-    args = build_parser().parse_args(["run", "--no-ui", "--out", str(work / "out"), "--chromium", "/bin/true",
+    args = build_parser().parse_args(["run", "--no-ui", "--out", str(work / "out"), "--chromium", STAND_IN_CHROMIUM,
                                       "--model", "oracle", "--tasks", str(work / "tasks.json")])
     pre = preflight(config_from_args(args))
-    assert [t.task_id for t in pre.tasks] == ["a", "b"] and pre.config.chromium == "/bin/true"
+    assert [t.task_id for t in pre.tasks] == ["a", "b"] and pre.config.chromium == STAND_IN_CHROMIUM
     assert not (work / "out").exists()
 
 
@@ -100,7 +102,7 @@ def test_no_tasks_flag_for_a_benchmark_without_its_shipped_file(work, monkeypatc
 def test_out_is_required(work):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run([sys.executable, "-m", "om2w_tui", "run", "--no-ui", "--tasks", "tasks.json",
-                           "--model", "oracle", "--chromium", "/bin/true"], cwd=work, env=env,
+                           "--model", "oracle", "--chromium", STAND_IN_CHROMIUM], cwd=work, env=env,
                           capture_output=True, text=True, timeout=60)
     assert_usage_error(proc, "--out")
 

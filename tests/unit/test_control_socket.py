@@ -31,6 +31,7 @@ from om2w_tui.engine.events import (
     RunStarted,
     SlotRow,
 )
+from om2w_tui.engine.runlock import RunLock
 from om2w_tui.engine.wire import from_wire
 from om2w_tui.frontends.remote import RemoteRun
 
@@ -74,11 +75,13 @@ class FakeRun:
 
 
 @pytest.fixture
-def deep(tmp_path: Path) -> Path:
+def deep(tmp_path: Path):
+    """A deep out folder held as a run holds it: its lock names the control socket (clients talk to no other)."""
     out = tmp_path / ("a" * 60) / ("b" * 60) / "run"
     out.mkdir(parents=True)
     assert len(str(out / SOCKET_NAME)) > 120   # past what a unix socket address holds
-    return out
+    with RunLock(out, info={"socket": SOCKET_NAME}):
+        yield out
 
 
 def ask(out: Path, **msg: object) -> dict:
@@ -119,9 +122,10 @@ async def test_commands_reach_the_run_by_task_and_refusals_say_why(deep):
         no = await ask_async(deep, cmd="kill", task="t-zzz")
         assert not no["ok"] and "t-zzz" in no["error"] and "t-a on slot 0" in no["error"]
         assert not (await ask_async(deep, cmd="kill", slot=1))["ok"]          # idle: nothing to kill
-        for bad in (0, -1, "2", True, None):
+        for bad, says in ((0, "1 to 512"), (-1, "1 to 512"), (100_000, "1 to 512"), ("2", "whole number"),
+                          (True, "whole number"), (None, "whole number"), (2.5, "whole number")):
             no = await ask_async(deep, cmd="workers", n=bad)
-            assert not no["ok"] and "at least 1" in no["error"]
+            assert not no["ok"] and says in no["error"], no
         no = await ask_async(deep, cmd="explode")
         assert not no["ok"] and "unknown command" in no["error"] and "status" in no["error"]
         assert len(run.calls) == n     # nothing refused reached the run

@@ -9,13 +9,16 @@ import json
 import pytest
 
 from om2w_tui.cli.main import main
-from om2w_tui.engine.control_socket import ControlServer
+from om2w_tui.engine.control_socket import SOCKET_NAME, ControlServer
+from om2w_tui.engine.runlock import RunLock
 from tests.unit.test_control_socket import FakeRun
 
 
 @pytest.mark.parametrize("argv, says", [
-    (["workers", "x"], "workers N: N must be a whole number"),
-    (["workers", "0"], "at least 1"),
+    (["workers", "x"], "workers N: x: not a whole number"),
+    (["workers", "0"], "must be 1 to 512"),
+    (["workers", "100000"], "must be 1 to 512"),
+    (["workers", "nan"], "not a whole number"),
     (["kill"], "kill TASK: which task?"),
     (["status", "extra"], "status takes no argument"),
     (["pause", "--force"], "--force goes with stop only"),
@@ -33,6 +36,11 @@ def test_no_run_in_the_folder_names_it_and_exits_2(tmp_path, capsys, command):
 
 
 async def test_a_refusal_exits_1_and_an_answer_prints_a_line_or_json(tmp_path, capsys):
+    with RunLock(tmp_path, info={"socket": SOCKET_NAME}):   # held as a run holds it, naming its socket
+        await _refusal_and_answers(tmp_path, capsys)
+
+
+async def _refusal_and_answers(tmp_path, capsys):
     async with ControlServer(tmp_path).serving(FakeRun()):
         assert await asyncio.to_thread(main, ["ctl", str(tmp_path), "requeue", "t-zzz"]) == 1
         assert "the run refused: no episode of task 't-zzz' is running" in capsys.readouterr().err

@@ -8,7 +8,7 @@ import dataclasses
 
 from om2w_tui.cli.main import build_parser, config_from_args
 from om2w_tui.engine.config import RunConfig
-from om2w_tui.engine.settings import BY_KEY, SETTINGS, changed
+from om2w_tui.engine.settings import BY_KEY, SETTINGS, Switch, changed
 from om2w_tui.frontends.console.launch_values import DEFAULTS, FIELDS, config_from_values, values_from_config
 
 # RunConfig fields that are no flag of their own: derived (the template's text, the node's share) or internal
@@ -31,8 +31,8 @@ def test_the_command_line_has_each_declared_flag_with_its_default_and_help():
     actions = run_actions()
     for s in SETTINGS:
         a = actions[s.key]
-        assert a.option_strings == [s.flag] and a.help == s.help
-        assert a.default == (s.default if s.kind != "off" else True), s.key
+        assert a.option_strings == [s.flag] and a.help == s.help_text()
+        assert a.default == (s.default if s.kind != Switch(False) else True), s.key
         assert tuple(a.choices or ()) == s.choices
 
 

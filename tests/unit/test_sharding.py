@@ -25,6 +25,7 @@ from om2w_tui.engine.sharding import (
     select_shard,
     shard_from_flags,
 )
+from tests.stand_ins import STAND_IN_CHROMIUM
 from tests.unit.test_cli_errors import assert_usage_error, run_cli, work  # noqa: F401 (work is a fixture)
 
 site_lists = st.lists(st.sampled_from([f"s{i}.com" for i in range(12)]), min_size=1, max_size=60)
@@ -144,7 +145,7 @@ def test_the_selection_is_the_shards_share_then_the_filters(work):  # noqa: F811
     (work / "nine.json").write_text(json.dumps(rows))
     picked = []
     for k in (0, 1):
-        args = build_parser().parse_args(["run", "--no-ui", "--out", str(work / "out"), "--chromium", "/bin/true",
+        args = build_parser().parse_args(["run", "--no-ui", "--out", str(work / "out"), "--chromium", STAND_IN_CHROMIUM,
                                           "--model", "oracle", "--tasks", str(work / "nine.json"),
                                           "--shard", f"{k}/2", "--limit", "2"])
         picked.append([t.task_id for t in preflight(config_from_args(args)).tasks])

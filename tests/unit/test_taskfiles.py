@@ -20,6 +20,7 @@ from om2w_tui.benchmarks.tasks import load_tasks
 from om2w_tui.cli.main import main as cli_main
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.launch import preflight, write_manifest
+from tests.stand_ins import STAND_IN_CHROMIUM
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 WV = SHARED / "WebVoyager_data.jsonl"
@@ -310,7 +311,7 @@ def test_a_run_on_a_refreshed_file_records_the_refresh_in_its_manifest(tmp_path)
     dst = tmp_path / "wv.refreshed.jsonl"
     changes = refresh_file(src, dst, dt.date(2026, 11, 30))
     assert changes and "2027" in dst.read_text() and "January 2024" in dst.read_text()
-    cfg = RunConfig(out=tmp_path / "run", bench="webvoyager", tasks=dst, model="oracle", chromium="/bin/true")
+    cfg = RunConfig(out=tmp_path / "run", bench="webvoyager", tasks=dst, model="oracle", chromium=STAND_IN_CHROMIUM)
     pre = preflight(cfg)
     cfg.out.mkdir()
     write_manifest(pre)

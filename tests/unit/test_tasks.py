@@ -311,7 +311,8 @@ def test_safe_ids(tmp_path, tid):
 def test_website_not_http(tmp_path, site):
     p = write(tmp_path, "t.jsonl", json.dumps(om2w_row("a")) + "\n" + json.dumps(om2w_row("b", website=site)))
     msg = error_of(p)
-    assert msg.startswith(f"{p}:2: website {site!r} of task b is not an http(s) URL")
+    says = "names no host" if site == "http://" else "is not an http(s) URL"
+    assert msg.startswith(f"{p}:2: website {site!r} of task b {says}")
 
 
 def test_not_utf8(tmp_path):

@@ -1,7 +1,7 @@
 """What the launch form holds: its fields (the settings that engine/settings.py gives a label), their first values,
-parsing them into a RunConfig, and the values of the last launch, remembered in
-`$XDG_CONFIG_HOME/om2w-tui/last_launch.json` (never a secret: the API key's variable NAME only). No Textual here, so
-it is tested on its own."""
+parsing them into a RunConfig (each field through its setting's own parser and bounds), and the values of the last
+launch, remembered in `$XDG_CONFIG_HOME/om2w-tui/last_launch.json`: owner-only, and never a secret (the API key's
+variable NAME only; an endpoint URL without its credentials). No Textual here, so it is tested on its own."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.settings import BY_KEY as SETTING
-from om2w_tui.engine.settings import Setting, on_the_form
+from om2w_tui.engine.settings import Choice, Setting, on_the_form
 from om2w_tui.episode.instruction import TemplateError, read_template
 from om2w_tui.files import write_json_atomic
 
@@ -23,14 +23,13 @@ from om2w_tui.files import write_json_atomic
 class Field:
     key: str
     label: str
-    kind: str = "text"          # text | int | number | csv | choice
+    kind: str = "text"          # text | int | number | choice: how the form asks for it
     placeholder: str = ""
     flag: str = ""              # the command-line flag its problems are named by
 
 
 def _field(st: Setting) -> Field:
-    kind = st.form_kind or ("text" if st.kind == "path" else st.kind)
-    return Field(st.key, st.label, kind, st.placeholder, st.flag)
+    return Field(st.key, st.label, st.form_kind or st.kind.form, st.placeholder, st.flag)
 
 
 # the form's fields, in the form's order: the settings that have a label (engine/settings.py declares each once)
@@ -38,7 +37,7 @@ ORDER = ("bench", "tasks", "arm", "model", "vllm", "api_key_env", "workers", "ou
          "pace_dir", "executor", "ray_address", "timeout", "max_steps", "levels", "sites", "task_ids", "limit",
          "instruction_template_file", "coordinates", "viewport", "user_agent", "locale", "timezone")
 FIELDS: tuple[Field, ...] = tuple(_field(SETTING[k]) for k in ORDER)
-CHOICES: dict[str, tuple[str, ...]] = {st.key: st.choices for st in on_the_form() if st.kind == "choice"}
+CHOICES: dict[str, tuple[str, ...]] = {st.key: st.choices for st in on_the_form() if isinstance(st.kind, Choice)}
 BY_KEY = {f.key: f for f in FIELDS}
 
 # a first launch runs the built-in offline suite: it needs no model server and no internet
@@ -59,73 +58,47 @@ def last_launch_path(env: Mapping[str, str] | None = None) -> Path:
 
 
 def load_values(path: Path | None) -> dict[str, str]:
-    """The last launch's values over the defaults; a missing or broken file gives the defaults."""
+    """The last launch's values over the defaults; a missing or broken file gives the defaults (and a value that
+    should never have been kept, an endpoint's credentials, is dropped)."""
     values = dict(DEFAULTS)
     if path is None:
         return values
     try:
         saved = json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return values
     if isinstance(saved, dict):
-        values.update({k: str(v) for k, v in saved.items() if k in DEFAULTS and v is not None})
+        values.update({k: remembered(k, str(v)) for k, v in saved.items() if k in DEFAULTS and v is not None})
     for key, choices in CHOICES.items():
         if values[key] not in choices:
             values[key] = DEFAULTS[key]
     return values
 
 
+def remembered(key: str, text: str) -> str:
+    """What of a field's text may be kept on disk (an endpoint without its credentials)."""
+    return SETTING[key].kind.remember(text)
+
+
 def save_values(path: Path | None, values: Mapping[str, str]) -> None:
+    """Remember the form's values, owner-only, with nothing secret in them."""
     if path is None:
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(path, {k: str(values.get(k, "")) for k in DEFAULTS})
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    write_json_atomic(path, {k: remembered(k, str(values.get(k, ""))) for k in DEFAULTS}, mode=0o600)
 
 
 def values_from_config(cfg: RunConfig) -> dict[str, str]:
+    """A config's values as the form shows them (an endpoint redacted)."""
     return {k: SETTING[k].text(getattr(cfg, k)) for k in ORDER}
-
-
-def _int(key: str, text: str, minimum: int) -> int:
-    try:
-        v = int(text.strip())
-    except ValueError:
-        raise FormError(key, f"{BY_KEY[key].label}: {text.strip() or 'empty'} is not a whole number") from None
-    if v < minimum:
-        raise FormError(key, f"{BY_KEY[key].label}: must be at least {minimum}")
-    return v
-
-
-def _seconds(key: str, text: str, allow_zero: bool) -> float:
-    try:
-        v = float(text.strip())
-    except ValueError:
-        raise FormError(key, f"{BY_KEY[key].label}: {text.strip() or 'empty'} is not a number of seconds") from None
-    if v < 0 or (v == 0 and not allow_zero):
-        raise FormError(key, f"{BY_KEY[key].label}: must be {'0 or more' if allow_zero else 'more than 0'}")
-    return v
-
-
-def _csv(text: str) -> list[str]:
-    return [x.strip() for x in text.split(",") if x.strip()]
 
 
 def _value(st: Setting, text: str) -> Any:
     """One field's text as its setting's value; FormError names the field when it cannot be read."""
-    text = text.strip()
-    if st.kind == "int":   # an empty count (limit, per site) is its default; an empty workers or max steps, a mistake
-        return _int(st.key, text or (st.text(st.default) if st.minimum == 0 else ""), st.minimum)
-    if st.kind == "number":
-        return _seconds(st.key, text, not st.above_zero)
-    if st.kind == "csv":
-        return _csv(text)
-    if st.kind == "choice":
-        if text not in st.choices:
-            raise FormError(st.key, f"{st.label}: one of {', '.join(st.choices)}")
-        return text
-    if st.kind == "path":
-        return Path(text).expanduser() if text else st.default
-    return text or st.default
+    try:
+        return st.parse(text)
+    except ValueError as e:
+        raise FormError(st.key, f"{st.label}: {e}") from None
 
 
 def config_from_values(values: Mapping[str, str]) -> RunConfig:
@@ -133,9 +106,6 @@ def config_from_values(values: Mapping[str, str]) -> RunConfig:
     v = {**DEFAULTS, **values}
     if not v["out"].strip():
         raise FormError("out", "out folder: give the run's folder (a new one, or an earlier run's to resume it)")
-    for key in ("model", "api_key_env"):
-        if not v[key].strip():
-            raise FormError(key, f"{BY_KEY[key].label}: must not be empty")
     given = {k: _value(SETTING[k], v[k]) for k in ORDER}
     template_file = given["instruction_template_file"]
     if template_file is not None:

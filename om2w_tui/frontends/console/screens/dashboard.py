@@ -26,6 +26,7 @@ from textual.widgets import DataTable
 from om2w_tui.engine.control import RunControl
 from om2w_tui.engine.events import Pacing
 from om2w_tui.engine.results import EpisodeRecord
+from om2w_tui.engine.settings import clamp_workers, unpaced
 from om2w_tui.frontends.console.messages import (
     DispatchToggled,
     EngineLog,
@@ -98,7 +99,7 @@ def pacing_text(pacing: Pacing | None) -> str:
     if pacing is None:
         return ""
     per_site, cooldown = pacing.per_site, pacing.cooldown
-    if per_site == 0 and cooldown == 0:
+    if unpaced(per_site, cooldown):
         return "unpaced"
     return f"{per_site or 'any'} per site, cooldown {cooldown:g} s"
 
@@ -530,7 +531,7 @@ class DashboardScreen(Screen[None]):
         self._set_workers(self.state.target_workers - 1)
 
     def _set_workers(self, n: int) -> None:
-        n = max(1, n)
+        n = clamp_workers(n)
         self._command().set_workers(n)
         self.state.target_workers = n   # until the next snapshot says so: a second press counts from here
         self._after_command(f"slots: {n}")

@@ -2,15 +2,34 @@
 (Kitty's protocol, Sixel) and as coloured half-cells or unicode blocks where it does not.
 
 textual-image asks the terminal what it supports when it is imported, which is impossible once Textual runs:
-the console imports this module before the app starts."""
+the console imports this module before the app starts. It divides the window's pixels by its cells then, so a
+terminal that says it has 0 columns or rows (a pty nobody sized) is given textual-image's own fallback cell size
+first, rather than a ZeroDivisionError at the console's start."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from PIL import Image as PILImage
-from textual_image.widget import HalfcellImage, UnicodeImage, get_cell_size
-from textual_image.widget import Image as AutoImage
+from textual_image import _terminal
+
+
+def _size_a_sizeless_terminal() -> None:
+    try:
+        if not (sys.__stdout__ and sys.__stdout__.isatty()):
+            return
+        rows, columns, _, _ = _terminal.get_tiocgwinsz()
+    except (OSError, ValueError):
+        return
+    if not rows or not columns:   # textual-image's fallback (a VT340's cell), as it uses when it learns nothing
+        setattr(_terminal.get_cell_size, "_result", _terminal.CellSize(10, 20))  # noqa: B010 (its own cache)
+
+
+_size_a_sizeless_terminal()
+
+from textual_image.widget import HalfcellImage, UnicodeImage, get_cell_size  # noqa: E402 (after the size is known)
+from textual_image.widget import Image as AutoImage  # noqa: E402 (as above)
 
 RENDERERS: dict[str, Any] = {"auto": AutoImage, "halfcell": HalfcellImage, "unicode": UnicodeImage}
 # graphics protocols get more pixels than block characters can show

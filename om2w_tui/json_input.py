@@ -1,0 +1,127 @@
+"""JSON the package reads back, through one decoder with bounds: task files, `results*.jsonl`, an episode's
+`result.json`, the run's lock and manifest, the launch form's last values, and every line on the control socket.
+
+Any of them may be torn, hostile or simply wrong: a file of 200,000 `[`, a number of 5,000 digits, `NaN`, bytes that
+are not UTF-8, `/dev/zero` or a FIFO given as a task file, a folder where a file should be. Python's `json` answers
+those with RecursionError, a ValueError that is no JSONDecodeError, a MemoryError or a read that never returns;
+here every one becomes an `InputError` whose message names the file (and line) and says what is wrong, which each
+reader turns into its usual answer (a usage error and exit 2, a skipped line with a warning, a refused command).
+
+    read_bytes(path, ...)   a regular file's bytes, at most `limit` (never a FIFO, a device, a folder; with
+                            `follow_symlinks=False`, never through a symlink)
+    decode(data, where)     one JSON value: UTF-8, nested at most MAX_DEPTH deep, numbers finite and of sane size
+    load(path, ...)         both
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+MAX_DEPTH = 64                 # deeper than anything the package or the benchmarks write (a record is 2 deep)
+MiB = 1 << 20
+LIMIT = 256 * MiB              # the largest file read whole unless the reader says otherwise
+
+
+class InputError(ValueError):
+    """JSON (or a file holding it) that cannot be used; the message names where and what, ready to show. `reason`:
+    the JSON parser's own words, where it was a syntax error ("Extra data", ...)."""
+
+    def __init__(self, message: str, reason: str = ""):
+        super().__init__(message)
+        self.reason = reason
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _size(n: int) -> str:
+    return f"{n / MiB:.0f} MiB" if n >= MiB else f"{n} bytes"
+
+
+def read_bytes(path: Path | str, limit: int = LIMIT, *, follow_symlinks: bool = True, what: str = "") -> bytes:
+    """A regular file's bytes; raises InputError for anything else (missing, a folder, a FIFO, a device, a symlink
+    when not followed, unreadable, larger than `limit`). Opened without blocking, so a FIFO cannot hang the read."""
+    name = f"{what + ' ' if what else ''}{path}"
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow_symlinks else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise InputError(f"{name}: no such file") from None
+    except OSError as e:
+        if not follow_symlinks and os.path.islink(path):
+            raise InputError(f"{name}: is a symbolic link; the run reads only its own files there") from None
+        raise InputError(f"{name}: cannot be read ({e.strerror or e})") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise InputError(f"{name}: is a folder, not a file")
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"{name}: is not a regular file (a FIFO, a device or a socket); give a file")
+        if st.st_size > limit:
+            raise InputError(f"{name}: is {_size(st.st_size)}, more than the {_size(limit)} it may be")
+        chunks, got = [], 0
+        while got <= limit:
+            chunk = os.read(fd, min(1 << 24, limit + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        if got > limit:   # it grew while read
+            raise InputError(f"{name}: more than the {_size(limit)} it may be")
+        return b"".join(chunks)
+    except OSError as e:
+        raise InputError(f"{name}: cannot be read ({e.strerror or e})") from None
+    finally:
+        os.close(fd)
+
+
+def text_of(data: bytes | str, where: str) -> str:
+    """UTF-8 text without a byte order mark; InputError names the first byte that is not UTF-8."""
+    if isinstance(data, str):
+        return data.removeprefix("\ufeff")
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{where}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
+def _depth(value: Any) -> int:
+    """How deep `value` nests (an iterative walk: a deep value must not exhaust the stack here either)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict | list):
+            deepest = max(deepest, d)
+            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
+
+def decode(data: bytes | str, where: str, *, line: int | None = None, max_depth: int = MAX_DEPTH) -> Any:
+    """One JSON value; InputError names `where` (a file, a socket) and, given, the `line` of a JSON lines file the
+    value is, and what is wrong with it."""
+    if line is not None:
+        where = f"{where}:{line}"
+    text = text_of(data, where)
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as e:
+        at = f"{e.colno}" if line is not None else f"{e.lineno}:{e.colno}"
+        raise InputError(f"{where}:{at}: invalid JSON: {e.msg}", e.msg) from None
+    except RecursionError:
+        raise InputError(f"{where}: nested deeper than JSON is read here ({max_depth} levels)") from None
+    except ValueError as e:   # a number of thousands of digits, NaN or Infinity
+        raise InputError(f"{where}: not usable JSON ({str(e).split('; ')[0][:120]})") from None
+    # a cheap bound first: a value cannot nest deeper than it has brackets
+    if text.count("[") + text.count("{") > max_depth and _depth(value) > max_depth:
+        raise InputError(f"{where}: nested deeper than JSON is read here ({max_depth} levels)")
+    return value
+
+
+def load(path: Path | str, limit: int = LIMIT, *, follow_symlinks: bool = True, what: str = "") -> Any:
+    """A JSON file's value: `read_bytes`, then `decode`; InputError for either."""
+    return decode(read_bytes(path, limit, follow_symlinks=follow_symlinks, what=what), str(path))
