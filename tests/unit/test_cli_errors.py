@@ -39,7 +39,7 @@ def listing(folder: Path) -> dict[str, bytes]:
 
 
 def run_cli(work: Path, *args: str, out: Path | None = None, chromium: str | None = STAND_IN_CHROMIUM,
-            model: str | None = "oracle") -> subprocess.CompletedProcess:
+            model: str | None = "oracle", timeout: float = 60) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("CHROME_PATH", "OM2W_CHROMIUM")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
     env["OPENAI_API_KEY"] = SECRET
@@ -49,7 +49,7 @@ def run_cli(work: Path, *args: str, out: Path | None = None, chromium: str | Non
     if model:
         argv += ["--model", model]
     before = listing(work)
-    proc = subprocess.run(argv + list(args), cwd=work, env=env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(argv + list(args), cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
     assert listing(work) == before, "the run wrote something"
     assert SECRET not in proc.stderr + proc.stdout
     return proc
