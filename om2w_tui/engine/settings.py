@@ -108,6 +108,15 @@ SETTINGS: tuple[Setting, ...] = (
             label="timeout (s)"),
     Setting("llm_timeout", "--llm-timeout", "seconds for one model call before it is retried (120)", "number",
             above_zero=True),
+    Setting("llm_retries", "--llm-retries", "the model client's own retries of one call: 429 (honouring "
+            "Retry-After), 5xx, refused (2)", "int"),
+    Setting("max_completion_tokens", "--max-completion-tokens", "a reply's token cap, as browser-use sends it "
+            "(4096); replies cut there are counted as truncated", "int", minimum=1, metavar="N"),
+    Setting("mend_thinking", "--no-mend-thinking", "leave a <think> block before a reply as it came (the reply then "
+            "fails to parse) instead of splitting it off and keeping it as the step's thought", "off"),
+    Setting("model_guard", "--model-guard", "episodes in a row ending on the same model failure (context length, "
+            "images refused, unparseable replies, ...) that stop dispatch with the remedy (3; 0: never)", "int",
+            FAULTS, metavar="N"),
     Setting("trajectory_schema", "--trajectory-schema",
             "result.json layout: v1 (the evaluator's classic) or v2 (online-mind2web-v2 steps)", "choice",
             choices=SCHEMAS),

@@ -159,11 +159,19 @@ def context_limit(message: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+SHAPES: dict[str, str] = {"think": "a <think> block", "fenced": "fenced JSON", "invalid_json": "invalid JSON",
+                          "wrong_schema": "JSON of another shape", "prose": "prose"}
+
+
 def describe(kind: str, message: str) -> str:
-    """`kind` as a record's error names it, with the server's words: `context length exceeded (32768 tokens): ...`."""
+    """`kind` as a record's error names it, with the server's words: `context length exceeded (32768 tokens): ...`,
+    `reply not the action schema (prose): I will click ...`."""
     label = LABELS.get(kind, kind)
     if kind == "context_length" and (limit := context_limit(message)):
         label = f"{label} ({limit} tokens)"
+    shape, sep, rest = message.partition(": ")
+    if kind == "unparseable" and sep and shape in SHAPES:
+        label, message = f"{label} ({SHAPES[shape]})", rest
     return f"{label}: {message}" if message else label
 
 
@@ -267,6 +275,17 @@ class ModelCalls:
     @property
     def failed(self) -> int:
         return sum(self.failures.values())
+
+    def record(self) -> dict[str, Any]:
+        """What a results record keeps of the counts: calls by kind, the first words of each failure, what was
+        mended, and the time spent waiting (the running streak is the episode's business only)."""
+        out: dict[str, Any] = {"calls": self.calls, "ok": self.ok, "failures": dict(self.failures),
+                               "first": dict(self.first), "latency_s": round(self.latency_s, 3)}
+        if self.thinking_stripped:
+            out["thinking_stripped"] = self.thinking_stripped
+        if self.reasoning_kept:
+            out["reasoning_kept"] = self.reasoning_kept
+        return out
 
     def ended_on(self) -> str | None:
         """The failure kind the episode's last agent step ended on (None when that step's call answered)."""

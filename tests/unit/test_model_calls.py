@@ -126,6 +126,12 @@ def test_reply_problem(content, finish, structured, kind, start):
         assert found is not None and found[0] == kind and found[1].startswith(start)
 
 
+def test_an_unparseable_reply_is_described_by_its_shape():
+    assert describe("unparseable", "prose: I will click") == "reply not the action schema (prose): I will click"
+    assert describe("unparseable", "think: <think>hm") == "reply not the action schema (a <think> block): <think>hm"
+    assert describe("truncated", "") == "reply cut at max tokens"
+
+
 def test_reply_shape_of_an_object_is_none():
     assert reply_shape('{"a": 1}') is None
 
