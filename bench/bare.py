@@ -229,7 +229,7 @@ def bare_runner(args: argparse.Namespace) -> int:
         from om2w_tui.engine.config import RunConfig
         from om2w_tui.episode.browser import find_chromium, resolve_browser
         chromium = find_chromium(None)   # as the preflight does, once: the slots start with it known
-        ua = resolve_browser(RunConfig(out=out).browser_settings(), chromium)["user_agent"]
+        ua = resolve_browser(RunConfig(out=out).browser_settings().as_dict(), chromium)["user_agent"]
         (out / "browser.json").write_text(json.dumps({"chromium": chromium, "user_agent": ua}))
         procs = [subprocess.Popen([sys.executable, __file__, "--bare-slot", str(k), "--workers", str(args.workers),
                                    "--out", str(out), "--base-url", oracle.url], cwd=REPO)
@@ -251,6 +251,7 @@ def bare_slot(args: argparse.Namespace) -> int:
     from om2w_tui.engine.config import RunConfig
     from om2w_tui.episode.runner import EpisodeControl, run_episode
     from om2w_tui.offline import judge_answer
+    from om2w_tui.protocol.codec import to_json
 
     tasks = [t for i, t in enumerate(json.loads((out / "tasks.json").read_text())) if i % n == k]
     cfg = RunConfig(out=out, model="oracle", workers=n, **json.loads((out / "browser.json").read_text()))
@@ -274,15 +275,16 @@ def bare_slot(args: argparse.Namespace) -> int:
         tasks.remove(task)
         folder = out / task["task_id"]
         folder.mkdir(parents=True, exist_ok=True)
-        spec = {**cfg.worker_spec(folder), "base_url": args.base_url}
+        spec = cfg.worker_spec(folder, base_url=args.base_url)
         t_start = time.time()
         try:
-            rec = asyncio.run(run_episode(task, spec, lambda ev: None, EpisodeControl()))
+            outcome = asyncio.run(run_episode(task, spec, lambda ev: None, EpisodeControl()))
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
             lock.close()
         # judged as om2w-tui judges a task with reference answers (engine/launch.py's reference_judge)
-        correct = rec["status"] == "done" and rec["agent_done"] and judge_answer(task, rec["answer"])
+        correct = outcome.status == "done" and outcome.agent_done and judge_answer(task, outcome.answer)
+        rec = {k: v for k, v in to_json(outcome).items() if k != "model"}
         with open(results, "a") as f:
             f.write(json.dumps({"task_id": task["task_id"], **rec, "correct": correct, "started_at": t_start,
                                 "finished_at": time.time()}, default=str) + "\n")

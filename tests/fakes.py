@@ -1,9 +1,12 @@
-"""A worker process stand-in for unit tests of the scheduler alone: it speaks the worker protocol on queues,
-takes `step_s` seconds of loop time per step, and writes what a real worker writes (result.json, screenshots).
+"""A worker process stand-in for unit tests of the scheduler alone: it speaks the worker protocol's typed commands
+and events (protocol/worker.py) on queues, takes `step_s` seconds of loop time per step, and writes what a real
+worker writes (result.json, screenshots).
 
-It is as slow and racy as a real process: a start takes time, a killed worker's exit is seen late (a command sent
-to it meanwhile is swallowed, as a pipe buffer would), and its last events may arrive after the kill.
-Never used to claim a feature works end to end; tests/e2e does that with real workers."""
+It is as slow and racy as a real process: a start takes time, a killed worker's exit is seen late, and its last
+events may arrive after the kill. Where the real `WorkerProcess` refuses, so does it (tests/unit/test_worker_contract.py
+runs one suite against both): a command sent after a kill is not taken (False), a killed worker says nothing more
+(no `Finished`), a second `Run` while one runs is refused with a log line. Never used to claim a feature works end
+to end; tests/e2e does that with real workers."""
 
 from __future__ import annotations
 
@@ -11,7 +14,26 @@ import asyncio
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from om2w_tui.protocol.model import ModelCalls
+from om2w_tui.protocol.worker import (
+    Command,
+    Event,
+    Exited,
+    Finished,
+    ModelCall,
+    Outcome,
+    Pause,
+    Paused,
+    Resume,
+    Resumed,
+    Run,
+    Running,
+    Started,
+    Step,
+    Stop,
+    WorkerLog,
+)
 
 
 @dataclass
@@ -24,6 +46,7 @@ class Behaviour:
     infra_failures: int = 0         # this many runs end as the harness's fault (a model endpoint that is down)
     blocked: bool = False           # the site shows a bot wall: the episode ends `blocked`
     stop_delay_s: float = 0.0       # time the worker takes to act on a stop
+    model_failure: str | None = None   # every model call fails with this kind: the episode ends on its model
 
 
 @dataclass
@@ -47,7 +70,7 @@ class FakeExecutor:
 class FakeWorker:
     def __init__(self, executor: FakeExecutor, slot: int):
         self.executor, self.slot = executor, slot
-        self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.events: asyncio.Queue[Event] = asyncio.Queue()
         self.exited = False
         self.killed = False
         self.closed = False
@@ -57,69 +80,90 @@ class FakeWorker:
         self.stop_reason: str | None = None
         self._task_id = ""
 
-    async def send(self, cmd: dict[str, Any]) -> bool:
-        if self.exited:
+    @property
+    def pid(self) -> int | None:
+        return None
+
+    async def send(self, cmd: Command) -> bool:
+        if self.exited or self.killed:   # as WorkerProcess: a killed worker takes no command
             return False
-        if self.killed:   # the process is dying: the pipe still takes the line, nobody reads it
-            return True
-        kind = cmd["cmd"]
-        if kind == "run":
-            self._task_id = cmd["task"]["task_id"]
-            self.executor.runs.append((self._task_id, asyncio.get_running_loop().time()))
-            self.events.put_nowait({"ev": "started", "task_id": self._task_id})
-            self.job = asyncio.create_task(self._run(cmd["task"], Path(cmd["spec"]["folder"])))
-        elif kind == "pause":
-            self.paused.clear()
-        elif kind == "resume":
-            self.paused.set()
-        elif kind == "stop":
-            b = self.executor.behaviour.get(self._task_id, Behaviour())
-            job = self.job    # a stop is for the episode running now, never a later one
-            if not b.ignore_stop and job and not job.done():
-                self.stop_reason = cmd.get("reason")
-                if b.stop_delay_s:
-                    await asyncio.sleep(b.stop_delay_s)
-                job.cancel()
+        match cmd:
+            case Run(task=task, spec=spec):
+                if self.job is not None and not self.job.done():
+                    self.events.put_nowait(WorkerLog("error", "run refused: an episode is already running"))
+                    return True
+                self._task_id = task["task_id"]
+                self.executor.runs.append((self._task_id, asyncio.get_running_loop().time()))
+                self.events.put_nowait(Started(self._task_id))
+                self.job = asyncio.create_task(self._run(task, Path(spec.folder)))
+            case Pause():
+                if self.job is not None and not self.job.done():
+                    self.paused.clear()
+                    self.events.put_nowait(Paused())
+            case Resume():
+                if self.job is not None and not self.job.done():
+                    self.paused.set()
+                    self.events.put_nowait(Resumed())
+            case Stop(reason=reason):
+                b = self.executor.behaviour.get(self._task_id, Behaviour())
+                job = self.job    # a stop is for the episode running now, never a later one
+                if not b.ignore_stop and job and not job.done():
+                    self.stop_reason = reason
+                    if b.stop_delay_s:
+                        await asyncio.sleep(b.stop_delay_s)
+                    job.cancel()
         return True
 
-    async def _run(self, task: dict[str, Any], folder: Path) -> None:
+    def _say(self, event: Event) -> None:
+        if not self.killed:   # a killed process says nothing more
+            self.events.put_nowait(event)
+
+    async def _run(self, task: dict, folder: Path) -> None:
         self._task_id = task["task_id"]
         b = self.executor.behaviour.get(self._task_id, Behaviour())
         self.stop_reason = None
         actions: list[str] = []
+        calls = ModelCalls()
         (folder / "trajectory").mkdir(parents=True, exist_ok=True)
         status = "done"
         try:
-            self.events.put_nowait({"ev": "running"})
+            self._say(Running())
             for i in range(b.steps):
                 await self.paused.wait()
                 await asyncio.sleep(b.step_s)
                 if b.die_at_step is not None and i == b.die_at_step:
                     self.exited = True
-                    self.events.put_nowait({"ev": "exit", "rc": -9})
+                    self.events.put_nowait(Exited(-9))
                     return
+                kind = b.model_failure or "ok"
+                calls.add(kind, f"injected {kind}", 0.5)
+                self._say(ModelCall(kind, 0.5, 100, 10, f"injected {kind}" if i == 0 and kind != "ok" else ""))
                 actions.append(f"SCROLL DOWN {i}")
                 (folder / "trajectory" / f"{i}_full_screenshot.png").write_bytes(b"png")
                 (folder / "result.json").write_text(json.dumps({"action_history": actions}))
-                self.events.put_nowait({"ev": "step", "step": i + 1, "actions": [actions[-1]], "url": "u"})
+                self._say(Step(i + 1, [actions[-1]], "u"))
         except asyncio.CancelledError:
             status = self.stop_reason or "killed"
-        if status == "done" and b.blocked:
-            self.events.put_nowait({"ev": "finished", "record": {
-                "status": "blocked", "error": "bot wall", "steps": len(actions), "actions": len(actions),
-                "screenshots": len(actions), "answer": "", "agent_done": False}})
+        if self.killed:
             return
+        self._say(Finished(self._outcome(b, status, actions, calls)))
+
+    def _outcome(self, b: Behaviour, status: str, actions: list[str], calls: ModelCalls) -> Outcome:
+        n = len(actions)
+        if status == "done" and b.blocked:
+            return Outcome("blocked", "bot wall", steps=n, actions=n, screenshots=n, model=calls)
         if status == "done" and (self.executor.endpoint_down or b.infra_failures > 0):
             b.infra_failures = max(0, b.infra_failures - 1)
-            self.events.put_nowait({"ev": "finished", "record": {
-                "status": "error", "error": "model endpoint: Connection error.", "error_kind": "infra",
-                "steps": 0, "actions": 0, "screenshots": 1, "answer": "", "agent_done": False}})
-            return
-        self.events.put_nowait({"ev": "finished", "record": {
-            "status": status, "steps": len(actions), "actions": len(actions), "screenshots": len(actions),
-            "answer": b.answer if status == "done" else "", "agent_done": status == "done"}})
+            return Outcome("error", "model endpoint: unreachable: Connection error.", "endpoint", screenshots=1,
+                           model=calls, model_fault="unreachable")
+        if status == "done" and b.model_failure:
+            return Outcome("error", f"model: {b.model_failure}: injected", "model", steps=n, actions=n,
+                           screenshots=n, model=calls, model_fault=b.model_failure)
+        done = status == "done"
+        return Outcome("done" if done else "timeout" if status == "timeout" else "killed", None, None, done, n, n, n,
+                       b.answer if done else "", model=calls)
 
-    async def next_event(self) -> dict[str, Any]:
+    async def next_event(self) -> Event:
         return await self.events.get()
 
     def kill_group(self) -> None:
@@ -134,10 +178,13 @@ class FakeWorker:
 
     def _exit_seen(self) -> None:
         self.exited = True
-        self.events.put_nowait({"ev": "exit", "rc": -9})
+        self.events.put_nowait(Exited(-9))
 
-    async def close(self) -> None:
-        self.closed = True
+    async def kill(self) -> None:
         self.kill_group()
         while not self.exited:
             await asyncio.sleep(self.executor.exit_seen_s)
+
+    async def close(self) -> None:
+        self.closed = True
+        await self.kill()

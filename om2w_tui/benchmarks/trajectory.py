@@ -238,14 +238,18 @@ class TrajectoryWriter:
         self.n_steps += 1
         self._write_result()
 
-    def add_step(self, step: Any, skip: Iterable[str] = ()) -> list[str]:
-        """Record a finished browser-use step: its screenshot, its action lines; -> the lines."""
+    def add_step(self, step: Any, skip: Iterable[str] = (), thought: str | None = None) -> list[str]:
+        """Record a finished browser-use step: its screenshot, its action lines; -> the lines. Its thought is
+        `thought` where the model reasoned aloud (a <think> block, reasoning_content), else its next goal."""
         state = getattr(step, "state", None)
         shot = self._shot_name(self.n_shots - 1) if self.add_screenshot(path=getattr(state, "screenshot_path", None)) \
             else None
         actions, thoughts = step_actions(step, skip, self.coordinates)
         mo = getattr(step, "model_output", None)
-        thought = thoughts[0] if thoughts else str(getattr(mo, "next_goal", None) or "")[:400]
+        if thought:
+            thought = thought[:400]
+        else:
+            thought = thoughts[0] if thoughts else str(getattr(mo, "next_goal", None) or "")[:400]
         self._add_frame(shot, actions, thought, str(getattr(state, "url", "") or ""))
         return actions
 

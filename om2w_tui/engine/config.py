@@ -6,11 +6,12 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from om2w_tui.episode.browser import DEFAULT_LOCALE, DEFAULT_TIMEZONE, DEFAULT_VIEWPORT
 from om2w_tui.episode.instruction import DEFAULT_TEMPLATE
-from om2w_tui.secret import EndpointURL
+from om2w_tui.protocol.worker import BrowserSettings, WorkerSpec
+from om2w_tui.secret import EndpointURL, reveal
 
 BENCHES = ("om2w", "webvoyager", "offline")
 SCHEMAS = ("v1", "v2")
@@ -49,6 +50,10 @@ class RunConfig:
     vision: bool = True
     trajectory_schema: str = "v1"  # v1: the evaluator's result.json; v2: "online-mind2web-v2" steps
     llm_timeout: float = 120.0
+    llm_retries: int = 2           # the model client's own retries of one call (429 with Retry-After, 5xx, refused)
+    max_completion_tokens: int = 4096   # a reply's cap, as browser-use sends it
+    mend_thinking: bool = True     # a <think> block before a reply is split off (and kept as the step's thought)
+    model_guard: int = 3           # episodes in a row ending on the same model failure that stop dispatch (0: off)
     stop_grace: float = 20.0
     record_rows: bool = False      # every model call recorded as a training row under <task>/rows/
     hint_field: str | None = None  # a task field appended to the instruction while acting, stripped from rows
@@ -100,30 +105,38 @@ class RunConfig:
                 "adapters": [a for a in self.adapters.split(",") if a.strip() and a.strip() != "none"],
                 "planner_turns": self.planner_turns}
 
-    def worker_spec(self, folder: Path) -> dict[str, Any]:
-        """What a worker needs to run one episode of this run into `folder`: the key's variable name (not the key),
-        and the endpoint as its model client opens it (the worker never writes its spec)."""
-        return {"folder": str(folder), "chromium": self.chromium, "model": self.model,
-                "base_url": self.endpoint.for_client(),
-                "api_key_env": self.api_key_env, "temperature": self.temperature, "max_steps": self.max_steps,
-                "vision": self.vision, "llm_timeout": self.llm_timeout, "arm": self.arm,
-                "schema": self.trajectory_schema, "record_rows": self.record_rows, "hint_field": self.hint_field,
-                "arm_options": self.arm_options(), "instruction_template": self.instruction_template,
-                "coordinates": self.coordinates, "browser": self.browser_settings()}
+    def worker_spec(self, folder: Path, base_url: EndpointURL | str | None = None) -> WorkerSpec:
+        """What a worker needs to run one episode of this run into `folder`, on the endpoint `base_url` (the run's,
+        or the oracle it serves itself). The key is read now and travels in the spec only: never in the worker's
+        environment, which its Chromium would inherit; the endpoint as its model client opens it."""
+        return WorkerSpec(
+            folder=str(folder), chromium=self.chromium or "", model=self.model,
+            base_url=reveal(base_url) or self.endpoint.for_client(),
+            api_key=self.api_key(), temperature=self.temperature, max_steps=self.max_steps,
+            max_completion_tokens=self.max_completion_tokens, vision=self.vision, llm_timeout=self.llm_timeout,
+            llm_retries=self.llm_retries, arm=self.arm, arm_options=self.arm_options(),
+            schema="v2" if self.trajectory_schema == "v2" else "v1",
+            coordinates=_coordinates(self.coordinates), instruction_template=self.instruction_template,
+            record_rows=self.record_rows, hint_field=self.hint_field, mend_thinking=self.mend_thinking,
+            browser=self.browser_settings())
 
-    def browser_settings(self) -> dict[str, Any]:
+    def browser_settings(self) -> BrowserSettings:
         """The pinned browser: viewport, user agent, locale and timezone (what a worker's Chromium is started with)."""
-        return {"viewport": self.viewport, "user_agent": self.user_agent, "locale": self.locale,
-                "timezone": self.timezone}
+        return BrowserSettings(self.viewport, self.user_agent, self.locale, self.timezone)
 
     def api_key(self) -> str:
         """The key is read from the environment at the last moment and never stored in the config."""
         return os.environ.get(self.api_key_env, "") or "EMPTY"
 
     def to_json(self) -> dict[str, Any]:
+        """What run.json records (no secret: the key's variable name, the URL redacted)."""
         d = dataclasses.asdict(self)
         for k, v in d.items():
             if isinstance(v, Path):
                 d[k] = str(v)
         d["vllm"] = None if self.vllm is None else str(self.vllm)   # redacted: credentials are never recorded
         return d
+
+
+def _coordinates(mode: str) -> Literal["off", "pixels", "normalized"]:
+    return "off" if mode == "off" else "pixels" if mode == "pixels" else "normalized"

@@ -50,6 +50,18 @@ class EpisodeStep:
 
 
 @dataclass(frozen=True)
+class EpisodeModelCall:
+    """One model call of a running episode ended: its kind (protocol/model.py's CallKind: `ok`, or what failed)."""
+    slot: int
+    task_id: str
+    kind: str
+    latency_s: float
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    message: str = ""          # the server's words, with the episode's first call of each failure kind
+
+
+@dataclass(frozen=True)
 class EpisodeFinished:
     """An attempt ended and was recorded (`record`, the line written to results.jsonl)."""
     slot: int
@@ -97,6 +109,9 @@ class RunSummary:
     judged: int | None = None
     unwritten: int = 0          # records the out folder would not take (the run did not keep its word)
     results: str = ""           # the run's results file (a shard has its own)
+    model_guard: str = ""       # why the model guard stopped dispatch, when it did ("" otherwise)
+    model_calls: dict[str, int] = field(default_factory=dict)   # this run's model calls by kind ("ok" too)
+    model_ended: dict[str, int] = field(default_factory=dict)   # this run's episodes that ended on each model kind
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"total": self.total, "settled_before": self.settled_before, "finished": self.finished,
@@ -106,6 +121,12 @@ class RunSummary:
             out.update(correct=self.correct, judged=self.judged)
         if self.unwritten:
             out["unwritten"] = self.unwritten
+        if self.model_guard:
+            out["model_guard"] = self.model_guard
+        if self.model_calls:
+            out["model_calls"] = dict(self.model_calls)
+        if self.model_ended:
+            out["model_ended"] = dict(self.model_ended)
         return out
 
 
@@ -125,6 +146,7 @@ class SlotRow:
     started_at: float | None = None   # epoch seconds
     attempt: int | None = None
     max_steps: int | None = None
+    model_error: str = ""       # the kind of its episode's last model call, when that call failed
 
 
 @dataclass(frozen=True)
@@ -139,6 +161,24 @@ class SiteRow:
     cooldown: float = 0.0       # its current cooldown (the run's, unless widened after a block)
     running: int = 0
     limit: int = 1              # episodes at once allowed (0: no limit)
+
+
+@dataclass(frozen=True)
+class ModelStats:
+    """The run's model, as its calls went: counts since the run started, rates over the last minute, latencies over
+    the last calls, and the model guard's state."""
+    calls: int = 0
+    ok: int = 0
+    failures: dict[str, int] = field(default_factory=dict)       # calls by failure kind
+    ended_on: dict[str, int] = field(default_factory=dict)       # episodes that ended on each model failure kind
+    calls_per_min: float = 0.0
+    latency_p50_s: float | None = None
+    latency_p95_s: float | None = None
+    tokens_in_per_s: float = 0.0
+    tokens_out_per_s: float = 0.0
+    thinking_stripped: int = 0  # replies whose <think> block was split off (in episodes that ended)
+    last_error: str = ""        # "<kind>: <the server's words>" of the last failed call
+    guard: str = ""             # why the model guard holds dispatch ("" when it does not)
 
 
 @dataclass(frozen=True)
@@ -162,6 +202,7 @@ class RunSnapshot:
     target_workers: int = 0
     errors: int = 0             # tasks whose latest attempt ended in error (what retry_errors would queue)
     summary: RunSummary = field(default_factory=RunSummary)
+    model: ModelStats = field(default_factory=ModelStats)
 
     @property
     def running(self) -> int:
@@ -169,8 +210,8 @@ class RunSnapshot:
         return sum(1 for s in self.slots if s.task_id is not None)
 
 
-Event = (RunStarted | SlotChanged | EpisodeStarted | EpisodeStep | EpisodeFinished | EpisodePutBack
-         | DispatchChanged | Log | RunFinished)
+Event = (RunStarted | SlotChanged | EpisodeStarted | EpisodeStep | EpisodeModelCall | EpisodeFinished
+         | EpisodePutBack | DispatchChanged | Log | RunFinished)
 
 
 class Sink(Protocol):

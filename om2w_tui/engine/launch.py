@@ -230,9 +230,9 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True) -> tuple[Preflight |
         chromium_ok = add("chromium", check_starts(cfg.chromium, "--chromium" if given else ""), cfg.chromium)
     except BrowserNotFound as e:
         add("chromium", str(e), "")
-    problem = check_browser_settings(cfg.browser_settings())
+    problem = check_browser_settings(cfg.browser_settings().as_dict())
     if not problem and chromium_ok and cfg.chromium:
-        cfg.user_agent = resolve_browser(cfg.browser_settings(), cfg.chromium)["user_agent"]
+        cfg.user_agent = resolve_browser(cfg.browser_settings().as_dict(), cfg.chromium)["user_agent"]
     add("browser", problem, f"viewport {cfg.viewport}, locale {cfg.locale}, timezone {cfg.timezone}, "
         f"user agent {cfg.user_agent}")
     if cfg.builtin_oracle:
@@ -302,9 +302,8 @@ def make_executor(cfg: RunConfig, stack: contextlib.ExitStack) -> Any:
         RayExecutor,  # Ray only when a run asks for it (an optional extra, slow to import)
     )
 
-    key = os.environ.get(cfg.api_key_env)   # the nodes have their own environment: the key travels with the start
-    try:
-        ex = RayExecutor(cfg.out, cfg.ray_address, cfg.ray_cpus, env={cfg.api_key_env: key} if key else None)
+    try:   # the key travels in each episode's spec, never in an actor's or a worker's environment
+        ex = RayExecutor(cfg.out, cfg.ray_address, cfg.ray_cpus)
     except ConnectionError as e:
         raise UsageError(f"--ray-address {cfg.ray_address or os.environ.get('RAY_ADDRESS') or 'auto'}: no Ray "
                          f"cluster there ({e}); start one with `ray start --head --resources '{{\"browser\": 4}}'`"
@@ -317,9 +316,10 @@ def make_executor(cfg: RunConfig, stack: contextlib.ExitStack) -> Any:
 
 
 @contextlib.asynccontextmanager
-async def open_run(pre: Preflight, sinks: list[Sink]) -> AsyncIterator[Run]:
+async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = False) -> AsyncIterator[Run]:
     """Start the run's services and yield the run (its scheduler, as the front ends may hold it); everything started
-    here is ended on the way out."""
+    here is ended on the way out. `guard_ends_run`: the model guard ends the run (a front end with nobody to press
+    resume) rather than holding dispatch until its user resumes."""
     cfg = pre.config
     tasks = pre.tasks
     judge: Judge | None = None
@@ -357,7 +357,7 @@ async def open_run(pre: Preflight, sinks: list[Sink]) -> AsyncIterator[Run]:
         # every run listens on its control socket (ctl, attach) for its life; one that cannot still runs
         server = ControlServer(cfg.out, lock_label(cfg.shard), info={"max_steps": cfg.max_steps})
         run = Scheduler(cfg, tasks, executor, [*sinks, server], judge=judge, probe=probe,
-                        spec_extra={"base_url": endpoint.for_client()})
+                        endpoint=endpoint.for_client(), guard_ends_run=guard_ends_run)
         async with contextlib.AsyncExitStack() as listening:
             try:
                 await listening.enter_async_context(server.serving(run))

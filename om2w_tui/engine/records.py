@@ -1,5 +1,7 @@
-"""An attempt's record: built from what its worker (or, when the worker died, its folder) said of it, judged, and
-classified for the scheduler's settle decision (the folder's fault, the endpoint's, the harness's).
+"""An attempt's record: built from its `Outcome` (what its worker, or, when the worker died, its folder said of it),
+judged, and classified for the scheduler's settle decision by its fault kind, a type (protocol/worker.py): the
+folder's (`storage`), the endpoint's (`endpoint`: the circuit breaker counts these), the harness's (`infra`), the
+model's (`model`: the model guard counts these), the agent's.
 
 Pure functions: no event loop, no state. The scheduler decides what becomes of the task (settled or queued again).
 """
@@ -7,7 +9,6 @@ Pure functions: no event loop, no state. The scheduler decides what becomes of t
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,10 @@ from typing import Any
 from om2w_tui.benchmarks.episode_folder import keep_earlier_attempt, read_episode
 from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.engine.config import RunConfig
-from om2w_tui.engine.results import ENDPOINT_ERROR, STATUSES, EpisodeRecord
+from om2w_tui.engine.results import EpisodeRecord
+from om2w_tui.protocol.worker import FaultKind, Outcome, Status
 
 Judge = Callable[[dict[str, Any], EpisodeRecord], "bool | None"]
-_STORAGE_ERROR = re.compile(r"no space left on device|read-only file system|disk quota exceeded|errno 28\b", re.I)
 
 
 def prepare_folder(folder: Path) -> None:
@@ -26,32 +27,32 @@ def prepare_folder(folder: Path) -> None:
     keep_earlier_attempt(folder)
 
 
-def record_from_folder(folder: Path) -> dict[str, Any]:
-    """What an episode whose worker died left on disk (its result.json is rewritten after every step)."""
+def outcome_from_folder(folder: Path, status: Status, error: str | None, fault: FaultKind | None) -> Outcome:
+    """What an episode whose worker died left on disk (its result.json is rewritten after every step), ended with
+    `status`: the scheduler's stop reason, or the harness's error."""
     ep = read_episode(folder)
-    return {"steps": ep.recorded_steps, "actions": len(ep.actions), "screenshots": 0 if ep.blank_screenshot
-            else len(ep.shots), "answer": ep.answer[:500], "agent_done": False,
-            **({"blank_screenshot": True} if ep.blank_screenshot else {})}
+    return Outcome(status=status, error=error, fault=fault, steps=ep.recorded_steps, actions=len(ep.actions),
+                   screenshots=0 if ep.blank_screenshot else len(ep.shots), answer=ep.answer[:500],
+                   blank_screenshot=True if ep.blank_screenshot else None)
 
 
-def build_record(cfg: RunConfig, task: Task, part: dict[str, Any], *, attempt: int, slot: int, started_at: float,
+def harness_error(error: str) -> Outcome:
+    """An attempt the harness itself failed before its worker said anything of it."""
+    return Outcome(status="error", error=error, fault="infra")
+
+
+def build_record(cfg: RunConfig, task: Task, outcome: Outcome, *, attempt: int, slot: int, started_at: float,
                  finished_at: float) -> EpisodeRecord:
-    """The record of an attempt, from what its worker (or its folder) said of it: `part`, as the wire gave it."""
-    status, error = str(part.get("status") or "error"), part.get("error")
-    if status not in STATUSES:
-        status, error = "error", f"unknown status {status[:40]!r}: {error}"
+    """The record of an attempt, from its outcome."""
+    o = outcome
     return EpisodeRecord(
-        task_id=task.task_id, status=status, arm=cfg.arm, website=task.website, level=task.level,
-        model=cfg.model, error=None if error is None else str(error),
-        error_kind=str(part["error_kind"]) if part.get("error_kind") else None,
-        steps=_int(part.get("steps")), actions=_int(part.get("actions")),
-        screenshots=_int(part.get("screenshots")), answer=str(part.get("answer") or ""),
-        agent_done=bool(part.get("agent_done")), prompt_tokens=_int(part.get("prompt_tokens")),
-        completion_tokens=_int(part.get("completion_tokens")), duration_s=round(finished_at - started_at, 1),
+        task_id=task.task_id, status=o.status, arm=cfg.arm, website=task.website, level=task.level,
+        model=cfg.model, error=o.error, error_kind=o.fault, steps=o.steps, actions=o.actions,
+        screenshots=o.screenshots, answer=o.answer, agent_done=o.agent_done, prompt_tokens=o.prompt_tokens,
+        completion_tokens=o.completion_tokens, duration_s=round(finished_at - started_at, 1),
         started_at=round(started_at, 3), finished_at=round(finished_at, 3), attempt=attempt, slot=slot,
-        # optional fields the worker may add
-        rows=_opt_int(part.get("rows")), hint_left=_opt_bool(part, "hint_left"),
-        blank_screenshot=_opt_bool(part, "blank_screenshot"))
+        rows=o.rows, hint_left=o.hint_left, blank_screenshot=o.blank_screenshot,
+        model_calls=o.model.record() if o.model is not None and o.model.calls else None, model_fault=o.model_fault)
 
 
 def judged(rec: EpisodeRecord, task: Task, judge: Judge, warn: Callable[[str], None]) -> EpisodeRecord:
@@ -64,31 +65,26 @@ def judged(rec: EpisodeRecord, task: Task, judge: Judge, warn: Callable[[str], N
     return rec if verdict is None else dataclasses.replace(rec, correct=bool(verdict))
 
 
+def fault(rec: EpisodeRecord) -> str | None:
+    """Whose fault an errored attempt was (None for an attempt that did not end in error)."""
+    return rec.error_kind if rec.status == "error" else None
+
+
 def storage_fault(rec: EpisodeRecord) -> bool:
     """The out folder failed, not the task: it runs again, costing no try, once the folder can be written."""
-    return rec.status == "error" and bool(_STORAGE_ERROR.search(rec.error or ""))
+    return fault(rec) == "storage"
 
 
-def infra_fault(rec: EpisodeRecord, storage: bool) -> bool:
-    """The harness's fault (retried within `--retries`), the folder's excepted."""
-    return rec.status == "error" and rec.error_kind == "infra" and not storage
+def retried_fault(rec: EpisodeRecord) -> bool:
+    """The harness's or the endpoint's fault: retried within `--retries` (the folder's costs no try at all)."""
+    return fault(rec) in ("infra", "endpoint")
 
 
-def endpoint_fault(rec: EpisodeRecord, infra: bool) -> bool:
+def endpoint_fault(rec: EpisodeRecord) -> bool:
     """A failure of the model endpoint: what the circuit breaker counts."""
-    return infra and (rec.error or "").startswith(ENDPOINT_ERROR)
+    return fault(rec) == "endpoint"
 
 
-def _int(value: Any) -> int:
-    try:
-        return int(value or 0)
-    except (TypeError, ValueError):
-        return 0
-
-
-def _opt_int(value: Any) -> int | None:
-    return None if value is None else _int(value)
-
-
-def _opt_bool(part: dict[str, Any], key: str) -> bool | None:
-    return bool(part[key]) if key in part else None
+def model_fault(rec: EpisodeRecord) -> str | None:
+    """The call kind an attempt that ended on its model ended on: what the model guard counts."""
+    return (rec.model_fault or "unknown") if fault(rec) == "model" else None

@@ -18,17 +18,16 @@ from typing import Any, cast
 
 from om2w_tui.files import open_own
 from om2w_tui.json_input import InputError, decode, read_bytes
+from om2w_tui.protocol.worker import HARNESS_FAULTS as HARNESS_FAULTS  # re-exported: the readers of records
+from om2w_tui.protocol.worker import STATUSES as STATUSES
 
 log = logging.getLogger(__name__)
 
-STATUSES = ("done", "timeout", "killed", "error", "blocked")
 RESULTS_LIMIT = 4 << 30   # bytes of one results file read back (a million records is ~1 GiB)
 # a run stopped by its user (Ctrl-C, quit) ends its episodes with this error: they are not settled and run again
 INTERRUPTED = "interrupted"
 # an episode killed by its user to be run again
 REQUEUED = "requeued"
-# how an episode ended by its model endpoint's failures is worded: the circuit breaker counts these
-ENDPOINT_ERROR = "model endpoint: "
 
 
 @dataclass(frozen=True)
@@ -43,7 +42,7 @@ class EpisodeRecord:
     model: str = ""
     status: str = ""                  # one of STATUSES (a seed's record has none: "")
     error: str | None = None
-    error_kind: str | None = None     # "infra": the harness's fault (retried), not the agent's
+    error_kind: str | None = None     # whose fault an error was: agent | model (settled) | infra | endpoint | storage
     steps: int = 0
     actions: int = 0
     screenshots: int = 0
@@ -59,6 +58,8 @@ class EpisodeRecord:
     rows: int | None = None           # --record-rows: training rows written
     hint_left: bool | None = None     # --hint-field: hint text found in a recorded prompt
     blank_screenshot: bool | None = None   # the episode got no screenshot: its trajectory has a stand-in image
+    model_calls: dict[str, Any] | None = None   # the episode's model calls by kind (protocol/model.py: ModelCalls)
+    model_fault: str | None = None    # the call kind an episode that ended on its model (or endpoint) ended on
     correct: bool | None = None       # the run's reference judge's verdict, when it has one
     extra: dict[str, Any] = field(default_factory=dict, compare=False)   # keys of other writers, kept as read
 
@@ -101,12 +102,13 @@ class EpisodeRecord:
 
 
 _BAD = object()
-_OPTIONAL = {"slot", "rows", "hint_left", "blank_screenshot", "correct"}
+_OPTIONAL = {"slot", "rows", "hint_left", "blank_screenshot", "model_calls", "model_fault", "correct"}
 _KINDS: dict[str, type] = {
     "task_id": str, "status": str, "arm": str, "website": str, "level": str, "model": str, "error": str,
     "error_kind": str, "steps": int, "actions": int, "screenshots": int, "answer": str, "agent_done": bool,
     "prompt_tokens": int, "completion_tokens": int, "duration_s": float, "started_at": float, "finished_at": float,
-    "attempt": int, "slot": int, "rows": int, "hint_left": bool, "blank_screenshot": bool, "correct": bool,
+    "attempt": int, "slot": int, "rows": int, "hint_left": bool, "blank_screenshot": bool, "model_calls": dict,
+    "model_fault": str, "correct": bool,
 }
 _NAMES = set(_KINDS)
 
@@ -118,6 +120,8 @@ def _coerce(value: Any, kind: type) -> Any:
         return bool(value)
     if kind is str:
         return value if isinstance(value, str) else str(value)
+    if kind is dict:
+        return dict(value) if isinstance(value, dict) else _BAD
     try:
         return cast(Any, kind)(value)
     except (TypeError, ValueError):
@@ -126,7 +130,8 @@ def _coerce(value: Any, kind: type) -> Any:
 
 def settles(record: dict[str, Any]) -> bool:
     """Whether a task's latest record means it is finished and must not run again: not when its run was stopped
-    under it, nor when the harness failed it (an infra error is retried, never counted as the agent's)."""
+    under it, nor when the harness failed it (an infra, endpoint or storage error is retried, never counted as the
+    agent's; a model error is the model's own: settled, a failure)."""
     return _settles(record.get("status"), record.get("error"), record.get("error_kind"))
 
 
@@ -136,7 +141,7 @@ def _requeued(status: object, error: object) -> bool:
 
 def _settles(status: object, error: object, error_kind: object) -> bool:
     """The one rule, for a record read as JSON and for an EpisodeRecord alike."""
-    return not _requeued(status, error) and not (status == "error" and error_kind == "infra")
+    return not _requeued(status, error) and not (status == "error" and error_kind in HARNESS_FAULTS)
 
 
 def _finish_time(record: dict[str, Any]) -> float:

@@ -6,8 +6,10 @@ expected lengths and the cooldowns between them: the busiest site's chain bounds
 the longest task first (the run's tail is set by long episodes started late). All time goes through the event
 loop's clock, so tests run cooldowns and timeouts in virtual time. It writes `results.jsonl` alone and reports to
 sinks; it knows no front end. Its parts: the queue and the choice of the next site are `engine/dispatch.py`'s, the
-circuit breaker and the storage guard `engine/guards.py`'s, building and classifying a record `engine/records.py`'s;
-this module keeps where each task is, the slots, an episode's life, the results writer and the run's controls.
+circuit breaker and the storage guard `engine/guards.py`'s, the model's statistics and guard
+`engine/model_health.py`'s, an attempt's life (its worker's events, timeout, pause, stop) `engine/attempt.py`'s,
+building and classifying a record `engine/records.py`'s; this module keeps where each task is, the slots, the
+results writer and the run's controls.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.benchmarks.tasks import Task
+from om2w_tui.engine.attempt import Attempt, AttemptHooks
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.control import Interrupt
 from om2w_tui.engine.dispatch import Dispatcher
@@ -32,7 +35,6 @@ from om2w_tui.engine.events import (
     EpisodeFinished,
     EpisodePutBack,
     EpisodeStarted,
-    EpisodeStep,
     Event,
     Log,
     Pacing,
@@ -46,16 +48,16 @@ from om2w_tui.engine.events import (
     SlotRow,
 )
 from om2w_tui.engine.guards import Breaker, Hooks, Probe, StorageGuard
+from om2w_tui.engine.model_health import ModelGuard, ModelMeter
 from om2w_tui.engine.records import (
     Judge as Judge,  # re-exported: launch builds the run with it
 )
 from om2w_tui.engine.records import (
     build_record,
     endpoint_fault,
-    infra_fault,
     judged,
-    prepare_folder,
-    record_from_folder,
+    model_fault,
+    retried_fault,
     storage_fault,
 )
 from om2w_tui.engine.results import (
@@ -70,6 +72,7 @@ from om2w_tui.engine.sharding import results_name
 from om2w_tui.engine.shared_pacing import make_pacer
 from om2w_tui.episode.instruction import step_budget
 from om2w_tui.executors.base import Executor, Worker
+from om2w_tui.protocol.worker import ModelCall, Outcome, StopReason, WorkerSpec
 
 USER_KILL_GRACE_S = 5.0
 FREE_RESTARTS = 3                 # an episode whose worker vanished before taking it is put back this often for free
@@ -77,33 +80,37 @@ STORAGE_PROBE_BYTES = 1 << 20     # dispatch resumes when the out folder takes t
 
 
 @dataclass
-class Episode:
-    task: Task
-    attempt: int
-    slot: int
-    started_at: float                  # epoch seconds, for the record
-    deadline: float = 0.0              # loop time when the timeout fires (moved on by pauses)
-    paused_at: float | None = None
-    stop_reason: str | None = None
-    stop_error: str | None = None
-    steps: int = 0
-    state: str = "starting"
-    timer: asyncio.TimerHandle | None = None
-    kill_timer: asyncio.TimerHandle | None = None
-    stop_requested: asyncio.Event = field(default_factory=asyncio.Event)
-    sent: bool = False                 # the worker has been handed the task (the timeout runs from here)
-    put_back: bool = False             # it ends without a record and goes back in the queue (never ran)
-    killed_worker: bool = False        # its worker's process group was ended by the kill timer
-    site_released: bool = False        # its place on the site was given back to the pacer
-
-
-@dataclass
 class Slot:
+    """A place for one attempt at a time, with its worker (an attempt's `Seat`)."""
     id: int
+    executor: Executor
     worker: Worker | None = None
     worker_start: asyncio.Task[Worker] | None = None
-    episode: Episode | None = None
+    episode: Attempt | None = None
     retired: bool = False
+
+    def ensure_worker(self) -> asyncio.Task[Worker]:
+        """The slot's worker, started once in the background (so imports overlap) and again if it died or was
+        killed (a killed worker's exit is seen late: it is never handed another episode)."""
+        start = self.worker_start
+        usable = start is not None and (not start.done() or (
+            not start.cancelled() and start.exception() is None and _usable(start.result())))
+        if not usable:
+            self.worker = None
+            self.worker_start = asyncio.create_task(self.executor.start_worker(self.id))
+            self.worker_start.add_done_callback(lambda t: t.cancelled() or t.exception())
+        assert self.worker_start is not None
+        return self.worker_start
+
+    def kill_worker(self, worker: Worker) -> None:
+        """End a worker's process group now; the slot gets a new worker for its next episode."""
+        worker.kill_group()
+        if self.worker is worker:
+            self.worker = None
+
+
+def _usable(worker: Worker) -> bool:
+    return not worker.exited and not worker.killed
 
 
 @dataclass
@@ -129,13 +136,14 @@ class Scheduler:
     waiting to be). `_settle` is the only way out of a slot, and it runs whatever the episode raised."""
 
     def __init__(self, config: RunConfig, tasks: list[Task], executor: Executor, sinks: Iterable[Sink] = (),
-                 judge: Judge | None = None, spec_extra: dict[str, Any] | None = None, probe: Probe | None = None):
+                 judge: Judge | None = None, endpoint: str | None = None, probe: Probe | None = None,
+                 guard_ends_run: bool = False):
         self.cfg = config
         self.tasks = list(tasks)
         self.executor = executor
         self.sinks = list(sinks)
         self.judge = judge
-        self.spec_extra = spec_extra or {}
+        self.endpoint = endpoint            # the model endpoint the workers use (the oracle's, when it is served here)
         self.out = Path(config.out)
         self.store = ResultsStore(self.out, results_name(config.shard))
         self.pacer = make_pacer(config.pace_dir, config.pace_cooldown, config.site_slots, self.tasks,
@@ -151,6 +159,12 @@ class Scheduler:
         # the out folder's guard (`self._space_ok` is looked up at each probe: tests replace it)
         self.storage = StorageGuard(config.probe_interval, hooks, lambda: self._space_ok(), self._write_kept,
                                     lambda: len(self.unwritten))
+        self.model = ModelMeter()
+        # a run without a screen (headless) ends when the model guard holds dispatch; a console waits for its user
+        self.model_guard = ModelGuard(config.model_guard, self.emit)
+        self.guard_ends_run = guard_ends_run
+        self._attempt_hooks = AttemptHooks(loop=lambda: self.loop, emit=self.emit, spawn=self._spawn,
+                                           spec=self._spec, model_call=self._model_call)
         self.retried: dict[str, int] = {}
         self.free_restarts: dict[str, int] = {}   # episodes whose worker vanished before taking them
         self.unwritten: deque[EpisodeRecord] = deque()
@@ -247,9 +261,10 @@ class Scheduler:
         return self.stats
 
     def _over(self) -> bool:
-        """The run ends when nothing runs and nothing is left to start (or it is stopping), and every record is on
-        disk; while the out folder is full it waits for space, unless its user stops it."""
-        if self.running() or (self.pending() and not self.stopping):
+        """The run ends when nothing runs and nothing is left to start (or it is stopping, or its model guard ends
+        it), and every record is on disk; while the out folder is full it waits for space, unless it is stopped."""
+        winding_down = self.stopping or (self.model_guard.holding and self.guard_ends_run)
+        if self.running() or (self.pending() and not winding_down):
             return False
         if self._writer is not None and not self._writer.done():
             return False
@@ -279,12 +294,12 @@ class Scheduler:
 
     @property
     def dispatch_paused(self) -> bool:
-        return self.user_paused or self.breaker_open or bool(self.storage_error)
+        return self.user_paused or self.breaker_open or bool(self.storage_error) or self.model_guard.holding
 
     def pending(self) -> int:
         return self.dispatch.pending
 
-    def running(self) -> list[Episode]:
+    def running(self) -> list[Attempt]:
         return [s.episode for s in self.slots.values() if s.episode is not None]
 
     # ── where a task is: queued, running, settled ──────────
@@ -330,34 +345,11 @@ class Scheduler:
 
     # ── slots and their workers ────────────────────────────
     def _add_slot(self, i: int, start_worker: bool = True) -> Slot:
-        slot = self.slots[i] = Slot(i)
+        slot = self.slots[i] = Slot(i, self.executor)
         if start_worker:   # a slot with nothing to do yet starts its worker on its first episode
-            self._ensure_worker(slot)
+            slot.ensure_worker()
         self.emit(SlotChanged(i, "idle"))
         return slot
-
-    @staticmethod
-    def _usable(worker: Any) -> bool:
-        return not getattr(worker, "exited", False) and not getattr(worker, "killed", False)
-
-    def _ensure_worker(self, slot: Slot) -> asyncio.Task[Any]:
-        """The slot's worker, started once in the background (so imports overlap) and again if it died or was
-        killed (a killed worker's exit is seen late: it is never handed another episode)."""
-        start = slot.worker_start
-        usable = start is not None and (not start.done() or (
-            not start.cancelled() and start.exception() is None and self._usable(start.result())))
-        if not usable:
-            slot.worker = None
-            slot.worker_start = asyncio.create_task(self.executor.start_worker(slot.id))
-            slot.worker_start.add_done_callback(lambda t: t.cancelled() or t.exception())
-        assert slot.worker_start is not None
-        return slot.worker_start
-
-    def _kill_worker(self, slot: Slot | None, worker: Any) -> None:
-        """End a worker's process group now; the slot gets a new worker for its next episode."""
-        worker.kill_group()
-        if slot is not None and slot.worker is worker:
-            slot.worker = None
 
     # ── dispatch (the policy is engine/dispatch.py's) ─────
     def _free_and_active(self) -> tuple[int, int]:
@@ -394,7 +386,9 @@ class Scheduler:
         self.dispatch.acquire(task.site, now)
         attempt = self.attempts.get(task.task_id, 0) + 1
         self.attempts[task.task_id] = attempt
-        ep = slot.episode = Episode(task, attempt, slot.id, started_at=self.epoch())
+        ep = slot.episode = Attempt(task, attempt, slot.id, started_at=self.epoch(), folder=self.out / task.task_id,
+                                    timeout=self.cfg.timeout, grace=self.cfg.stop_grace, seat=slot,
+                                    hooks=self._attempt_hooks)
         self._running.add(task.task_id)
         # said when decided, so that sinks see starts and ends in the order the pacer saw them
         self.emit(EpisodeStarted(slot.id, task.task_id, task.site, task.level, attempt, ep.started_at,
@@ -402,29 +396,29 @@ class Scheduler:
         self.emit(SlotChanged(slot.id, "starting", task.task_id))
         self._spawn(self._episode(slot, ep))
 
-    # ── one episode ────────────────────────────────────────
-    def _spec(self, folder: Path) -> dict[str, Any]:
-        return {**self.cfg.worker_spec(folder), **self.spec_extra}
+    # ── one attempt (its life is engine/attempt.py's) ─────
+    def _spec(self, folder: Path) -> WorkerSpec:
+        return self.cfg.worker_spec(folder, base_url=self.endpoint)
 
-    async def _episode(self, slot: Slot, ep: Episode) -> None:
+    def _model_call(self, slot: int, task_id: str, call: ModelCall) -> None:
+        first = self.model.call(self.loop.time(), slot, call)
+        if first is not None:   # said once a run: a kind seen for the first time
+            self.emit(Log("warning", f"{task_id}: a model call failed: {call.kind}: {call.message}"))
+
+    async def _episode(self, slot: Slot, ep: Attempt) -> None:
         """Run one attempt and settle it. Whatever raises, the site is released, the slot freed, the task either
         recorded or queued again, and the loop woken."""
         site = ep.task.site
-        part: dict[str, Any] | None = None
+        outcome: Outcome | None = None
         try:
-            part = await self._drive(slot, ep)
-        except Exception as e:
-            part = {"status": "error", "error": f"harness: {type(e).__name__}: {str(e)[:300]}", "error_kind": "infra"}
+            outcome = await ep.drive()
         finally:
-            for h in (ep.timer, ep.kill_timer):
-                if h:
-                    h.cancel()
             self._running.discard(ep.task.task_id)
             try:
-                if part is None or ep.put_back:
-                    self._put_back(ep, part)
+                if outcome is None or ep.put_back:
+                    self._put_back(ep, outcome)
                 else:
-                    self._settle(ep, self._record(ep, part))
+                    self._settle(ep, outcome)
             finally:
                 if not ep.site_released:   # settling failed before it released the site
                     ep.site_released = True
@@ -436,118 +430,30 @@ class Scheduler:
                     self.emit(SlotChanged(slot.id, "idle"))
                 self._wake_up()
 
-    def _put_back(self, ep: Episode, part: dict[str, Any] | None) -> None:
+    def _put_back(self, ep: Attempt, outcome: Outcome | None) -> None:
         """The episode never reached its worker (stopped while the worker started, or the worker vanished before
         taking it): no record, no try used, no cooldown; the task goes back to the front of the queue. A task whose
         worker keeps vanishing is recorded as the harness's failure after a few free restarts."""
         tid = ep.task.task_id
         ep.site_released = True
         self.dispatch.release_without_cooldown(ep.task.site)
-        if part is not None and not ep.stop_reason:   # its worker was lost
+        if outcome is not None and not ep.stop_reason:   # its worker was lost
             self.free_restarts[tid] = self.free_restarts.get(tid, 0) + 1
             if self.free_restarts[tid] > FREE_RESTARTS:   # recorded as an infra error (its retries then apply)
-                self._settle(ep, self._record(ep, part))
+                self._settle(ep, outcome)
                 return
         self.attempts[tid] = ep.attempt - 1
         self._enqueue(ep.task, front=True)
-        why = ep.stop_error or (part or {}).get("error") or "stopped"
+        why = ep.stop_error or (outcome.error if outcome is not None else None) or "stopped"
         self.emit(Log("info", f"{tid}: put back in the queue before it started ({why})"))
         self.emit(EpisodePutBack(ep.slot, tid, ep.attempt, str(why), *self.done_count()))
 
-    async def _drive(self, slot: Slot, ep: Episode) -> dict[str, Any]:
-        folder = self.out / ep.task.task_id
-        start = self._ensure_worker(slot)
-        stopped = asyncio.ensure_future(ep.stop_requested.wait())
-        try:
-            await asyncio.wait({start, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stopped.cancel()
-        ep.put_back = True   # until the worker has the task, a stop or a lost worker puts it back
-        if ep.stop_reason:   # stopped while its worker started: the task was never run
-            return {"status": ep.stop_reason, "error": ep.stop_error}
-        ep.put_back = False
-        worker = slot.worker = start.result()   # a worker that failed to start: recorded as infra, retried
-        ep.put_back = True
-        await asyncio.to_thread(prepare_folder, folder)
-        if ep.stop_reason:
-            return {"status": ep.stop_reason, "error": ep.stop_error}
-        if not await worker.send({"cmd": "run", "task": ep.task.to_dict(), "spec": self._spec(folder)}):
-            self._kill_worker(slot, worker)
-            return {"status": "error", "error": "the worker process is gone", "error_kind": "infra"}
-        ep.sent = True
-        ep.deadline = self.loop.time() + self.cfg.timeout   # the timeout runs from when the worker has the task
-        self._arm_timeout(ep)
-        while True:
-            ev = await worker.next_event()
-            kind = ev.get("ev")
-            if kind == "started":
-                ep.put_back = False
-            elif kind == "step":
-                ep.put_back = False
-                ep.steps = int(ev.get("step") or ep.steps + 1)
-                self.emit(EpisodeStep(slot.id, ep.task.task_id, ep.steps, list(ev.get("actions") or []),
-                                      ev.get("url", ""), ev.get("thought", ""), ev.get("screenshot")))
-            elif kind == "running":
-                ep.put_back = False
-                if ep.state == "starting":
-                    self._set_state(ep, "running")
-            elif kind == "log":
-                self.emit(Log(ev.get("level", "info"), f"slot {slot.id}: {ev.get('message', '')}"))
-            elif kind == "finished":
-                ep.put_back = False
-                part = dict(ev.get("record") or {})
-                if ep.stop_reason and part.get("status") != "done":   # the scheduler's reason is the one recorded
-                    part.update(status=ep.stop_reason, error=ep.stop_error, error_kind=None)
-                if ep.killed_worker:   # the kill raced the worker's last word: it is gone all the same
-                    self._kill_worker(slot, worker)
-                return part
-            elif kind == "exit":
-                if slot.worker is worker:
-                    slot.worker = None
-                if ep.stop_reason:
-                    ep.put_back = False   # stopped after it had the task: what it did is recorded
-                if ep.put_back:      # it died before it took the task: nothing of the task ran
-                    return {"status": "error", "error": f"worker process exited (code {ev.get('rc')})",
-                            "error_kind": "infra"}
-                part = await asyncio.to_thread(record_from_folder, folder)
-                if ep.stop_reason:
-                    part.update(status=ep.stop_reason, error=ep.stop_error)
-                else:
-                    part.update(status="error", error=f"worker process exited (code {ev.get('rc')})",
-                                error_kind="infra")
-                return part
+    def _stop(self, ep: Attempt, reason: StopReason, error: str, grace: float) -> None:
+        ep.stop(reason, error, grace)
 
-    def _set_state(self, ep: Episode, state: str) -> None:
-        ep.state = state
-        self.emit(SlotChanged(ep.slot, state, ep.task.task_id))
-
-    def _arm_timeout(self, ep: Episode) -> None:
-        if ep.timer:
-            ep.timer.cancel()
-        ep.timer = self.loop.call_at(ep.deadline, self._stop, ep, "timeout", "timeout", self.cfg.stop_grace)
-
-    def _stop(self, ep: Episode, reason: str, error: str, grace: float) -> None:
-        """Ask the episode's worker to stop (it keeps every finished step); end the worker if it does not in time.
-        An episode whose worker has not got it yet is simply not started: it goes back in the queue."""
-        if ep.stop_reason:
-            return
-        ep.stop_reason, ep.stop_error = reason, error
-        ep.stop_requested.set()
-        self._set_state(ep, "stopping")
-        slot = self.slots.get(ep.slot)
-        worker = slot.worker if slot else None
-        if ep.sent and worker is not None:
-            self._spawn(worker.send({"cmd": "stop", "reason": reason, "error": error}))
-
-            def kill() -> None:
-                ep.killed_worker = True
-                self._kill_worker(slot, worker)
-
-            ep.kill_timer = self.loop.call_at(self.loop.time() + grace, kill)
-
-    def _record(self, ep: Episode, part: dict[str, Any]) -> EpisodeRecord:
-        """The record of an attempt, from what its worker (or its folder) said of it: `part`, as the wire gave it."""
-        rec = build_record(self.cfg, ep.task, part, attempt=ep.attempt, slot=ep.slot, started_at=ep.started_at,
+    def _record(self, ep: Attempt, outcome: Outcome) -> EpisodeRecord:
+        """The record of an attempt, from its outcome."""
+        rec = build_record(self.cfg, ep.task, outcome, attempt=ep.attempt, slot=ep.slot, started_at=ep.started_at,
                            finished_at=self.epoch())
         if self.judge is None:
             return rec
@@ -603,11 +509,12 @@ class Scheduler:
                 probe.unlink()
 
     # ── settling an attempt ────────────────────────────────
-    def _settle(self, ep: Episode, rec: EpisodeRecord) -> None:
+    def _settle(self, ep: Attempt, outcome: Outcome) -> None:
         """Record an attempt and decide what becomes of its task: settled, or queued again (interrupted, requeued by
         its user, or failed through the harness's fault within its retries). Pacing learns from it before the site
         is released, so a widened cooldown applies to the very next episode there."""
         task, site = ep.task, ep.task.site
+        rec = self._record(ep, outcome)
         self._submit(rec)
         # the folder failed, not the task: it runs again, costing no try, once the folder can be written
         storage = storage_fault(rec)
@@ -627,11 +534,12 @@ class Scheduler:
         s = self.stats
         s.finished += 1
         s.by_status[rec.status] = s.by_status.get(rec.status, 0) + 1
-        infra = infra_fault(rec, storage)
+        infra = retried_fault(rec)
         # the breaker watches the model endpoint: a run of its failures is the endpoint's, not the tasks'
-        endpoint = endpoint_fault(rec, infra)
+        endpoint = endpoint_fault(rec)
         if self.breaker.note(task, endpoint, self.stopping):
             self._open_breaker(rec.error or "")
+        self._note_model(ep, rec, outcome, harness=infra or storage or rec.requeued)
         free = endpoint and self.breaker_open   # a failure while the endpoint is known to be down costs no try
         retry = infra and (free or self.retried.get(task.task_id, 0) < self.cfg.retries)
         if retry:
@@ -648,6 +556,19 @@ class Scheduler:
             self._mark_settled(task, rec.status == "error")
         self.emit(EpisodeFinished(ep.slot, rec, requeued, *self.done_count()))
 
+    def _note_model(self, ep: Attempt, rec: EpisodeRecord, outcome: Outcome, harness: bool) -> None:
+        """The model's statistics and guard learn how the attempt ended (an attempt the harness failed, or its user
+        stopped, says nothing of the model to the guard)."""
+        calls = outcome.model
+        self.model.episode_ended(ep.slot, rec.model_fault, calls.thinking_stripped if calls else 0)
+        if harness:
+            return
+        kind = model_fault(rec)
+        message = calls.first.get(kind, "") if calls is not None and kind else ""
+        if self.model_guard.note(kind, message) and not self.stopping:
+            self.model_guard.trip(self.guard_ends_run)
+            self._wake_up()
+
     # ── the circuit breaker: a failing endpoint pauses dispatch instead of failing every task (engine/guards.py) ──
     def _open_breaker(self, error: str) -> None:
         """Pause dispatch and probe the endpoint. The failures that tripped it are the endpoint's, not the tasks':
@@ -663,13 +584,16 @@ class Scheduler:
 
     # ── control (called by front ends on the event loop) ──
     def pause_dispatch(self, paused: bool = True, reason: str = "") -> None:
+        """Pause or resume dispatch; a resume also lets a held model guard go (the user decided to go on)."""
         self.user_paused = paused
+        if not paused and self.model_guard.holding:
+            self.model_guard.clear()
         if not paused and self.storage_error:
             self.storage.schedule_probe(0)
         self.emit(DispatchChanged(self.dispatch_paused, reason or (self.breaker_reason if self.breaker_open else "")))
         self._wake_up()
 
-    def episode_on(self, slot_id: int) -> Episode | None:
+    def episode_on(self, slot_id: int) -> Attempt | None:
         slot = self.slots.get(slot_id)
         return slot.episode if slot else None
 
@@ -684,23 +608,7 @@ class Scheduler:
     def pause_episode(self, slot_id: int, paused: bool = True) -> bool:
         """Pause or resume one episode; its timeout does not run while it is paused."""
         ep = self.episode_on(slot_id)
-        slot = self.slots.get(slot_id)
-        if ep is None or ep.stop_reason or not ep.sent or slot is None or slot.worker is None \
-                or (ep.paused_at is not None) == paused:
-            return False
-        now = self.loop.time()
-        if paused:
-            ep.paused_at = now
-            if ep.timer:
-                ep.timer.cancel()
-            self._set_state(ep, "paused")
-        else:
-            ep.deadline += now - (ep.paused_at or now)
-            ep.paused_at = None
-            self._arm_timeout(ep)
-            self._set_state(ep, "running")
-        self._spawn(slot.worker.send({"cmd": "pause" if paused else "resume"}))
-        return True
+        return ep is not None and ep.pause(paused)
 
     def set_workers(self, n: int) -> None:
         """Change the number of slots live: new slots start at once, surplus ones retire when their episode ends."""
@@ -737,7 +645,7 @@ class Scheduler:
         if force:
             for slot in list(self.slots.values()):
                 if slot.worker is not None:
-                    self._kill_worker(slot, slot.worker)
+                    slot.kill_worker(slot.worker)
         if self.stopping:
             self._wake_up()
             return
@@ -787,7 +695,10 @@ class Scheduler:
                           by_status=dict(s.by_status), pending=self.pending(),
                           elapsed_s=round(self.loop.time() - self.started_mono, 1), out=str(self.out),
                           correct=s.correct if s.judged else None, judged=s.judged if s.judged else None,
-                          unwritten=len(self.unwritten), results=str(self.store.path))
+                          unwritten=len(self.unwritten), results=str(self.store.path),
+                          model_guard=self.model_guard.reason,
+                          model_calls={**({"ok": self.model.ok} if self.model.ok else {}), **self.model.failures},
+                          model_ended=dict(self.model.ended_on))
 
     def snapshot(self) -> RunSnapshot:
         """The state front ends draw from: slots, sites with their cooldown deadlines, counts (loop-clock times)."""
@@ -799,7 +710,8 @@ class Scheduler:
                 slots.append(SlotRow(s.id, "retiring" if s.retired else "idle"))
                 continue
             slots.append(SlotRow(s.id, ep.state, ep.task.task_id, ep.task.site, ep.task.level, ep.steps,
-                                 ep.started_at, ep.attempt, step_budget(ep.task.raw, self.cfg.max_steps)))
+                                 ep.started_at, ep.attempt, step_budget(ep.task.raw, self.cfg.max_steps),
+                                 self.model.slot_error(s.id)))
         sites = []
         for name, c in self.sites.items():
             st = self.pacer.state(name)
@@ -813,4 +725,5 @@ class Scheduler:
                            user_paused=self.user_paused, breaker=self.breaker_reason if self.breaker_open else "",
                            storage=self.storage_error, stopping=self.stopping,
                            pacing=Pacing(self.pacer.per_site, self.pacer.cooldown),
-                           target_workers=self.target_workers, errors=len(self.errored), summary=self.summary())
+                           target_workers=self.target_workers, errors=len(self.errored), summary=self.summary(),
+                           model=self.model.stats(now, self.model_guard.reason))

@@ -363,6 +363,15 @@ SETTINGS: tuple[Setting, ...] = (
             Number(0, 7 * 86400, above=True), label="timeout (s)"),
     Setting("llm_timeout", "--llm-timeout", "seconds for one model call before it is retried",
             Number(0, 86400, above=True)),
+    Setting("llm_retries", "--llm-retries", "the model client's own retries of one call: 429 (honouring "
+            "Retry-After), 5xx, refused", Whole(0, 20)),
+    Setting("max_completion_tokens", "--max-completion-tokens", "a reply's token cap, as browser-use sends it; "
+            "replies cut there are counted as truncated", Whole(1, 1_000_000), metavar="N"),
+    Setting("mend_thinking", "--no-mend-thinking", "leave a <think> block before a reply as it came (the reply then "
+            "fails to parse) instead of splitting it off and keeping it as the step's thought", Switch(False)),
+    Setting("model_guard", "--model-guard", "episodes in a row ending on the same model failure (context length, "
+            "images refused, unparseable replies, ...) that stop dispatch with the remedy (0: never)",
+            Whole(0, 1000), FAULTS, metavar="N"),
     Setting("trajectory_schema", "--trajectory-schema",
             "result.json layout: v1 (the evaluator's classic) or v2 (online-mind2web-v2 steps)", Choice(SCHEMAS)),
     Setting("retries", "--retries",

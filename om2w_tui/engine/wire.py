@@ -16,9 +16,10 @@ from om2w_tui.engine.results import EpisodeRecord
 
 # every type that crosses the wire at the top level, by its tag
 WIRE_TYPES: dict[str, type] = {cls.__name__: cls for cls in (
-    events.RunStarted, events.SlotChanged, events.EpisodeStarted, events.EpisodeStep, events.EpisodeFinished,
-    events.EpisodePutBack, events.DispatchChanged, events.Log, events.RunFinished, events.RunSnapshot,
-    events.RunSummary, events.SlotRow, events.SiteRow, events.Pacing, EpisodeRecord)}
+    events.RunStarted, events.SlotChanged, events.EpisodeStarted, events.EpisodeStep, events.EpisodeModelCall,
+    events.EpisodeFinished, events.EpisodePutBack, events.DispatchChanged, events.Log, events.RunFinished,
+    events.RunSnapshot, events.RunSummary, events.SlotRow, events.SiteRow, events.Pacing, events.ModelStats,
+    EpisodeRecord)}
 
 
 class WireError(ValueError):

@@ -1,6 +1,7 @@
 """Training rows: every model call of an episode, recorded with a privileged hint stripped.
 
-`<out>/<task_id>/rows/` holds `rows.jsonl` (task_id, step, segment, macro, op, family, messages, target), the images
+`<out>/<task_id>/rows/` holds `rows.jsonl` (task_id, step, segment, macro, op, family, messages, target, and where
+known `call`, the call's kind, and `thinking`, the model's reasoning split off its reply), the images
 of the messages as PNG files (each replaced in the messages by its file name) and `episode.json` (task_id,
 instruction, start_url, steps, source, hint_left). A hint appended to the instruction while acting is removed
 from every recorded message and reply; `hint_left` says whether any of it survived anywhere in a row.
@@ -14,7 +15,6 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from om2w_tui.files import write_atomic, write_json_atomic
@@ -28,30 +28,20 @@ HINT_PROBE_CHARS = 60
 
 @dataclass
 class CallLog:
-    """What the recording clients saw: one entry per model call of the episode, in order, every arm's."""
+    """What the model calls of the episode were (episode/model_watch.py records each): one entry per call that got
+    a reply, in order, every arm's; `thinking` is the reasoning split off or sent beside the reply, `call` the
+    call's kind (protocol/model.py) once it is known."""
     calls: list[dict[str, Any]] = field(default_factory=list)
     segment: int = 0          # which agent of the episode is calling now (the planner arm: 0, then one per specialist)
 
-    def add(self, messages: Any, response_format: Any, content: str | None, segment: int | None = None) -> None:
-        self.calls.append({"messages": copy.deepcopy(messages), "response_format": response_format,
-                           "content": content or "", "segment": self.segment if segment is None else segment})
-
-
-def record_calls(llm: Any, log: CallLog) -> Any:
-    """Make browser-use's ChatOpenAI record each call's messages, response format and reply into `log`."""
-    real = llm.get_client()
-
-    async def create(**params: Any) -> Any:
-        reply = await real.chat.completions.create(**params)
-        log.add(params.get("messages"), params.get("response_format"),
-                reply.choices[0].message.content if reply.choices else "", segment)
-        return reply
-
-    segment = log.segment
-
-    client = SimpleNamespace(chat=SimpleNamespace(completions=SimpleNamespace(create=create)))
-    llm.get_client = lambda: client
-    return llm
+    def add(self, messages: Any, response_format: Any, content: str | None, segment: int | None = None,
+            thinking: str | None = None) -> dict[str, Any]:
+        entry = {"messages": copy.deepcopy(messages), "response_format": response_format, "content": content or "",
+                 "segment": self.segment if segment is None else segment}
+        if thinking:
+            entry["thinking"] = thinking
+        self.calls.append(entry)
+        return entry
 
 
 def _escaped(text: str) -> list[str]:
@@ -137,9 +127,11 @@ def _family(op: str, call: dict[str, Any]) -> str:
     return ROW_FAMILY.get(op, "Navigation")
 
 
-def write_rows(rows_dir: Path, task: dict[str, Any], log: CallLog, hint: str | None) -> tuple[int, bool]:
-    """-> (rows written, whether any hint text is left in a row). Every model call becomes a row (the agent's
-    steps, browser-use's extraction calls, a planner's turns); each image is a file beside rows.jsonl."""
+def write_rows(rows_dir: Path, task: dict[str, Any], log: CallLog, hint: str | None,
+               model_calls: dict[str, Any] | None = None) -> tuple[int, bool]:
+    """-> (rows written, whether any hint text is left in a row). Every model call that got a reply becomes a row
+    (the agent's steps, browser-use's extraction calls, a planner's turns); each image is a file beside rows.jsonl;
+    `model_calls` (every call's kind, those that failed too) goes into episode.json."""
     rows_dir.mkdir(parents=True, exist_ok=True)
     short = task["confirmed_task"]
     full = short + (f"\n\n{hint}" if hint else "")
@@ -152,11 +144,16 @@ def write_rows(rows_dir: Path, task: dict[str, Any], log: CallLog, hint: str | N
                "family": _family(op, call),
                "messages": _messages_with_files(call.get("messages") or [], rows_dir, i, full, short, hint),
                "target": target}
+        if call.get("thinking"):
+            row["thinking"] = _strip_text(call["thinking"], full, short, hint)
+        if call.get("call"):
+            row["call"] = call["call"]
         if probe and hint_survives(row, probe):
             left = True
         rows.append(row)
     write_atomic(rows_dir / "rows.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     write_json_atomic(rows_dir / "episode.json", {
         "task_id": task["task_id"], "instruction": short, "start_url": task["website"], "steps": len(rows),
-        "source": task.get("source", ""), "hint_left": left})
+        "source": task.get("source", ""), "hint_left": left,
+        **({"model_calls": model_calls} if model_calls is not None else {})})
     return len(rows), left

@@ -1,11 +1,17 @@
 """One episode inside a worker process: a fresh Chromium, the task's website opened first, the arm's agent with a
 step budget, a final screenshot, and the folder written as it goes. Stopping it (timeout, kill) cancels the task
-that runs it; what was done until then is kept and recorded with the stop's reason as its status."""
+that runs it; what was done until then is kept and recorded with the stop's reason as its status.
+
+How it ended is an `Outcome` (protocol/worker.py) whose fault kind is decided here, from typed facts: an OSError
+whose errno says the disk is full is the folder's (`storage`); an episode whose last agent step's model call failed
+ended on its model (`model`: the same request fails again), or on its endpoint when that failure was the server's
+being down or overloaded (`endpoint`), as the episode's model calls say (episode/model_watch.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -16,16 +22,23 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.benchmarks.trajectory import TrajectoryWriter
-from om2w_tui.engine.results import ENDPOINT_ERROR
 from om2w_tui.episode.arms import load_arm
 from om2w_tui.episode.arms.interface import ArmContext, ArmResult
 from om2w_tui.episode.blocking import page_block
 from om2w_tui.episode.browser import make_session, start_session
 from om2w_tui.episode.instruction import instruction, step_budget
+from om2w_tui.episode.model_watch import ModelWatch
 from om2w_tui.episode.rows import CallLog, write_rows
 from om2w_tui.files import write_json_atomic
+from om2w_tui.protocol.codec import to_json
+from om2w_tui.protocol.model import describe, endpoint_kind
+from om2w_tui.protocol.worker import Event, FaultKind, Outcome, Running, Status, Step, WorkerSpec
 
-Emit = Callable[[dict[str, Any]], None]
+Emit = Callable[[Event], None]
+# how an episode ended by its model endpoint's failures is worded (the fault itself travels as `endpoint`)
+ENDPOINT_WORDS = "model endpoint: "
+MODEL_WORDS = "model: "
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EDQUOT})
 
 
 class SiteBlocked(Exception):
@@ -45,24 +58,43 @@ class EpisodeControl:
 
 _INFRA = re.compile(
     r"connection|timed? ?out|apiconnection|apistatus|internalserver|rate.?limit|\bcdp\b|websocket|target closed|"
-    r"browser (failed|crashed|closed|disconnected)|chrom(e|ium)|model provider|no space left|read-only file system|"
+    r"browser (failed|crashed|closed|disconnected)|chrom(e|ium)|model provider|"
     r"(error code|status[ _]?code)[=: ]*(5\d\d|429)")
 
 
-def classify_error(exc: BaseException) -> str:
-    """'infra' when the harness or its services failed (browser, model endpoint, network), else 'agent'."""
+def fault_of(exc: BaseException) -> FaultKind:
+    """Whose fault an exception that ended an episode was: the out folder's (its errno says so), the harness's (the
+    browser, the network: what browser-use and CDP raise, told by their words, as they carry no type for it), or
+    else the agent's."""
+    if isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS:
+        return "storage"
     return "infra" if _INFRA.search(f"{type(exc).__name__} {exc}".lower()) else "agent"
 
 
-def endpoint_failure(histories: list[Any]) -> str | None:
-    """The model endpoint's error when an agent stopped because its model calls failed (browser-use records them as
-    step errors and gives up after a few), else None. A reply the agent could not parse is the model's own fault."""
-    steps = [st for h in histories for st in getattr(h, "history", [])]
-    if not steps or getattr(steps[-1], "model_output", None) is not None:
+def _model_raised(exc: BaseException) -> bool:
+    """Whether an exception came from a model call (the watch counted it: its kind decides the fault)."""
+    from browser_use.llm.exceptions import ModelError  # loaded with the arm that raised it
+    from openai import OpenAIError
+
+    e: BaseException | None = exc
+    for _ in range(8):
+        if e is None:
+            return False
+        if isinstance(e, OpenAIError | ModelError):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def ended_on_model(watch: ModelWatch) -> tuple[str, FaultKind, str] | None:
+    """(call kind, fault, error) when the episode's last agent step's model call failed, else None."""
+    kind = watch.calls.ended_on()
+    if kind is None:
         return None
-    errors = [getattr(r, "error", None) for r in getattr(steps[-1], "result", None) or []]
-    text = next((e for e in errors if e), "")
-    return text[:300] if text and classify_error(RuntimeError(text)) == "infra" else None
+    words = describe(kind, watch.calls.first.get(kind, ""))
+    if endpoint_kind(kind):
+        return kind, "endpoint", f"{ENDPOINT_WORDS}{words}"
+    return kind, "model", f"{MODEL_WORDS}{words}"
 
 
 async def _bounded(coro: Awaitable[Any], seconds: float) -> Any:
@@ -72,71 +104,84 @@ async def _bounded(coro: Awaitable[Any], seconds: float) -> Any:
         return None
 
 
-async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit,
-                      control: EpisodeControl) -> dict[str, Any]:
-    """-> the episode's part of its results record (status, steps, actions, screenshots, answer, error ...)."""
-    folder = Path(spec["folder"])
-    writer = TrajectoryWriter(folder, task["task_id"], task["confirmed_task"], schema=spec.get("schema", "v1"),
-                              reference_length=task.get("reference_length"),
-                              coordinates=spec.get("coordinates", "normalized"))
+@dataclass
+class _End:
+    """How the episode is ending, decided as it goes."""
+    status: Status = "done"
+    error: str | None = None
+    fault: FaultKind | None = None
+    model_fault: str | None = None
+
+    def set(self, status: Status, error: str | None, fault: FaultKind | None = None) -> None:
+        self.status, self.error, self.fault = status, error, fault
+
+
+async def run_episode(task: dict[str, Any], spec: WorkerSpec, emit: Emit, control: EpisodeControl) -> Outcome:
+    """Run one episode into `spec.folder` -> its outcome (the record's part the worker knows)."""
+    folder = Path(spec.folder)
+    writer = TrajectoryWriter(folder, task["task_id"], task["confirmed_task"], schema=spec.schema,
+                              reference_length=task.get("reference_length"), coordinates=spec.coordinates)
     scratch = Path(tempfile.mkdtemp(prefix=f"om2w-episode-{os.environ.get('OM2W_RUN_TAG', 'run')}-"))
     # browser-use's per-agent leftovers (screenshots too) and Chromium's own temp files go here, then away
     worker_tmp = os.environ.get("TMPDIR")
     tempfile.tempdir = os.environ["TMPDIR"] = str(scratch)
-    status, error, error_kind = "done", None, None
+    end = _End()
     result = ArmResult()
     session = None
+    call_log = CallLog() if spec.record_rows else None
+    watch = ModelWatch(emit, spec.mend_thinking, call_log)
 
     async def step_done(step: Any) -> None:
-        lines = writer.add_step(step)
+        lines = writer.add_step(step, thought=watch.take_thought())
         state = getattr(step, "state", None)
-        mo = getattr(step, "model_output", None)
-        emit({"ev": "step", "step": writer.n_steps, "actions": lines, "url": getattr(state, "url", "") or "",
-              "thought": str(getattr(mo, "next_goal", "") or "")[:300], "screenshot": writer.last_shot})
+        frame = writer.frames[-1] if writer.frames else {}
+        emit(Step(writer.n_steps, lines, str(getattr(state, "url", "") or ""), str(frame.get("thought") or "")[:300],
+                  writer.last_shot))
 
     async def record_step(actions: list[str], thought: str = "", png: bytes | None = None, url: str = "") -> None:
         writer.add_plain_step(list(actions), thought, png, url)
-        emit({"ev": "step", "step": writer.n_steps, "actions": list(actions), "url": url, "thought": thought[:300],
-              "screenshot": writer.last_shot})
+        emit(Step(writer.n_steps, list(actions), url, thought[:300], writer.last_shot))
 
-    call_log = CallLog() if spec.get("record_rows") else None
     try:
-        session = make_session(spec["chromium"], folder / "downloads", scratch / "profile", spec.get("browser"))
+        session = make_session(spec.chromium, folder / "downloads", scratch / "profile", spec.browser.as_dict())
         try:
-            await start_session(session, spec.get("browser"))
+            await start_session(session, spec.browser.as_dict())
             await session.navigate_to(task["website"])   # the benchmark's rule: start on the task's website
         except asyncio.CancelledError:
             raise
         except Exception as e:
             raise RuntimeError(f"browser failed to start or open {task['website']}: {type(e).__name__}: {e}") from e
         ctx = ArmContext(
-            task=task, instruction=instruction(task, spec.get("instruction_template"), spec.get("hint_field")),
-            session=session, model=spec["model"], base_url=spec["base_url"],
-            api_key=os.environ.get(spec.get("api_key_env") or "", "") or "EMPTY",
-            temperature=float(spec.get("temperature", 0.0)), max_steps=step_budget(task, int(spec["max_steps"])),
-            step_done=step_done, record_step=record_step, vision=bool(spec.get("vision", True)),
-            llm_timeout=float(spec.get("llm_timeout", 120)), llm_retries=int(spec.get("llm_retries", 2)),
-            options=dict(spec.get("arm_options") or {}), call_log=call_log,
-            coordinates=spec.get("coordinates", "normalized"))
+            task=task, instruction=instruction(task, spec.instruction_template, spec.hint_field),
+            session=session, model=spec.model, base_url=spec.base_url, api_key=spec.api_key or "EMPTY",
+            temperature=spec.temperature, max_steps=step_budget(task, spec.max_steps),
+            step_done=step_done, record_step=record_step, vision=spec.vision,
+            llm_timeout=spec.llm_timeout, llm_retries=spec.llm_retries, options=dict(spec.arm_options),
+            call_log=call_log, coordinates=spec.coordinates, max_completion_tokens=spec.max_completion_tokens,
+            watch=watch)
         blocked = await _bounded(page_block(session), 10)
         if blocked:
             raise SiteBlocked(blocked)
-        control.arm = load_arm(spec.get("arm", "base"))(ctx)
+        control.arm = load_arm(spec.arm)(ctx)
         for cmd in control.pending:   # a pause that came while the browser started
             getattr(control.arm, cmd)()
-        emit({"ev": "running"})
+        emit(Running())
         result = await control.arm.run()
-        if not result.agent_done and (failure := endpoint_failure(result.histories)):
-            status, error, error_kind = "error", f"{ENDPOINT_ERROR}{failure}", "infra"
+        if not result.agent_done and (on_model := ended_on_model(watch)):
+            end.model_fault, fault, error = on_model
+            end.set("error", error, fault)
         elif not result.agent_done and (blocked := await _bounded(page_block(session), 10)):
-            status, error = "blocked", blocked
+            end.set("blocked", blocked)
     except SiteBlocked as e:
-        status, error = "blocked", str(e)
+        end.set("blocked", str(e))
     except asyncio.CancelledError:
-        status = control.stop_reason or "killed"
-        error = control.stop_error or status
+        reason: Status = "timeout" if control.stop_reason == "timeout" else "killed"
+        end.set(reason, control.stop_error or reason)
     except Exception as e:
-        status, error, error_kind = "error", f"{type(e).__name__}: {str(e)[:300]}", classify_error(e)
+        end.set("error", f"{type(e).__name__}: {str(e)[:300]}", fault_of(e))
+        if _model_raised(e) and (on_model := ended_on_model(watch)):   # an arm let a model call's failure out
+            end.model_fault, fault, error = on_model
+            end.set("error", error, fault)
     control.cancellable = False
     rows: dict[str, Any] = {}
     try:
@@ -145,19 +190,20 @@ async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit,
         final_png = None
         if session is not None:
             final_png = await _bounded(session.take_screenshot(), 10)
-            if final_png is None and status == "done" and not result.agent_done:
+            if final_png is None and end.status == "done" and not result.agent_done:
                 # browser-use ends an agent whose browser went away as if it had simply stopped: that is our fault
-                status, error, error_kind = "error", "the browser crashed or closed during the episode", "infra"
+                end.set("error", "the browser crashed or closed during the episode", "infra")
             await _bounded(session.kill(), 10)
-        writer.finish(result.answer, final_png, result.histories, cut_short=None if status == "done" else status)
+        writer.finish(result.answer, final_png, result.histories, cut_short=None if end.status == "done"
+                      else end.status)
         for name, doc in result.files.items():
             write_json_atomic(folder / name, doc)
         if call_log is not None:
-            hint_field = spec.get("hint_field")
-            n, left = write_rows(folder / "rows", task, call_log, task.get(hint_field) if hint_field else None)
+            hint = task.get(spec.hint_field) if spec.hint_field else None
+            n, left = write_rows(folder / "rows", task, call_log, hint, to_json(watch.calls))
             rows = {"rows": n, "hint_left": left}
     except OSError as e:   # the folder could not take the end of the episode (disk full): the record says so
-        status, error, error_kind = "error", f"{type(e).__name__}: {e}", "infra"
+        end.set("error", f"{type(e).__name__}: {e}", "storage" if e.errno in STORAGE_ERRNOS else "infra")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         with contextlib.suppress(OSError):   # keep the folder to what the evaluator reads unless the agent downloaded
@@ -167,9 +213,11 @@ async def run_episode(task: dict[str, Any], spec: dict[str, Any], emit: Emit,
             os.environ.pop("TMPDIR", None)
         else:
             os.environ["TMPDIR"] = worker_tmp
-    return {"status": status, "error": error, "error_kind": error_kind, "agent_done": result.agent_done,
-            "steps": sum(len(getattr(h, "history", [])) for h in result.histories) or writer.n_steps,
-            "actions": len(writer.actions), "screenshots": 0 if writer.blank else writer.n_shots,
-            "answer": (result.answer or "")[:500], "prompt_tokens": result.prompt_tokens,
-            "completion_tokens": result.completion_tokens, **rows,
-            **({"blank_screenshot": True} if writer.blank else {})}
+    return Outcome(
+        status=end.status, error=end.error, fault=end.fault, agent_done=result.agent_done,
+        steps=sum(len(getattr(h, "history", [])) for h in result.histories) or writer.n_steps,
+        actions=len(writer.actions), screenshots=0 if writer.blank else writer.n_shots,
+        answer=(result.answer or "")[:500], prompt_tokens=result.prompt_tokens,
+        completion_tokens=result.completion_tokens, model=watch.calls, model_fault=end.model_fault,
+        rows=rows.get("rows"), hint_left=rows.get("hint_left"), blank_screenshot=True if writer.blank else None)
+

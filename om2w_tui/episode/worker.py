@@ -1,9 +1,8 @@
 """A worker process: one per slot, long-lived, so the imports and browser-use's first-Agent cost are paid once.
 
-Protocol, JSON lines. Commands on stdin: `{"cmd": "run", "task": {...}, "spec": {...}}`, `{"cmd": "pause"}`,
-`{"cmd": "resume"}`, `{"cmd": "stop", "reason": "timeout"|"killed", "error": ...}`, `{"cmd": "exit"}`.
-Events on stdout: `ready`, `started`, `running`, `step`, `paused`, `resumed`, `finished` (with the record), `log`.
-Anything else the libraries print goes to stderr (the slot's log file), never into the event stream.
+It speaks the worker protocol (protocol/worker.py), one JSON line each way: commands on stdin (run, pause, resume,
+stop, exit), events on stdout (ready, started, running, step, model_call, paused, resumed, log, finished with the
+outcome). Anything else the libraries print goes to stderr (the slot's log file), never into the event stream.
 
 The worker leads its own process group (Chromium included). When its stdin closes without an `exit` (the console
 died), it ends the whole group, so no Chromium outlives the console.
@@ -14,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import json
 import logging
 import os
 import resource
@@ -25,9 +23,28 @@ import tempfile
 import threading
 import time
 import traceback
-from typing import IO, Any
+from typing import IO
 
 from om2w_tui.episode.browser import browser_use_env
+from om2w_tui.protocol.codec import CodecError
+from om2w_tui.protocol.worker import (
+    COMMANDS,
+    EVENTS,
+    Command,
+    Event,
+    Exit,
+    Finished,
+    Outcome,
+    Pause,
+    Paused,
+    Ready,
+    Resume,
+    Resumed,
+    Run,
+    Started,
+    Stop,
+    WorkerLog,
+)
 
 WORKER_NICE = 15         # well below the console: at 5 its loop lagged 100 ms (p99) on busy cores (bench/console_lag)
 PR_CAPBSET_DROP, CAP_SYS_NICE = 24, 23   # <linux/prctl.h>, <linux/capability.h>
@@ -59,31 +76,34 @@ def event_stream(fd: int) -> IO[str]:
 
 
 class EventWriter:
+    """Writes events to the console, one line each (the protocol's codec: a lone surrogate of model output goes out
+    as its JSON escape, so a `finished` event is never unwritable)."""
+
     def __init__(self, stream: IO[str]):
         self.stream = stream
 
-    def __call__(self, event: dict[str, Any]) -> None:
+    def __call__(self, event: Event) -> None:
         try:
-            self.stream.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
+            self.stream.write(EVENTS.line(event).decode("utf-8"))
             self.stream.flush()
         except (BrokenPipeError, ValueError):   # the console is gone; the stdin watcher ends us
             pass
 
 
-def _watch_stdin(loop: asyncio.AbstractEventLoop, commands: asyncio.Queue[dict[str, Any]]) -> None:
+def _watch_stdin(loop: asyncio.AbstractEventLoop, commands: asyncio.Queue[Command], emit: EventWriter) -> None:
     """Reads commands in a thread, so that a worker whose event loop is stuck still notices the console's death."""
     for line in sys.stdin:
-        line = line.strip()
-        if not line:
+        if not line.strip():
             continue
         try:
-            cmd = json.loads(line)
-        except json.JSONDecodeError:
+            cmd = COMMANDS.read(line)
+        except CodecError as e:   # another version's command, or not ours: said, never acted on
+            emit(WorkerLog("error", f"a command that is not of this protocol was ignored: {e}"))
             continue
         loop.call_soon_threadsafe(commands.put_nowait, cmd)
-        if cmd.get("cmd") == "exit":
+        if isinstance(cmd, Exit):
             return
-    loop.call_soon_threadsafe(commands.put_nowait, {"cmd": "exit", "orphaned": True})
+    loop.call_soon_threadsafe(commands.put_nowait, Exit())   # the console's pipe closed: it died
     time.sleep(ORPHAN_GRACE_S)
     os.killpg(0, signal.SIGKILL)
 
@@ -95,65 +115,65 @@ async def serve(emit: EventWriter) -> None:
     )
 
     loop = asyncio.get_running_loop()
-    commands: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    threading.Thread(target=_watch_stdin, args=(loop, commands), daemon=True).start()
+    commands: asyncio.Queue[Command] = asyncio.Queue()
+    threading.Thread(target=_watch_stdin, args=(loop, commands, emit), daemon=True).start()
 
     import browser_use  # noqa: F401  (paid once, before the first episode)
 
-    emit({"ev": "ready", "pid": os.getpid()})
-    episode: asyncio.Task[dict[str, Any]] | None = None
+    emit(Ready(os.getpid()))
+    episode: asyncio.Task[Outcome] | None = None
     control = EpisodeControl()
 
-    def finished(t: asyncio.Task[dict[str, Any]]) -> None:
+    def finished(t: asyncio.Task[Outcome]) -> None:
         nonlocal episode
         episode = None
         if t.cancelled():
-            rec: dict[str, Any] = {"status": control.stop_reason or "killed", "error": "cancelled"}
-        elif t.exception() is not None:
-            exc = t.exception()
-            rec = {"status": "error", "error": f"{type(exc).__name__}: {str(exc)[:300]}", "error_kind": "infra"}
+            outcome = Outcome("timeout" if control.stop_reason == "timeout" else "killed", "cancelled")
+        elif (exc := t.exception()) is not None:
+            outcome = Outcome("error", f"{type(exc).__name__}: {str(exc)[:300]}", "infra")
             print("".join(traceback.format_exception(exc)), file=sys.stderr)
         else:
-            rec = t.result()
-        emit({"ev": "finished", "record": rec})
+            outcome = t.result()
+        emit(Finished(outcome))
 
     while True:
         cmd = await commands.get()
-        kind = cmd.get("cmd")
-        if kind == "run":
-            if episode is not None:
-                emit({"ev": "log", "level": "error", "message": "run refused: an episode is already running"})
-                continue
-            control = EpisodeControl()
-            emit({"ev": "started", "task_id": cmd["task"]["task_id"]})
-            episode = asyncio.create_task(run_episode(cmd["task"], cmd["spec"], emit, control))
-            episode.add_done_callback(finished)
-        elif kind in ("pause", "resume"):
-            if episode is None:
-                continue
-            control.paused = kind == "pause"
-            if control.arm is not None:
-                getattr(control.arm, kind)()
-            else:
-                control.pending.append(kind)
-            emit({"ev": "paused" if kind == "pause" else "resumed"})
-        elif kind == "stop":
-            if episode is not None and control.cancellable and control.stop_reason is None:
-                control.stop_reason, control.stop_error = cmd.get("reason", "killed"), cmd.get("error")
-                if control.paused and control.arm is not None:
-                    control.arm.resume()   # a paused agent must wake to be cancelled cleanly
-                episode.cancel()
-        elif kind == "exit":
-            if episode is not None:
-                control.stop_reason = control.stop_reason or "killed"
-                control.stop_error = control.stop_error or "interrupted"
-                if control.cancellable:
+        match cmd:
+            case Run(task=task, spec=spec):
+                if episode is not None:
+                    emit(WorkerLog("error", "run refused: an episode is already running"))
+                    continue
+                control = EpisodeControl()
+                emit(Started(str(task["task_id"])))
+                episode = asyncio.create_task(run_episode(task, spec, emit, control))
+                episode.add_done_callback(finished)
+            case Pause() | Resume():
+                if episode is None:
+                    continue
+                verb = "pause" if isinstance(cmd, Pause) else "resume"
+                control.paused = verb == "pause"
+                if control.arm is not None:
+                    getattr(control.arm, verb)()
+                else:
+                    control.pending.append(verb)
+                emit(Paused() if verb == "pause" else Resumed())
+            case Stop(reason=reason, error=error):
+                if episode is not None and control.cancellable and control.stop_reason is None:
+                    control.stop_reason, control.stop_error = reason, error
+                    if control.paused and control.arm is not None:
+                        control.arm.resume()   # a paused agent must wake to be cancelled cleanly
                     episode.cancel()
-                try:
-                    await episode
-                except BaseException:
-                    pass
-            return
+            case Exit():
+                if episode is not None:
+                    control.stop_reason = control.stop_reason or "killed"
+                    control.stop_error = control.stop_error or "interrupted"
+                    if control.cancellable:
+                        episode.cancel()
+                    try:
+                        await episode
+                    except BaseException:
+                        pass
+                return
 
 
 def main() -> None:

@@ -46,13 +46,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from om2w_tui import exits
 from om2w_tui.benchmarks.conformance import EvaluatorView, read_run
 from om2w_tui.json_input import InputError, decode
 
 MODES = ("webjudge", "webvoyager")
 MAX_KEPT = 50
 MAX_TOKENS = 512                  # the official evaluator's max_tokens for every call
-EXIT_USAGE = 2
+EXIT_USAGE = exits.USAGE
 RESULTS_SUFFIX = "_auto_eval_results.json"
 OFFICIAL_PREFIX = "official_"     # the official evaluator's own output, kept in the run's folder under this prefix
 # our mode -> the file name's mode, as the official evaluator names its modes

@@ -2,13 +2,14 @@
 owns the worker from then on, hands it tasks and reads its events, and ends it. `local` (a process per slot) and
 `ray` (the same process inside a Ray actor) implement these; the scheduler knows only the protocols.
 
-The words on the wire are JSON objects, as the worker process speaks them: commands `{"cmd": "run" | "pause" |
-"resume" | "stop" | "exit", ...}` and events `{"ev": "ready" | "started" | "running" | "step" | "log" |
-"finished", ...}`, and at the end of a worker's stream `{"ev": "exit", "rc": CODE}` (CODE None: it was lost)."""
+The words are the worker protocol's (protocol/worker.py), typed on this side too: commands in, events out, and at
+the end of a worker's stream `Exited(rc)` (rc None: it was lost). Only an executor encodes and decodes them."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
+
+from om2w_tui.protocol.worker import Command, Event
 
 
 class Worker(Protocol):
@@ -19,11 +20,11 @@ class Worker(Protocol):
     @property
     def pid(self) -> int | None: ...
 
-    async def next_event(self) -> dict[str, Any]:
-        """Its next event, in order; an `exit` event ends the stream."""
+    async def next_event(self) -> Event:
+        """Its next event, in order; `Exited` ends the stream."""
         ...
 
-    async def send(self, cmd: dict[str, Any]) -> bool:
+    async def send(self, cmd: Command) -> bool:
         """Send a command; False when the worker is gone."""
         ...
 

@@ -1,21 +1,43 @@
-"""The local executor: one long-lived worker process per slot, spoken to in JSON lines over its pipes.
+"""The local executor: one long-lived worker process per slot, spoken to over its pipes in the worker protocol
+(protocol/worker.py: one codec both ways; a line that is not of the protocol is logged and dropped).
 
-Each worker leads a process group of its own (its Chromium included), so `kill()` ends everything it started."""
+Each worker leads a process group of its own (its Chromium included), so `kill()` ends everything it started. Its
+environment is built from an allow-list (`worker_environment`): what Python, Chromium and the network need, never
+the console's secrets (the model's key travels in the episode's spec, to the model client alone), since a worker's
+environment is its Chromium's, readable in /proc by the same user."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import hashlib
-import json
 import os
+import re
 import signal
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+
+from om2w_tui.protocol.codec import CodecError
+from om2w_tui.protocol.worker import COMMANDS, EVENTS, Command, Event, Exit, Exited, Ready, WorkerLog
 
 READY_TIMEOUT_S = 120.0   # import browser_use and answer `ready`; slow on a loaded machine, never minutes
 EXIT_TIMEOUT_S = 15.0
+# what a worker (Python, browser-use, Chromium, the model client) needs of the console's environment; all else,
+# API keys and tokens above all, stays behind
+_ALLOWED = re.compile(
+    r"PATH|HOME|USER|LOGNAME|SHELL|LANG|LANGUAGE|LC_[A-Z]+|TZ|TMPDIR|TEMP|TMP|DISPLAY|WAYLAND_DISPLAY|"
+    r"XDG_[A-Z_]+|DBUS_SESSION_BUS_ADDRESS|FONTCONFIG_[A-Z_]+|LD_LIBRARY_PATH|"
+    r"PYTHON(PATH|HOME|UNBUFFERED|HASHSEED|DONTWRITEBYTECODE|WARNINGS|FAULTHANDLER|UTF8)|VIRTUAL_ENV|"
+    r"SSL_CERT_FILE|SSL_CERT_DIR|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|"
+    r"(HTTP|HTTPS|ALL|NO)_PROXY|(http|https|all|no)_proxy|"
+    r"OM2W_[A-Z0-9_]+|CHROME_PATH|PLAYWRIGHT_BROWSERS_PATH|BROWSER_USE_[A-Z0-9_]+|ANONYMIZED_TELEMETRY|"
+    r"COVERAGE_[A-Z_]+|RAY_[A-Z0-9_]+")
+
+
+def worker_environment(base: Mapping[str, str], extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a worker starts with: `base`'s allowed variables, then `extra` (the run's own)."""
+    return {**{k: v for k, v in base.items() if _ALLOWED.fullmatch(k)}, **(extra or {})}
 
 
 class WorkerDied(RuntimeError):
@@ -32,7 +54,7 @@ class WorkerProcess:
         self.log_path = Path(log_path)
         self.env = env
         self.proc: asyncio.subprocess.Process | None = None
-        self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.events: asyncio.Queue[Event] = asyncio.Queue()
         self._reader: asyncio.Task[None] | None = None
         self.exited = False
         self.killed = False     # its group was sent SIGKILL: never hand it work, though its exit is seen later
@@ -46,7 +68,7 @@ class WorkerProcess:
             self.proc = await asyncio.create_subprocess_exec(
                 *self.command,
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log,
-                start_new_session=True, env={**os.environ, **(self.env or {})}, limit=1 << 24)
+                start_new_session=True, env=worker_environment(os.environ, self.env), limit=1 << 24)
         self._reader = asyncio.create_task(self._read())
         try:
             ev = await asyncio.wait_for(self.next_event(), READY_TIMEOUT_S)
@@ -54,35 +76,37 @@ class WorkerProcess:
             await self.kill()
             raise WorkerDied(f"worker {self.slot} did not start within {READY_TIMEOUT_S:.0f} s "
                              f"(see {self.log_path})") from None
-        if ev.get("ev") != "ready":
+        if not isinstance(ev, Ready):
             await self.kill()
             raise WorkerDied(f"worker {self.slot} failed to start (see {self.log_path}): {ev}")
 
     async def _read(self) -> None:
         assert self.proc and self.proc.stdout
         while True:
-            line = await self.proc.stdout.readline()
+            try:
+                line = await self.proc.stdout.readline()
+            except ValueError:   # a line past the reader's limit: not one of ours
+                self.events.put_nowait(WorkerLog("error", "the worker wrote a line longer than the protocol allows"))
+                continue
             if not line:
                 break
             try:
-                ev = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(ev, dict):
-                self.events.put_nowait(ev)
+                self.events.put_nowait(EVENTS.read(line))
+            except CodecError as e:
+                self.events.put_nowait(WorkerLog("error", f"worker {self.slot} said what the protocol does not: {e}"))
         rc = await self.proc.wait()
         self.exited = True
-        self.events.put_nowait({"ev": "exit", "rc": rc})
+        self.events.put_nowait(Exited(rc))
 
-    async def next_event(self) -> dict[str, Any]:
+    async def next_event(self) -> Event:
         return await self.events.get()
 
-    async def send(self, cmd: dict[str, Any]) -> bool:
+    async def send(self, cmd: Command) -> bool:
         """Send a command; False when the worker is gone."""
         if self.exited or self.killed or not self.proc or not self.proc.stdin or self.proc.stdin.is_closing():
             return False
         try:
-            self.proc.stdin.write((json.dumps(cmd, ensure_ascii=False, default=str) + "\n").encode())
+            self.proc.stdin.write(COMMANDS.line(cmd))
             await self.proc.stdin.drain()
             return True
         except (BrokenPipeError, ConnectionResetError):
@@ -109,7 +133,7 @@ class WorkerProcess:
         """Ask the worker to exit (it stops an episode it runs, keeping its steps); kill it if it does not."""
         if self.proc is None:
             return
-        if await self.send({"cmd": "exit"}):
+        if await self.send(Exit()):
             try:
                 await asyncio.wait_for(self.proc.wait(), EXIT_TIMEOUT_S)
             except TimeoutError:

@@ -8,9 +8,12 @@ with its Chromium). The scheduler stays in the console process and sees the same
   as the worker said something.
 - `--out` on a shared filesystem (checked at start: a probe file written by the driver, read by the actor) is written
   in place. Otherwise the worker writes into a folder on its node and the actor ships every new or changed file with
-  the events it belongs to (files first), and the driver writes them under `--out/<task>/` atomically.
-- A node lost (or an actor that died) ends the worker's stream with `{"ev": "exit", "rc": None}`: the scheduler then
-  records an `infra` error from what reached `--out` and retries the episode elsewhere.
+  the events it belongs to (files first, as `ShippedFile`: a path relative to the task's folder), and the driver
+  writes them under the folder of the task it handed the worker, atomically (never where a node says).
+- The actor and the driver pass the worker protocol's typed commands and events (protocol/worker.py) as Ray call
+  arguments and results; only the worker's pipe is JSON, through the protocol's codec.
+- A node lost (or an actor that died) ends the worker's stream with `Exited(None)`: the scheduler then records an
+  `infra` error from what reached `--out` and retries the episode elsewhere.
 
 `ray` is imported only inside functions: the engine must start without it (it is an optional extra)."""
 
@@ -24,11 +27,13 @@ import shutil
 import socket
 import sys
 import tempfile
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from om2w_tui.executors.local import EXIT_TIMEOUT_S, WorkerDied, WorkerProcess, run_tag
 from om2w_tui.files import write_atomic
+from om2w_tui.protocol.worker import Command, Event, Exited, Finished, Run, WorkerLog
 
 RESOURCE = "browser"          # the custom resource a node advertises, one per browser it can hold
 POLL_S = 2.0                  # an idle actor answers `next_events` this often (files written between events)
@@ -63,6 +68,14 @@ def check_address(address: str | None, timeout: float = 3.0) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class ShippedFile:
+    """A file of the running episode's folder on a node whose --out is not shared: its path relative to the task's
+    folder, and its bytes."""
+    path: str
+    data: bytes
+
+
 # ── on the node: the actor ────────────────────────────────
 class ActorWorkerProcess(WorkerProcess):
     """The local worker, started through `sh`: Ray SIGKILLs an actor's direct children when the actor dies (its node
@@ -83,12 +96,10 @@ class SlotActor:
         self.shared = True
         self.local_root: Path | None = None
         self.folder: Path | None = None         # this node's folder of the running episode (not shared)
-        self.remote_folder = ""                 # the same folder in the driver's --out
         self.seen: dict[str, tuple[int, int]] = {}   # relative path -> (size, mtime_ns) already shipped
 
     async def start(self, out: str, probe: str, token: str, env: dict[str, str]) -> dict[str, Any]:
-        """Probe `out`, start the worker (with `env` over the node's own: the run's tag, the model's key, which go
-        in a call's arguments, not in the actor's, which Ray keeps in its control store)."""
+        """Probe `out`, start the worker (with `env` over the node's own allowed variables: the run's tag)."""
         import ray  # in the actor's process, which Ray started: it is there
 
         self.env = env
@@ -106,34 +117,31 @@ class SlotActor:
         return {"pid": self.worker.pid, "node": ray.get_runtime_context().get_node_id(), "shared": self.shared,
                 "host": os.uname().nodename, "log": str(log)}
 
-    async def send(self, cmd: dict[str, Any]) -> bool:
+    async def send(self, cmd: Command) -> bool:
         if self.worker is None:
             return False
-        if cmd.get("cmd") == "run" and not self.shared and self.local_root is not None:
+        if isinstance(cmd, Run) and not self.shared and self.local_root is not None:
             self._forget_folder()
-            spec = dict(cmd.get("spec") or {})
-            self.remote_folder = str(spec.get("folder") or "")
-            self.folder = self.local_root / str(cmd["task"]["task_id"])
+            self.folder = self.local_root / "episode"
             shutil.rmtree(self.folder, ignore_errors=True)
-            spec["folder"] = str(self.folder)
-            cmd = {**cmd, "spec": spec}
+            cmd = replace(cmd, spec=replace(cmd.spec, folder=str(self.folder)))
         return await self.worker.send(cmd)
 
-    async def next_events(self, wait: float) -> list[dict[str, Any]]:
+    async def next_events(self, wait: float) -> list[Event | ShippedFile]:
         """The worker's events since the last call (waiting up to `wait` s for one), each preceded by the files
-        written meanwhile: `{"file": relative path, "folder": the driver's task folder, "data": bytes}`."""
+        written meanwhile."""
         assert self.worker is not None
-        events: list[dict[str, Any]] = []
+        events: list[Event] = []
         with contextlib.suppress(TimeoutError):
             events.append(await asyncio.wait_for(self.worker.next_event(), wait))
             while not self.worker.events.empty():
                 events.append(self.worker.events.get_nowait())
         files = await asyncio.to_thread(self._changed_files) if self.folder is not None else []
-        if any(e.get("ev") in ("finished", "exit") for e in events):
+        if any(isinstance(e, Finished | Exited) for e in events):
             self._forget_folder()
-        return files + events
+        return [*files, *events]
 
-    def _changed_files(self) -> list[dict[str, Any]]:
+    def _changed_files(self) -> list[ShippedFile]:
         folder = self.folder
         if folder is None or not folder.exists():
             return []
@@ -151,7 +159,7 @@ class SlotActor:
             except OSError:
                 continue
             self.seen[str(rel)] = key
-            out.append({"file": str(rel), "folder": self.remote_folder, "data": data})
+            out.append(ShippedFile(str(rel), data))
         return out
 
     def _forget_folder(self) -> None:
@@ -171,16 +179,19 @@ class SlotActor:
 
 
 # ── in the console: the driver's side ─────────────────────
-def write_shipped(item: dict[str, Any]) -> None:
-    """A file shipped by an actor, written under the driver's task folder atomically (its temporary beside the task
-    folder's files, never inside trajectory/: the evaluator reads every file there)."""
-    folder = Path(item["folder"])
-    rel = Path(item["file"])
-    if rel.is_absolute() or ".." in rel.parts or not item["folder"]:
-        return
+def write_shipped(folder: Path, item: ShippedFile) -> bool:
+    """A file shipped by an actor, written under `folder` (the task folder the driver handed the worker: never one a
+    node names) atomically, its temporary beside the task folder's files, never inside trajectory/ (the evaluator
+    reads every file there). A path that would leave the folder is refused: False."""
+    rel = Path(item.path)
+    if not item.path or rel.is_absolute() or ".." in rel.parts or any(p.startswith(".") for p in rel.parts):
+        return False
     target = folder / rel
+    if any((folder / Path(*rel.parts[:i])).is_symlink() for i in range(1, len(rel.parts) + 1)):
+        return False
     target.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(target, item["data"], tmp_dir=folder)
+    write_atomic(target, item.data, tmp_dir=folder)
+    return True
 
 
 class RayWorker:
@@ -191,9 +202,10 @@ class RayWorker:
         self.actor = actor
         self.info = info
         self.executor = executor
-        self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.events: asyncio.Queue[Event] = asyncio.Queue()
         self.exited = False
         self.killed = False
+        self.folder: Path | None = None     # the driver's folder of the task it handed the worker last
         self._pump = asyncio.ensure_future(self._read())
         self._ended = False
 
@@ -220,27 +232,29 @@ class RayWorker:
                     continue
                 done = False
                 for item in batch:
-                    if "file" in item:
-                        await asyncio.to_thread(write_shipped, item)
-                    elif item.get("ev") == "exit":
-                        rc, done = item.get("rc"), True
+                    if isinstance(item, ShippedFile):
+                        await self._write(item)
+                    elif isinstance(item, Exited):
+                        rc, done = item.rc, True
                     else:
                         self.events.put_nowait(item)
                 if done:
                     break
         except ray.exceptions.RayError as e:   # the actor died, or its node was lost: the worker is gone
             rc = None
-            self.events.put_nowait({"ev": "log", "level": "warning",
-                                    "message": f"lost its Ray actor ({type(e).__name__})"})
+            self.events.put_nowait(WorkerLog("warning", f"lost its Ray actor ({type(e).__name__})"))
         except Exception as e:   # writing a shipped file failed: the worker cannot go on without its files
             rc = None
-            self.events.put_nowait({"ev": "log", "level": "error",
-                                    "message": f"shipping files failed ({type(e).__name__}: {e})"})
+            self.events.put_nowait(WorkerLog("error", f"shipping files failed ({type(e).__name__}: {e})"))
             self.kill_group()
         finally:
             self.exited = True
-            self.events.put_nowait({"ev": "exit", "rc": rc})
+            self.events.put_nowait(Exited(rc))
             self._end_actor()
+
+    async def _write(self, item: ShippedFile) -> None:
+        if self.folder is None or not await asyncio.to_thread(write_shipped, self.folder, item):
+            self.events.put_nowait(WorkerLog("warning", f"a shipped file was refused: {item.path[:120]!r}"))
 
     def _end_actor(self) -> None:
         if self._ended:
@@ -252,13 +266,15 @@ class RayWorker:
         with contextlib.suppress(Exception):
             ray.kill(self.actor)
 
-    async def next_event(self) -> dict[str, Any]:
+    async def next_event(self) -> Event:
         return await self.events.get()
 
-    async def send(self, cmd: dict[str, Any]) -> bool:
+    async def send(self, cmd: Command) -> bool:
         """Send a command; False when the worker (or its actor) is gone."""
         if self.exited or self.killed:
             return False
+        if isinstance(cmd, Run):
+            self.folder = Path(cmd.spec.folder)
         try:
             return bool(await self.actor.send.remote(cmd))
         except Exception:   # the actor is gone (ray.exceptions.RayError)
@@ -302,13 +318,12 @@ def _loopback(address: str) -> bool:
 class RayExecutor:
     """Starts a Ray actor per slot in the cluster at `address` (auto, HOST:PORT, or RAY_ADDRESS when None)."""
 
-    def __init__(self, out: Path, address: str | None = None, num_cpus: float = 1.0,
-                 env: dict[str, str] | None = None):
+    def __init__(self, out: Path, address: str | None = None, num_cpus: float = 1.0):
         import ray  # asked for by --executor ray only: an optional extra
 
         self.out = Path(out)
         self.num_cpus = num_cpus
-        self.env = {"OM2W_RUN_TAG": run_tag(self.out), **(env or {})}
+        self.env = {"OM2W_RUN_TAG": run_tag(self.out)}
         self._owns_connection = False
         if not ray.is_initialized():
             address = address or os.environ.get("RAY_ADDRESS") or "auto"

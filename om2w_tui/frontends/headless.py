@@ -9,6 +9,7 @@ import sys
 import time
 from typing import IO
 
+from om2w_tui import exits
 from om2w_tui.engine.events import (
     DispatchChanged,
     EpisodeFinished,
@@ -20,7 +21,9 @@ from om2w_tui.engine.events import (
 )
 from om2w_tui.engine.launch import Preflight, open_run
 from om2w_tui.frontends.formatting import clock_text
-from om2w_tui.frontends.run_state import RunState, episode_line
+from om2w_tui.frontends.run_state import RunState, episode_line, model_summary
+
+EXIT_MODEL_GUARD = exits.MODEL_GUARD   # the model guard ended the run: the server answers, wrongly for this harness
 
 
 class HeadlessLog:
@@ -57,16 +60,21 @@ class HeadlessLog:
                         f"{s.settled_before} done before; {s.pending} left; {clock_text(s.elapsed_s)}")
             if s.judged:
                 self._print(f"correct: {s.correct} of {s.judged} (reference judge)")
+            for line in model_summary(s):
+                self._print(line)
             results = s.results or f"{s.out}/results.jsonl"
             self._print(f"results: {results}")
             if s.unwritten:
                 self._print(f"error: {s.unwritten} record(s) could not be written to {results} "
                             f"(listed above); those tasks run again next time")
+            if s.model_guard:
+                self._print(f"error: model guard: {s.model_guard}; the run stopped here (exit code "
+                            f"{EXIT_MODEL_GUARD}): fix the model server, then the same command resumes")
 
 
 async def run_headless(pre: Preflight, stream: IO[str] | None = None) -> int:
     sink = HeadlessLog(stream)
-    async with open_run(pre, [sink]) as run:
+    async with open_run(pre, [sink], guard_ends_run=True) as run:
         loop = asyncio.get_running_loop()
         interrupted = False
 
@@ -85,6 +93,8 @@ async def run_headless(pre: Preflight, stream: IO[str] | None = None) -> int:
                 loop.remove_signal_handler(sig)
     summary = sink.state.summary
     if summary is not None and summary.unwritten:   # records lost to a full disk: the run did not keep its word
-        return 1
+        return exits.FAILED
+    if summary is not None and summary.model_guard and not interrupted:
+        return EXIT_MODEL_GUARD
     # an episode's error is a result, not a failure of the run
-    return 130 if interrupted else 0
+    return exits.INTERRUPTED if interrupted else exits.OK

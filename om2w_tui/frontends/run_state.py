@@ -8,8 +8,9 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from om2w_tui.engine import events
-from om2w_tui.engine.events import Pacing, RunSnapshot, RunSummary
+from om2w_tui.engine.events import ModelStats, Pacing, RunSnapshot, RunSummary
 from om2w_tui.engine.results import EpisodeRecord
+from om2w_tui.protocol.model import COUNTED
 
 STEP_LINES_PER_TASK = 400
 TASKS_WITH_STEPS = 64      # the step lines of this many recent tasks are kept, for the selected-slot view
@@ -29,6 +30,7 @@ class SlotView:
     started_at: float | None = None     # epoch seconds (the engine's record time)
     last_task: str | None = None        # the task it ran last, for the episode view and the steps of an idle slot
     max_steps: int | None = None        # the running episode's step budget, when the engine said it
+    model_error: str = ""               # the kind of its episode's last model call, when that call failed
 
     @property
     def busy(self) -> bool:
@@ -72,6 +74,7 @@ class RunState:
     steps: OrderedDict[str, deque[str]] = field(default_factory=OrderedDict)
     records: deque[EpisodeRecord] = field(default_factory=lambda: deque(maxlen=RECORDS_KEPT))
     summary: RunSummary | None = None
+    model: ModelStats | None = None     # the run's model, as the latest snapshot counted it
 
     # ── events ─────────────────────────────────────────────
     def run_started(self, ev: events.RunStarted, now: float) -> None:
@@ -97,6 +100,7 @@ class RunState:
         s.task_id = s.last_task = ev.task_id
         s.site, s.level, s.attempt, s.step, s.started_at = ev.site, ev.level, ev.attempt, 0, ev.started_at
         s.max_steps = ev.max_steps
+        s.model_error = ""
         if s.state == "idle":
             s.state = "starting"
         self.task_lines(ev.task_id).clear()
@@ -109,6 +113,11 @@ class RunState:
         lines = [f"#{ev.step} {ev.url}".rstrip()] + [f"    {a}" for a in ev.actions]
         self.task_lines(ev.task_id).extend(lines)
         return lines
+
+    def model_call(self, ev: events.EpisodeModelCall) -> None:
+        s = self.slots.get(ev.slot)
+        if s is not None and s.task_id == ev.task_id:
+            s.model_error = "" if ev.kind == "ok" else ev.kind
 
     def episode_finished(self, ev: events.EpisodeFinished) -> None:
         rec = ev.record
@@ -167,6 +176,7 @@ class RunState:
                                                                   row.max_steps)
             if row.attempt is not None:
                 s.attempt = row.attempt
+            s.model_error = row.model_error
         for sid in list(self.slots):
             if sid not in present:
                 del self.slots[sid]
@@ -184,6 +194,7 @@ class RunState:
         if self.sites:
             self.reported = (sum(v.done for v in self.sites.values()), sum(v.errors for v in self.sites.values()))
         self.paused = snap.paused
+        self.model = snap.model
         if snap.stopping and self.phase == "running":
             self.phase = "stopping"
 
@@ -197,6 +208,8 @@ class RunState:
             self.episode_started(ev)
         elif isinstance(ev, events.EpisodeStep):
             self.step(ev)
+        elif isinstance(ev, events.EpisodeModelCall):
+            self.model_call(ev)
         elif isinstance(ev, events.EpisodeFinished):
             self.episode_finished(ev)
         elif isinstance(ev, events.EpisodePutBack):
@@ -247,7 +260,44 @@ def finish_line(rec: EpisodeRecord) -> str:
 
 
 def episode_line(slot: int, rec: EpisodeRecord) -> str:
-    """An episode's line in the headless log."""
+    """An episode's line in the headless log (with its model calls when some failed or were mended)."""
     verdict = verdict_text(rec)
+    model = model_text(rec.model_calls)
     return (f"[slot {slot}] {rec.task_id}  {rec.level or '-'}  {rec.steps} steps  {rec.duration_s:.1f}s  "
-            f"{status_text(rec)}{'  ' + verdict if verdict else ''}")
+            f"{status_text(rec)}{'  ' + verdict if verdict else ''}{'  model: ' + model if model else ''}")
+
+
+def counted(by_kind: dict[str, int]) -> str:
+    """`context length 9, unparseable replies 3`: counts by call kind, most first."""
+    return ", ".join(f"{COUNTED.get(k, k)} {n}" for k, n in sorted(by_kind.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def model_text(calls: dict[str, object] | None) -> str:
+    """An episode's model calls in a few words when any failed or was mended ("" when all simply answered)."""
+    if not calls:
+        return ""
+    failures = calls.get("failures")
+    failed = {str(k): int(v) for k, v in failures.items() if isinstance(v, int)} if isinstance(failures, dict) \
+        else {}
+    mended = calls.get("thinking_stripped")
+    if not failed and not mended:
+        return ""
+    parts = [f"{sum(failed.values())} of {calls.get('calls', '?')} calls failed ({counted(failed)})"] if failed else []
+    if isinstance(mended, int) and mended:
+        parts.append(f"{mended} <think> blocks split off")
+    return "; ".join(parts)
+
+
+def model_summary(summary: RunSummary) -> list[str]:
+    """The headless summary's lines about the model: calls by kind, and the episodes that ended on it."""
+    lines = []
+    calls = summary.model_calls
+    if calls:
+        failed = {k: n for k, n in calls.items() if k != "ok"}
+        total = sum(calls.values())
+        failures = f", {counted(failed)}" if failed else ""
+        lines.append(f"model: {total} calls, {calls.get('ok', 0)} answered{failures}")
+    if summary.model_ended:
+        n = sum(summary.model_ended.values())
+        lines.append(f"model: {n} episode{'s' if n != 1 else ''} ended on model errors: {counted(summary.model_ended)}")
+    return lines

@@ -78,7 +78,7 @@ def test_the_agent_and_browser_settings_are_in_the_form(tmp_path):
     cfg = config_from_values({**DEFAULTS, "instruction_template_file": str(template), "coordinates": "pixels",
                               "viewport": "1024x768", "user_agent": "", "locale": "fr-FR", "timezone": "Europe/Paris"})
     assert (cfg.instruction_template, cfg.instruction_template_file) == ("On {website}: {task}", template)
-    assert cfg.browser_settings() == {"viewport": "1024x768", "user_agent": "auto", "locale": "fr-FR",
+    assert cfg.browser_settings().as_dict() == {"viewport": "1024x768", "user_agent": "auto", "locale": "fr-FR",
                                       "timezone": "Europe/Paris"}
     assert cfg.coordinates == "pixels"
     assert field_of_problem("--timezone Mars/Base: not an IANA time zone") == "timezone"

@@ -22,7 +22,8 @@ from om2w_tui.benchmarks.episode_folder import (
     read_episode,
 )
 from om2w_tui.benchmarks.trajectory import TrajectoryWriter
-from om2w_tui.engine.scheduler import record_from_folder
+from om2w_tui.engine.records import outcome_from_folder
+from om2w_tui.protocol.worker import Outcome
 
 
 def png(seed: int) -> bytes:
@@ -74,10 +75,11 @@ def test_a_running_episode_and_what_a_dead_worker_left(tmp_path, schema):
     ep = read_episode(tmp_path / "t1")
     assert ep.answer == "" and len(ep.shots) == 3 and not ep.problems
     assert ep.actions == ("TYPE: kettle", "CLICK search", "CLICK result", "SCROLL DOWN")
-    rec = record_from_folder(tmp_path / "t1")     # the scheduler's record part for a worker that died here
+    # the scheduler's outcome for a worker that died here
+    rec = outcome_from_folder(tmp_path / "t1", "error", "worker process exited (code -9)", "infra")
     # v2 while running: the latest screenshot is the closing entry's, its actions join the entry before
-    assert rec == {"steps": 2 if schema == "v2" else 4, "actions": 4, "screenshots": 3, "answer": "",
-                   "agent_done": False}
+    assert rec == Outcome("error", "worker process exited (code -9)", "infra", steps=2 if schema == "v2" else 4,
+                          actions=4, screenshots=3)
 
 
 def test_an_episode_cut_short_before_any_screenshot_has_the_blank_stand_in(tmp_path):
@@ -85,8 +87,8 @@ def test_an_episode_cut_short_before_any_screenshot_has_the_blank_stand_in(tmp_p
     w.finish(None, None, cut_short="timeout")
     ep = read_episode(tmp_path / "t1")
     assert ep.blank_screenshot and ep.cut_short == "timeout" and len(ep.shots) == 1 and ep.actions == ()
-    assert record_from_folder(tmp_path / "t1") == {"steps": 0, "actions": 0, "screenshots": 0, "answer": "",
-                                                   "agent_done": False, "blank_screenshot": True}
+    assert outcome_from_folder(tmp_path / "t1", "timeout", "timeout", None) == Outcome(
+        "timeout", "timeout", blank_screenshot=True)
 
 
 def test_missing_folder_missing_result_and_torn_json_are_problems_not_exceptions(tmp_path):
@@ -105,7 +107,7 @@ def test_missing_folder_missing_result_and_torn_json_are_problems_not_exceptions
     ep = read_episode(tmp_path / "t1")
     assert ep.problem.startswith("result.json is not readable JSON") and ep.actions == () and ep.result == {}
     assert read_answer(tmp_path / "t1") == "" and read_answer(tmp_path / "nothing") == ""
-    assert record_from_folder(tmp_path / "t1")["steps"] == 0
+    assert outcome_from_folder(tmp_path / "t1", "killed", "killed", None).steps == 0
 
     (tmp_path / "t1" / "result.json").write_text("[1, 2]")
     assert read_episode(tmp_path / "t1").problem == "result.json holds a list, not an object"

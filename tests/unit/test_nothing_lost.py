@@ -21,9 +21,11 @@ from om2w_tui.engine.events import EpisodeFinished, EpisodePutBack
 from om2w_tui.engine.redact import redact_argv, redact_url
 from om2w_tui.engine.results import ResultsStore, read_results, settles
 from om2w_tui.engine.runlock import OutFolderBusy, RunLock, check_free
-from om2w_tui.engine.scheduler import Scheduler
+from om2w_tui.engine.scheduler import Scheduler, _usable
 from om2w_tui.episode.worker import EventWriter, event_stream
 from om2w_tui.executors.local import WorkerProcess
+from om2w_tui.protocol.codec import to_json
+from om2w_tui.protocol.worker import EVENTS, Exited, Finished, Outcome, Pause
 from tests.fakes import Behaviour, FakeExecutor
 
 from .test_scheduler import Recorder, config, make_tasks, records
@@ -246,9 +248,9 @@ async def test_a_real_worker_is_unusable_from_the_moment_it_is_killed(tmp_path):
     await w.start()
     try:
         w.kill_group()
-        assert w.killed and not await w.send({"cmd": "pause"})
-        assert not Scheduler._usable(w)
-        assert (await asyncio.wait_for(w.next_event(), 30))["ev"] == "exit" and w.exited
+        assert w.killed and not await w.send(Pause())
+        assert not _usable(w)
+        assert isinstance(await asyncio.wait_for(w.next_event(), 30), Exited) and w.exited
     finally:
         await w.kill()
 
@@ -257,12 +259,12 @@ async def test_a_real_worker_is_unusable_from_the_moment_it_is_killed(tmp_path):
 def test_a_finished_event_with_a_lone_surrogate_crosses_the_pipe_and_lands_in_the_results(tmp_path):
     r, w = os.pipe()
     answer = "price \udcff\ud800 ok \\\udc80"
-    EventWriter(event_stream(w))({"ev": "finished", "record": {"status": "done", "answer": answer}})
+    EventWriter(event_stream(w))(Finished(Outcome("done", answer=answer)))
     with open(r, "rb") as f:
         line = f.readline()
-    ev = json.loads(line)        # how the console reads events
-    assert ev["record"]["answer"] == answer
-    ResultsStore(tmp_path).append({"task_id": "a", **ev["record"]})
+    ev = EVENTS.read(line)        # how the console reads events
+    assert isinstance(ev, Finished) and ev.outcome.answer == answer
+    ResultsStore(tmp_path).append({"task_id": "a", **to_json(ev.outcome)})
     assert read_results(tmp_path).records[0]["answer"] == answer
 
 

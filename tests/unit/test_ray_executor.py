@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from om2w_tui.executors.ray import SlotActor, write_shipped
+from om2w_tui.executors.ray import ShippedFile, SlotActor, write_shipped
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -42,33 +42,37 @@ def test_the_actor_ships_new_and_changed_files_once_and_never_temporaries(tmp_pa
     actor = SlotActor(0)
     folder = tmp_path / "node" / "t1"
     (folder / "trajectory").mkdir(parents=True)
-    actor.folder, actor.remote_folder = folder, str(tmp_path / "out" / "t1")
+    actor.folder = folder
     (folder / "result.json").write_text("{}")
     (folder / "trajectory" / "0_full_screenshot.png").write_bytes(b"png0")
     (folder / ".result.json.abc.tmp").write_text("half")            # write_atomic's temporary: not yet a file
     first = actor._changed_files()
-    assert sorted(x["file"] for x in first) == ["result.json", "trajectory/0_full_screenshot.png"]
-    assert all(x["folder"] == actor.remote_folder for x in first)
+    assert sorted(x.path for x in first) == ["result.json", "trajectory/0_full_screenshot.png"]
     assert actor._changed_files() == []                              # nothing new: nothing sent again
     (folder / "result.json").write_text('{"action_history": ["a"]}')   # rewritten after a step
     (folder / "trajectory" / "1_full_screenshot.png").write_bytes(b"png1")
     second = actor._changed_files()
-    assert {x["file"]: x["data"] for x in second} == {"result.json": b'{"action_history": ["a"]}',
-                                                      "trajectory/1_full_screenshot.png": b"png1"}
+    assert {x.path: x.data for x in second} == {"result.json": b'{"action_history": ["a"]}',
+                                                "trajectory/1_full_screenshot.png": b"png1"}
     actor._forget_folder()
     assert not folder.exists() and actor.folder is None
 
 
 def test_shipped_files_land_in_the_task_folder_atomically_and_never_outside_it(tmp_path):
+    """The folder is the driver's (the task it handed the worker), never one a node names; a path that would leave
+    it (up, absolute, hidden, through a symlink planted in the folder) is refused."""
     task = tmp_path / "out" / "t1"
-    write_shipped({"folder": str(task), "file": "trajectory/0_full_screenshot.png", "data": b"png"})
-    write_shipped({"folder": str(task), "file": "result.json", "data": b"{}"})
-    write_shipped({"folder": str(task), "file": "../escaped.json", "data": b"x"})
-    write_shipped({"folder": str(task), "file": "/etc/absolute", "data": b"x"})
+    elsewhere = tmp_path / "precious"
+    elsewhere.mkdir()
+    assert write_shipped(task, ShippedFile("trajectory/0_full_screenshot.png", b"png"))
+    assert write_shipped(task, ShippedFile("result.json", b"{}"))
+    (task / "link").symlink_to(elsewhere)
+    refused = ["../escaped.json", "/etc/absolute", ".om2w-run.lock", "link/x.json", "link", ""]
+    assert [write_shipped(task, ShippedFile(p, b"x")) for p in refused] == [False] * len(refused)
     assert (task / "trajectory" / "0_full_screenshot.png").read_bytes() == b"png"
     assert sorted(p.name for p in (task / "trajectory").iterdir()) == ["0_full_screenshot.png"]   # no temporary
-    assert sorted(p.name for p in task.iterdir()) == ["result.json", "trajectory"]
-    assert not (tmp_path / "out" / "escaped.json").exists()
+    assert sorted(p.name for p in task.iterdir()) == ["link", "result.json", "trajectory"]
+    assert not (tmp_path / "out" / "escaped.json").exists() and list(elsewhere.iterdir()) == []
 
 
 def test_a_ray_address_where_no_cluster_answers_exits_2_at_once_writing_nothing(tmp_path):

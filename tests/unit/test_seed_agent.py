@@ -68,9 +68,9 @@ def test_new_flags_reach_the_worker_and_run_json(tmp_path):
     cfg = _cfg("--instruction-template", str(template), "--coordinates", "pixels", "--viewport", "1024x768",
                "--user-agent", "UA/1", "--locale", "de-DE", "--timezone", "Europe/Berlin")
     spec = cfg.worker_spec(Path("f"))
-    assert spec["instruction_template"] == "Website: {website}\nTask: {task}" and spec["coordinates"] == "pixels"
-    assert spec["browser"] == {"viewport": "1024x768", "user_agent": "UA/1", "locale": "de-DE",
-                               "timezone": "Europe/Berlin"}
+    assert spec.instruction_template == "Website: {website}\nTask: {task}" and spec.coordinates == "pixels"
+    assert spec.browser.as_dict() == {"viewport": "1024x768", "user_agent": "UA/1", "locale": "de-DE",
+                                      "timezone": "Europe/Berlin"}
     saved = cfg.to_json()
     assert saved["instruction_template"] == "Website: {website}\nTask: {task}"
     assert saved["instruction_template_file"] == str(template)
@@ -128,7 +128,7 @@ async def test_the_answer_is_what_the_agent_last_produced_done_or_not(monkeypatc
 
     agent = _Agent(_History("The lamp costs $19", done))
     monkeypatch.setattr(base, "new_agent", lambda ctx, task, llm: agent)
-    monkeypatch.setattr(base.BaseArm, "_llm", lambda self: None)
+    monkeypatch.setattr(ArmContext, "chat_model", lambda self, model=None: None)
 
     async def step_done(step):
         pass

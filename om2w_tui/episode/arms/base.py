@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from om2w_tui.episode.arms.interface import ArmContext, ArmResult, StepReporter, agent_usage, new_agent, run_agent
-from om2w_tui.episode.rows import record_calls
 
 
 class BaseArm:
@@ -14,19 +13,9 @@ class BaseArm:
         self.agent: Any = None
         self.steps = StepReporter(ctx)
 
-    def _llm(self) -> Any:
-        from browser_use import ChatOpenAI  # browser-use (slow to import) only inside a worker
-
-        c = self.ctx
-        llm = ChatOpenAI(model=c.model, base_url=c.base_url, api_key=c.api_key, temperature=c.temperature,
-                         timeout=c.llm_timeout, max_retries=c.llm_retries)
-        if c.call_log is not None:   # --record-rows
-            record_calls(llm, c.call_log)
-        return llm
-
     async def run(self) -> ArmResult:
         c = self.ctx
-        self.agent = self.steps.follow(new_agent(c, c.instruction, self._llm()))
+        self.agent = self.steps.follow(new_agent(c, c.instruction, c.chat_model()))
         history = await run_agent(c, self.agent, c.max_steps, self.steps.report)
         await self.steps.report()
         # what the agent last produced, even out of steps (as the seed writes it); the record says it was not done

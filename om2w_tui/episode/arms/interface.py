@@ -4,7 +4,9 @@ A plugin arm is a class registered under the entry point group `om2w_tui.arms`, 
 with `async run() -> ArmResult`, `async partial() -> ArmResult` (what it did before a stop: the runner calls it
 after cancelling `run`), `pause()` and `resume()`. It reports steps as they happen, either browser-use history
 steps (`ctx.step_done(step)`) or plain ones (`await ctx.record_step(["SCROLL DOWN"], thought, png)`); each lands
-on disk at once, so a timeout or a kill keeps it."""
+on disk at once, so a timeout or a kill keeps it. Its models come from `ctx.chat_model(name)` (browser-use's
+ChatOpenAI) or `ctx.openai_client()` (a bare client): every call of those is counted, mended and recorded
+(episode/model_watch.py), and an episode that ended on its model's failures says so in its record."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from om2w_tui.episode.browser import grant_clipboard
+from om2w_tui.episode.model_watch import ModelWatch
 from om2w_tui.episode.tools import agent_kwargs, use_coordinates
 
 
@@ -35,6 +38,25 @@ class ArmContext:
     options: dict[str, Any] = field(default_factory=dict)     # the arm's own settings (planner name, adapters ...)
     call_log: Any = None          # with --record-rows: a rows.CallLog every model call is recorded into
     coordinates: str = "normalized"   # off | pixels | normalized: how the agent may click and drag by coordinates
+    max_completion_tokens: int = 4096  # a reply's cap (browser-use's default)
+    watch: ModelWatch | None = None   # sees every call of the models below (None: calls go unwatched)
+
+    def chat_model(self, model: str | None = None) -> Any:
+        """browser-use's ChatOpenAI for `model` (the run's, by default) on the run's endpoint, its calls watched."""
+        from browser_use import ChatOpenAI  # browser-use (slow to import) only inside a worker
+
+        llm = ChatOpenAI(model=model or self.model, base_url=self.base_url, api_key=self.api_key,
+                         temperature=self.temperature, timeout=self.llm_timeout, max_retries=self.llm_retries,
+                         max_completion_tokens=self.max_completion_tokens)
+        return self.watch.watch(llm) if self.watch is not None else llm
+
+    def openai_client(self) -> Any:
+        """A bare OpenAI client on the run's endpoint (`chat.completions.create`), its calls watched."""
+        from openai import AsyncOpenAI  # only when an arm asks for one
+
+        client = AsyncOpenAI(base_url=self.base_url, api_key=self.api_key, timeout=self.llm_timeout,
+                             max_retries=self.llm_retries)
+        return self.watch.client(client) if self.watch is not None else client
 
 
 @dataclass

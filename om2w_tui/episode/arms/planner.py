@@ -17,7 +17,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from om2w_tui.episode.arms.interface import ArmContext, ArmResult, StepReporter, agent_usage, new_agent, run_agent
-from om2w_tui.episode.rows import record_calls
 
 if TYPE_CHECKING:   # openai is imported when the arm runs (the oracle imports this module for FAMILIES)
     from openai import AsyncOpenAI
@@ -88,14 +87,14 @@ class PlannerArm:
                                                            base64.b64encode(png).decode()}}]
         messages: list[ChatCompletionMessageParam] = [{"role": "system", "content": PLANNER_SYSTEM},
                                                       {"role": "user", "content": content}]
+        if c.call_log is not None:   # the planner's turns are segment 0 of the rows
+            c.call_log.segment = 0
         reply = await client.chat.completions.create(model=self.planner_name, messages=messages,
                                                       temperature=c.temperature)
         if reply.usage:
             self.prompt_tokens += reply.usage.prompt_tokens or 0
             self.completion_tokens += reply.usage.completion_tokens or 0
-        raw = reply.choices[0].message.content or ""
-        if c.call_log is not None:
-            c.call_log.add(messages, None, raw, segment=0)
+        raw = reply.choices[0].message.content or ""   # recorded as a row by the watched client
         return parse_decision(raw), raw
 
     async def _look(self) -> tuple[bytes | None, str]:
@@ -117,15 +116,11 @@ class PlannerArm:
 
     # ── a specialist ────────────────────────────────────────
     async def _delegate(self, family: str, subtask: str, budget: int) -> dict[str, Any]:
-        from browser_use import ChatOpenAI  # browser-use (slow to import) only inside a worker
-
         c = self.ctx
         model = self.model_for(family)
-        llm = ChatOpenAI(model=model, base_url=c.base_url, api_key=c.api_key, temperature=c.temperature,
-                         timeout=c.llm_timeout, max_retries=c.llm_retries)
         if c.call_log is not None:   # --record-rows: the specialists' calls are rows too, one segment each
             c.call_log.segment = len(self.trace) + 1
-            record_calls(llm, c.call_log)
+        llm = c.chat_model(model)
         entry = {"family": family, "model": model, "subtask": subtask, "started_at": time.time(), "steps": 0,
                  "done": False, "result": None, "ended_at": None}
         self.trace.append(entry)
@@ -143,10 +138,8 @@ class PlannerArm:
 
     # ── the episode ─────────────────────────────────────────
     async def run(self) -> ArmResult:
-        from openai import AsyncOpenAI  # only when the arm runs: the oracle imports this module for FAMILIES
-
         c = self.ctx
-        client = AsyncOpenAI(base_url=c.base_url, api_key=c.api_key, timeout=c.llm_timeout, max_retries=c.llm_retries)
+        client = c.openai_client()
         for turn in range(self.turns):
             used = sum(t["steps"] for t in self.trace)
             png, url = await self._look()

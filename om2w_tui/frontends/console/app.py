@@ -24,6 +24,7 @@ from textual.signal import Signal
 from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
+from om2w_tui import exits
 from om2w_tui.benchmarks.episode_folder import attempt_folder
 from om2w_tui.engine.control import RunControl
 from om2w_tui.engine.events import Sink
@@ -40,7 +41,7 @@ from om2w_tui.frontends.remote import RemoteRun
 from om2w_tui.resources import styles_dir
 
 STYLES = styles_dir()
-EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = exits.OK, exits.FAILED, exits.INTERRUPTED
 # The collector's thresholds while the console runs. At Python's (700, 10, 10) a console of 1,000 slots promoted
 # so many short-lived render objects that a full collection ran every ~3 s and took 0.2-0.8 s over its ~350,000
 # objects: the loop's worst stalls (bench/scale.py phase 1). A young generation of 20,000 lets them die young.

@@ -1,0 +1,299 @@
+"""A model call's outcome, named once: what a call to the model endpoint can come to (`CallKind`), what a user is
+told about each (`LABELS`, `remedy`), the per-episode counts that travel in an episode's outcome (`ModelCalls`),
+and the pure rules that name a server's answer: an HTTP error from its status and body (`classify_error`), a reply
+from its content and finish reason (`reply_problem`), and a `<think>` block split off a reply (`split_thinking`).
+
+The rules read what servers really send: vLLM's error bodies in both of its shapes (`{"object": "error",
+"message": ...}` and `{"error": {"message": ...}}`), its context-length and "is not a multimodal model" wordings,
+OpenAI's and proxies' (LiteLLM, gateways) variants of the same. No I/O, no openai or browser-use import: the worker
+(episode/model_watch.py) feeds them what its client saw, the preflight (engine/model_check.py) what one request got.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+CallKind = Literal[
+    "ok",
+    "context_length",    # the prompt (with the completion's budget) is longer than the model's context
+    "images_refused",    # a text-only model (or a server that takes no images) was sent a screenshot
+    "model_not_found",   # HTTP 404: the server does not serve this model name (or this path)
+    "bad_request",       # another 4xx: the request as sent is refused (auth, a parameter, a template)
+    "rate_limited",      # HTTP 429, after the client's own retries (Retry-After honoured)
+    "server_error",      # HTTP 5xx, after the client's retries
+    "unreachable",       # the connection was refused, reset or never made
+    "timeout",           # no answer within --llm-timeout, after the client's retries
+    "unparseable",       # a reply that is not the action schema: prose, fenced, invalid JSON, other JSON
+    "truncated",         # finish_reason "length": the reply was cut at the max-tokens cap
+    "empty",             # a reply with no content at all
+]
+KINDS: tuple[CallKind, ...] = get_args(CallKind)
+FAILURES: tuple[CallKind, ...] = tuple(k for k in KINDS if k != "ok")
+# the endpoint's fault, not the model's: the server is down or overloaded, and the same request may pass later (the
+# episode is the harness's failure, retried; the circuit breaker counts them)
+ENDPOINT_KINDS: frozenset[CallKind] = frozenset({"rate_limited", "server_error", "unreachable", "timeout"})
+# the model's (or its serving's) fault: the same request fails again, so an episode that ended on one is settled as
+# a failure and never retried; the model guard counts them
+MODEL_KINDS: frozenset[CallKind] = frozenset(k for k in FAILURES if k not in ENDPOINT_KINDS)
+
+# the shape of a reply that is not the action schema (the `unparseable` kind's detail)
+Shape = Literal["think", "fenced", "invalid_json", "wrong_schema", "prose"]
+
+LABELS: dict[str, str] = {
+    "ok": "answered",
+    "context_length": "context length exceeded",
+    "images_refused": "images refused (not a multimodal model)",
+    "model_not_found": "model not served (HTTP 404)",
+    "bad_request": "request refused (HTTP 4xx)",
+    "rate_limited": "rate limited (HTTP 429)",
+    "server_error": "server error (HTTP 5xx)",
+    "unreachable": "endpoint unreachable",
+    "timeout": "timed out",
+    "unparseable": "reply not the action schema",
+    "truncated": "reply cut at max tokens",
+    "empty": "empty reply",
+}
+# the plural a report counts them in ("context length 9, unparseable replies 3")
+COUNTED: dict[str, str] = {
+    "ok": "answered", "context_length": "context length", "images_refused": "images refused",
+    "model_not_found": "model not served", "bad_request": "requests refused", "rate_limited": "rate limited",
+    "server_error": "server errors", "unreachable": "unreachable", "timeout": "timeouts",
+    "unparseable": "unparseable replies", "truncated": "truncated replies", "empty": "empty replies",
+}
+_REMEDIES: dict[str, str] = {
+    "context_length": "the prompt outgrew the model's context: raise vLLM's --max-model-len (as far as the model "
+                      "allows), or send less per step (fewer --max-steps, --no-vision)",
+    "images_refused": "the served model takes no images: serve a vision model, or run with --no-vision",
+    "model_not_found": "the server does not serve this --model: compare it with GET /v1/models (vLLM's "
+                       "--served-model-name)",
+    "bad_request": "the server refuses the request as sent: read its message (the model's chat template, a "
+                   "parameter it does not take, the API key)",
+    "rate_limited": "the server is rate limiting: fewer --workers, or raise the server's limits",
+    "server_error": "the model server fails: see its log; the run retries these episodes",
+    "unreachable": "the model server does not answer: start it or fix --vllm; the run retries these episodes",
+    "timeout": "the model server is too slow: raise --llm-timeout, or give the server more capacity",
+    "unparseable": "the model does not follow the action schema (response_format): turn on guided decoding "
+                   "(structured outputs) on the server, or use a model that follows JSON schemas",
+    "truncated": "replies hit the max-tokens cap: raise --max-completion-tokens",
+    "empty": "the model answers nothing: see the server's log and the model's chat template",
+}
+_THINK_REMEDY = ("a reasoning model served without a reasoning parser: start vLLM with --reasoning-parser "
+                 "(qwen3, deepseek_r1, ...); om2w-tui splits <think> blocks off unless --no-mend-thinking")
+MESSAGE_CHARS = 240   # what is kept of a server's words: enough to name the problem, never a whole prompt
+
+
+def remedy(kind: str, message: str = "") -> str:
+    """What a user does about `kind` (the first message of it can refine it: a `<think>` prefix)."""
+    if kind == "unparseable" and message.startswith("think"):
+        return _THINK_REMEDY
+    return _REMEDIES.get(kind, "")
+
+
+def endpoint_kind(kind: str) -> bool:
+    return kind in ENDPOINT_KINDS
+
+
+def model_kind(kind: str) -> bool:
+    return kind in MODEL_KINDS
+
+
+# ── HTTP errors ──────────────────────────────────────────
+_CONTEXT = re.compile(
+    r"maximum context length|context length|context window|max_model_len|maximum model length|"
+    r"(prompt|input)( \(\d+ tokens\))? is too long|too many (input )?tokens|longer than the maximum|"
+    r"reduce the length of the (input )?messages", re.I)
+_CONTEXT_LIMIT = re.compile(r"(?:maximum context length is|maximum model length of|exceeds limit of|"
+                            r"max_model_len(?: is|=| of)?) ?(\d+)", re.I)
+_IMAGES = re.compile(
+    r"not a multimodal model|does not support (images?|vision|multi-?modal|image input)|image input is not "
+    r"supported|at most 0 image|images? (are|is) not supported|allowed values: \['text'\]|image_url is only "
+    r"supported|unknown part type:? ?'?image|only text (content|input)|text-only model", re.I)
+_MODEL_MISSING = re.compile(r"model .{0,80}(does not exist|not found|is not served)|no such model|unknown model",
+                            re.I)
+
+
+def server_message(body: Any) -> str:
+    """The server's own words in an error body: vLLM's `{"object": "error", "message": ...}`, OpenAI's (and newer
+    vLLM's) `{"error": {"message": ...}}`, FastAPI's `{"detail": ...}`, or the text itself."""
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            for key in ("message", "detail", "msg"):
+                if isinstance(words := inner.get(key), str) and words:
+                    return words
+        elif isinstance(inner, str) and inner:
+            return inner
+        if isinstance(body.get("detail"), str):
+            return str(body["detail"])
+        return json.dumps(body, default=str)[:MESSAGE_CHARS]
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    return str(body or "").strip()
+
+
+def classify_error(status: int | None, body: Any) -> tuple[CallKind, str]:
+    """The kind of an HTTP error answer (`status` None: no answer came) and the server's words, shortened. The words
+    decide where they are plain (a context-length error sent as a 500 is still one); the status otherwise."""
+    message = short(server_message(body))
+    if status == 429:
+        return "rate_limited", message
+    if _IMAGES.search(message):
+        return "images_refused", message
+    if _CONTEXT.search(message) and (status is None or status < 500 or "token" in message.lower()):
+        return "context_length", message
+    if status == 404 or (status is not None and 400 <= status < 500 and _MODEL_MISSING.search(message)):
+        return "model_not_found", message
+    if status is not None and 400 <= status < 500:
+        return "bad_request", message
+    if status is not None and status >= 500:
+        return "server_error", message
+    return "unreachable", message
+
+
+def context_limit(message: str) -> int | None:
+    """The model's context in tokens, where a context-length message says it."""
+    m = _CONTEXT_LIMIT.search(message)
+    return int(m.group(1)) if m else None
+
+
+SHAPES: dict[str, str] = {"think": "a <think> block", "fenced": "fenced JSON", "invalid_json": "invalid JSON",
+                          "wrong_schema": "JSON of another shape", "prose": "prose"}
+
+
+def describe(kind: str, message: str) -> str:
+    """`kind` as a record's error names it, with the server's words: `context length exceeded (32768 tokens): ...`,
+    `reply not the action schema (prose): I will click ...`."""
+    label = LABELS.get(kind, kind)
+    if kind == "context_length" and (limit := context_limit(message)):
+        label = f"{label} ({limit} tokens)"
+    shape, sep, rest = message.partition(": ")
+    if kind == "unparseable" and sep and shape in SHAPES:
+        label, message = f"{label} ({SHAPES[shape]})", rest
+    return f"{label}: {message}" if message else label
+
+
+def short(text: str, limit: int = MESSAGE_CHARS) -> str:
+    """One line of at most `limit` characters."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ── replies ──────────────────────────────────────────────
+_THINK_OPEN = re.compile(r"^\s*<think>", re.I)
+_THINK_CLOSE = re.compile(r"</think>", re.I)
+_FENCE = re.compile(r"^\s*```")
+
+
+def split_thinking(content: str) -> tuple[str, str] | None:
+    """(the thought, the rest) of a reply that starts with a `<think>...</think>` block (a reasoning model served
+    without a reasoning parser), or that holds only its end (a chat template that opened the block in the prompt,
+    as Qwen3's thinking models and DeepSeek-R1's do); None for a reply without one."""
+    close = _THINK_CLOSE.search(content)
+    if close is None:
+        return None
+    head, rest = content[: close.start()], content[close.end():]
+    opened = _THINK_OPEN.match(head)
+    if opened is None and "<think>" in head.lower():
+        return None   # a block that is not at the start: the reply is something else
+    thought = head[opened.end():] if opened else head
+    return thought.strip(), rest.strip()
+
+
+def reply_problem(content: str | None, finish_reason: str | None, structured: bool) -> tuple[CallKind, str] | None:
+    """What is wrong with a reply that came (HTTP 200), or None when it can be what was asked: for a structured call
+    (the agent's step, `response_format` set) a JSON object; otherwise any text. The message says what was seen."""
+    text = content or ""
+    if finish_reason == "length":
+        return "truncated", short(f"finish_reason length after {len(text)} characters: {text[-80:]}")
+    if not text.strip():
+        return "empty", f"finish_reason {finish_reason or 'none'}, no content"
+    if not structured:
+        return None
+    shape = reply_shape(text)
+    return None if shape is None else ("unparseable", short(f"{shape}: {text[:160]}"))
+
+
+def reply_shape(text: str) -> Shape | None:
+    """Why `text` is not a JSON object, or None when it is one."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    else:
+        if isinstance(value, dict):
+            return None
+        return "wrong_schema"
+    if _THINK_CLOSE.search(text) or _THINK_OPEN.match(text):
+        return "think"
+    if _FENCE.match(text):
+        return "fenced"
+    if text.lstrip()[:1] in ("{", "["):
+        return "invalid_json"
+    return "prose"
+
+
+# ── the counts an episode's outcome carries ───────────────
+@dataclass
+class ModelCalls:
+    """Every model call of one episode, by kind; the first message of each failure kind (short, no secrets: a
+    server's words, never the request); what was mended. `streak` is the run of failed agent steps at the end
+    (their last kind in `last_failure`): an episode not done whose last step call failed ended on its model."""
+
+    calls: int = 0
+    ok: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
+    first: dict[str, str] = field(default_factory=dict)
+    thinking_stripped: int = 0     # replies whose <think> block was split off (the thought kept)
+    reasoning_kept: int = 0        # replies whose reasoning_content was kept as the step's thought
+    latency_s: float = 0.0         # seconds spent waiting for replies, all calls
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    streak: int = 0                # failed agent-step calls since the last good one
+    last_failure: str | None = None
+
+    def add(self, kind: str, message: str = "", latency_s: float = 0.0, *, step: bool = True,
+            prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
+        """Count one call; `step`: it was the agent's step (not an extraction or a planner's side call)."""
+        self.calls += 1
+        self.latency_s += latency_s
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+        if kind == "ok":
+            self.ok += 1
+            if step:
+                self.streak, self.last_failure = 0, None
+            return
+        self.failures[kind] = self.failures.get(kind, 0) + 1
+        self.first.setdefault(kind, short(message))
+        if step:
+            self.streak += 1
+            self.last_failure = kind
+
+    @property
+    def failed(self) -> int:
+        return sum(self.failures.values())
+
+    def record(self) -> dict[str, Any]:
+        """What a results record keeps of the counts: calls by kind, the first words of each failure, what was
+        mended, and the time spent waiting (the running streak is the episode's business only)."""
+        out: dict[str, Any] = {"calls": self.calls, "ok": self.ok, "failures": dict(self.failures),
+                               "first": dict(self.first), "latency_s": round(self.latency_s, 3)}
+        if self.thinking_stripped:
+            out["thinking_stripped"] = self.thinking_stripped
+        if self.reasoning_kept:
+            out["reasoning_kept"] = self.reasoning_kept
+        return out
+
+    def ended_on(self) -> str | None:
+        """The failure kind the episode's last agent step ended on (None when that step's call answered)."""
+        return self.last_failure if self.streak else None
+
+    def summary(self) -> str:
+        """`12 calls: 9 answered, context length 3` for a log line."""
+        worst_first = sorted(self.failures.items(), key=lambda kv: -kv[1])
+        parts = [f"{self.ok} answered", *(f"{COUNTED.get(k, k)} {n}" for k, n in worst_first)]
+        mended = f"; {self.thinking_stripped} <think> blocks split off" if self.thinking_stripped else ""
+        return f"{self.calls} calls: {', '.join(parts)}{mended}"
