@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,17 @@ class InputError(ValueError):
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (_INF, -_INF):   # 1e999: no number a writer meant
+        raise ValueError(f"{text[:40]} is too large for a number")
+    return value
+
+
+_INF = float("inf")
+_EXPONENT = re.compile(r"[eE][+-]?[0-9]{3}")
 
 
 def _size(n: int) -> str:
@@ -108,13 +120,14 @@ def decode(data: bytes | str, where: str, *, line: int | None = None, max_depth:
         where = f"{where}:{line}"
     text = text_of(data, where)
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        # a float can only overflow with an exponent of 3 digits: the (slower) check only where one is
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite if _EXPONENT.search(text) else None)
     except json.JSONDecodeError as e:
         at = f"{e.colno}" if line is not None else f"{e.lineno}:{e.colno}"
         raise InputError(f"{where}:{at}: invalid JSON: {e.msg}", e.msg) from None
     except RecursionError:
         raise InputError(f"{where}: nested deeper than JSON is read here ({max_depth} levels)") from None
-    except ValueError as e:   # a number of thousands of digits, NaN or Infinity
+    except ValueError as e:   # a number of thousands of digits, NaN, Infinity or 1e999
         raise InputError(f"{where}: not usable JSON ({str(e).split('; ')[0][:120]})") from None
     # a cheap bound first: a value cannot nest deeper than it has brackets
     if text.count("[") + text.count("{") > max_depth and _depth(value) > max_depth:

@@ -142,8 +142,10 @@ class EndpointURL:
         return EndpointURL(self._url.rstrip(chars))
 
     def join(self, path: str) -> EndpointURL:
-        """`<url>/<path>`, still redacted where shown."""
-        return EndpointURL(self._url.rstrip("/") + "/" + path.lstrip("/"))
+        """`<url>/<path>` (before a query the base URL carries, as `?api-version=`), still redacted where shown."""
+        parts = urlsplit(self._url)
+        joined = parts.path.rstrip("/") + "/" + path.lstrip("/")
+        return EndpointURL(urlunsplit((parts.scheme, parts.netloc, joined, parts.query, parts.fragment)))
 
     def __str__(self) -> str:
         return self.shown

@@ -1,8 +1,15 @@
-"""The API key is read from the environment and never written: not to run.json, results, histories, rows, logs."""
+"""Secrets are never written nor shown: the API key (read from the environment) and an endpoint URL's credentials
+are in no file a run, doctor, a judge or a console launch writes (run.json, results, histories, rows, logs, the
+judge's output, the launch form's memory), nor in anything they print."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
+
+from om2w_tui.offline import OfflineSuite, OracleServer
 
 from .helpers import cli, records
 
@@ -23,3 +30,43 @@ def test_the_api_key_is_nowhere_on_disk_or_in_the_output(tmp_path):
     leaks = [str(p) for p in files if SECRET.encode() in p.read_bytes()]
     assert leaks == []
     assert "OM2W_TEST_KEY" in (out / "run.json").read_text()       # the variable's name is recorded, not its value
+
+
+PLANTED_PW = "pw-planted-never-written-7b31"
+PLANTED_KEY = "sk-planted-never-written-0c9e"
+
+
+def _leaks(root: Path, *outputs: str) -> list[str]:
+    """Every file under `root`, and every output given, that holds a planted secret."""
+    planted = (PLANTED_PW.encode(), PLANTED_KEY.encode())
+    found = [str(p) for p in root.rglob("*") if p.is_file() and any(s in p.read_bytes() for s in planted)]
+    return found + [f"output {i}" for i, text in enumerate(outputs) if any(s.decode() in text for s in planted)]
+
+
+def test_a_planted_secret_is_in_no_file_a_run_or_a_judge_writes_nor_in_anything_they_print(tmp_path):
+    """The endpoint's URL carries a password (`http://user:PW@host/v1`) and the key is in the variable named by
+    --api-key-env: the run, doctor and judge use both (the oracle answers), and neither is in any file written under
+    the out folder or the config home, nor in anything printed."""
+    home = tmp_path / "home"
+    env = {"OM2W_TEST_KEY": PLANTED_KEY, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    with OfflineSuite() as suite, OracleServer(suite.tasks()) as oracle:
+        picked = [t for t in suite.tasks() if t["task_id"] == "offline_booking_rates_11"]
+        tasks = tmp_path / "tasks.json"
+        tasks.write_text(json.dumps(picked))
+        url = oracle.url.replace("http://", f"http://user:{PLANTED_PW}@")
+        out = tmp_path / "run"
+        flags = ["--tasks", str(tasks), "--model", "oracle", "--vllm", url, "--api-key-env", "OM2W_TEST_KEY",
+                 "--record-rows", "--out", str(out)]
+        doctor = cli("doctor", *flags, env=env)
+        assert doctor.returncode == 0, doctor.stdout[-3000:]
+        run = cli("run", "--no-ui", *flags, env=env)
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert records(out)[0]["correct"]
+        judge = cli("judge", str(out), "--judge-model", "oracle-judge", "--judge-url", url, "--api-key-env",
+                    "OM2W_TEST_KEY", "--backoff", "0", env=env)
+        assert judge.returncode == 0, judge.stderr[-3000:]
+    assert oracle.calls > 0
+    written = {p.name for p in out.rglob("*") if p.is_file()}
+    assert {"run.json", "results.jsonl", "rows.jsonl"} <= written and any("auto_eval_results" in n for n in written)
+    assert "***@127.0.0.1" in (out / "run.json").read_text()   # the URL is recorded, redacted
+    assert _leaks(tmp_path, doctor.stdout, doctor.stderr, run.stdout, run.stderr, judge.stdout, judge.stderr) == []

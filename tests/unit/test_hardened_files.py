@@ -10,6 +10,8 @@ exit 2, the message on stderr, nothing written in the working folder)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import json
 import os
 import resource
@@ -18,6 +20,7 @@ import stat
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -245,13 +248,12 @@ def test_7_a_deep_line_in_the_results_or_a_deep_result_json_is_read_past(tmp_pat
 
 
 async def test_7_a_deep_line_on_the_control_socket_gets_a_reply(tmp_path):
-    from om2w_tui.engine.control_socket import SOCKET_NAME, ControlServer, connect
-    from om2w_tui.engine.runlock import RunLock
+    from om2w_tui.engine.control_socket import SOCKET_NAME, ControlServer
     from tests.unit.test_control_socket import FakeRun
 
-    with RunLock(tmp_path, info={"socket": SOCKET_NAME}):
+    with held_lock(tmp_path, SOCKET_NAME):
         async with ControlServer(tmp_path).serving(FakeRun()):
-            reader, writer = await connect(tmp_path)
+            reader, writer = await asyncio.open_unix_connection(str(tmp_path / SOCKET_NAME))
             for line in (b"[" * 5000, b"\xff\xfe{}", b'{"cmd": "workers", "n": ' + b"9" * 5000 + b"}"):
                 writer.write(line + b"\n")
                 await writer.drain()
@@ -299,6 +301,18 @@ def test_8_a_port_out_of_range_or_no_host_in_the_endpoint_is_refused(work):
 
 
 # ── 9b: ctl and attach talk only to the run's own socket ─────────────────────────────────────────────────────
+@contextlib.contextmanager
+def held_lock(out: Path, socket_name: str) -> Iterator[None]:
+    """`<out>/.om2w-run.lock` held as a run holds it (flock, exclusive), naming this process and its socket."""
+    fd = os.open(out / ".om2w-run.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "socket": socket_name}).encode())
+        yield
+    finally:
+        os.close(fd)
+
+
 class RogueServer:
     """A process that is no run, answering every line on a socket it left in a folder."""
 
@@ -340,11 +354,9 @@ def test_9b_a_socket_no_run_s_lock_names_is_never_talked_to(tmp_path, capsys, co
 
 
 def test_9b_a_socket_beside_the_run_s_that_its_lock_does_not_name_is_ignored(tmp_path, capsys):
-    from om2w_tui.engine.runlock import RunLock
-
     rogue = RogueServer(tmp_path / ".om2w-control.evil.sock")
     try:
-        with RunLock(tmp_path, info={"socket": ".om2w-control.sock"}):
+        with held_lock(tmp_path, ".om2w-control.sock"):
             assert main(["ctl", str(tmp_path), "stop", "--socket", ".om2w-control.evil.sock"]) == 2
     finally:
         rogue.close()
@@ -354,7 +366,6 @@ def test_9b_a_socket_beside_the_run_s_that_its_lock_does_not_name_is_ignored(tmp
 def test_9b_the_named_socket_must_be_served_by_the_lock_s_holder(tmp_path, capsys):
     """Another process listening at the very name the run's lock says (its socket replaced): refused by its pid."""
     from om2w_tui.engine.control_socket import SOCKET_NAME
-    from om2w_tui.engine.runlock import RunLock
 
     script = (f"import socket,sys,time\ns=socket.socket(socket.AF_UNIX)\ns.bind({str(tmp_path / SOCKET_NAME)!r})\n"
               f"s.listen(4)\nprint('ready',flush=True)\nc,_=s.accept()\nc.sendall(b'{{\"ok\": true}}\\n')\n"
@@ -362,7 +373,7 @@ def test_9b_the_named_socket_must_be_served_by_the_lock_s_holder(tmp_path, capsy
     stranger = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         assert stranger.stdout is not None and stranger.stdout.readline().strip() == "ready"
-        with RunLock(tmp_path, info={"socket": SOCKET_NAME}):
+        with held_lock(tmp_path, SOCKET_NAME):
             assert main(["ctl", str(tmp_path), "status"]) == 2
     finally:
         stranger.kill()

@@ -1,0 +1,171 @@
+"""Hypothesis searches the inputs a run reads (issue 22): task files, flags and control-socket lines. Whatever it
+finds, the answer is exit 0 or 2 with nothing written (doctor), a task that can run or a TaskFileError (the loader),
+a value the setting's own check accepts or a message naming the flag (the flags), and a reply on the socket with
+only well-formed commands reaching the run (the control socket). Never a traceback."""
+
+from __future__ import annotations
+
+import json
+import string
+import tempfile
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from om2w_tui.benchmarks.tasks import TaskFileError, load_tasks
+from om2w_tui.cli.main import main
+from om2w_tui.engine.control_socket import COMMANDS, ControlServer
+from om2w_tui.engine.settings import MAX_WORKERS, SETTINGS, Choice, Endpoint, Number, PathKind, Switch, Whole
+from om2w_tui.episode.instruction import MAX_STEPS, step_budget
+from om2w_tui.secret import check_http_url
+from tests.stand_ins import STAND_IN_CHROMIUM
+from tests.unit.test_control_socket import FakeRun
+
+FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+# ── task files ───────────────────────────────────────────────────────────────────────────────────────────────────
+json_leaf = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20)
+json_value = st.recursive(json_leaf, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+    st.text(max_size=8), inner, max_size=3), max_leaves=12)
+odd_text = st.text(max_size=30) | st.sampled_from(["abc\n", " a", "a ", ".hidden", "results.jsonl", "run.json",
+                                                   "\ud800", "a\x00b", "a/b", "..", "é"])
+websites = st.sampled_from(["https://a.com/", "http://[abc/x", "http://a.com:99999/", "http://:80/", "ftp://a.com",
+                            "https://a.com/\udfff", "http://a.com:0/", "https://xn--e1afmkfd.xn--p1ai/",
+                            "http://[::1]:8080/", "https://a.com:443/x?q=1"]) | st.text(max_size=30)
+rows = st.fixed_dictionaries(
+    {"task_id": odd_text, "confirmed_task": odd_text, "website": websites},
+    optional={"level": json_value, "max_steps": st.integers(-5, 10 ** 12) | json_value,
+              "reference_answer": json_value, "extra": json_value})
+
+
+def _task_file_text(draw_rows: list[dict], shape: str, cut: int) -> str:
+    if shape == "jsonl":
+        text = "\n".join(json.dumps(r) for r in draw_rows)
+    elif shape == "wrapped":
+        text = json.dumps({"tasks": draw_rows})
+    else:
+        text = json.dumps(draw_rows)
+    return text[:cut] if cut else text
+
+
+@FUZZ
+@given(st.lists(rows, max_size=4), st.sampled_from(["json", "jsonl", "wrapped"]), st.integers(0, 400),
+       st.sampled_from(["", "[" * 3000, "\ufeff", "{" * 70]))
+def test_a_task_file_loads_into_tasks_that_can_run_or_is_refused_by_name(draw, shape, cut, prefix):
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / f"tasks.{'jsonl' if shape == 'jsonl' else 'json'}"
+        path.write_text(prefix + _task_file_text(draw, shape, cut), encoding="utf-8", errors="surrogateescape")
+        try:
+            tasks = load_tasks(path)
+        except TaskFileError as e:
+            assert str(path) in str(e)
+            return
+    for t in tasks:   # what was loaded can be run: a folder name, a URL a browser opens, text a pipe carries
+        assert check_http_url(t.website) == "" and t.site
+        assert t.task_id.strip() == t.task_id and "\n" not in t.task_id and "/" not in t.task_id
+        json.dumps(t.to_dict(), ensure_ascii=False).encode("utf-8")
+        assert 1 <= step_budget(t.raw, 30) <= MAX_STEPS
+
+
+@FUZZ
+@given(st.lists(rows, min_size=1, max_size=3), st.integers(0, 300))
+def test_doctor_on_any_task_file_exits_0_or_2_and_writes_nothing(capsys, draw, cut):
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "tasks.json"
+        path.write_text(_task_file_text(draw, "json", cut), encoding="utf-8", errors="surrogateescape")
+        code = main(["doctor", "--bench", "webvoyager", "--tasks", str(path), "--model", "oracle", "--chromium",
+                     STAND_IN_CHROMIUM, "--out", str(Path(d) / "out")])
+        assert code in (0, 2)
+        assert sorted(p.name for p in Path(d).iterdir()) == ["tasks.json"]
+    capsys.readouterr()
+
+
+# ── flags ────────────────────────────────────────────────────────────────────────────────────────────────────────
+VALUE_FLAGS = [s for s in SETTINGS if not isinstance(s.kind, Switch | PathKind)]
+flag_text = (st.text(max_size=25) | st.sampled_from(["nan", "-inf", "1e999", "1_000", "0x10", "\u0663", "+7", " 3 ",
+                                                       "1e-400", "-0", "0.0", "512", "513", "9" * 30, "2.5"])
+             | st.integers(-10 ** 6, 10 ** 6).map(str) | st.floats(allow_nan=True).map(repr))
+
+
+@FUZZ
+@given(st.sampled_from(VALUE_FLAGS), flag_text)
+def test_a_flag_takes_a_value_its_setting_accepts_or_names_itself(setting, text):
+    try:
+        value = setting.parse(text)
+    except ValueError as e:
+        assert str(e)   # the caller prefixes the flag (cli/argtypes.py)
+        return
+    assert setting.check(value) == "", (setting.flag, text, value)
+    if isinstance(setting.kind, Whole | Number):
+        assert setting.kind.low <= value <= setting.kind.high
+
+
+DOCTOR_FLAGS = [s for s in VALUE_FLAGS if not isinstance(s.kind, Endpoint) and s.key not in (
+    "model", "executor", "ray_address", "arm", "bench")]   # those reach a model server or a Ray cluster
+
+
+@FUZZ
+@given(st.sampled_from(DOCTOR_FLAGS), flag_text)
+def test_doctor_with_any_flag_value_exits_0_or_2_and_writes_nothing(capsys, setting, text):
+    with tempfile.TemporaryDirectory() as d:
+        try:
+            code = main(["doctor", "--bench", "offline", "--model", "oracle", "--chromium", STAND_IN_CHROMIUM,
+                         "--out", str(Path(d) / "out"), f"{setting.flag}={text}"])
+        except SystemExit as e:   # argparse: a value its parser refused, said on stderr naming the flag
+            code = e.code
+            assert setting.flag in capsys.readouterr().err
+        assert code in (0, 2)
+        assert list(Path(d).iterdir()) == []
+    capsys.readouterr()
+
+
+@FUZZ
+@given(st.text(alphabet=string.printable + "é\udfff", max_size=60))
+def test_an_endpoint_flag_is_a_url_a_client_can_open_or_refused(text):
+    kind = next(s.kind for s in SETTINGS if isinstance(s.kind, Endpoint))
+    try:
+        url = kind.parse("http://user:pw-fuzz@" + text)
+    except ValueError as e:
+        assert "pw-fuzz" not in str(e)
+        return
+    if url is not None:
+        assert check_http_url(url.for_client()) == "" and "pw-fuzz" not in str(url) + repr(url)
+
+
+# ── control-socket lines ─────────────────────────────────────────────────────────────────────────────────────────
+command = st.fixed_dictionaries({"cmd": st.sampled_from(COMMANDS) | st.text(max_size=8)},
+                                optional={"n": json_value, "task": json_value, "slot": json_value,
+                                          "force": json_value, "reason": json_value, "id": json_value})
+socket_line = (st.binary(max_size=80) | command.map(lambda c: json.dumps(c).encode())
+               | st.integers(1, 6000).map(lambda n: b"[" * n) | json_value.map(lambda v: json.dumps(v).encode()))
+
+
+@FUZZ
+@given(socket_line)
+def test_every_socket_line_gets_a_clean_reply_and_only_good_commands_reach_the_run(line):
+    run = FakeRun()
+    server = ControlServer(Path(tempfile.gettempdir()))
+    server._control = run
+    reply = server._answer(line, SimpleNamespace(subscribed=False))
+    assert isinstance(reply.get("ok"), bool) and (reply["ok"] or reply.get("error"))
+    json.dumps(reply, default=str)   # it can be sent
+    for call in run.calls:
+        if call[0] == "set_workers":
+            assert isinstance(call[1], int) and 1 <= call[1] <= MAX_WORKERS
+        if call[0] in ("kill", "pause_episode"):
+            assert call[1] == 0   # the one running slot of the stand-in run
+
+
+def test_the_settings_cover_every_kind_the_fuzz_reaches():
+    kinds = {type(s.kind) for s in VALUE_FLAGS}
+    assert {Whole, Number, Choice, Endpoint} <= kinds
+
+
+@pytest.mark.parametrize("bad", [b"[" * 100_000, b"\x00" * 10, b'{"cmd": "workers", "n": 1e999}'])
+def test_known_hard_lines_are_answered(bad):
+    server = ControlServer(Path(tempfile.gettempdir()))
+    server._control = FakeRun()
+    assert server._answer(bad, SimpleNamespace(subscribed=False))["ok"] is False
