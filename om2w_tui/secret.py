@@ -66,6 +66,16 @@ def redact_url(url: str | None) -> str | None:
         return MASK
 
 
+_URL_IN_TEXT = re.compile(r"\bhttps?://[^\s'\"<>]+", re.I)
+
+
+def redact_text(text: str) -> str:
+    """Free text (an error message, a log line) with every http(s) URL in it redacted."""
+    if "://" not in text:
+        return text
+    return _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)) or "", text)
+
+
 def redact_argv(argv: list[str]) -> list[str]:
     """A command line as recorded: every URL in it (`--vllm URL`, `--vllm=URL`) redacted."""
     out = []

@@ -3,6 +3,6 @@ redaction of URLs and command lines live there, below the engine and the episode
 
 from __future__ import annotations
 
-from om2w_tui.secret import MASK, EndpointURL, redact_argv, redact_url
+from om2w_tui.secret import MASK, EndpointURL, redact_argv, redact_text, redact_url
 
-__all__ = ["MASK", "EndpointURL", "redact_argv", "redact_url"]
+__all__ = ["MASK", "EndpointURL", "redact_argv", "redact_text", "redact_url"]

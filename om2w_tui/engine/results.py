@@ -20,6 +20,7 @@ from om2w_tui.files import open_own
 from om2w_tui.json_input import InputError, decode, read_bytes
 from om2w_tui.protocol.worker import HARNESS_FAULTS as HARNESS_FAULTS  # re-exported: the readers of records
 from om2w_tui.protocol.worker import STATUSES as STATUSES
+from om2w_tui.secret import redact_text
 
 log = logging.getLogger(__name__)
 
@@ -253,4 +254,6 @@ def record_line(record: EpisodeRecord | dict[str, Any]) -> bytes:
     """A record as one UTF-8 JSON line. Model output is arbitrary text: a lone surrogate in it is written as its
     JSON escape (backslashreplace gives exactly `\\udXXX`, valid only inside a JSON string, where it is)."""
     obj = record.to_json() if isinstance(record, EpisodeRecord) else record
+    if isinstance(obj.get("error"), str):   # an error may quote the endpoint's URL: never its credentials
+        obj = {**obj, "error": redact_text(obj["error"])}
     return (json.dumps(obj, ensure_ascii=False, default=str) + "\n").encode("utf-8", "backslashreplace")

@@ -259,3 +259,20 @@ async def test_a_remote_run_sends_commands_at_once_and_a_refusal_comes_back_as_a
         server.handle(RunFinished())
     await asyncio.wait_for(follow, 5)                                   # the run's end closes the connection
     assert remote.finished and isinstance(sink.events[-1], RunFinished)
+
+
+async def test_shards_sharing_a_folder_are_each_reached_by_the_socket_their_lock_names(tmp_path):
+    """Two shards of a run in one folder, and a range of two shards: each holds its locks naming its socket; a
+    client without --socket is told to choose, and with it reaches that shard (a lock of a range names it twice)."""
+    from om2w_tui.engine.sharding import lock_label, run_lock
+
+    specs = ["0/4", "1:3/4"]
+    names = [socket_name(lock_label(s)) for s in specs]
+    with run_lock(tmp_path, specs[0], {"socket": names[0]}), run_lock(tmp_path, specs[1], {"socket": names[1]}):
+        async with ControlServer(tmp_path, lock_label(specs[0])).serving(FakeRun()), \
+                ControlServer(tmp_path, lock_label(specs[1])).serving(FakeRun()):
+            with pytest.raises(NoRunListening, match="several runs listen there"):
+                await asyncio.to_thread(request, tmp_path, {"cmd": "status"})
+            for name in names:
+                reply = await asyncio.to_thread(request, tmp_path, {"cmd": "status"}, name)
+                assert reply["ok"] and reply["run"]["pid"] == os.getpid()
