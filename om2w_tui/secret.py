@@ -8,12 +8,17 @@ connection calls (the HTTP client: the endpoint check and probe, the worker's mo
 `without_credentials()` is the form that may be remembered (the launch form's last values): it still reaches the
 host, and the credentials are asked again.
 
+`bare_environment` is the environment of a helper process that needs no secret (the preflight's headless
+Chromium, a `chromium --version`): what a program needs to run, and nothing else, so no API key or token in the
+caller's environment reaches a browser's `/proc/<pid>/environ`.
+
 This module sits below the engine and the episode packages (both import it: the worker opens the URL too) and
 imports nothing of the package."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 MASK = "***"
@@ -87,6 +92,16 @@ def redact_argv(argv: list[str]) -> list[str]:
             value = redact_url(value) or value
         out.append(flag + eq + value)
     return out
+
+
+# what a program (a browser started to answer a question) needs of its caller's environment
+_BARE = re.compile(r"PATH|HOME|USER|LOGNAME|LANG|LANGUAGE|LC_[A-Z]+|TZ|TMPDIR|DISPLAY|WAYLAND_DISPLAY|"
+                   r"XDG_RUNTIME_DIR|FONTCONFIG_[A-Z]+|LD_LIBRARY_PATH")
+
+
+def bare_environment(base: Mapping[str, str]) -> dict[str, str]:
+    """`base` with only the variables a helper process needs to run (no key, no token, whatever their names)."""
+    return {k: v for k, v in base.items() if _BARE.fullmatch(k)}
 
 
 class URLError(ValueError):

@@ -1,7 +1,8 @@
 """Whether a Chromium starts, asked before a run: an executable that is no browser (`--chromium /bin/false`), or a
 browser that cannot start here (a missing library, no sandbox), would otherwise pass the preflight and then fail
 every episode as the harness's fault, retried for minutes. The browser is started headless, as a worker starts it,
-on a blank page in a throwaway profile, and must print that page; what it said on failure is shown.
+on a blank page in a throwaway profile, and must print that page; what it said on failure is shown. It starts with
+a bare environment (`secret.bare_environment`): no key of the caller's reaches it.
 
 The answer is kept per executable (its path, size and modification time) for the life of the process: the launch
 form checks as you type, and a browser that started once need not start again for each check."""
@@ -13,6 +14,8 @@ import os
 import signal
 import subprocess
 import tempfile
+
+from om2w_tui.secret import bare_environment
 
 START_TIMEOUT_S = 60.0
 _known: dict[tuple[str, int, int], str] = {}
@@ -37,7 +40,7 @@ def _run(path: str, timeout: float) -> tuple[int | None, bytes, bytes]:
     """(exit code or None on timeout, stdout, stderr) of a headless start; the whole process group ended."""
     with tempfile.TemporaryDirectory(prefix="om2w-chromium-check-") as profile:
         proc = subprocess.Popen(_argv(path, profile), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
+                                stderr=subprocess.PIPE, start_new_session=True, env=bare_environment(os.environ))
         try:
             out, err = proc.communicate(timeout=timeout)
             return proc.returncode, out, err

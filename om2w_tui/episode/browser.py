@@ -14,6 +14,8 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from om2w_tui.secret import bare_environment
+
 if TYPE_CHECKING:   # browser-use ships its types; importing it at run time costs seconds, so only a worker does
     from browser_use import BrowserSession
     from cdp_use.cdp.browser.types import PermissionType
@@ -122,7 +124,8 @@ def desktop_user_agent(executable: str) -> str:
     """The user agent a desktop Chrome of the same version sends: headless Chromium says `HeadlessChrome`, which
     bot walls look for first, and a version unlike the browser's own (its client hints) is a tell too."""
     try:
-        out = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=20).stdout
+        out = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=20,
+                             env=bare_environment(os.environ)).stdout   # no key of the caller's reaches a browser
     except (OSError, subprocess.SubprocessError):
         out = ""
     m = re.search(r"(\d+)\.\d+\.\d+", out)

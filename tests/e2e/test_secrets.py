@@ -4,14 +4,20 @@ judge's output, the launch form's memory), nor in anything they print."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
+import psutil
 import pytest
 
 from om2w_tui.offline import OfflineSuite, OracleServer
 
-from .helpers import cli, records
+from .helpers import REPO, cli, records
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 SECRET = "sk-test-om2w-never-written-4f1c9a"
@@ -36,6 +42,35 @@ PLANTED_PW = "pw-planted-never-written-7b31"
 PLANTED_KEY = "sk-planted-never-written-0c9e"
 
 
+def run_watching_environments(args: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str],
+                                                                              dict[str, str]]:
+    """Run the command line, reading the environment of every process it starts while it runs; -> its result and
+    {"<pid> <name>": environment}."""
+    proc = subprocess.Popen([sys.executable, "-m", "om2w_tui", *args], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, **env})
+    seen: dict[str, str] = {}
+    done = threading.Event()
+
+    def watch() -> None:
+        parent = psutil.Process(proc.pid)
+        while not done.is_set():
+            with contextlib.suppress(psutil.Error):
+                for child in parent.children(recursive=True):
+                    with contextlib.suppress(psutil.Error, OSError):
+                        raw = Path(f"/proc/{child.pid}/environ").read_bytes().decode("utf-8", "replace")
+                        seen[f"{child.pid} {' '.join(child.cmdline())[:160]}"] = raw
+            done.wait(0.2)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        out, err = proc.communicate(timeout=600)
+    finally:
+        done.set()
+        watcher.join()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), seen
+
+
 def _leaks(root: Path, *outputs: str) -> list[str]:
     """Every file under `root`, and every output given, that holds a planted secret."""
     planted = (PLANTED_PW.encode(), PLANTED_KEY.encode())
@@ -46,27 +81,33 @@ def _leaks(root: Path, *outputs: str) -> list[str]:
 def test_a_planted_secret_is_in_no_file_a_run_or_a_judge_writes_nor_in_anything_they_print(tmp_path):
     """The endpoint's URL carries a password (`http://user:PW@host/v1`) and the key is in the variable named by
     --api-key-env: the run, doctor and judge use both (the oracle answers), and neither is in any file written under
-    the out folder or the config home, nor in anything printed."""
+    the out folder or the config home, nor in anything printed, nor in the environment of any process the run
+    starts (the key reaches the worker in its spec only, never Chromium's environment)."""
     home = tmp_path / "home"
-    env = {"OM2W_TEST_KEY": PLANTED_KEY, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    # a variable name of the user's own (the workers' allow-list passes OM2W_* variables: the harness's own)
+    env = {"PLANTED_API_KEY": PLANTED_KEY, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
     with OfflineSuite() as suite, OracleServer(suite.tasks()) as oracle:
         picked = [t for t in suite.tasks() if t["task_id"] == "offline_booking_rates_11"]
         tasks = tmp_path / "tasks.json"
         tasks.write_text(json.dumps(picked))
         url = oracle.url.replace("http://", f"http://user:{PLANTED_PW}@")
         out = tmp_path / "run"
-        flags = ["--tasks", str(tasks), "--model", "oracle", "--vllm", url, "--api-key-env", "OM2W_TEST_KEY",
+        flags = ["--tasks", str(tasks), "--model", "oracle", "--vllm", url, "--api-key-env", "PLANTED_API_KEY",
                  "--record-rows", "--out", str(out)]
         doctor = cli("doctor", *flags, env=env)
         assert doctor.returncode == 0, doctor.stdout[-3000:]
-        run = cli("run", "--no-ui", *flags, env=env)
+        run, environs = run_watching_environments(["run", "--no-ui", *flags], env)
         assert run.returncode == 0, run.stderr[-3000:]
+        assert len(environs) >= 2   # a worker and its Chromium at least were seen while they ran
         assert records(out)[0]["correct"]
         judge = cli("judge", str(out), "--judge-model", "oracle-judge", "--judge-url", url, "--api-key-env",
-                    "OM2W_TEST_KEY", "--backoff", "0", env=env)
+                    "PLANTED_API_KEY", "--backoff", "0", env=env)
         assert judge.returncode == 0, judge.stderr[-3000:]
     assert oracle.calls > 0
     written = {p.name for p in out.rglob("*") if p.is_file()}
     assert {"run.json", "results.jsonl", "rows.jsonl"} <= written and any("auto_eval_results" in n for n in written)
     assert "***@127.0.0.1" in (out / "run.json").read_text()   # the URL is recorded, redacted
     assert _leaks(tmp_path, doctor.stdout, doctor.stderr, run.stdout, run.stderr, judge.stdout, judge.stderr) == []
+    # nor in the environment of any process the run started (its workers, their Chromium and its helpers)
+    leaked = [name for name, environ in environs.items() if PLANTED_KEY in environ or PLANTED_PW in environ]
+    assert leaked == []
