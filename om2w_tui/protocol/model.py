@@ -63,6 +63,12 @@ COUNTED: dict[str, str] = {
     "server_error": "server errors", "unreachable": "unreachable", "timeout": "timeouts",
     "unparseable": "unparseable replies", "truncated": "truncated replies", "empty": "empty replies",
 }
+# a word each, where a table cell has room for one (a slot whose last call failed: `running !context`)
+SHORT: dict[str, str] = {
+    "ok": "ok", "context_length": "context", "images_refused": "images", "model_not_found": "404",
+    "bad_request": "4xx", "rate_limited": "429", "server_error": "5xx", "unreachable": "down", "timeout": "timeout",
+    "unparseable": "parse", "truncated": "cut", "empty": "empty",
+}
 _REMEDIES: dict[str, str] = {
     "context_length": "the prompt outgrew the model's context: raise vLLM's --max-model-len (as far as the model "
                       "allows), or send less per step (fewer --max-steps, --no-vision)",
