@@ -257,6 +257,7 @@ class ModelCalls:
     latency_s: float = 0.0         # seconds spent waiting for replies, all calls
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    step_calls: int = 0            # calls that were the agent's step (not an extraction or a side call)
     streak: int = 0                # failed agent-step calls since the last good one
     last_failure: str | None = None
 
@@ -267,6 +268,7 @@ class ModelCalls:
         self.latency_s += latency_s
         self.prompt_tokens += prompt_tokens
         self.completion_tokens += completion_tokens
+        self.step_calls += step
         if kind == "ok":
             self.ok += 1
             if step:
@@ -293,9 +295,15 @@ class ModelCalls:
             out["reasoning_kept"] = self.reasoning_kept
         return out
 
-    def ended_on(self) -> str | None:
-        """The failure kind the episode's last agent step ended on (None when that step's call answered)."""
-        return self.last_failure if self.streak else None
+    def ended_on(self, give_up_after: int) -> str | None:
+        """The failure kind an episode that stopped short of done ended on, or None. The endpoint's when its last
+        step's call failed through the endpoint (down, overloaded: the attempt is tainted, and retried); the
+        model's when the agent gave up on failing calls (`give_up_after` in a row, browser-use's limit) or got no
+        valid reply at all. One bad reply at the end of a spent budget is the budget's end, not the model's."""
+        kind = self.last_failure if self.streak else None
+        if kind is None or endpoint_kind(kind):
+            return kind
+        return kind if self.streak >= give_up_after or self.streak == self.step_calls else None
 
     def summary(self) -> str:
         """`12 calls: 9 answered, context length 3` for a log line."""
