@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -179,6 +180,11 @@ def reply_verdict(outcome: dict[str, Any], spec: ProbeSpec) -> Check:
                                f"{short(str(outcome.get('error', '')))})")
     if outcome.get("status") != 200:
         kind, message = _refusal(outcome)
+        if kind == "bad_request" and _SCHEMA_REFUSED.search(message):
+            return what, WARNING, (f"the server refuses the action schema (response_format): {message} → serve "
+                                   f"with another structured-outputs backend (vLLM: "
+                                   f"--structured-outputs-config.backend guidance; older: --guided-decoding-backend "
+                                   f"guidance)")
         return what, WARNING, f"the first step was refused: {describe(kind, message)} → {remedy(kind, message)}"
     content, finish = outcome.get("content"), outcome.get("finish_reason")
     action = outcome.get("action") or {}
@@ -203,6 +209,9 @@ def reply_verdict(outcome: dict[str, Any], spec: ProbeSpec) -> Check:
     return what, True, detail
 
 
+# vLLM's refusals of a response_format's schema (v1/structured_output/backend_xgrammar.py and its siblings)
+_SCHEMA_REFUSED = re.compile(r"JSON schema contains features not supported|transform json schema into|"
+                             r"Grammar error|structured output|guided decoding|response_format", re.I)
 _WORDS = {   # what is wrong with a reply, as a preflight row says it
     "think": "the reply opens with a <think> block before its JSON",
     "prose": "the reply is prose, not the action schema",

@@ -102,8 +102,9 @@ def _base_mode(model: str) -> Mode | None:
         return Mode("oracle-slow", float(match["seconds"]))
     if match := _WITH_NUMBER.fullmatch(model):
         n = int(match["n"])
-        return Mode(match["name"], limit=n or None) if match["name"] == "oracle-context" else Mode(match["name"],
-                                                                                                    refusals=n)
+        if match["name"] == "oracle-context":
+            return Mode("oracle-context", limit=n or None)
+        return Mode("oracle-429", refusals=n)
     if model in MODES:
         return Mode(model)
     return None
@@ -329,7 +330,6 @@ def vllm_answer(tasks: list[dict[str, Any]], mode: Mode, model: str, body: dict[
     answer = agent_reply(tasks, request)
     thought = decision.thinking
     reasoning = None
-    finish = "stop"
     if mode.name == "oracle-think":
         content = f"<think>\n{thought}\n</think>\n\n{answer}"
     elif mode.name == "oracle-think-open":
@@ -348,8 +348,8 @@ def vllm_answer(tasks: list[dict[str, Any]], mode: Mode, model: str, body: dict[
     else:   # oracle-context (a step that fits), oracle-text-only without an image, oracle-429 let through
         content = answer
     field = "reasoning_content" if mode.name == "oracle-reasoning" else "reasoning"
-    return 200, vllm.completion(model, content, prompt, vllm.text_tokens(content), finish_reason=finish,
-                                reasoning=reasoning, reasoning_field=field)
+    return 200, vllm.completion(model, content, prompt, vllm.text_tokens(content), reasoning=reasoning,
+                                reasoning_field=field)
 
 
 def context_refusal(mode: Mode, request: AgentRequest, prompt: int,

@@ -146,6 +146,16 @@ def test_refusals_and_silences_are_named(outcome, said, remedy):
     assert remedy in detail
 
 
+@pytest.mark.parametrize("words", [
+    "The provided JSON schema contains features not supported by xgrammar.",
+    "Failed to transform json schema into a grammar: unsupported keyword",
+])
+def test_a_schema_the_server_will_not_decode_by(words):
+    state, detail = rows(refused(400, vllm.error_body("nested", words, "BadRequestError", 400)))["model reply"]
+    assert state == WARNING and detail.startswith(f"the server refuses the action schema (response_format): {words}")
+    assert "--structured-outputs-config.backend guidance" in detail
+
+
 def test_a_probe_that_could_not_build_the_step_warns_without_blaming_the_model():
     state, detail = rows({"ok": False, "stage": "browser", "error": "TimeoutError: no CDP"})["model reply"]
     assert state == WARNING and detail == "not asked: the first step could not be built (browser: TimeoutError: no " \
