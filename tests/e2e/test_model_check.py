@@ -5,13 +5,15 @@ form showing the same rows. Each case is a row a user reads: the kind, the serve
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
 
 from om2w_tui.offline import OracleServer
 from om2w_tui.offline.suite import load_task_templates
-from tests.e2e.helpers import cli
+from tests.e2e.helpers import REPO, cli
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 WIDE = {"COLUMNS": "1000"}   # one table row a line
@@ -129,3 +131,18 @@ async def test_the_launch_form_shows_the_warning_and_still_launches(tmp_path):
         assert "⚠ model reply: " in report and "<think>" in report and "--reasoning-parser" in report, report
         assert "✔ model context: first step: " in report
         assert "new run: 1 task to run" in report      # a warning does not keep the run from starting
+
+
+def test_the_console_process_never_loads_browser_use(tmp_path):
+    """The probe runs apart: after run_checks asked the model, neither browser-use nor openai is in the process that
+    asked (the console's), and the rows came back."""
+    code = ("import sys\n"
+            "from om2w_tui.engine.config import RunConfig\n"
+            "from om2w_tui.engine.launch import run_checks\n"
+            f"pre, checks = run_checks(RunConfig(out={str(tmp_path / 'out')!r}, bench='offline', model='oracle', "
+            "task_ids=['offline_shop_search_01']))\n"
+            "print([what for what, _, _ in checks if what.startswith('model ')])\n"
+            "print(sorted(m for m in ('browser_use', 'openai', 'textual') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=240)
+    assert done.stdout.splitlines()[-2:] == ["['model endpoint', 'model reply', 'model context']", "[]"], \
+        done.stdout + done.stderr
