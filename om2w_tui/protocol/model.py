@@ -112,7 +112,7 @@ _CONTEXT = re.compile(
     r"(prompt|input)( \(\d+ tokens\))? is too long|too many (input )?tokens|longer than the maximum|"
     r"reduce the length of the (input )?messages", re.I)
 _CONTEXT_LIMIT = re.compile(r"(?:maximum context length is|maximum model length of|exceeds limit of|"
-                            r"max_model_len(?: is|=| of)?) ?(\d+)", re.I)
+                            r"context length is only|max_model_len(?: is|=| of)?) ?(\d+)", re.I)
 _IMAGES = re.compile(
     r"not a multimodal model|does not support (images?|vision|multi-?modal|image input)|image input is not "
     r"supported|at most 0 image|images? (are|is) not supported|allowed values: \['text'\]|image_url is only "

@@ -41,6 +41,20 @@ CONTEXT_WORDINGS = [
     "The decoder prompt (length 40000) is longer than the maximum model length of 32768. Make sure that "
     "`max_model_len` is no smaller than the number of text tokens.",
     "Input prompt (40000 tokens) is too long and exceeds limit of 32768",
+    # vLLM's renderer (vllm/renderers/params.py: TokenizeParams._token_len_check and _text_len_check)
+    "You passed 40000 input tokens and requested 4096 output tokens. However, the model's context length is only "
+    "32768 tokens, resulting in a maximum input length of 28672 tokens. Please reduce the length of the input prompt. "
+    "(parameter=input_tokens, value=40000)",
+    "You passed 200000 input characters and requested 4096 output tokens. However, the model's context length is only "
+    "32768 tokens, resulting in a maximum input length of 28672 tokens (at most 114688 characters). Please reduce the "
+    "length of the input prompt. (parameter=input_text, value=200000)",
+    # vLLM's engine for a multimodal model, whose image tokens only its processor counts (v1/engine/input_processor.py)
+    "The decoder prompt (length 35211) is longer than the maximum model length of 32768. Make sure that "
+    "`max_model_len` is no smaller than the number of text tokens plus multimodal tokens. For image inputs, the number "
+    "of image tokens depends on the number of images, and possibly their aspect ratios as well.",
+    # the VLLMValidationError era (engine/serving.py `_validate_input`; vllm/exceptions.py appends the parameter)
+    "'max_tokens' or 'max_completion_tokens' is too large: 4096. This model's maximum context length is 32768 tokens "
+    "and your request has 30000 input tokens (4096 > 32768 - 30000). (parameter=max_tokens, value=4096)",
 ]
 
 

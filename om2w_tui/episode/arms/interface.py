@@ -18,7 +18,6 @@ from om2w_tui.episode.browser import grant_clipboard
 from om2w_tui.episode.model_watch import ModelWatch
 from om2w_tui.episode.tools import agent_kwargs, use_coordinates
 
-
 # consecutive failed steps after which browser-use's Agent gives up (then one last try with only `done` allowed)
 MAX_FAILURES = 3
 
