@@ -171,4 +171,4 @@ def test_the_spec_is_the_runs_first_step(tmp_path):
         "qwen3-vl", "http://h/v1", 0.3, False, "pixels", 7, 45.0, "MY_KEY", 4096)
     assert spec.instruction == ("Buy a kettle.\n\nThe task starts on https://shop.example/ (already open in the "
                                 "browser).")
-    assert "MY_KEY" in spec.to_json() and spec.browser == cfg.browser_settings()
+    assert "MY_KEY" in spec.to_json() and spec.browser == cfg.browser_settings().as_dict()
