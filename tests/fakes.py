@@ -47,6 +47,7 @@ class Behaviour:
     blocked: bool = False           # the site shows a bot wall: the episode ends `blocked`
     stop_delay_s: float = 0.0       # time the worker takes to act on a stop
     model_failure: str | None = None   # every model call fails with this kind: the episode ends on its model
+    vanish_before_start: int = 0    # this many runs: the process dies having read the command, before `started`
 
 
 @dataclass
@@ -58,9 +59,13 @@ class FakeExecutor:
     start_s: float = 1.0                                           # how long a worker takes to start
     exit_seen_s: float = 0.5                                       # how late a killed worker's exit is seen
     endpoint_down: bool = False                                    # every run ends as a model endpoint error
+    fail_starts: int = 0                                           # this many starts fail (as WorkerDied does)
 
     async def start_worker(self, slot: int) -> FakeWorker:
         await asyncio.sleep(self.start_s)
+        if self.fail_starts > 0:
+            self.fail_starts -= 1
+            raise RuntimeError(f"worker {slot} failed to start (injected)")
         self.started.append(slot)
         w = FakeWorker(self, slot)
         self.workers.append(w)
@@ -94,6 +99,12 @@ class FakeWorker:
                     return True
                 self._task_id = task["task_id"]
                 self.executor.runs.append((self._task_id, asyncio.get_running_loop().time()))
+                b = self.executor.behaviour.get(self._task_id, Behaviour())
+                if b.vanish_before_start > 0:   # gone before it said a word of the task
+                    b.vanish_before_start -= 1
+                    self.killed = True
+                    asyncio.get_running_loop().call_later(self.executor.exit_seen_s, self._exit_seen)
+                    return True
                 self.events.put_nowait(Started(self._task_id))
                 self.job = asyncio.create_task(self._run(task, Path(spec.folder)))
             case Pause():

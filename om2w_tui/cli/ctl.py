@@ -87,9 +87,16 @@ def status_lines(run: dict[str, Any], snap: RunSnapshot) -> list[str]:
         dispatch = f"paused: {snap.breaker}"
     elif snap.storage:
         dispatch = f"paused: {snap.storage}"
+    elif snap.model.guard:
+        dispatch = "paused: model guard"
     else:
         dispatch = "paused" if snap.paused else "running"
     lines = [head, f"dispatch {dispatch}; workers {snap.target_workers}; errors {snap.errors}"]
+    m = snap.model
+    if m.calls:
+        failed = ", ".join(f"{k} {n}" for k, n in sorted(m.failures.items(), key=lambda kv: -kv[1]))
+        lines.append(f"model: {m.calls} calls, {m.ok} answered" + (f", failed: {failed}" if failed else "")
+                     + (f"; guard: {m.guard}" if m.guard else ""))
     for row in snap.slots:
         if row.task_id is None:
             lines.append(f"  slot {row.slot}  {row.state}")
@@ -107,8 +114,9 @@ def status_json(run: dict[str, Any], snap: RunSnapshot, wire: dict[str, Any]) ->
             "breaker": snap.breaker, "storage": snap.storage, "stopping": snap.stopping,
             "target_workers": snap.target_workers, "errors": snap.errors,
             "running": [{"slot": r.slot, "task_id": r.task_id, "state": r.state, "step": r.step,
-                         "max_steps": r.max_steps, "site": r.site} for r in snap.slots if r.task_id is not None],
-            "run": run, "snapshot": wire}
+                         "max_steps": r.max_steps, "site": r.site, "model_error": r.model_error}
+                        for r in snap.slots if r.task_id is not None],
+            "model": wire.get("model"), "run": run, "snapshot": wire}
 
 
 def run(args: argparse.Namespace) -> int:

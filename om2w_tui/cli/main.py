@@ -19,7 +19,7 @@ from om2w_tui import exits
 from om2w_tui.cli import tools as tools_cli
 from om2w_tui.cli.argtypes import number, setting_type
 from om2w_tui.engine.config import RunConfig
-from om2w_tui.engine.launch import UsageError, preflight, run_checks
+from om2w_tui.engine.launch import WARNING, UsageError, preflight, run_checks
 from om2w_tui.engine.settings import BEYOND, SETTINGS, UNPACED, Choice, Switch, changed
 from om2w_tui.engine.sharding import shard_from_flags
 from om2w_tui.episode.instruction import TemplateError, read_template
@@ -110,17 +110,19 @@ def _fail(message: str) -> int:
 
 
 def doctor(cfg: RunConfig) -> int:
-    """The preflight checks as a table; exit 0 when a run could start, 2 when not."""
+    """The preflight checks as a table; exit 0 when a run could start (warnings too: they say what will go wrong
+    and its remedy), 2 when not."""
     from rich.console import Console  # rich only for this table: the other commands start without it
     from rich.table import Table  # rich only for this table
 
     pre, checks = run_checks(cfg)
     table = Table(title="om2w-tui doctor", show_lines=False)
     table.add_column("check")
-    table.add_column("", width=2)
+    table.add_column("", width=4)
     table.add_column("detail", overflow="fold")
     for name, ok, detail in checks:
-        table.add_row(name, "[green]ok[/]" if ok else "[red]no[/]", detail)
+        mark = "[yellow]warn[/]" if ok == WARNING else "[green]ok[/]" if ok else "[red]no[/]"
+        table.add_row(name, mark, detail)
     table.add_row("settings", "", " ".join(changed(cfg)) or "every setting at its default")
     Console(soft_wrap=False).print(table)
     return exits.OK if pre is not None else EXIT_USAGE

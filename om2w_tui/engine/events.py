@@ -6,9 +6,16 @@ event loop and must return at once. Everything here is a typed value: front ends
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from om2w_tui.engine.results import EpisodeRecord
+
+# where a slot is: without an episode (idle; retiring: it goes once nothing runs on it), with one (an attempt's
+# states, engine/attempt.py), or gone (retired: said once, when the slot is removed)
+SlotState = Literal["idle", "starting", "running", "paused", "stopping", "retiring", "retired"]
+# where a site is: an episode on it, its cooldown running, free to start one, nothing left; held elsewhere: another
+# run pacing through the same --pace-dir has an episode on it
+SiteState = Literal["running", "cooling", "free", "done", "held elsewhere"]
 
 
 @dataclass(frozen=True)
@@ -23,7 +30,7 @@ class RunStarted:
 @dataclass(frozen=True)
 class SlotChanged:
     slot: int
-    state: str            # idle | starting | running | paused | stopping | retired
+    state: SlotState
     task_id: str | None = None
 
 
@@ -138,7 +145,7 @@ class RunFinished:
 @dataclass(frozen=True)
 class SlotRow:
     slot: int
-    state: str                  # idle | starting | running | paused | stopping | retiring
+    state: SlotState
     task_id: str | None = None
     site: str | None = None
     level: str | None = None
@@ -152,7 +159,7 @@ class SlotRow:
 @dataclass(frozen=True)
 class SiteRow:
     site: str
-    state: str                  # running | cooling | free | done
+    state: SiteState
     ready_at: float = 0.0       # loop clock: no episode starts here before it
     left: int = 0               # tasks queued
     done: int = 0

@@ -36,6 +36,9 @@ from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.control import Run
 from om2w_tui.engine.control_socket import ControlServer, ControlSocketError, socket_name
 from om2w_tui.engine.events import Log, Sink
+from om2w_tui.engine.model_check import WARNING as WARNING  # re-exported: the front ends show the warning state
+from om2w_tui.engine.model_check import Check as Check  # re-exported: a check row, as the front ends show it
+from om2w_tui.engine.model_check import model_checks
 from om2w_tui.engine.redact import redact_argv
 from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.engine.runlock import OutFolderBusy
@@ -67,7 +70,7 @@ class Preflight:
     tasks: list[Task]
     task_file: Path
     settled: int
-    checks: list[tuple[str, bool, str]] = field(default_factory=list)   # (what, ok, detail)
+    checks: list[Check] = field(default_factory=list)   # (what, ok | WARNING, detail)
 
 
 def _stand_in(name: str) -> str:
@@ -190,10 +193,12 @@ def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task]]:
     return Path(task_file), tasks, chosen
 
 
-def run_checks(cfg: RunConfig, *, check_model: bool = True) -> tuple[Preflight | None, list[tuple[str, bool, str]]]:
+def run_checks(cfg: RunConfig, *, check_model: bool = True,
+               ask_model: bool = True) -> tuple[Preflight | None, list[Check]]:
     """Every check that can be made before a run, each on its own (for `om2w-tui doctor` and the launch screen):
-    -> (the Preflight when all passed, else None; [(what, ok, detail)]). Writes nothing."""
-    checks: list[tuple[str, bool, str]] = []
+    -> (the Preflight when none failed, else None; [(what, ok | WARNING, detail)]). Writes nothing. `ask_model`:
+    send the model the run's first step (engine/model_check.py); what it gets wrong is a WARNING, never a failure."""
+    checks: list[Check] = []
 
     def add(name: str, problem: str, ok_detail: str) -> bool:
         checks.append((name, not problem, problem or ok_detail))
@@ -235,11 +240,14 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True) -> tuple[Preflight |
         cfg.user_agent = resolve_browser(cfg.browser_settings().as_dict(), cfg.chromium)["user_agent"]
     add("browser", problem, f"viewport {cfg.viewport}, locale {cfg.locale}, timezone {cfg.timezone}, "
         f"user agent {cfg.user_agent}")
+    endpoint_ok = False
     if cfg.builtin_oracle:
-        add("model endpoint", "", f"{cfg.model}: the built-in oracle, started with the run")
+        endpoint_ok = add("model endpoint", "", f"{cfg.model}: the built-in oracle, started with the run")
     elif check_model:
-        add("model endpoint", check_endpoint(cfg.endpoint, cfg.model, cfg.api_key()),
-            f"{cfg.endpoint} serves {cfg.model}")
+        endpoint_ok = add("model endpoint", check_endpoint(cfg.endpoint, cfg.model, cfg.api_key()),
+                          f"{cfg.endpoint} serves {cfg.model}")
+    if check_model and ask_model and endpoint_ok and chromium_ok:
+        checks.extend(model_checks(cfg, [t.to_dict() for t in chosen]))
     settled = 0
     if out_ok and cfg.out.is_dir() and chosen:
         done = read_results(cfg.out).settled()
@@ -252,7 +260,7 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True) -> tuple[Preflight |
 
 def preflight(cfg: RunConfig, *, check_model: bool = True) -> Preflight:
     """Every check that needs no browser and writes nothing. Raises UsageError with the first problem."""
-    pre, checks = run_checks(cfg, check_model=check_model)
+    pre, checks = run_checks(cfg, check_model=check_model, ask_model=False)
     if pre is None:
         raise UsageError(next(detail for _, ok, detail in checks if not ok))
     return pre

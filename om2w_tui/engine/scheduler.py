@@ -44,6 +44,7 @@ from om2w_tui.engine.events import (
     RunSummary,
     Sink,
     SiteRow,
+    SiteState,
     SlotChanged,
     SlotRow,
 )
@@ -716,7 +717,8 @@ class Scheduler:
         for name, c in self.sites.items():
             st = self.pacer.state(name)
             left = len(self.queue.get(name, ()))
-            state = "running" if st.running else ("cooling" if st.ready_at > now else ("free" if left else "done"))
+            state: SiteState = "running" if st.running else (
+                "cooling" if st.ready_at > now else ("free" if left else "done"))
             if state == "free" and self.pacer.held_elsewhere(name):
                 state = "held elsewhere"   # by another run pacing through the same --pace-dir
             sites.append(SiteRow(name, state, st.ready_at, left, c.done, c.errors, c.total, st.cooldown, st.running,

@@ -23,7 +23,7 @@ from typing import Any
 
 from om2w_tui.benchmarks.trajectory import TrajectoryWriter
 from om2w_tui.episode.arms import load_arm
-from om2w_tui.episode.arms.interface import ArmContext, ArmResult
+from om2w_tui.episode.arms.interface import MAX_FAILURES, ArmContext, ArmResult
 from om2w_tui.episode.blocking import page_block
 from om2w_tui.episode.browser import make_session, start_session
 from om2w_tui.episode.instruction import instruction, step_budget
@@ -87,8 +87,8 @@ def _model_raised(exc: BaseException) -> bool:
 
 
 def ended_on_model(watch: ModelWatch) -> tuple[str, FaultKind, str] | None:
-    """(call kind, fault, error) when the episode's last agent step's model call failed, else None."""
-    kind = watch.calls.ended_on()
+    """(call kind, fault, error) when the episode stopped on its model's or its endpoint's failures, else None."""
+    kind = watch.calls.ended_on(MAX_FAILURES)
     if kind is None:
         return None
     words = describe(kind, watch.calls.first.get(kind, ""))

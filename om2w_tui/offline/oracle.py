@@ -2,7 +2,11 @@
 
 Routes: `GET /v1/models`, `GET /v1/models/<id>`, `POST /v1/chat/completions`, `GET /health`.
 The model name picks the behaviour (see MODES): `oracle` plays normally; `oracle-judge` plays the judge of
-`om2w-tui judge` (see `judge_reply`); the others inject faults.
+`om2w-tui judge` (see `judge_reply`); the others inject faults. The names in VLLM_MODES answer as vLLM's own server
+does when a model or its serving is wrong (a context overflow, a <think> prefix, prose, truncation, an image sent to a
+text-only model, a rate-limiting proxy), with vLLM's exact bodies (vllm_answers.py); their replies still carry the
+known solution wherever a harness could recover it. Any name ending in `-flat` answers in vLLM <= 0.10.0's flat error
+shape; an unknown name is vLLM's 404. Model cards are vLLM's, with `max_model_len` and `root`.
 Run standalone (sites + oracle) with `python -m om2w_tui.offline.oracle --port P`.
 """
 
@@ -15,13 +19,14 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from om2w_tui.episode.arms.planner import FAMILIES
+from om2w_tui.offline import vllm_answers as vllm
 from om2w_tui.offline.agent_request import AgentRequest, message_text, normalise
 from om2w_tui.offline.planner_play import planner_reply
-from om2w_tui.offline.player import decide, find_task
+from om2w_tui.offline.player import Decision, decide, find_task
 from om2w_tui.offline.serving import BackgroundServer, QuietHandler
 from om2w_tui.offline.suite import OfflineSuite
 
@@ -38,22 +43,68 @@ MODES: dict[str, str] = {
                     "agent requests as `oracle`",
     "oracle-judge-flaky": "oracle-judge, but every other request (the 1st, 3rd, ...) gets HTTP 500",
 }
+# answered as vLLM answers (vllm_answers.py); `-flat` after any name: vLLM <= 0.10.0's error shape and wordings
+VLLM_MODES: dict[str, str] = {
+    "oracle-context": f"HTTP 400 context length exceeded from each episode's second step on (max_model_len "
+                      f"{vllm.MAX_MODEL_LEN}); oracle-context-<tokens>: max_model_len <tokens>, and any request "
+                      f"longer (prompt and max completion tokens) refused",
+    "oracle-think": "a <think>...</think> block before the right JSON (a Qwen3 served without --reasoning-parser)",
+    "oracle-think-open": "the thought, </think>, then the right JSON (a chat template that opened the block)",
+    "oracle-reasoning": "the right JSON, the thought in `reasoning_content` (vLLM <= 0.15 with --reasoning-parser)",
+    "oracle-reasoning-new": "the right JSON, the thought in `reasoning` (vLLM since reasoning_content was removed)",
+    "oracle-prose": "a prose reply that ignores response_format",
+    "oracle-fenced": "the right JSON inside a ```json fence",
+    "oracle-truncated": "JSON cut at the max tokens: finish_reason length, usage.completion_tokens the cap",
+    "oracle-empty": "an empty reply (content \"\", finish_reason stop)",
+    "oracle-text-only": f"a text-only model ({vllm.TEXT_ROOT}): HTTP 400 \"... is not a multimodal model\" to any "
+                        f"request with an image, the solution to one without",
+    "oracle-429": f"a rate-limiting proxy in front (LiteLLM's body): HTTP 429 with Retry-After: "
+                  f"{vllm.RETRY_AFTER_S} to two requests of every three (oracle-429-<n>: n of every n+1), the "
+                  f"solution to the others",
+}
+MODES.update(VLLM_MODES)
 JUDGE_MODES = ("oracle-judge", "oracle-judge-flaky")
+TEXT_ONLY_MODES = ("oracle-text-only", "oracle-think", "oracle-think-open")   # their cards' root: a text model
+FLAT_SUFFIX = "-flat"
 _SLOW_WITH_DELAY = re.compile(r"oracle-slow-(?P<seconds>\d+(?:\.\d*)?|\.\d+)")
+_WITH_NUMBER = re.compile(r"(?P<name>oracle-context|oracle-429)-(?P<n>\d+)")
+CONTEXT_GROWTH_TOKENS = 512   # oracle-context: what each later step adds to the overflowing prompt it reports
 
 
 @dataclass(frozen=True)
 class Mode:
     name: str
     delay: float = 0.0
+    shape: str = "nested"          # vLLM's error body (vllm_answers.SHAPES)
+    limit: int | None = None       # oracle-context-<tokens>: its max_model_len, checked against every request
+    refusals: int = 2              # oracle-429: requests refused before each one that passes
+
+    @property
+    def max_model_len(self) -> int:
+        return self.limit or vllm.MAX_MODEL_LEN
+
+
+def shape_of(model: str) -> str:
+    return "flat" if model.endswith(FLAT_SUFFIX) else "nested"
 
 
 def parse_mode(model: str) -> Mode | None:
     """The fault mode a model name asks for, or None for an unknown model."""
+    base = model.removesuffix(FLAT_SUFFIX)
+    mode = _base_mode(base)
+    return replace(mode, shape=shape_of(model)) if mode is not None else None
+
+
+def _base_mode(model: str) -> Mode | None:
     if model == "oracle-slow":
         return Mode("oracle-slow", SLOW_DEFAULT_SECONDS)
     if match := _SLOW_WITH_DELAY.fullmatch(model):
         return Mode("oracle-slow", float(match["seconds"]))
+    if match := _WITH_NUMBER.fullmatch(model):
+        n = int(match["n"])
+        if match["name"] == "oracle-context":
+            return Mode("oracle-context", limit=n or None)
+        return Mode("oracle-429", refusals=n)
     if model in MODES:
         return Mode(model)
     return None
@@ -61,10 +112,6 @@ def parse_mode(model: str) -> Mode | None:
 
 def openai_error(message: str, error_type: str, code: str | None = None) -> dict[str, Any]:
     return {"error": {"message": message, "type": error_type, "param": None, "code": code}}
-
-
-def model_not_found(model: str) -> dict[str, Any]:
-    return openai_error(f"The model `{model}` does not exist.", "invalid_request_error", "model_not_found")
 
 
 def chat_completion(model: str, content: str, prompt_chars: int) -> dict[str, Any]:
@@ -175,14 +222,26 @@ def judge_reply(tasks: list[dict[str, Any]], body: dict[str, Any]) -> str | None
 
 
 def _model_entry(name: str) -> dict[str, Any]:
-    return {"id": name, "object": "model", "created": 0, "owned_by": "om2w-tui"}
+    """vLLM's model card for a served name; the agent arm's families as its LoRA cards are (a path as root, the base
+    model as parent, no max_model_len: models/serving.py)."""
+    if name in FAMILIES:
+        card = vllm.model_card(name, f"/adapters/{name}", None)
+        card["parent"] = "oracle"
+        return card
+    mode = parse_mode(name)
+    base = mode.name if mode is not None else name
+    root = vllm.TEXT_ROOT if base in TEXT_ONLY_MODES else vllm.VISION_ROOT
+    return vllm.model_card(name, root, mode.max_model_len if mode is not None else vllm.MAX_MODEL_LEN)
 
 
 class OracleHandler(QuietHandler):
     app: OracleServer
 
-    def send_json(self, status: int, payload: dict[str, Any]) -> None:
-        self.send_body(status, json.dumps(payload).encode("utf-8"), "application/json")
+    def version_string(self) -> str:
+        return "uvicorn"   # the Server header vLLM's answers carry (it serves through uvicorn)
+
+    def send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        self.send_body(status, json.dumps(payload).encode("utf-8"), "application/json", headers)
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
@@ -191,7 +250,7 @@ class OracleHandler(QuietHandler):
         elif path.startswith("/v1/models/"):
             name = path.removeprefix("/v1/models/")
             if parse_mode(name) is None and name not in FAMILIES:
-                self.send_json(404, model_not_found(name))
+                self.send_json(*vllm.model_not_found(shape_of(name), name))
             else:
                 self.send_json(200, _model_entry(name))
         elif path in ("", "/health"):
@@ -205,23 +264,28 @@ class OracleHandler(QuietHandler):
         if path != "/v1/chat/completions":
             self.send_json(404, openai_error(f"Unknown path {path}", "invalid_request_error", "not_found"))
             return
-        status, payload = self.answer_chat(raw)
+        status, payload, headers = self.answer_chat(raw)
         self.app.count_call(raw)  # counted before sending, so a client that has its reply sees the new count
-        self.send_json(status, payload)
+        self.send_json(status, payload, headers)
 
-    def answer_chat(self, raw: bytes) -> tuple[int, dict[str, Any]]:
-        """(status, body) for one chat-completions request; raises _Dropped when nothing is to be sent."""
+    def answer_chat(self, raw: bytes) -> tuple[int, dict[str, Any], dict[str, str]]:
+        """(status, body, headers) for one chat-completions request; raises _Dropped when nothing is to be sent."""
         try:
             body = json.loads(raw or b"{}")
             if not isinstance(body, dict):
                 raise ValueError("the body is not a JSON object")
         except ValueError as error:
-            return 400, openai_error(f"Invalid JSON body: {error}", "invalid_request_error")
+            return 400, openai_error(f"Invalid JSON body: {error}", "invalid_request_error"), {}
         model = str(body.get("model", ""))
         # the `agent` arm's specialist families are served as adapters of the same oracle
         mode = parse_mode(model) or (parse_mode("oracle") if model in FAMILIES else None)
         if mode is None:
-            return 404, model_not_found(model)
+            return (*vllm.model_not_found(shape_of(model), model), {})
+        if mode.name == "oracle-429" and self.app.next_refused(model, mode.refusals):
+            return vllm.proxy_rate_limited()
+        return (*self.answer_mode(mode, model, body), {})
+
+    def answer_mode(self, mode: Mode, model: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         if mode.name == "oracle-hang":
             self.wait_until_stopped()
             raise _Dropped
@@ -230,6 +294,8 @@ class OracleHandler(QuietHandler):
             return 500, openai_error("oracle: injected server error", "server_error", "internal_error")
         if mode.delay and self.server.stopping.wait(mode.delay):
             raise _Dropped
+        if mode.name == "oracle-text-only" and vllm.has_image(body):
+            return vllm.not_multimodal(mode.shape, vllm.TEXT_ROOT)
         if mode.name in JUDGE_MODES:
             judged = judge_reply(self.app.tasks, body)
             if judged is not None:
@@ -238,6 +304,8 @@ class OracleHandler(QuietHandler):
         if planned is not None:
             return 200, chat_completion(model, planned, len(json.dumps(body)))
         request = AgentRequest.from_body(body)
+        if mode.name in VLLM_MODES:
+            return vllm_answer(self.app.tasks, mode, model, body, request)
         if mode.name == "oracle-badjson":
             content = "oracle: this reply is deliberately not JSON {"
         else:
@@ -249,6 +317,74 @@ class OracleHandler(QuietHandler):
             super().handle_one_request()
         except _Dropped:
             self.close_connection = True
+
+
+def vllm_answer(tasks: list[dict[str, Any]], mode: Mode, model: str, body: dict[str, Any],
+                request: AgentRequest) -> tuple[int, dict[str, Any]]:
+    """What vLLM answers an agent step in one of VLLM_MODES: a refusal where the mode's serving would refuse, else
+    the step's known solution in the mode's wrong (or mendable) form, with vLLM's usage."""
+    prompt, cap = vllm.prompt_tokens(body), vllm.max_tokens(body)
+    if refused := context_refusal(mode, request, prompt, cap):
+        return refused
+    decision = decide(tasks, request)
+    answer = agent_reply(tasks, request)
+    thought = decision.thinking
+    reasoning = None
+    if mode.name == "oracle-think":
+        content = f"<think>\n{thought}\n</think>\n\n{answer}"
+    elif mode.name == "oracle-think-open":
+        content = f"{thought}\n</think>\n\n{answer}"
+    elif mode.name in ("oracle-reasoning", "oracle-reasoning-new"):
+        content, reasoning = answer, thought
+    elif mode.name == "oracle-prose":
+        content = prose(decision)
+    elif mode.name == "oracle-fenced":
+        content = f"```json\n{answer}\n```"
+    elif mode.name == "oracle-truncated":
+        budget = cap or max(mode.max_model_len - prompt, 1)
+        return 200, vllm.completion(model, cut_reply(thought, budget), prompt, budget, finish_reason="length")
+    elif mode.name == "oracle-empty":
+        return 200, vllm.completion(model, "", prompt, 1)
+    else:   # oracle-context (a step that fits), oracle-text-only without an image, oracle-429 let through
+        content = answer
+    field = "reasoning_content" if mode.name == "oracle-reasoning" else "reasoning"
+    return 200, vllm.completion(model, content, prompt, vllm.text_tokens(content), reasoning=reasoning,
+                                reasoning_field=field)
+
+
+def context_refusal(mode: Mode, request: AgentRequest, prompt: int,
+                    cap: int | None) -> tuple[int, dict[str, Any]] | None:
+    """oracle-context's 400, or None when the request fits: with a limit of its own, any request whose prompt and
+    completion budget pass it (as vLLM checks); without, every agent step from the second on, reported as a prompt
+    that outgrew max_model_len by a little more each step (the arithmetic of vLLM's message holds: P + M > L)."""
+    if mode.name != "oracle-context":
+        return None
+    limit = mode.max_model_len
+    if mode.limit is not None:
+        fits = prompt < limit and (cap is None or prompt + cap <= limit)
+        return None if fits else vllm.context_exceeded(mode.shape, limit, prompt, cap)
+    if request.step is None or request.step < 2:
+        return None
+    grown = max(prompt, limit - (cap or 0) + CONTEXT_GROWTH_TOKENS * (request.step - 1))
+    return vllm.context_exceeded(mode.shape, limit, grown, cap)
+
+
+def prose(decision: Decision) -> str:
+    """The step's solution told in words, as a model that ignores response_format writes it."""
+    steps = []
+    for action in decision.actions:
+        for name, args in action.items():
+            said = ", ".join(f"{key} {value}" for key, value in (args or {}).items()) if isinstance(args, dict) else ""
+            steps.append(f"{name} ({said})" if said else name)
+    return f"{decision.next_goal.rstrip('.')}. I will {'; then '.join(steps) or 'wait'}."
+
+
+def cut_reply(thought: str, budget: int) -> str:
+    """A JSON reply whose thinking runs on until the completion budget (in the oracle's tokens) cuts it."""
+    text = '{"thinking": "' + json.dumps(thought)[1:-1]
+    while len(text) < budget * vllm.CHARS_PER_TOKEN:
+        text += " " + json.dumps(thought)[1:-1]
+    return text[: budget * vllm.CHARS_PER_TOKEN]
 
 
 class _Dropped(Exception):
@@ -265,6 +401,7 @@ class OracleServer:
         self._keep = keep                  # keep every request body (tests read what the model was shown)
         self._bodies: list[bytes] = []
         self._flaky_requests = 0
+        self._limited: dict[str, int] = {}   # oracle-429: requests seen, by model name
         self._server = BackgroundServer(OracleHandler, app=self, host=host, port=port, name="oracle")
 
     @property
@@ -297,6 +434,13 @@ class OracleServer:
         with self._lock:
             self._flaky_requests += 1
             return self._flaky_requests % 2 == 1
+
+    def next_refused(self, model: str, refusals: int) -> bool:
+        """oracle-429: whether this request is one of the `refusals` before each one that passes."""
+        with self._lock:
+            seen = self._limited.get(model, 0)
+            self._limited[model] = seen + 1
+            return seen % (refusals + 1) < refusals
 
     def start(self) -> OracleServer:
         self._server.start()
@@ -332,7 +476,8 @@ def main(argv: list[str] | None = None) -> int:
             for name, url in suite.base_urls.items():
                 print(f"  {name:<9} {url}/")
             print(f"Oracle (OpenAI-compatible): {oracle.url}")
-            print("Models: " + ", ".join(MODES) + ", oracle-slow-<seconds>")
+            print("Models: " + ", ".join(MODES) + ", oracle-slow-<seconds>, oracle-context-<tokens>, "
+                  "oracle-429-<n>; any of them with -flat: vLLM <= 0.10.0's error bodies")
             print("Press Ctrl-C to stop.", flush=True)
             threading.Event().wait()
         except KeyboardInterrupt:

@@ -63,6 +63,12 @@ COUNTED: dict[str, str] = {
     "server_error": "server errors", "unreachable": "unreachable", "timeout": "timeouts",
     "unparseable": "unparseable replies", "truncated": "truncated replies", "empty": "empty replies",
 }
+# a word each, where a table cell has room for one (a slot whose last call failed: `running !context`)
+SHORT: dict[str, str] = {
+    "ok": "ok", "context_length": "context", "images_refused": "images", "model_not_found": "404",
+    "bad_request": "4xx", "rate_limited": "429", "server_error": "5xx", "unreachable": "down", "timeout": "timeout",
+    "unparseable": "parse", "truncated": "cut", "empty": "empty",
+}
 _REMEDIES: dict[str, str] = {
     "context_length": "the prompt outgrew the model's context: raise vLLM's --max-model-len (as far as the model "
                       "allows), or send less per step (fewer --max-steps, --no-vision)",
@@ -106,7 +112,7 @@ _CONTEXT = re.compile(
     r"(prompt|input)( \(\d+ tokens\))? is too long|too many (input )?tokens|longer than the maximum|"
     r"reduce the length of the (input )?messages", re.I)
 _CONTEXT_LIMIT = re.compile(r"(?:maximum context length is|maximum model length of|exceeds limit of|"
-                            r"max_model_len(?: is|=| of)?) ?(\d+)", re.I)
+                            r"context length is only|max_model_len(?: is|=| of)?) ?(\d+)", re.I)
 _IMAGES = re.compile(
     r"not a multimodal model|does not support (images?|vision|multi-?modal|image input)|image input is not "
     r"supported|at most 0 image|images? (are|is) not supported|allowed values: \['text'\]|image_url is only "
@@ -251,6 +257,7 @@ class ModelCalls:
     latency_s: float = 0.0         # seconds spent waiting for replies, all calls
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    step_calls: int = 0            # calls that were the agent's step (not an extraction or a side call)
     streak: int = 0                # failed agent-step calls since the last good one
     last_failure: str | None = None
 
@@ -261,6 +268,7 @@ class ModelCalls:
         self.latency_s += latency_s
         self.prompt_tokens += prompt_tokens
         self.completion_tokens += completion_tokens
+        self.step_calls += step
         if kind == "ok":
             self.ok += 1
             if step:
@@ -287,9 +295,15 @@ class ModelCalls:
             out["reasoning_kept"] = self.reasoning_kept
         return out
 
-    def ended_on(self) -> str | None:
-        """The failure kind the episode's last agent step ended on (None when that step's call answered)."""
-        return self.last_failure if self.streak else None
+    def ended_on(self, give_up_after: int) -> str | None:
+        """The failure kind an episode that stopped short of done ended on, or None. The endpoint's when its last
+        step's call failed through the endpoint (down, overloaded: the attempt is tainted, and retried); the
+        model's when the agent gave up on failing calls (`give_up_after` in a row, browser-use's limit) or got no
+        valid reply at all. One bad reply at the end of a spent budget is the budget's end, not the model's."""
+        kind = self.last_failure if self.streak else None
+        if kind is None or endpoint_kind(kind):
+            return kind
+        return kind if self.streak >= give_up_after or self.streak == self.step_calls else None
 
     def summary(self) -> str:
         """`12 calls: 9 answered, context length 3` for a log line."""

@@ -101,7 +101,9 @@ def test_a_model_server_that_goes_down_costs_no_task_its_result(tmp_path):
     assert all(r["status"] == "done" and r["correct"] for r in latest.values()), latest
     assert_settled_once(records(out), ids)     # every record: no task settled twice or run after it was
     errors = [r for r in records(out) if r["status"] == "error"]
-    assert errors and all(r["error_kind"] == "infra" and "model endpoint" in r["error"] for r in errors)
+    # the endpoint's fault, typed: named by the kind of call that failed (the server refused the connection)
+    assert errors and all((r["error_kind"], r["model_fault"]) == ("endpoint", "unreachable")
+                          and r["error"].startswith("model endpoint: endpoint unreachable: ") for r in errors), errors
 
 
 class _Blocker(BaseHTTPRequestHandler):

@@ -308,7 +308,7 @@ def test_every_kind_of_episode_is_read_by_the_official_evaluator_then_judged_and
     for kind in ("timeout", "killed", "error", "blocked"):
         assert s[kind].success.overall == Rate(0, 1, 0.0), kind
         assert s[kind].status[kind] == 1
-    assert s["error"].errors[0].message == "model endpoint: Error code: <n> - oracle: injected server error"
+    assert s["error"].errors[0].message == "model endpoint: server error (HTTP 5xx): oracle: injected server error"
     assert s["blocked"].errors[0].message == "Cloudflare challenge"
     assert s["done"].metrics["prompt_tokens"].n == 2
     c = compare([s["done"], s["timeout"]])

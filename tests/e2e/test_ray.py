@@ -17,6 +17,8 @@ from typing import Any
 import psutil
 import pytest
 
+from om2w_tui.protocol.worker import Exited, Pause, Resume
+
 from .helpers import assert_settled_once, check_task_folder, chromium_left, cli, popen, records, steps_on_disk
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -131,17 +133,17 @@ async def test_a_killed_ray_worker_ends_its_process_group_then_its_actor(cluster
         w = await ex.start_worker(0)
         assert w.info["shared"] is True and w.pid and psutil.pid_exists(w.pid)
         group = os.getpgid(w.pid)
-        assert await w.send({"cmd": "pause"})          # no episode: the worker ignores it, the actor answers
+        assert await w.send(Pause())          # no episode: the worker ignores it, the actor answers
         w.kill_group()
-        assert w.killed and not await w.send({"cmd": "resume"})
+        assert w.killed and not await w.send(Resume())
         ev = await asyncio.wait_for(w.next_event(), 30)
-        assert ev["ev"] == "exit" and w.exited
+        assert isinstance(ev, Exited) and w.exited
         deadline = time.monotonic() + 10    # the worker below `sh` is reaped by init, not at once
         while (left := _alive_in_group(group)) and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
         assert not left
         with pytest.raises(ray.exceptions.RayActorError):
-            await asyncio.wait_for(w.actor.send.remote({"cmd": "pause"}), 30)
+            await asyncio.wait_for(w.actor.send.remote(Pause()), 30)
     finally:
         ex.shutdown()
     assert not list((tmp_path / "out").glob(".om2w-ray-probe-*"))

@@ -29,7 +29,7 @@ def test_the_offline_suite_runs_all_correct_and_a_second_run_adds_nothing(tmp_pa
     recs = list({x["task_id"]: x for x in every}.values())     # the latest attempt of each task
     assert sorted(x["task_id"] for x in recs) == sorted(OFFLINE_IDS)
     retried = [x for x in every if x not in recs]                # only the harness's faults are tried again
-    assert all(x["status"] == "error" and x["error_kind"] == "infra" for x in retried), retried
+    assert all(x["status"] == "error" and x["error_kind"] in ("infra", "endpoint") for x in retried), retried
     wrong = [(x["task_id"], x["status"], x["error"], x["answer"]) for x in recs if not x["correct"]]
     assert not wrong
     for x in recs:

@@ -18,8 +18,10 @@ from om2w_tui.engine.control import Interrupt
 from om2w_tui.engine.events import (
     DispatchChanged,
     EpisodeFinished,
+    EpisodeModelCall,
     EpisodeStarted,
     EpisodeStep,
+    ModelStats,
     Pacing,
     RunSnapshot,
     RunStarted,
@@ -147,10 +149,18 @@ def events() -> list[Any]:
         SlotChanged(0, "starting", "offline_booking_rates_11"),
         SlotChanged(0, "running", "offline_booking_rates_11"),
         EpisodeStep(1, "offline_wiki_port_06", 2, ["SCROLL DOWN"], f"http://{WIKI}/docs/config"),
+        EpisodeModelCall(1, "offline_wiki_port_06", "context_length", 0.4, 0, 0, CONTEXT_ERROR),
         EpisodeStep(0, "offline_booking_rates_11", 1, ['<a href="/rooms"> Rooms -> CLICK'], f"http://{BOOKING}/"),
         SlotChanged(1, "paused", "offline_wiki_port_06"),
         DispatchChanged(True, ""),
     ]
+
+
+CONTEXT_ERROR = ("This model's maximum context length is 32768 tokens. However, you requested 35211 tokens (33211 "
+                 "in the messages, 2000 in the completion).")
+MODEL = ModelStats(calls=9, ok=8, failures={"context_length": 1}, calls_per_min=10.5, latency_p50_s=1.4,
+                   latency_p95_s=2.9, tokens_in_per_s=1540.0, tokens_out_per_s=42.0,
+                   last_error=f"context_length: {CONTEXT_ERROR}")
 
 
 def snapshot() -> RunSnapshot:
@@ -158,13 +168,13 @@ def snapshot() -> RunSnapshot:
     return RunSnapshot(
         now=LOOP0,
         slots=[SlotRow(0, "running", "offline_booking_rates_11", BOOKING, "easy", 1, T0 - 20),
-               SlotRow(1, "paused", "offline_wiki_port_06", WIKI, "easy", 2, T0 - 38)],
+               SlotRow(1, "paused", "offline_wiki_port_06", WIKI, "easy", 2, T0 - 38, model_error="context_length")],
         sites=[SiteRow(SHOP, "cooling", LOOP0 + 65, left=1, done=1, errors=0, total=2, cooldown=90),
                SiteRow(WIKI, "running", 0.0, left=1, done=0, errors=0, total=2, cooldown=90),
                SiteRow(BOOKING, "running", 0.0, left=0, done=0, errors=0, total=1, cooldown=90),
                SiteRow(LONG, "free", 0.0, left=0, done=1, errors=0, total=1, cooldown=90)],
         paused=True, stopping=False, pacing=Pacing(1, 90), target_workers=2,
-        summary=RunSummary(total=6, settled_before=1, finished=1, by_status={"done": 1}, pending=2))
+        summary=RunSummary(total=6, settled_before=1, finished=1, by_status={"done": 1}, pending=2), model=MODEL)
 
 
 def earlier_records() -> list[EpisodeRecord]:

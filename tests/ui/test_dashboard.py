@@ -5,6 +5,7 @@ runs the real thing)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from pathlib import Path
 
@@ -65,7 +66,7 @@ async def test_panels_show_the_recorded_run(tmp_path):
         slots = app.screen.query_one(SlotsTable)
         assert cells(slots, "0") == ["0", "offline_booking_rates_11", "127.0.0.1:41003", "easy", "1/30", "0:20",
                                      "running"]
-        assert cells(slots, "1")[-1] == "paused"
+        assert cells(slots, "1")[-1] == "paused !context"   # its last model call failed
         sites = app.screen.query_one(SitesTable)
         assert cells(sites, R.SHOP)[1] == "cooling 1:05"
         clock.advance(30.4)    # a skipped tick changes nothing: the countdown reads the deadline
@@ -265,3 +266,29 @@ async def test_footer_rebuilds_keep_no_removed_keys_alive(tmp_path):
         gc.collect()
         keys = [o for o in gc.get_objects() if isinstance(o, FooterKey)]
         assert keys and all(k.is_attached for k in keys), f"{sum(not k.is_attached for k in keys)} removed keys alive"
+
+
+async def test_the_model_line_and_the_guards_banner(tmp_path):
+    from om2w_tui.frontends.console.widgets.model_bar import ModelBar
+
+    app, clock, stub = build(tmp_path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await feed(pilot, app, clock)
+        bar = app.screen.query_one(ModelBar)
+        text = str(bar.render())
+        assert "10.5 calls/min" in text and "p50 1.4s p95 2.9s" in text and "in 1.5k out 42" in text
+        assert "1 of 9 failed: context length 1" in text and "last: context_length: This model's" in text
+        assert bar.has_class("-failing")
+        guard = ("3 episodes in a row ended on the model: context length exceeded (32768 tokens): This model's "
+                 "maximum context length is 32768 tokens. Remedy: the prompt outgrew the model's context: raise "
+                 "vLLM's --max-model-len")
+        held = dataclasses.replace(R.snapshot(), model=dataclasses.replace(R.MODEL, guard=guard))
+        app.sink.snapshot(held, clock())
+        await pilot.pause()
+        app.screen.render_all()
+        await pilot.pause()
+        text = str(bar.render())
+        assert bar.has_class("-guard") and text.startswith("MODEL GUARD · 3 episodes in a row")
+        assert "--max-model-len" in text and "p: go on" in text
+        await pilot.press("p")                         # the run is paused: p resumes it, which lets the guard go
+        assert stub.commands[-1] == ("pause_dispatch", False)

@@ -14,7 +14,7 @@ from . import recorded as R
 def fold(state: RunState) -> RunState:
     for ev in R.events():
         name = {"RunStarted": "run_started", "SlotChanged": "slot_changed", "EpisodeStarted": "episode_started",
-                "EpisodeStep": "step", "EpisodeFinished": "episode_finished",
+                "EpisodeStep": "step", "EpisodeModelCall": "model_call", "EpisodeFinished": "episode_finished",
                 "DispatchChanged": "dispatch_changed"}[type(ev).__name__]
         getattr(state, name)(*((ev, R.T0 - 40) if name == "run_started" else (ev,)))
     return state

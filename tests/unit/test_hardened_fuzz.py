@@ -26,6 +26,13 @@ from tests.unit.test_control_socket import FakeRun
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
+
+@pytest.fixture
+def no_model_question(monkeypatch):
+    """doctor without sending the model the run's first step (a probe process of seconds per example; the question
+    is tested in tests/unit/test_model_check.py): what is searched here is the reading of the inputs."""
+    monkeypatch.setattr("om2w_tui.engine.launch.model_checks", lambda cfg, tasks: [])
+
 # ── task files ───────────────────────────────────────────────────────────────────────────────────────────────────
 json_leaf = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20)
 json_value = st.recursive(json_leaf, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
@@ -72,7 +79,7 @@ def test_a_task_file_loads_into_tasks_that_can_run_or_is_refused_by_name(draw, s
 
 @FUZZ
 @given(st.lists(rows, min_size=1, max_size=3), st.integers(0, 300))
-def test_doctor_on_any_task_file_exits_0_or_2_and_writes_nothing(capsys, draw, cut):
+def test_doctor_on_any_task_file_exits_0_or_2_and_writes_nothing(capsys, no_model_question, draw, cut):
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "tasks.json"
         path.write_text(_task_file_text(draw, "json", cut), encoding="utf-8", errors="surrogateescape")
@@ -109,7 +116,7 @@ DOCTOR_FLAGS = [s for s in VALUE_FLAGS if not isinstance(s.kind, Endpoint) and s
 
 @FUZZ
 @given(st.sampled_from(DOCTOR_FLAGS), flag_text)
-def test_doctor_with_any_flag_value_exits_0_or_2_and_writes_nothing(capsys, setting, text):
+def test_doctor_with_any_flag_value_exits_0_or_2_and_writes_nothing(capsys, no_model_question, setting, text):
     with tempfile.TemporaryDirectory() as d:
         try:
             code = main(["doctor", "--bench", "offline", "--model", "oracle", "--chromium", STAND_IN_CHROMIUM,

@@ -41,6 +41,20 @@ CONTEXT_WORDINGS = [
     "The decoder prompt (length 40000) is longer than the maximum model length of 32768. Make sure that "
     "`max_model_len` is no smaller than the number of text tokens.",
     "Input prompt (40000 tokens) is too long and exceeds limit of 32768",
+    # vLLM's renderer (vllm/renderers/params.py: TokenizeParams._token_len_check and _text_len_check)
+    "You passed 40000 input tokens and requested 4096 output tokens. However, the model's context length is only "
+    "32768 tokens, resulting in a maximum input length of 28672 tokens. Please reduce the length of the input prompt. "
+    "(parameter=input_tokens, value=40000)",
+    "You passed 200000 input characters and requested 4096 output tokens. However, the model's context length is only "
+    "32768 tokens, resulting in a maximum input length of 28672 tokens (at most 114688 characters). Please reduce the "
+    "length of the input prompt. (parameter=input_text, value=200000)",
+    # vLLM's engine for a multimodal model, whose image tokens only its processor counts (v1/engine/input_processor.py)
+    "The decoder prompt (length 35211) is longer than the maximum model length of 32768. Make sure that "
+    "`max_model_len` is no smaller than the number of text tokens plus multimodal tokens. For image inputs, the number "
+    "of image tokens depends on the number of images, and possibly their aspect ratios as well.",
+    # the VLLMValidationError era (engine/serving.py `_validate_input`; vllm/exceptions.py appends the parameter)
+    "'max_tokens' or 'max_completion_tokens' is too large: 4096. This model's maximum context length is 32768 tokens "
+    "and your request has 30000 input tokens (4096 > 32768 - 30000). (parameter=max_tokens, value=4096)",
 ]
 
 
@@ -141,12 +155,29 @@ def test_counts_and_the_streak_an_episode_ends_on():
     calls.add("ok", latency_s=1.5, prompt_tokens=100, completion_tokens=20)
     calls.add("unparseable", "prose: I will", step=True)
     calls.add("ok")
-    assert calls.ended_on() is None and calls.streak == 0
+    assert calls.ended_on(3) is None and calls.streak == 0
     calls.add("context_length", "This model's maximum context length is 32768 tokens. first")
     calls.add("context_length", "second")
     calls.add("server_error", "boom", step=False)   # an extraction call: not the agent's step
-    assert calls.ended_on() == "context_length" and calls.streak == 2
-    assert calls.calls == 6 and calls.ok == 2 and calls.failed == 4
-    assert calls.failures == {"unparseable": 1, "context_length": 2, "server_error": 1}
+    assert calls.ended_on(3) is None and calls.streak == 2            # two failures: not yet given up on
+    calls.add("context_length", "third")
+    assert calls.ended_on(3) == "context_length" and calls.streak == 3
+    assert calls.calls == 7 and calls.ok == 2 and calls.failed == 5 and calls.step_calls == 6
+    assert calls.failures == {"unparseable": 1, "context_length": 3, "server_error": 1}
     assert calls.first["context_length"].endswith("first")   # the first message of each kind is what is kept
-    assert calls.summary() == "6 calls: 2 answered, context length 2, unparseable replies 1, server errors 1"
+    assert calls.summary() == "7 calls: 2 answered, context length 3, unparseable replies 1, server errors 1"
+
+
+def test_an_episode_ends_on_its_model_only_when_the_agent_gave_up_on_it():
+    every = ModelCalls()
+    for _ in range(2):
+        every.add("unparseable", "prose: x")
+    assert every.ended_on(3) == "unparseable"            # no valid reply at all, however short the budget
+    last = ModelCalls()
+    for kind in ("ok", "ok", "unparseable"):             # one bad reply as the budget ran out: the budget's end
+        last.add(kind, "wrong_schema: {}")
+    assert last.ended_on(3) is None
+    down = ModelCalls()
+    for kind in ("ok", "ok", "server_error"):            # the endpoint failed the last step: the attempt is tainted
+        down.add(kind, "boom")
+    assert down.ended_on(3) == "server_error"

@@ -18,6 +18,9 @@ from om2w_tui.episode.browser import grant_clipboard
 from om2w_tui.episode.model_watch import ModelWatch
 from om2w_tui.episode.tools import agent_kwargs, use_coordinates
 
+# consecutive failed steps after which browser-use's Agent gives up (then one last try with only `done` allowed)
+MAX_FAILURES = 3
+
 
 @dataclass
 class ArmContext:
@@ -106,7 +109,7 @@ def new_agent(ctx: ArmContext, task: str, llm: Any) -> Any:
     from browser_use import Agent  # browser-use (slow to import) only inside a worker
 
     agent = Agent(task=task, llm=llm, browser_session=ctx.session, use_vision=ctx.vision, use_judge=False,
-                  enable_signal_handler=False, directly_open_url=False, max_failures=3,
+                  enable_signal_handler=False, directly_open_url=False, max_failures=MAX_FAILURES,
                   **{**agent_kwargs(ctx.coordinates), **ctx.agent_kwargs})
     use_coordinates(ctx.session, ctx.coordinates)
     return agent

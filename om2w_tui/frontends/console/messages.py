@@ -34,6 +34,11 @@ class StepTaken(Message):
 
 
 @dataclass
+class ModelCalled(Message):
+    event: events.EpisodeModelCall
+
+
+@dataclass
 class EpisodeEnded(Message):
     event: events.EpisodeFinished
 
@@ -79,7 +84,8 @@ class SnapshotTaken(Message):
 
 MESSAGE_FOR: dict[type, type[Message]] = {
     events.RunStarted: RunBegan, events.SlotChanged: SlotUpdated, events.EpisodeStarted: EpisodeBegan,
-    events.EpisodeStep: StepTaken, events.EpisodeFinished: EpisodeEnded, events.EpisodePutBack: TaskPutBack,
+    events.EpisodeStep: StepTaken, events.EpisodeModelCall: ModelCalled, events.EpisodeFinished: EpisodeEnded,
+    events.EpisodePutBack: TaskPutBack,
     events.DispatchChanged: DispatchToggled,
     events.Log: EngineLog, events.RunFinished: RunEnded,
 }

@@ -32,6 +32,7 @@ from om2w_tui.frontends.console.messages import (
     EngineLog,
     EpisodeBegan,
     EpisodeEnded,
+    ModelCalled,
     RunBegan,
     RunEnded,
     SlotUpdated,
@@ -41,6 +42,7 @@ from om2w_tui.frontends.console.messages import (
 )
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
 from om2w_tui.frontends.console.widgets.keyed_table import KeyedTable
+from om2w_tui.frontends.console.widgets.model_bar import ModelBar
 from om2w_tui.frontends.console.widgets.panels import EpisodesTable, SitesTable, SlotsTable, StepsLog
 from om2w_tui.frontends.console.widgets.run_header import RunHeader
 from om2w_tui.frontends.formatting import clip
@@ -146,6 +148,7 @@ class DashboardScreen(Screen[None]):
     # ── layout ─────────────────────────────────────────────
     def compose(self) -> ComposeResult:
         yield RunHeader(self.state.name, self.state.total, id="run-header")
+        yield ModelBar(id="model-bar")
         with Horizontal(id="top-row"):
             slots = SlotsTable(id="slots", classes="panel")
             slots.border_title = "Slots"
@@ -212,6 +215,7 @@ class DashboardScreen(Screen[None]):
         with self.app.batch_update():
             self._flush_panels()
             self.query_one(RunHeader).show(self.state, now, self.wide)
+            self.query_one(ModelBar).show(self.state.model, self.wide)
             slots = self.query_one(SlotsTable)
             for sid in sorted(self._slots_due):
                 slots.show_slot(self.state, sid, now)
@@ -232,6 +236,7 @@ class DashboardScreen(Screen[None]):
                 table.set_wide(self.wide)
             self._fit_top_row()
             self.query_one(RunHeader).show(self.state, now, self.wide)
+            self.query_one(ModelBar).show(self.state.model, self.wide)
             slots = self.query_one(SlotsTable)
             slots.show(self.state, now)
             target = self.state.target_workers
@@ -318,6 +323,13 @@ class DashboardScreen(Screen[None]):
             self.query_one(StepsLog).add_lines(lines)
         self.render_soon(ev.slot)
         self.console_app.episode_changed(ev.task_id)
+
+    def on_model_called(self, m: ModelCalled) -> None:
+        before = self.state.slots.get(m.event.slot)
+        was = before.model_error if before is not None else ""
+        self.state.model_call(m.event)
+        if before is not None and before.model_error != was:   # the slot's mark changed: its row only
+            self.render_soon(m.event.slot)
 
     def on_episode_ended(self, m: EpisodeEnded) -> None:
         rec = m.event.record

@@ -17,7 +17,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Button, Input, Label, Select, Static
 
-from om2w_tui.engine.launch import Preflight
+from om2w_tui.engine.launch import WARNING, Check, Preflight
 from om2w_tui.episode.arms import arm_names
 from om2w_tui.frontends.console.launch_values import CHOICES, FIELDS, FormError, config_from_values, field_of_problem
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from om2w_tui.frontends.console.app import ConsoleApp
 
 CHECK_DELAY_S = 0.8
-Check = tuple[str, bool, str]      # (what, ok, detail), as launch.run_checks gives them
 
 
 def arm_choices() -> list[str]:
@@ -200,6 +199,11 @@ class LaunchScreen(Screen[None]):
             t.append("cannot start: fix what is marked ✘\n", style="bold red")
         for what, ok, detail in checks:
             if what == "resume" and pre is not None:
+                continue
+            if ok == WARNING:   # the run can start; this says what will go wrong and what to do
+                t.append("⚠ ", style="bold yellow")
+                t.append(f"{what}: ", style="bold")
+                t.append(f"{detail}\n", style="yellow")
                 continue
             t.append("✔ " if ok else "✘ ", style="green" if ok else "bold red")
             t.append(f"{what}: ", style="bold")
