@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.benchmarks.tasks import Task
-from om2w_tui.engine.attempt import Attempt, AttemptHooks
+from om2w_tui.engine.attempt import Attempt
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.control import Interrupt
 from om2w_tui.engine.dispatch import Dispatcher
@@ -48,7 +48,7 @@ from om2w_tui.engine.events import (
     SlotChanged,
     SlotRow,
 )
-from om2w_tui.engine.guards import Breaker, Hooks, Probe, StorageGuard
+from om2w_tui.engine.guards import Breaker, Probe, StorageGuard
 from om2w_tui.engine.ledger import Ledger
 from om2w_tui.engine.model_health import ModelGuard, ModelMeter
 from om2w_tui.engine.records import (
@@ -147,18 +147,14 @@ class Scheduler:
         self.slots: dict[int, Slot] = {}
         self.target_workers = max(1, int(config.workers))
         self.user_paused = False
-        hooks = Hooks(loop=lambda: self.loop, emit=self.emit, spawn=self._spawn, wake=self._wake_up,
-                      closing=lambda: self.stopping or self._ended, paused=lambda: self.dispatch_paused)
-        self.breaker = Breaker(config.breaker_after, config.probe_interval, probe, hooks)
+        self.breaker = Breaker(config.breaker_after, config.probe_interval, probe, self)
         # the out folder's guard (`self._space_ok` is looked up at each probe: tests replace it)
-        self.storage = StorageGuard(config.probe_interval, hooks, lambda: self._space_ok(), self._write_kept,
+        self.storage = StorageGuard(config.probe_interval, self, lambda: self._space_ok(), self._write_kept,
                                     lambda: len(self.unwritten))
         self.model = ModelMeter()
         # a run without a screen (headless) ends when the model guard holds dispatch; a console waits for its user
         self.model_guard = ModelGuard(config.model_guard, self.emit)
         self.guard_ends_run = guard_ends_run
-        self._attempt_hooks = AttemptHooks(loop=lambda: self.loop, emit=self.emit, spawn=self._spawn,
-                                           spec=self._spec, model_call=self._model_call)
         self.ledger = Ledger()              # where each task is (queued, running, settled), and its counts
         self.unwritten: deque[EpisodeRecord] = deque()
         self.stopping = False
@@ -185,11 +181,16 @@ class Scheduler:
     def loop(self) -> asyncio.AbstractEventLoop:
         return asyncio.get_running_loop()
 
-    def _wake_up(self) -> None:
+    @property
+    def closing(self) -> bool:
+        """Stopping, or ended: no control adds work and no guard starts a probe."""
+        return self.stopping or self._ended
+
+    def wake(self) -> None:
         if self._wake is not None:
             self._wake.set()
 
-    def _spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
+    def spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
         """A background task the scheduler owns: kept referenced, and awaited before the run ends."""
         t = asyncio.ensure_future(coro)
         self._background.add(t)
@@ -339,25 +340,25 @@ class Scheduler:
         if any(s.episode is None and not s.retired for s in self.slots.values()):
             nxt = self.dispatch.next_ready(now)
             if nxt is not None:
-                self._cooldown_timer = self.loop.call_at(nxt, self._wake_up)
+                self._cooldown_timer = self.loop.call_at(nxt, self.wake)
 
     def _start(self, slot: Slot, task: Task, now: float) -> None:
         self.dispatch.acquire(task.site, now)
         attempt = self.ledger.start(task)
         ep = slot.episode = Attempt(task, attempt, slot.id, started_at=self.epoch(), folder=self.out / task.task_id,
                                     timeout=self.cfg.timeout, grace=self.cfg.stop_grace, seat=slot,
-                                    hooks=self._attempt_hooks)
+                                    run=self)
         # said when decided, so that sinks see starts and ends in the order the pacer saw them
         self.emit(EpisodeStarted(slot.id, task.task_id, task.site, task.level, attempt, ep.started_at,
                                  step_budget(task.raw, self.cfg.max_steps)))
         self.emit(SlotChanged(slot.id, "starting", task.task_id))
-        self._spawn(self._episode(slot, ep))
+        self.spawn(self._episode(slot, ep))
 
     # ── one attempt (its life is engine/attempt.py's) ─────
-    def _spec(self, folder: Path) -> WorkerSpec:
+    def spec_for(self, folder: Path) -> WorkerSpec:
         return self.cfg.worker_spec(folder, base_url=self.endpoint)
 
-    def _model_call(self, slot: int, task_id: str, call: ModelCall) -> None:
+    def model_called(self, slot: int, task_id: str, call: ModelCall) -> None:
         first = self.model.call(self.loop.time(), slot, call)
         if first is not None:   # said once a run: a kind seen for the first time
             self.emit(Log("warning", f"{task_id}: a model call failed: {call.kind}: {call.message}"))
@@ -382,10 +383,10 @@ class Scheduler:
                     self.dispatch.release_without_cooldown(site)
                 slot.episode = None
                 if slot.retired:
-                    self._spawn(self._retire(slot))
+                    self.spawn(self._retire(slot))
                 else:
                     self.emit(SlotChanged(slot.id, "idle"))
-                self._wake_up()
+                self.wake()
 
     def _put_back(self, ep: Attempt, outcome: Outcome | None) -> None:
         """The episode never reached its worker (stopped while the worker started, or the worker vanished before
@@ -427,7 +428,7 @@ class Scheduler:
 
     def _start_writer(self) -> None:
         if self._writer is None or self._writer.done():
-            self._writer = self._spawn(self._write_records())
+            self._writer = self.spawn(self._write_records())
 
     async def _write_records(self) -> None:
         try:
@@ -439,7 +440,7 @@ class Scheduler:
                     return
                 self.unwritten.popleft()
         finally:
-            self._wake_up()   # the run may be over now
+            self.wake()   # the run may be over now
 
     def _storage_fault(self, problem: str) -> None:
         self.storage.fault(problem)
@@ -523,7 +524,7 @@ class Scheduler:
         message = calls.first.get(kind, "") if calls is not None and kind else ""
         if self.model_guard.note(kind, message) and not self.stopping:
             self.model_guard.trip(self.guard_ends_run)
-            self._wake_up()
+            self.wake()
 
     # ── the circuit breaker: a failing endpoint pauses dispatch instead of failing every task (engine/guards.py) ──
     def _open_breaker(self, error: str) -> None:
@@ -547,7 +548,7 @@ class Scheduler:
         if not paused and self.storage_error:
             self.storage.schedule_probe(0)
         self.emit(DispatchChanged(self.dispatch_paused, reason or (self.breaker_reason if self.breaker_open else "")))
-        self._wake_up()
+        self.wake()
 
     def episode_on(self, slot_id: int) -> Attempt | None:
         slot = self.slots.get(slot_id)
@@ -581,8 +582,8 @@ class Scheduler:
             for slot in surplus:
                 slot.retired = True
                 if slot.episode is None:
-                    self._spawn(self._retire(slot))
-        self._wake_up()
+                    self.spawn(self._retire(slot))
+        self.wake()
 
     def retry_errors(self) -> int:
         """Put the tasks whose latest attempt ended in error back in the queue."""
@@ -592,7 +593,7 @@ class Scheduler:
         for task in list(self.ledger.errored.values()):
             self._unsettle(task)
             n += self._enqueue(task)
-        self._wake_up()
+        self.wake()
         return n
 
     def stop(self, force: bool = False) -> None:
@@ -603,12 +604,12 @@ class Scheduler:
                 if slot.worker is not None:
                     slot.kill_worker(slot.worker)
         if self.stopping:
-            self._wake_up()
+            self.wake()
             return
         self.stopping = True
         for ep in self.running():
             self._stop(ep, "killed", INTERRUPTED, self.cfg.stop_grace)
-        self._wake_up()
+        self.wake()
 
     def interrupt(self) -> Interrupt:
         """Ctrl-C, SIGTERM: stop the run gracefully; when it is already stopping, end every episode's processes now."""
