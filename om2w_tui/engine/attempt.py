@@ -5,16 +5,17 @@ whole group ended when it does not stop within the grace).
 
 The scheduler decides where the task goes afterwards (settled, queued again, put back); this module only drives the
 attempt and says what it came to: `Attempt.drive()` returns the `Outcome` to record, and `put_back` says whether the
-task never reached its worker (no record, no try used). Everything it reports goes through `AttemptHooks`."""
+task never reached its worker (no record, no try used). What it does to the run goes through `AttemptRun` (the
+scheduler is one)."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.engine.events import EpisodeModelCall, EpisodeStep, Log, SlotChanged
@@ -56,14 +57,25 @@ class Seat(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class AttemptHooks:
-    """What an attempt may do to the run it belongs to."""
-    loop: Callable[[], asyncio.AbstractEventLoop]
-    emit: Callable[[RunEvent], None]
-    spawn: Callable[[Awaitable[object]], object]   # a background task the run owns (awaited before it ends)
-    spec: Callable[[Path], WorkerSpec]          # the run's settings for an episode into a folder
-    model_call: Callable[[int, str, ModelCall], None]   # (slot, task id, the call): the run's model statistics
+class AttemptRun(Protocol):
+    """What an attempt may do to the run it belongs to (the scheduler is one)."""
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop: ...
+
+    def emit(self, event: RunEvent) -> None: ...
+
+    def spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
+        """A background task the run owns (awaited before it ends)."""
+        ...
+
+    def spec_for(self, folder: Path) -> WorkerSpec:
+        """The run's settings for an episode into `folder`."""
+        ...
+
+    def model_called(self, slot: int, task_id: str, call: ModelCall) -> None:
+        """One model call of the attempt ended: the run's model statistics and front ends learn of it."""
+        ...
 
 
 @dataclass
@@ -76,7 +88,7 @@ class Attempt:
     timeout: float
     grace: float                       # after a stop's ask, time before the worker's group is ended (timeout's)
     seat: Seat = field(repr=False)
-    hooks: AttemptHooks = field(repr=False)
+    run: AttemptRun = field(repr=False)
     deadline: float = 0.0              # loop time when the timeout fires (moved on by pauses)
     paused_at: float | None = None
     stop_reason: StopReason | None = None
@@ -103,7 +115,7 @@ class Attempt:
             self.cancel_timers()
 
     async def _drive(self) -> Outcome:
-        seat, hooks = self.seat, self.hooks
+        seat, run = self.seat, self.run
         start = seat.ensure_worker()
         stopped = asyncio.ensure_future(self.stop_requested.wait())
         try:
@@ -119,11 +131,11 @@ class Attempt:
         await asyncio.to_thread(prepare_folder, self.folder)
         if self.stop_reason:
             return Outcome(self.stop_reason, self.stop_error)
-        if not await worker.send(Run(self.task.to_dict(), hooks.spec(self.folder))):
+        if not await worker.send(Run(self.task.to_dict(), run.spec_for(self.folder))):
             seat.kill_worker(worker)
             return harness_error("the worker process is gone")
         self.sent = True
-        self.deadline = hooks.loop().time() + self.timeout   # the timeout runs from when the worker has the task
+        self.deadline = run.loop.time() + self.timeout   # the timeout runs from when the worker has the task
         self.arm_timeout()
         while True:
             event = await worker.next_event()
@@ -134,24 +146,24 @@ class Attempt:
 
     def _take(self, event: Event, worker: Worker) -> Outcome | None:
         """One event of the worker: what it changes, and the outcome when it ends the attempt."""
-        hooks = self.hooks
+        run = self.run
         match event:
             case Started():
                 self.put_back = False
             case Step(step=n, actions=actions, url=url, thought=thought, screenshot=shot):
                 self.put_back = False
                 self.steps = n or self.steps + 1
-                hooks.emit(EpisodeStep(self.slot, self.task.task_id, self.steps, list(actions), url, thought, shot))
+                run.emit(EpisodeStep(self.slot, self.task.task_id, self.steps, list(actions), url, thought, shot))
             case Running():
                 self.put_back = False
                 if self.state == "starting":
                     self.set_state("running")
             case ModelCall() as call:
-                hooks.model_call(self.slot, self.task.task_id, call)
-                hooks.emit(EpisodeModelCall(self.slot, self.task.task_id, call.kind, call.latency_s,
+                run.model_called(self.slot, self.task.task_id, call)
+                run.emit(EpisodeModelCall(self.slot, self.task.task_id, call.kind, call.latency_s,
                                             call.prompt_tokens, call.completion_tokens, call.message))
             case WorkerLog(level=level, message=message):
-                hooks.emit(Log(level, f"slot {self.slot}: {message}"))
+                run.emit(Log(level, f"slot {self.slot}: {message}"))
             case Finished(outcome=outcome):
                 self.put_back = False
                 if self.stop_reason and outcome.status != "done":   # the scheduler's reason is the one recorded
@@ -182,27 +194,27 @@ class Attempt:
         already stopping."""
         if self.stop_reason:
             return False
-        seat, hooks = self.seat, self.hooks
+        seat, run = self.seat, self.run
         self.stop_reason, self.stop_error = reason, error
         self.stop_requested.set()
         self.set_state("stopping")
         worker = seat.worker
         if self.sent and worker is not None:
-            hooks.spawn(worker.send(Stop(reason, error)))
+            run.spawn(worker.send(Stop(reason, error)))
 
             def kill() -> None:
                 self.killed_worker = True
                 seat.kill_worker(worker)
 
-            self.kill_timer = hooks.loop().call_at(hooks.loop().time() + grace, kill)
+            self.kill_timer = run.loop.call_at(run.loop.time() + grace, kill)
         return True
 
     def pause(self, paused: bool) -> bool:
         """Pause or resume the episode; its timeout does not run while it is paused. False when it cannot be now."""
-        seat, hooks = self.seat, self.hooks
+        seat, run = self.seat, self.run
         if self.stop_reason or not self.sent or seat.worker is None or (self.paused_at is not None) == paused:
             return False
-        now = hooks.loop().time()
+        now = run.loop.time()
         if paused:
             self.paused_at = now
             if self.timer:
@@ -213,13 +225,13 @@ class Attempt:
             self.paused_at = None
             self.arm_timeout()
             self.set_state("running")
-        hooks.spawn(seat.worker.send(Pause() if paused else Resume()))
+        run.spawn(seat.worker.send(Pause() if paused else Resume()))
         return True
 
     def arm_timeout(self) -> None:
         if self.timer:
             self.timer.cancel()
-        self.timer = self.hooks.loop().call_at(self.deadline, self.stop, "timeout", "timeout", self.grace)
+        self.timer = self.run.loop.call_at(self.deadline, self.stop, "timeout", "timeout", self.grace)
 
     def cancel_timers(self) -> None:
         for handle in (self.timer, self.kill_timer):
@@ -228,4 +240,4 @@ class Attempt:
 
     def set_state(self, state: AttemptState) -> None:
         self.state = state
-        self.hooks.emit(SlotChanged(self.slot, state, self.task.task_id))
+        self.run.emit(SlotChanged(self.slot, state, self.task.task_id))

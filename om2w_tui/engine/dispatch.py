@@ -118,8 +118,7 @@ class Dispatcher:
         self.done_units = self.done_s = 0.0
         self.pending = 0
         # the index works only with a pacer whose answers change through the calls made here
-        self.indexed = type(pacer).can_start is SitePacer.can_start and \
-            type(pacer).held_elsewhere is SitePacer.held_elsewhere
+        self.indexed = pacer.knows_all   # the pacer says whether its own state decides every start
         self._rank: dict[str, int] = {}          # the order sites were first queued in (ties go to the first)
         self._version: dict[str, int] = {}
         self._all: dict[float, _Group] = {}      # extra -> sites with queued work

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.engine.events import DispatchChanged, Event, Log
@@ -24,25 +23,41 @@ from om2w_tui.engine.events import DispatchChanged, Event, Log
 Probe = Callable[[], Awaitable[bool]]
 
 
-@dataclass(frozen=True)
-class Hooks:
-    """What a guard may do to the run it guards."""
-    loop: Callable[[], asyncio.AbstractEventLoop]
-    emit: Callable[[Event], None]
-    spawn: Callable[[Awaitable[Any]], asyncio.Task[Any]]
-    wake: Callable[[], None]
-    closing: Callable[[], bool]          # the run is stopping or has ended: no new probe starts
-    paused: Callable[[], bool]           # dispatch is paused, for any reason (said when a guard closes)
+class GuardedRun(Protocol):
+    """What a guard may do to the run it guards (the scheduler is one)."""
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop: ...
+
+    def emit(self, event: Event) -> None: ...
+
+    def spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
+        """A background task the run owns (awaited before it ends)."""
+        ...
+
+    def wake(self) -> None:
+        """Let the run's dispatch look again (a guard closed)."""
+        ...
+
+    @property
+    def closing(self) -> bool:
+        """The run is stopping or has ended: no new probe starts."""
+        ...
+
+    @property
+    def dispatch_paused(self) -> bool:
+        """Dispatch is paused, for any reason (said when a guard closes)."""
+        ...
 
 
 class Breaker:
     """The circuit breaker over the model endpoint."""
 
-    def __init__(self, after: int, interval: float, probe: Probe | None, hooks: Hooks):
+    def __init__(self, after: int, interval: float, probe: Probe | None, run: GuardedRun):
         self.after = after
         self.interval = interval
         self.probe = probe
-        self.hooks = hooks
+        self.run = run
         self.open = False
         self.reason = ""
         self.in_a_row = 0
@@ -67,12 +82,12 @@ class Breaker:
             give_back(task)
         self.streak.clear()
         self.reason = f"{n} infra errors in a row (last: {error[:160]}); probing every {self.interval:g} s"
-        self.hooks.emit(DispatchChanged(True, f"circuit breaker: {self.reason}"))
-        self.hooks.loop().call_later(self.interval, self._start_probe)
+        self.run.emit(DispatchChanged(True, f"circuit breaker: {self.reason}"))
+        self.run.loop.call_later(self.interval, self._start_probe)
 
     def _start_probe(self) -> None:
-        if self.open and not self.hooks.closing():
-            self.hooks.spawn(self._probe_once())
+        if self.open and not self.run.closing:
+            self.run.spawn(self._probe_once())
 
     async def _probe_once(self) -> None:
         try:
@@ -85,19 +100,20 @@ class Breaker:
             self.open, self.reason = False, ""
             self.streak.clear()
             self.in_a_row = 0
-            self.hooks.emit(DispatchChanged(self.hooks.paused(), "circuit breaker closed: the endpoint answers again"))
-            self.hooks.wake()
+            self.run.emit(DispatchChanged(self.run.dispatch_paused,
+                                          "circuit breaker closed: the endpoint answers again"))
+            self.run.wake()
         else:
-            self.hooks.loop().call_later(self.interval, self._start_probe)
+            self.run.loop.call_later(self.interval, self._start_probe)
 
 
 class StorageGuard:
     """The out folder's guard: `error` says what cannot be written ("" while it can)."""
 
-    def __init__(self, interval: float, hooks: Hooks, space_ok: Callable[[], bool],
+    def __init__(self, interval: float, run: GuardedRun, space_ok: Callable[[], bool],
                  write_kept: Callable[[], Awaitable[None]], kept: Callable[[], int]):
         self.interval = interval
-        self.hooks = hooks
+        self.run = run
         self.space_ok = space_ok            # blocking: run in a thread
         self.write_kept = write_kept        # writes the records kept in memory; calls `fault` again if it cannot
         self.kept = kept                    # how many records are kept in memory
@@ -110,9 +126,9 @@ class StorageGuard:
         self.error = (f"{problem}; free space or fix the folder: dispatch resumes when it can be written "
                       f"({self.kept()} record(s) kept in memory)")
         if first:
-            self.hooks.emit(DispatchChanged(True, self.error))
+            self.run.emit(DispatchChanged(True, self.error))
             self.schedule_probe(self.interval)
-        self.hooks.emit(Log("error", self.error))
+        self.run.emit(Log("error", self.error))
 
     def schedule_probe(self, delay: float) -> None:
         """One probe chain at a time, however often the user presses resume."""
@@ -120,7 +136,7 @@ class StorageGuard:
             return   # the probe writing now schedules the next one itself if it must
         if self._timer is not None:
             self._timer.cancel()
-        self._timer = self.hooks.loop().call_later(delay, lambda: self.hooks.spawn(self._probe()))
+        self._timer = self.run.loop.call_later(delay, lambda: self.run.spawn(self._probe()))
 
     def cancel(self) -> None:
         if self._timer is not None:
@@ -137,9 +153,9 @@ class StorageGuard:
             self.error = ""
             await self.write_kept()
             if not self.error:   # the writer wrote every kept record
-                self.hooks.emit(DispatchChanged(self.hooks.paused(), "the out folder can be written again"))
-                self.hooks.wake()
+                self.run.emit(DispatchChanged(self.run.dispatch_paused, "the out folder can be written again"))
+                self.run.wake()
         finally:
             self._probing = False
-            if self.error and not self.hooks.closing() and self._timer is None:
+            if self.error and not self.run.closing and self._timer is None:
                 self.schedule_probe(self.interval)

@@ -32,6 +32,11 @@ class SitePacer:
     """Per site: busy or not, when the next episode may start, and its cooldown, which widens when the site shows
     a bot check and relaxes after clean episodes (as Scrapy's AutoThrottle adapts its delays)."""
 
+    # whether `can_start` depends on this pacer's own state alone (its sites' deadlines and counts): then the
+    # dispatcher may keep an index of ready sites; a pacer that also asks the world (other runs' lock files) says
+    # False, and the dispatcher asks it about every site each time
+    knows_all: bool = True
+
     def __init__(self, cooldown: float, per_site: int = 1):
         self.cooldown = float(cooldown)
         self.per_site = max(0, int(per_site))

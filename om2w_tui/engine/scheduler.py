@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.benchmarks.tasks import Task
-from om2w_tui.engine.attempt import Attempt, AttemptHooks
+from om2w_tui.engine.attempt import Attempt
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.control import Interrupt
 from om2w_tui.engine.dispatch import Dispatcher
@@ -48,7 +48,8 @@ from om2w_tui.engine.events import (
     SlotChanged,
     SlotRow,
 )
-from om2w_tui.engine.guards import Breaker, Hooks, Probe, StorageGuard
+from om2w_tui.engine.guards import Breaker, Probe, StorageGuard
+from om2w_tui.engine.ledger import Ledger
 from om2w_tui.engine.model_health import ModelGuard, ModelMeter
 from om2w_tui.engine.records import (
     Judge as Judge,  # re-exported: launch builds the run with it
@@ -115,13 +116,6 @@ def _usable(worker: Worker) -> bool:
 
 
 @dataclass
-class SiteCounts:
-    total: int = 0
-    done: int = 0
-    errors: int = 0
-
-
-@dataclass
 class RunStats:
     total: int = 0
     settled_before: int = 0
@@ -154,35 +148,22 @@ class Scheduler:
         self.slots: dict[int, Slot] = {}
         self.target_workers = max(1, int(config.workers))
         self.user_paused = False
-        hooks = Hooks(loop=lambda: self.loop, emit=self.emit, spawn=self._spawn, wake=self._wake_up,
-                      closing=lambda: self.stopping or self._ended, paused=lambda: self.dispatch_paused)
-        self.breaker = Breaker(config.breaker_after, config.probe_interval, probe, hooks)
+        self.breaker = Breaker(config.breaker_after, config.probe_interval, probe, self)
         # the out folder's guard (`self._space_ok` is looked up at each probe: tests replace it)
-        self.storage = StorageGuard(config.probe_interval, hooks, lambda: self._space_ok(), self._write_kept,
+        self.storage = StorageGuard(config.probe_interval, self, lambda: self._space_ok(), self._write_kept,
                                     lambda: len(self.unwritten))
         self.model = ModelMeter()
         # a run without a screen (headless) ends when the model guard holds dispatch; a console waits for its user
         self.model_guard = ModelGuard(config.model_guard, self.emit)
         self.guard_ends_run = guard_ends_run
-        self._attempt_hooks = AttemptHooks(loop=lambda: self.loop, emit=self.emit, spawn=self._spawn,
-                                           spec=self._spec, model_call=self._model_call)
-        self.retried: dict[str, int] = {}
-        self.free_restarts: dict[str, int] = {}   # episodes whose worker vanished before taking them
+        self.ledger = Ledger()              # where each task is (queued, running, settled), and its counts
         self.unwritten: deque[EpisodeRecord] = deque()
         self.stopping = False
         self.stats = RunStats()
-        self.sites: dict[str, SiteCounts] = {}
-        self._n_done = self._n_errors = 0      # the sums of the sites' done and errors counts
-        self.attempts: dict[str, int] = {}
-        self.errored: dict[str, Task] = {}
         self.started_mono = 0.0
         self._epoch_offset = 0.0
         self._wake: asyncio.Event | None = None
         self._cooldown_timer: asyncio.TimerHandle | None = None
-        self._queued: set[str] = set()
-        self._running: set[str] = set()
-        self._settled: set[str] = set()
-        self._settled_before: set[str] = set()
         self._writer: asyncio.Task[None] | None = None
         self._ended = False
         self._background: set[asyncio.Task[Any]] = set()   # every task the scheduler starts, awaited at the end
@@ -201,11 +182,16 @@ class Scheduler:
     def loop(self) -> asyncio.AbstractEventLoop:
         return asyncio.get_running_loop()
 
-    def _wake_up(self) -> None:
+    @property
+    def closing(self) -> bool:
+        """Stopping, or ended: no control adds work and no guard starts a probe."""
+        return self.stopping or self._ended
+
+    def wake(self) -> None:
         if self._wake is not None:
             self._wake.set()
 
-    def _spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
+    def spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
         """A background task the scheduler owns: kept referenced, and awaited before the run ends."""
         t = asyncio.ensure_future(coro)
         self._background.add(t)
@@ -218,15 +204,13 @@ class Scheduler:
         for w in prior.warnings:
             self.emit(Log("warning", w))
         settled = prior.settled()
-        self.attempts = prior.attempts()
+        self.ledger.attempts.update(prior.attempts())
         latest = prior.latest()
         for t in self.tasks:
-            counts = self.sites.setdefault(t.site, SiteCounts())
-            counts.total += 1
+            self.ledger.add(t)
             if t.task_id in settled:
                 self.stats.settled_before += 1
-                self._settled_before.add(t.task_id)
-                self._mark_settled(t, latest[t.task_id].get("status") == "error")
+                self.ledger.settle(t, latest[t.task_id].get("status") == "error", before=True)
             else:
                 self._enqueue(t)
         self.dispatch.sort_sites()
@@ -303,46 +287,24 @@ class Scheduler:
     def running(self) -> list[Attempt]:
         return [s.episode for s in self.slots.values() if s.episode is not None]
 
-    # ── where a task is: queued, running, settled ──────────
+    # ── where a task is: queued, running, settled (engine/ledger.py) ──
     def _enqueue(self, task: Task, front: bool = False) -> bool:
         """Queue a task that is neither queued, running nor settled; False (and nothing done) otherwise."""
-        tid = task.task_id
-        if tid in self._queued or tid in self._settled or tid in self._running:
+        if not self.ledger.queue(task):
             return False
         self.dispatch.push(task, front)
-        self._queued.add(tid)
         return True
-
-    def _mark_settled(self, task: Task, error: bool) -> None:
-        self._settled.add(task.task_id)
-        counts = self.sites.setdefault(task.site, SiteCounts())
-        counts.done += 1
-        self._n_done += 1
-        if error:
-            counts.errors += 1
-            self._n_errors += 1
-            self.errored[task.task_id] = task
 
     def _unsettle(self, task: Task) -> None:
         """A settled task goes back to being work: its counts (this run's, or a run before's) are given back."""
-        tid = task.task_id
-        if tid not in self._settled:
-            return
-        self._settled.discard(tid)
-        counts = self.sites.setdefault(task.site, SiteCounts())
-        counts.done -= 1
-        self._n_done -= 1
-        if self.errored.pop(tid, None) is not None:
-            counts.errors -= 1
-            self._n_errors -= 1
-        if tid in self._settled_before:
-            self._settled_before.discard(tid)
+        before = task.task_id in self.ledger.settled_before
+        if self.ledger.unsettle(task) and before:
             self.stats.settled_before -= 1
 
     def done_count(self) -> tuple[int, int]:
         """(tasks settled, of which errors) over the run's selection: the sums of the sites' counts, kept as they
         change (said with every finished episode: a sum over the sites each time costs ~1 ms at 1,000 sites)."""
-        return self._n_done, self._n_errors
+        return self.ledger.done, self.ledger.errors
 
     # ── slots and their workers ────────────────────────────
     def _add_slot(self, i: int, start_worker: bool = True) -> Slot:
@@ -374,34 +336,30 @@ class Scheduler:
             site = self._pick_site(now)
             if site is None:
                 break
-            task = self.dispatch.take(site)
-            self._queued.discard(task.task_id)
-            self._start(slot, task, now)
+            self._start(slot, self.dispatch.take(site), now)
         self.pacer.end_round()
         if any(s.episode is None and not s.retired for s in self.slots.values()):
             nxt = self.dispatch.next_ready(now)
             if nxt is not None:
-                self._cooldown_timer = self.loop.call_at(nxt, self._wake_up)
+                self._cooldown_timer = self.loop.call_at(nxt, self.wake)
 
     def _start(self, slot: Slot, task: Task, now: float) -> None:
         self.dispatch.acquire(task.site, now)
-        attempt = self.attempts.get(task.task_id, 0) + 1
-        self.attempts[task.task_id] = attempt
+        attempt = self.ledger.start(task)
         ep = slot.episode = Attempt(task, attempt, slot.id, started_at=self.epoch(), folder=self.out / task.task_id,
                                     timeout=self.cfg.timeout, grace=self.cfg.stop_grace, seat=slot,
-                                    hooks=self._attempt_hooks)
-        self._running.add(task.task_id)
+                                    run=self)
         # said when decided, so that sinks see starts and ends in the order the pacer saw them
         self.emit(EpisodeStarted(slot.id, task.task_id, task.site, task.level, attempt, ep.started_at,
                                  step_budget(task.raw, self.cfg.max_steps)))
         self.emit(SlotChanged(slot.id, "starting", task.task_id))
-        self._spawn(self._episode(slot, ep))
+        self.spawn(self._episode(slot, ep))
 
     # ── one attempt (its life is engine/attempt.py's) ─────
-    def _spec(self, folder: Path) -> WorkerSpec:
+    def spec_for(self, folder: Path) -> WorkerSpec:
         return self.cfg.worker_spec(folder, base_url=self.endpoint)
 
-    def _model_call(self, slot: int, task_id: str, call: ModelCall) -> None:
+    def model_called(self, slot: int, task_id: str, call: ModelCall) -> None:
         first = self.model.call(self.loop.time(), slot, call)
         if first is not None:   # said once a run: a kind seen for the first time
             self.emit(Log("warning", f"{task_id}: a model call failed: {call.kind}: {call.message}"))
@@ -414,7 +372,7 @@ class Scheduler:
         try:
             outcome = await ep.drive()
         finally:
-            self._running.discard(ep.task.task_id)
+            self.ledger.leave(ep.task)
             try:
                 if outcome is None or ep.put_back:
                     self._put_back(ep, outcome)
@@ -426,10 +384,10 @@ class Scheduler:
                     self.dispatch.release_without_cooldown(site)
                 slot.episode = None
                 if slot.retired:
-                    self._spawn(self._retire(slot))
+                    self.spawn(self._retire(slot))
                 else:
                     self.emit(SlotChanged(slot.id, "idle"))
-                self._wake_up()
+                self.wake()
 
     def _put_back(self, ep: Attempt, outcome: Outcome | None) -> None:
         """The episode never reached its worker (stopped while the worker started, or the worker vanished before
@@ -439,11 +397,10 @@ class Scheduler:
         ep.site_released = True
         self.dispatch.release_without_cooldown(ep.task.site)
         if outcome is not None and not ep.stop_reason:   # its worker was lost
-            self.free_restarts[tid] = self.free_restarts.get(tid, 0) + 1
-            if self.free_restarts[tid] > FREE_RESTARTS:   # recorded as an infra error (its retries then apply)
+            if self.ledger.count_free_restart(ep.task) > FREE_RESTARTS:   # an infra error (its retries then apply)
                 self._settle(ep, outcome)
                 return
-        self.attempts[tid] = ep.attempt - 1
+        self.ledger.leave(ep.task, ran=False)
         self._enqueue(ep.task, front=True)
         why = ep.stop_error or (outcome.error if outcome is not None else None) or "stopped"
         self.emit(Log("info", f"{tid}: put back in the queue before it started ({why})"))
@@ -472,7 +429,7 @@ class Scheduler:
 
     def _start_writer(self) -> None:
         if self._writer is None or self._writer.done():
-            self._writer = self._spawn(self._write_records())
+            self._writer = self.spawn(self._write_records())
 
     async def _write_records(self) -> None:
         try:
@@ -484,7 +441,7 @@ class Scheduler:
                     return
                 self.unwritten.popleft()
         finally:
-            self._wake_up()   # the run may be over now
+            self.wake()   # the run may be over now
 
     def _storage_fault(self, problem: str) -> None:
         self.storage.fault(problem)
@@ -542,10 +499,10 @@ class Scheduler:
             self._open_breaker(rec.error or "")
         self._note_model(ep, rec, outcome, harness=infra or storage or rec.requeued)
         free = endpoint and self.breaker_open   # a failure while the endpoint is known to be down costs no try
-        retry = infra and (free or self.retried.get(task.task_id, 0) < self.cfg.retries)
+        retry = infra and (free or self.ledger.retried.get(task.task_id, 0) < self.cfg.retries)
         if retry:
             if not free:
-                self.retried[task.task_id] = self.retried.get(task.task_id, 0) + 1
+                self.ledger.count_retry(task)
             self.emit(Log("warning", f"{task.task_id}: {rec.error} (the harness's fault): trying again"))
         requeued = rec.error in (INTERRUPTED, REQUEUED) or retry or storage
         if requeued:
@@ -554,7 +511,7 @@ class Scheduler:
             if rec.correct is not None:   # judged once per task: its final attempt
                 s.judged += 1
                 s.correct += rec.correct
-            self._mark_settled(task, rec.status == "error")
+            self.ledger.settle(task, rec.status == "error")
         self.emit(EpisodeFinished(ep.slot, rec, requeued, *self.done_count()))
 
     def _note_model(self, ep: Attempt, rec: EpisodeRecord, outcome: Outcome, harness: bool) -> None:
@@ -568,7 +525,7 @@ class Scheduler:
         message = calls.first.get(kind, "") if calls is not None and kind else ""
         if self.model_guard.note(kind, message) and not self.stopping:
             self.model_guard.trip(self.guard_ends_run)
-            self._wake_up()
+            self.wake()
 
     # ── the circuit breaker: a failing endpoint pauses dispatch instead of failing every task (engine/guards.py) ──
     def _open_breaker(self, error: str) -> None:
@@ -576,8 +533,8 @@ class Scheduler:
         their tries are given back, and those already settled as errors go back in the queue (a streak task still
         queued or running stays where it is: it is never queued twice)."""
         def give_back(task: Task) -> None:
-            self.retried.pop(task.task_id, None)
-            if task.task_id in self._settled:
+            self.ledger.retried.pop(task.task_id, None)
+            if self.ledger.where(task.task_id) == "settled":
                 self._unsettle(task)
                 self._enqueue(task, front=True)
 
@@ -592,7 +549,7 @@ class Scheduler:
         if not paused and self.storage_error:
             self.storage.schedule_probe(0)
         self.emit(DispatchChanged(self.dispatch_paused, reason or (self.breaker_reason if self.breaker_open else "")))
-        self._wake_up()
+        self.wake()
 
     def episode_on(self, slot_id: int) -> Attempt | None:
         slot = self.slots.get(slot_id)
@@ -626,18 +583,18 @@ class Scheduler:
             for slot in surplus:
                 slot.retired = True
                 if slot.episode is None:
-                    self._spawn(self._retire(slot))
-        self._wake_up()
+                    self.spawn(self._retire(slot))
+        self.wake()
 
     def retry_errors(self) -> int:
         """Put the tasks whose latest attempt ended in error back in the queue."""
         if self._ended:
             return 0
         n = 0
-        for task in list(self.errored.values()):
+        for task in list(self.ledger.errored.values()):
             self._unsettle(task)
             n += self._enqueue(task)
-        self._wake_up()
+        self.wake()
         return n
 
     def stop(self, force: bool = False) -> None:
@@ -648,12 +605,12 @@ class Scheduler:
                 if slot.worker is not None:
                     slot.kill_worker(slot.worker)
         if self.stopping:
-            self._wake_up()
+            self.wake()
             return
         self.stopping = True
         for ep in self.running():
             self._stop(ep, "killed", INTERRUPTED, self.cfg.stop_grace)
-        self._wake_up()
+        self.wake()
 
     def interrupt(self) -> Interrupt:
         """Ctrl-C, SIGTERM: stop the run gracefully; when it is already stopping, end every episode's processes now."""
@@ -714,7 +671,7 @@ class Scheduler:
                                  ep.started_at, ep.attempt, step_budget(ep.task.raw, self.cfg.max_steps),
                                  self.model.slot_error(s.id)))
         sites = []
-        for name, c in self.sites.items():
+        for name, c in self.ledger.sites.items():
             st = self.pacer.state(name)
             left = len(self.queue.get(name, ()))
             state: SiteState = "running" if st.running else (
@@ -727,5 +684,5 @@ class Scheduler:
                            user_paused=self.user_paused, breaker=self.breaker_reason if self.breaker_open else "",
                            storage=self.storage_error, stopping=self.stopping,
                            pacing=Pacing(self.pacer.per_site, self.pacer.cooldown),
-                           target_workers=self.target_workers, errors=len(self.errored), summary=self.summary(),
+                           target_workers=self.target_workers, errors=len(self.ledger.errored), summary=self.summary(),
                            model=self.model.stats(now, self.model_guard.reason))

@@ -149,6 +149,8 @@ class SharedSitePacer(SitePacer):
     held while this run has an episode there (several share them where `per_site` allows), and for a moment
     while a dispatch round considers the site: `end_round()` drops those the round did not use."""
 
+    knows_all = False   # another run may take or free a site at any time: only its lock file says
+
     def __init__(self, pace_dir: Path, cooldown: float, per_site: int = 1,
                  names: Mapping[str, Iterable[str]] | None = None, note: Callable[[str], None] | None = None,
                  wall: Callable[[], float] = time.time):

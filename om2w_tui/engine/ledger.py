@@ -1,0 +1,104 @@
+"""Where each task of the run is, kept in one place: queued, running, or settled (its record written or waiting to
+be), never two at once, with what goes with it: its attempts so far, its retries and free restarts used, whether it
+ended in error, and each site's counts (tasks, settled, errored) and their sums, kept as they change.
+
+Pure bookkeeping: no clock, no I/O, no events. The scheduler decides what happens to a task and tells the ledger;
+the ledger refuses a move that would put a task in two places (a task queued twice, or run after it settled), which
+is the run's first promise. The order of the queue is the dispatcher's (engine/dispatch.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from om2w_tui.benchmarks.tasks import Task
+
+Place = Literal["queued", "running", "settled"]
+
+
+@dataclass
+class SiteCounts:
+    total: int = 0
+    done: int = 0
+    errors: int = 0
+
+
+class Ledger:
+    def __init__(self) -> None:
+        self.place: dict[str, Place] = {}
+        self.sites: dict[str, SiteCounts] = {}
+        self.errored: dict[str, Task] = {}         # settled tasks whose latest attempt ended in error
+        self.settled_before: set[str] = set()      # settled in the out folder before this run
+        self.attempts: dict[str, int] = {}         # attempts made so far, this run's and earlier runs'
+        self.retried: dict[str, int] = {}          # tries used on the harness's faults (--retries)
+        self.free_restarts: dict[str, int] = {}    # times its worker vanished before taking it
+        self.done = 0                              # the sums of the sites' done and errors counts
+        self.errors = 0
+
+    def add(self, task: Task) -> None:
+        """A task of the run's selection (counted on its site; it is nowhere yet)."""
+        self.sites.setdefault(task.site, SiteCounts()).total += 1
+
+    def where(self, task_id: str) -> Place | None:
+        return self.place.get(task_id)
+
+    def queue(self, task: Task) -> bool:
+        """Queue a task that is neither queued, running nor settled; False (and nothing done) otherwise."""
+        if task.task_id in self.place:
+            return False
+        self.place[task.task_id] = "queued"
+        return True
+
+    def start(self, task: Task) -> int:
+        """A queued task starts on a slot: -> its attempt's number."""
+        assert self.place.get(task.task_id) == "queued", (task.task_id, self.place.get(task.task_id))
+        self.place[task.task_id] = "running"
+        self.attempts[task.task_id] = self.attempts.get(task.task_id, 0) + 1
+        return self.attempts[task.task_id]
+
+    def leave(self, task: Task, *, ran: bool = True) -> None:
+        """A running task's attempt is over (it is nowhere until it is queued again or settled); `ran` False: it
+        never reached its worker, so the attempt is not counted."""
+        if self.place.get(task.task_id) == "running":
+            del self.place[task.task_id]
+        if not ran:
+            self.attempts[task.task_id] = self.attempts.get(task.task_id, 1) - 1
+
+    def settle(self, task: Task, error: bool, *, before: bool = False) -> None:
+        """The task is finished for this run (`before`: by an earlier run, found in the out folder)."""
+        assert task.task_id not in self.place, (task.task_id, self.place[task.task_id])
+        self.place[task.task_id] = "settled"
+        counts = self.sites.setdefault(task.site, SiteCounts())
+        counts.done += 1
+        self.done += 1
+        if before:
+            self.settled_before.add(task.task_id)
+        if error:
+            counts.errors += 1
+            self.errors += 1
+            self.errored[task.task_id] = task
+
+    def unsettle(self, task: Task) -> bool:
+        """A settled task goes back to being work (its counts, this run's or a run before's, are given back); False
+        when it was not settled."""
+        tid = task.task_id
+        if self.place.get(tid) != "settled":
+            return False
+        del self.place[tid]
+        counts = self.sites.setdefault(task.site, SiteCounts())
+        counts.done -= 1
+        self.done -= 1
+        if self.errored.pop(tid, None) is not None:
+            counts.errors -= 1
+            self.errors -= 1
+        self.settled_before.discard(tid)
+        return True
+
+    def count_retry(self, task: Task) -> int:
+        """One more try used on the harness's faults: -> how many now."""
+        self.retried[task.task_id] = self.retried.get(task.task_id, 0) + 1
+        return self.retried[task.task_id]
+
+    def count_free_restart(self, task: Task) -> int:
+        self.free_restarts[task.task_id] = self.free_restarts.get(task.task_id, 0) + 1
+        return self.free_restarts[task.task_id]
