@@ -49,6 +49,10 @@ def _finite(text: str) -> float:
 
 _INF = float("inf")
 _EXPONENT = re.compile(r"[eE][+-]?[0-9]{3}")
+_EXPONENT_B = re.compile(rb"[eE][+-]?[0-9]{3}")
+# made once: json.loads with any option builds a new decoder at every call (a third of a record's reading time)
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+_CHECKING_FLOATS = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
 
 
 def _size(n: int) -> str:
@@ -113,26 +117,44 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-def decode(data: bytes | str, where: str, *, line: int | None = None, max_depth: int = MAX_DEPTH) -> Any:
+def may_overflow(data: bytes | str) -> bool:
+    """Whether `data` holds a number with an exponent of 3 digits, the only kind a float can overflow to infinity
+    with: a reader of many lines asks once for the whole file, not once a line."""
+    if isinstance(data, bytes):
+        return _EXPONENT_B.search(data) is not None
+    return _EXPONENT.search(data) is not None
+
+
+def decode(data: bytes | str, where: str, *, line: int | None = None, max_depth: int = MAX_DEPTH,
+           check_floats: bool | None = None) -> Any:
     """One JSON value; InputError names `where` (a file, a socket) and, given, the `line` of a JSON lines file the
-    value is, and what is wrong with it."""
-    if line is not None:
-        where = f"{where}:{line}"
-    text = text_of(data, where)
+    value is, and what is wrong with it. `check_floats`: False when the caller knows no float can overflow here
+    (`may_overflow` said so of the whole file); None: see for itself."""
     try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        if text.startswith("\ufeff"):
+            text = text[1:]
         # a float can only overflow with an exponent of 3 digits: the (slower) check only where one is
-        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite if _EXPONENT.search(text) else None)
+        floats = may_overflow(text) if check_floats is None else check_floats
+        value = (_CHECKING_FLOATS if floats else _DECODER).decode(text)
+    except UnicodeDecodeError as e:
+        raise InputError(f"{_place(where, line)}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     except json.JSONDecodeError as e:
         at = f"{e.colno}" if line is not None else f"{e.lineno}:{e.colno}"
-        raise InputError(f"{where}:{at}: invalid JSON: {e.msg}", e.msg) from None
+        raise InputError(f"{_place(where, line)}:{at}: invalid JSON: {e.msg}", e.msg) from None
     except RecursionError:
-        raise InputError(f"{where}: nested deeper than JSON is read here ({max_depth} levels)") from None
+        raise InputError(f"{_place(where, line)}: nested deeper than JSON is read here ({max_depth} levels)") from None
     except ValueError as e:   # a number of thousands of digits, NaN, Infinity or 1e999
-        raise InputError(f"{where}: not usable JSON ({str(e).split('; ')[0][:120]})") from None
+        raise InputError(f"{_place(where, line)}: not usable JSON ({str(e).split('; ')[0][:120]})") from None
     # a cheap bound first: a value cannot nest deeper than it has brackets
     if text.count("[") + text.count("{") > max_depth and _depth(value) > max_depth:
-        raise InputError(f"{where}: nested deeper than JSON is read here ({max_depth} levels)")
+        raise InputError(f"{_place(where, line)}: nested deeper than JSON is read here ({max_depth} levels)")
     return value
+
+
+def _place(where: str, line: int | None) -> str:
+    """Where a value was, as a message says it (built only when there is something to say)."""
+    return where if line is None else f"{where}:{line}"
 
 
 def load(path: Path | str, limit: int = LIMIT, *, follow_symlinks: bool = True, what: str = "") -> Any:

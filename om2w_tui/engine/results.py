@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from om2w_tui.files import open_own
-from om2w_tui.json_input import InputError, decode, read_bytes
+from om2w_tui.json_input import InputError, decode, may_overflow, read_bytes
 from om2w_tui.protocol.worker import HARNESS_FAULTS as HARNESS_FAULTS  # re-exported: the readers of records
 from om2w_tui.protocol.worker import STATUSES as STATUSES
 from om2w_tui.secret import redact_text
@@ -195,11 +195,13 @@ def read_results(out: Path) -> ResultsLog:
         except InputError as e:
             res.warnings.append(f"{e}: skipped")
             continue
+        floats = may_overflow(data)   # asked once for the file: most never hold an exponent of 3 digits
+        where = str(path)
         for n, line in enumerate(data.split(b"\n"), 1):
             if not line.strip():
                 continue
             try:
-                rec = decode(line, str(path), line=n)
+                rec = decode(line, where, line=n, check_floats=floats)
             except InputError:   # torn, not UTF-8, nested too deep, a number past any sane size
                 res.warnings.append(f"{path}:{n}: skipped a line that is not a whole JSON record (a torn write?)")
                 continue
