@@ -235,8 +235,9 @@ def main() -> int:
           f"noise)")
     calls_per_ep = e["steps_on"] / e["n"] + 1   # a call a step, and the step that said done
     share = cost * calls_per_ep / e["off"]
+    verdict = "met" if share <= 0.01 else "MISSED"
     print(f"the watch's own work: {calls_per_ep:.1f} calls x {cost * 1e6:.1f} us = {cost * calls_per_ep * 1e3:.3f} ms "
-          f"an episode, {share:.4%} of its {e['off']:.3f} CPU s; goal within 1%: {'met' if share <= 0.01 else 'MISSED'}")
+          f"an episode, {share:.4%} of its {e['off']:.3f} CPU s; goal within 1%: {verdict}")
     return 0
 
 

@@ -305,7 +305,7 @@ def make_executor(cfg: RunConfig, stack: contextlib.ExitStack) -> Any:
     """The run's executor: local worker processes, or (--executor ray) Ray actors, ended with the run's stack;
     either starts its workers at most `--worker-start-rate` a second."""
     if cfg.executor != "ray":
-        return PacedStarts(LocalExecutor(cfg.out), cfg.worker_start_rate)
+        return PacedStarts(LocalExecutor(cfg.out, withhold=(cfg.api_key_env,)), cfg.worker_start_rate)
     from om2w_tui.executors.ray import (
         RayExecutor,  # Ray only when a run asks for it (an optional extra, slow to import)
     )

@@ -74,6 +74,7 @@ from om2w_tui.engine.sharding import results_name
 from om2w_tui.engine.shared_pacing import make_pacer
 from om2w_tui.episode.instruction import step_budget
 from om2w_tui.executors.base import Executor, Worker
+from om2w_tui.files import open_own
 from om2w_tui.protocol.worker import ModelCall, Outcome, StopReason, WorkerSpec
 
 USER_KILL_GRACE_S = 5.0
@@ -454,8 +455,8 @@ class Scheduler:
 
     def _space_ok(self) -> bool:
         probe = self.out / ".om2w-space-probe"
-        try:
-            with open(probe, "wb") as f:
+        try:   # the run's own file: never written through a symlink planted there (it is removed below)
+            with os.fdopen(open_own(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "wb") as f:
                 f.write(b"\0" * STORAGE_PROBE_BYTES)
                 f.flush()
                 os.fsync(f.fileno())

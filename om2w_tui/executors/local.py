@@ -15,9 +15,10 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from om2w_tui.files import open_own
 from om2w_tui.protocol.codec import CodecError
 from om2w_tui.protocol.worker import COMMANDS, EVENTS, Command, Event, Exit, Exited, Ready, WorkerLog
 
@@ -35,9 +36,12 @@ _ALLOWED = re.compile(
     r"COVERAGE_[A-Z_]+|RAY_[A-Z0-9_]+")
 
 
-def worker_environment(base: Mapping[str, str], extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment a worker starts with: `base`'s allowed variables, then `extra` (the run's own)."""
-    return {**{k: v for k, v in base.items() if _ALLOWED.fullmatch(k)}, **(extra or {})}
+def worker_environment(base: Mapping[str, str], extra: Mapping[str, str] | None = None,
+                       withhold: Iterable[str] = ()) -> dict[str, str]:
+    """The environment a worker starts with: `base`'s allowed variables but those in `withhold` (the variable the
+    run's key is read from, whatever its name: `--api-key-env OM2W_KEY` is allowed by name), then `extra`."""
+    held = set(withhold)
+    return {**{k: v for k, v in base.items() if _ALLOWED.fullmatch(k) and k not in held}, **(extra or {})}
 
 
 class WorkerDied(RuntimeError):
@@ -49,10 +53,11 @@ class WorkerProcess:
 
     command: tuple[str, ...] = (sys.executable, "-m", "om2w_tui.episode.worker")
 
-    def __init__(self, slot: int, log_path: Path, env: dict[str, str] | None = None):
+    def __init__(self, slot: int, log_path: Path, env: dict[str, str] | None = None, withhold: Iterable[str] = ()):
         self.slot = slot
         self.log_path = Path(log_path)
         self.env = env
+        self.withhold = tuple(withhold)
         self.proc: asyncio.subprocess.Process | None = None
         self.events: asyncio.Queue[Event] = asyncio.Queue()
         self._reader: asyncio.Task[None] | None = None
@@ -64,11 +69,13 @@ class WorkerProcess:
         return self.proc.pid if self.proc else None
 
     async def start(self) -> None:
-        with open(self.log_path, "ab") as log:
+        # the run's own file in its folder: never through a symlink planted there
+        with os.fdopen(open_own(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab") as log:
             self.proc = await asyncio.create_subprocess_exec(
                 *self.command,
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log,
-                start_new_session=True, env=worker_environment(os.environ, self.env), limit=1 << 24)
+                start_new_session=True, env=worker_environment(os.environ, self.env, self.withhold),
+                limit=1 << 24)
         self._reader = asyncio.create_task(self._read())
         try:
             ev = await asyncio.wait_for(self.next_event(), READY_TIMEOUT_S)
@@ -149,11 +156,12 @@ def run_tag(out: Path) -> str:
 class LocalExecutor:
     """Makes worker processes for slots; the scheduler owns and replaces them."""
 
-    def __init__(self, log_dir: Path, env: dict[str, str] | None = None):
+    def __init__(self, log_dir: Path, env: dict[str, str] | None = None, withhold: Iterable[str] = ()):
         self.log_dir = Path(log_dir)
         self.env = {"OM2W_RUN_TAG": run_tag(self.log_dir), **(env or {})}
+        self.withhold = tuple(withhold)   # variables never passed on (the key's): the key goes in the spec
 
     async def start_worker(self, slot: int) -> WorkerProcess:
-        w = WorkerProcess(slot, self.log_dir / f"worker_{slot}.log", self.env)
+        w = WorkerProcess(slot, self.log_dir / f"worker_{slot}.log", self.env, self.withhold)
         await w.start()
         return w

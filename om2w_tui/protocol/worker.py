@@ -48,7 +48,7 @@ class WorkerSpec:
     folder: str                      # the task's folder (the worker writes the trajectory there as it goes)
     chromium: str
     model: str
-    base_url: str
+    base_url: str = field(repr=False)    # the endpoint as the client opens it (credentials in it, if any)
     api_key: str = field(repr=False)
     temperature: float
     max_steps: int                   # the run's budget; a task's own max_steps wins (episode/instruction.py)

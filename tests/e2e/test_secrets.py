@@ -84,15 +84,15 @@ def test_a_planted_secret_is_in_no_file_a_run_or_a_judge_writes_nor_in_anything_
     the out folder or the config home, nor in anything printed, nor in the environment of any process the run
     starts (the key reaches the worker in its spec only, never Chromium's environment)."""
     home = tmp_path / "home"
-    # a variable name of the user's own (the workers' allow-list passes OM2W_* variables: the harness's own)
-    env = {"PLANTED_API_KEY": PLANTED_KEY, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    # a name the workers' allow-list passes (OM2W_*, the harness's own): the key's variable is withheld by name
+    env = {"OM2W_PLANTED_API_KEY": PLANTED_KEY, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
     with OfflineSuite() as suite, OracleServer(suite.tasks()) as oracle:
         picked = [t for t in suite.tasks() if t["task_id"] == "offline_booking_rates_11"]
         tasks = tmp_path / "tasks.json"
         tasks.write_text(json.dumps(picked))
         url = oracle.url.replace("http://", f"http://user:{PLANTED_PW}@")
         out = tmp_path / "run"
-        flags = ["--tasks", str(tasks), "--model", "oracle", "--vllm", url, "--api-key-env", "PLANTED_API_KEY",
+        flags = ["--tasks", str(tasks), "--model", "oracle", "--vllm", url, "--api-key-env", "OM2W_PLANTED_API_KEY",
                  "--record-rows", "--out", str(out)]
         doctor = cli("doctor", *flags, env=env)
         assert doctor.returncode == 0, doctor.stdout[-3000:]
@@ -101,7 +101,7 @@ def test_a_planted_secret_is_in_no_file_a_run_or_a_judge_writes_nor_in_anything_
         assert len(environs) >= 2   # a worker and its Chromium at least were seen while they ran
         assert records(out)[0]["correct"]
         judge = cli("judge", str(out), "--judge-model", "oracle-judge", "--judge-url", url, "--api-key-env",
-                    "PLANTED_API_KEY", "--backoff", "0", env=env)
+                    "OM2W_PLANTED_API_KEY", "--backoff", "0", env=env)
         assert judge.returncode == 0, judge.stderr[-3000:]
     assert oracle.calls > 0
     written = {p.name for p in out.rglob("*") if p.is_file()}
