@@ -311,7 +311,7 @@ def make_executor(cfg: RunConfig, stack: contextlib.ExitStack) -> Any:
     )
 
     try:   # the key travels in each episode's spec, never in an actor's or a worker's environment
-        ex = RayExecutor(cfg.out, cfg.ray_address, cfg.ray_cpus)
+        ex = RayExecutor(cfg.out, cfg.ray_address, cfg.ray_cpus, withhold=(cfg.api_key_env,))
     except ConnectionError as e:
         raise UsageError(f"--ray-address {cfg.ray_address or os.environ.get('RAY_ADDRESS') or 'auto'}: no Ray "
                          f"cluster there ({e}); start one with `ray start --head --resources '{{\"browser\": 4}}'`"

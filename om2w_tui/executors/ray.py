@@ -98,7 +98,8 @@ class SlotActor:
         self.folder: Path | None = None         # this node's folder of the running episode (not shared)
         self.seen: dict[str, tuple[int, int]] = {}   # relative path -> (size, mtime_ns) already shipped
 
-    async def start(self, out: str, probe: str, token: str, env: dict[str, str]) -> dict[str, Any]:
+    async def start(self, out: str, probe: str, token: str, env: dict[str, str],
+                    withhold: tuple[str, ...] = ()) -> dict[str, Any]:
         """Probe `out`, start the worker (with `env` over the node's own allowed variables: the run's tag)."""
         import ray  # in the actor's process, which Ray started: it is there
 
@@ -112,7 +113,7 @@ class SlotActor:
         else:
             self.local_root = Path(tempfile.mkdtemp(prefix=f"om2w-ray-{self.env.get('OM2W_RUN_TAG', 'run')}-"))
             log = self.local_root / f"worker_{self.slot}.log"
-        self.worker = ActorWorkerProcess(self.slot, log, self.env)
+        self.worker = ActorWorkerProcess(self.slot, log, self.env, withhold)
         await self.worker.start()
         return {"pid": self.worker.pid, "node": ray.get_runtime_context().get_node_id(), "shared": self.shared,
                 "host": os.uname().nodename, "log": str(log)}
@@ -318,12 +319,13 @@ def _loopback(address: str) -> bool:
 class RayExecutor:
     """Starts a Ray actor per slot in the cluster at `address` (auto, HOST:PORT, or RAY_ADDRESS when None)."""
 
-    def __init__(self, out: Path, address: str | None = None, num_cpus: float = 1.0):
+    def __init__(self, out: Path, address: str | None = None, num_cpus: float = 1.0, withhold: tuple[str, ...] = ()):
         import ray  # asked for by --executor ray only: an optional extra
 
         self.out = Path(out)
         self.num_cpus = num_cpus
         self.env = {"OM2W_RUN_TAG": run_tag(self.out)}
+        self.withhold = withhold   # variables never passed on to a worker (the key's: it travels in the spec)
         self._owns_connection = False
         if not ray.is_initialized():
             address = address or os.environ.get("RAY_ADDRESS") or "auto"
@@ -355,7 +357,7 @@ class RayExecutor:
                                   max_task_retries=0, scheduling_strategy="SPREAD").remote(slot)
         self.actors.add(actor)
         try:
-            info = await actor.start.remote(str(self.out), self.probe, self.token, self.env)
+            info = await actor.start.remote(str(self.out), self.probe, self.token, self.env, self.withhold)
         except BaseException as e:
             self.forget(actor)
             import ray  # connected in __init__
