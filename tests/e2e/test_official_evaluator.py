@@ -103,7 +103,7 @@ def test_the_official_evaluator_reads_every_run_right_and_our_judge_agrees(runs)
 
             code, text = judge(out, stub)
             assert code == 0, (kind, text[-3000:])
-            ours = judged(next(out.glob("WebJudge_Online_Mind2Web_eval_stub-judge_*")))
+            ours = judged(next(out.glob("om2w-tui_WebJudge_Online_Mind2Web_eval_stub-judge_*")))
             for tid in episodes:
                 assert [x["Score"] for x in ours[tid]["image_judge_record"]] == \
                     [x["Score"] for x in official[tid]["image_judge_record"]], (kind, tid)

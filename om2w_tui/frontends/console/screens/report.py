@@ -25,7 +25,7 @@ from om2w_tui.benchmarks.episode_folder import read_answer
 from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.evaluation.report import summarize
 from om2w_tui.evaluation.report_text import fmt_num, fmt_rate
-from om2w_tui.evaluation.summary import ErrorGroup, RunReport, TaskRow
+from om2w_tui.evaluation.summary import ErrorGroup, Rate, RunReport, TaskRow
 from om2w_tui.frontends.console.messages import EpisodeChange
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
 from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable
@@ -56,6 +56,7 @@ class Failure:
     success: bool | None
     record: EpisodeRecord | None
     answer: str
+    outcome: str | None = None       # evaluation/outcomes.py: failure, not_executable, or None (none yet)
 
 
 @dataclass
@@ -87,7 +88,7 @@ def compute(out: Path, judge: Path | None = None) -> Computed:
             continue
         rec = latest.get(tid)
         answer = (rec.answer if rec else "") or (answer_of(out / tid) if t.has_folder else "")
-        rows.append(Failure(tid, t.status, t.success, rec, answer))
+        rows.append(Failure(tid, t.status, t.success, rec, answer, t.outcome))
     return Computed(summary, latest, rows)
 
 
@@ -102,7 +103,33 @@ def source_text(summary: RunReport) -> str:
         return f"judge {j.mode or '?'}/{j.model or '?'}, {j.judged} of {summary.tasks} judged"
     if succ.source == "correct":
         return "reference answers (correct)"
-    return "no success measure: run `om2w-tui judge`"
+    if succ.source == "labels":
+        return f"human labels, {summary.labelled} of {summary.tasks} labelled"
+    return "no success measure: run `om2w-tui judge` or `om2w-tui label`"
+
+
+def rules_lines(summary: RunReport) -> list[tuple[str, str, str]]:
+    """(label, value, style) lines of the success measure under both rules, and what is pending."""
+    c = summary.success.counts
+    if c is None:
+        return [("overall", "-", "bold")]
+    lines = [("over all", fmt_rate(c.overall), "bold"), ("executable", fmt_rate(c.executable), "")]
+    extra = [f"{c.not_executable} not executable"] if c.not_executable else []
+    extra += [f"{c.pending} pending (no outcome yet)"] if c.pending else []
+    if extra:
+        lines.append(("", " · ".join(extra), "dim"))
+    return lines
+
+
+def agreement_text(summary: RunReport) -> str:
+    """'judge vs humans: 86.0% agree, kappa 0.712, 4 disagree' under the first rule ('' with nothing to compare)."""
+    if not summary.agreement:
+        return ""
+    a = summary.agreement[0]
+    kappa = "-" if a.kappa is None else f"{a.kappa:.3f}"
+    agree = a.confusion.agreement
+    pct = "-" if agree.rate is None else f"{100 * agree.rate:.1f}%"
+    return f"judge vs humans: {pct} agree ({a.confusion.n} tasks), kappa {kappa}, {len(a.disagreements)} disagree"
 
 
 METRIC_NAMES = {"steps": "steps", "duration_s": "duration", "prompt_tokens": "prompt tok",
@@ -113,30 +140,45 @@ def metric_text(key: str, value: float | None) -> str:
     return clock_text(value) if key == "duration_s" and value is not None else fmt_num(value)
 
 
+def short_rate(v: Rate) -> str:
+    """`37.5% 3/8 [14-69]`: a rate for a narrow line, its interval in whole percents."""
+    if v.rate is None or v.interval is None:
+        return "-"
+    return f"{100 * v.rate:.1f}% {v.successes}/{v.tasks} [{100 * v.interval[0]:.0f}-{100 * v.interval[1]:.0f}]"
+
+
 def summary_text(summary: RunReport, wide: bool) -> Text:
     """Overall success, statuses and medians: a column on a wide terminal, three lines on a narrow one."""
-    succ = summary.success
-    overall = fmt_rate(succ.overall) if succ.source else "-"
     statuses = [(k, v) for k, v in summary.status.items() if v]
     metrics = [(k, m) for k, m in summary.metrics.items() if m.n]
+    rules = rules_lines(summary)
+    agree = agreement_text(summary)
     t = Text(no_wrap=not wide, overflow="ellipsis")
     if not wide:
-        t.append("overall ", style="bold cyan")
-        t.append(overall, style="bold")
-        t.append(f" · {summary.tasks} tasks, {summary.attempts} attempts · {source_text(summary)}\n",
-                 style="dim")
-        t.append("status  ", style="bold cyan")
+        c = summary.success.counts
+        t.append("over all ", style="bold cyan")
+        t.append(short_rate(c.overall) if c else "-", style="bold")
+        if c is not None:
+            t.append(" · executable ", style="bold cyan")
+            t.append(short_rate(c.executable))
+            t.append(f" · {c.not_executable} not exec." if c.not_executable else "", style="dim")
+            t.append(f" · {c.pending} pending" if c.pending else "", style="dim")
+        t.append("\nstatus  ", style="bold cyan")
         for i, (k, v) in enumerate(statuses):
             t.append(" · " if i else "", style="dim")
             t.append(k, style=STATUS_STYLE.get(k, ""))
             t.append(f" {v}")
+        t.append(f" · {source_text(summary)}", style="dim")
         t.append("\nmedian  ", style="bold cyan")
         t.append(" · ".join(f"{METRIC_NAMES.get(k, k)} {metric_text(k, m.median)}" for k, m in metrics)
                  or "-")
         return t
-    t.append("Overall   ", style="bold cyan")
-    t.append(overall + "\n", style="bold")
-    t.append(f"          {source_text(summary)}\n", style="dim")
+    for label, value, style in rules:
+        t.append(f"{label:<11}", style="bold cyan")
+        t.append(value + "\n", style=style)
+    t.append(f"           {source_text(summary)}\n", style="dim")
+    if agree:
+        t.append(f"           {agree}\n", style="")
     t.append("Tasks     ", style="bold cyan")
     t.append(f"{summary.tasks} ({summary.attempts} attempts)\n")
     t.append("Status\n", style="bold cyan")
@@ -201,7 +243,8 @@ class FailuresTable(FittedTable):
     def show(self, failures: list[Failure]) -> None:
         rows = {}
         for f in failures:
-            mark = Text("?", style="dim") if f.success is None else Text("✗", style="red") if not f.success else ""
+            mark = (Text("⊘", style="yellow") if f.outcome == "not_executable" else Text("?", style="dim")
+                    if f.success is None else Text("✗", style="red") if not f.success else "")
             answer = Text(clip(f.answer, self.width_of("answer")) or "(no answer)", style="" if f.answer else "dim")
             rows[f.task_id] = (clip(f.task_id, self.width_of("task")), mark,
                                styled(clip(f.status, self.width_of("status")), STATUS_STYLE, f.status),
@@ -270,8 +313,8 @@ class ReportScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Label("", id="report-title")
         with Container(id="report-top"):
-            yield RateChart("Success by level", "levels", id="by-level", classes="panel")
-            yield RateChart("Success by site", "sites", id="by-site", classes="panel")
+            yield RateChart("Success by level (over all)", "levels", id="by-level", classes="panel")
+            yield RateChart("Success by site (over all)", "sites", id="by-site", classes="panel")
             summary = Static("", id="report-summary", classes="panel")
             summary.border_title = "Run"
             yield summary
@@ -374,7 +417,7 @@ class ReportScreen(Screen[None]):
                 return
             s = data.summary
             succ = s.success
-            why = "no success measure: no judge file and no `correct`" if not succ.source else ""
+            why = "no success measure: no labels, no judge file and no `correct`" if not succ.source else ""
             self.query_one("#by-level", RateChart).show(succ.by_level, why)
             self.query_one("#by-site", RateChart).show(succ.by_site, why)
             self.query_one("#report-summary", Static).update(summary_text(s, wide))
