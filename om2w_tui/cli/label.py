@@ -5,7 +5,6 @@ format are `evaluation/labels.py`; the screen is `frontends/console/screens/labe
 from __future__ import annotations
 
 import argparse
-import getpass
 import re
 import sys
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 from om2w_tui.benchmarks.conformance import task_dirs
 from om2w_tui.benchmarks.episode_folder import load_result
 from om2w_tui.engine.results import read_results
-from om2w_tui.evaluation.labels import FINAL, LabelFileError, check_annotator, export_labels
+from om2w_tui.evaluation.labels import FINAL, LabelFileError, check_annotator, default_annotator, export_labels
 
 EXIT_USAGE = 2
 FILTERS = ("all", "unlabelled", "judge", "annotators", "notes")
@@ -51,15 +50,6 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--renderer", choices=("auto", "halfcell", "unicode"), default="auto",
                    help="how screenshots are drawn: the terminal's graphics where it has them (auto), or block "
                         "characters")
-
-
-def default_annotator() -> str:
-    try:
-        name = getpass.getuser()
-    except Exception:   # noqa: BLE001 - no user name (a container without /etc/passwd entry): use a plain one
-        name = ""
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")
-    return name or "annotator"
 
 
 def check_filter(text: str) -> str:
@@ -122,9 +112,19 @@ def run(args: Any) -> int:
             check_annotator(args.annotator)
             if args.annotator == FINAL:
                 raise LabelFileError(f"--annotator {FINAL}: the reviewer's file; use --review to give final labels")
-        check_filter(args.filter)
+        flt = check_filter(args.filter)
     except (LabelFileError, ValueError) as e:
         return _fail(str(e))
     if args.export is not None:
         return export(args, out)
-    return _fail("give --export FILE --agent NAME (labelling in the console is the next step of this command)")
+    if not run_tasks(out):
+        return _fail(f"{out}: no task folders to label")
+    if args.judge is not None and not args.judge.is_file() and not (out / args.judge).is_file():
+        return _fail(f"--judge {args.judge}: no such file")
+    if not sys.stdin.isatty() or not sys.stdout.isatty():
+        return _fail("labelling needs a terminal (use --export to write the official file without one)")
+    from om2w_tui.frontends.console.screens.label import run_labeller  # Textual only when the console opens
+
+    judge = args.judge if args.judge is None or args.judge.is_file() else out / args.judge
+    return run_labeller(out, args.annotator or default_annotator(), review=args.review, show_judge=args.show_judge,
+                        judge=judge, flt=flt, task=args.task, renderer=args.renderer)

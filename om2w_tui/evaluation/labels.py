@@ -16,6 +16,7 @@ The official file (the dataset's `human_label.json`) is a JSON list of `{"task_i
 
 from __future__ import annotations
 
+import getpass
 import json
 import re
 import time
@@ -68,6 +69,16 @@ def check_annotator(name: str) -> str:
         raise LabelFileError(f"--annotator {name!r}: use letters, digits, '.', '_' or '-' (at most 64), "
                              f"starting with a letter or digit")
     return name
+
+
+def default_annotator() -> str:
+    """The user's name as an annotator's ("annotator" when there is none to be had)."""
+    try:
+        name = getpass.getuser()
+    except Exception:   # noqa: BLE001 - no user name (a container's uid without a passwd entry): a plain one
+        name = ""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")
+    return name if name and name != FINAL else "annotator"
 
 
 def labels_path(out: Path, annotator: str) -> Path:

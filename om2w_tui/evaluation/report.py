@@ -106,7 +106,7 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def _site_of(website: str | None) -> str:
+def site_of(website: str | None) -> str:
     if not website:
         return UNKNOWN
     m = re.fullmatch(r"\{(\w+)\}.*", website)   # an offline suite template: {shop}/
@@ -148,7 +148,7 @@ def task_file_meta(path: Path) -> dict[str, dict[str, Any]]:
         if tid is None:
             continue
         website = row.get("website", row.get("web"))
-        meta[str(tid)] = {"level": row.get("level", row.get("web_name")), "site": _site_of(website)}
+        meta[str(tid)] = {"level": row.get("level", row.get("web_name")), "site": site_of(website)}
     return meta
 
 
@@ -271,7 +271,7 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
         ep = read.episodes.get(tid)
         m = meta.get(tid, {})
         level = rec.get("level") or m.get("level")
-        site = m.get("site") or _site_of(rec.get("website"))
+        site = m.get("site") or site_of(rec.get("website"))
         outcome = outcome_of[primary][tid] if primary else None
         steps = rec.get("steps") if isinstance(rec.get("steps"), int) else (ep.steps if ep else None)
         per_task[tid] = TaskRow(

@@ -23,10 +23,12 @@ from textual.widgets import DataTable, Label, Static
 
 from om2w_tui.benchmarks.episode_folder import read_answer
 from om2w_tui.engine.results import EpisodeRecord, read_results
+from om2w_tui.evaluation.labels import default_annotator
 from om2w_tui.evaluation.report import summarize
 from om2w_tui.evaluation.report_text import fmt_num, fmt_rate
 from om2w_tui.evaluation.summary import ErrorGroup, Rate, RunReport, TaskRow
 from om2w_tui.frontends.console.messages import EpisodeChange
+from om2w_tui.frontends.console.screens.label import LabelScreen, LabelSession
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
 from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable
 from om2w_tui.frontends.console.widgets.panels import STATUS_STYLE, styled
@@ -43,6 +45,8 @@ THROTTLE_S = 5.0
 REPORT_COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("open_failure", "Open the selected episode", "Task, actions, thoughts, answer, files and screenshots"),
     ("refresh_report", "Refresh the report", "Read the run's folder again now"),
+    ("label_tasks", "Label the episodes by hand", "1 success, 0 failure, 2 not executable; the tasks where the "
+                                                   "judge and the humans disagree first"),
     ("back", "Back to the dashboard", "Close the report"),
 )
 
@@ -279,6 +283,7 @@ class ReportScreen(Screen[None]):
     BINDINGS = [
         Binding("enter", "open_failure", "Open", key_display="⏎", id="report-open-episode", priority=True),
         Binding("r", "refresh_report", "Refresh", id="report-refresh"),
+        Binding("L", "label_tasks", "Label", id="report-label"),
         Binding("escape", "back", "Back", id="report-back"),
         Binding("escape", "close", "Quit", id="report-close", show=False),
     ]
@@ -473,6 +478,18 @@ class ReportScreen(Screen[None]):
 
     def action_refresh_report(self) -> None:
         self.refresh_report()
+
+    def action_label_tasks(self) -> None:
+        """The labelling screen on this run: on the selected task, walking the tasks where the judge and the humans
+        disagree when there are any (the report's list of them), else every task."""
+        summary = self.data.summary if self.data is not None else None
+        disagree = bool(summary and summary.agreement and summary.agreement[0].disagreements)
+        session = LabelSession(self.out, default_annotator(), judge=self.judge, flt="judge" if disagree else "all")
+        found = self._row_task(self.focused)
+        if found is not None:
+            session.go(found[0])
+        self.app.push_screen(LabelScreen(session, renderer=getattr(self.app, "image_renderer", "auto")),
+                             lambda _: self.refresh_report())
 
     def action_back(self) -> None:
         self.dismiss()
