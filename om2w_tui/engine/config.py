@@ -72,6 +72,11 @@ class RunConfig:
     executor: str = "local"
     ray_address: str | None = None
     ray_cpus: float = 1.0          # CPUs each Ray actor (one worker and its Chromium) asks, besides one `browser`
+    # judging as the run goes (--judge-url/--judge-model): settled episodes judged in the background (WebJudge)
+    judge_url: str | None = None
+    judge_model: str | None = None
+    judge_workers: int = 4         # judge calls at once (as `judge --workers`)
+    judge_api_key_env: str = "OPENAI_API_KEY"
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
@@ -120,4 +125,9 @@ class RunConfig:
             if isinstance(v, Path):
                 d[k] = str(v)
         d["vllm"] = redact_url(self.vllm)   # credentials in a URL are never recorded
+        d["judge_url"] = redact_url(self.judge_url)
         return d
+
+    def judge_api_key(self) -> str:
+        """The judge endpoint's key, read from the environment at the last moment, as `api_key`."""
+        return os.environ.get(self.judge_api_key_env, "") or "EMPTY"

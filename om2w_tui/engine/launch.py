@@ -35,6 +35,8 @@ from om2w_tui.engine.shared_pacing import check_pace_dir
 from om2w_tui.episode.arms import arm_names
 from om2w_tui.episode.browser import BrowserNotFound, check_browser_settings, find_chromium, resolve_browser
 from om2w_tui.episode.instruction import check_template
+from om2w_tui.evaluation.judge import Settings as JudgeSettings
+from om2w_tui.evaluation.live_judge import JudgedRun, LiveJudge, sinks_emit
 from om2w_tui.executors.local import LocalExecutor
 from om2w_tui.executors.ray import check_address, ray_missing
 from om2w_tui.files import write_json_atomic
@@ -140,7 +142,24 @@ def _check_settings(cfg: RunConfig) -> str:
     if cfg.executor == "ray":
         return ray_missing() or check_address(cfg.ray_address) or (
             "" if cfg.ray_cpus > 0 else f"--ray-cpus {cfg.ray_cpus:g}: must be more than 0")
+    return _check_judge_settings(cfg)
+
+
+def _check_judge_settings(cfg: RunConfig) -> str:
+    """Judging as the run goes needs both the endpoint and the model."""
+    if bool(cfg.judge_url) != bool(cfg.judge_model):
+        given, missing = ("--judge-url", "--judge-model") if cfg.judge_url else ("--judge-model", "--judge-url")
+        return f"{given} needs {missing} too (the judge's endpoint and its served model)"
+    if cfg.judge_workers < 1:
+        return f"--judge-workers {cfg.judge_workers}: must be at least 1"
     return ""
+
+
+def check_judge_endpoint(cfg: RunConfig) -> str:
+    """'' when the judge's endpoint serves --judge-model; the messages name the judge's flags."""
+    problem = check_endpoint(cfg.judge_url or "", cfg.judge_model or "", cfg.judge_api_key())
+    return problem.replace("--vllm ", "--judge-url ").replace("--model ", "--judge-model ").replace(
+        "--api-key-env", "--judge-api-key-env")
 
 
 def _check_out(out: Path, shard: str = "") -> str:
@@ -225,6 +244,9 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True) -> tuple[Preflight |
     elif check_model:
         add("model endpoint", check_endpoint(cfg.endpoint, cfg.model, cfg.api_key()),
             f"{cfg.endpoint} serves {cfg.model}")
+    if cfg.judge_url and cfg.judge_model and check_model:
+        add("judge endpoint", check_judge_endpoint(cfg), f"{redact_url(cfg.judge_url)} serves {cfg.judge_model}: "
+            f"each episode judged as it ends ({cfg.judge_workers} calls at once)")
     settled = 0
     if out_ok and cfg.out.is_dir() and chosen:
         done = read_results(cfg.out).settled()
@@ -276,6 +298,18 @@ def reference_judge(task: dict[str, Any], rec: EpisodeRecord) -> bool | None:
     from om2w_tui.offline import judge_answer  # the offline suite only when a run uses it
 
     return rec.status == "done" and rec.agent_done and judge_answer(task, rec.answer)
+
+
+def live_judge(cfg: RunConfig, sinks: list[Sink]) -> LiveJudge | None:
+    """The background judge of a run with --judge-url (WebJudge, the official reading, as `om2w-tui judge`)."""
+    if not cfg.judge_url or not cfg.judge_model:
+        return None
+    from openai import AsyncOpenAI  # the judge's client only when a run judges as it goes
+
+    settings = JudgeSettings(model=cfg.judge_model, workers=cfg.judge_workers)
+    client = AsyncOpenAI(base_url=cfg.judge_url, api_key=cfg.judge_api_key(), max_retries=0,
+                         timeout=settings.request_timeout)
+    return LiveJudge(cfg.out, settings, client, sinks_emit(sinks))
 
 
 def make_executor(cfg: RunConfig, stack: contextlib.ExitStack) -> Any:
@@ -336,7 +370,8 @@ async def open_run(pre: Preflight, sinks: list[Sink]) -> AsyncIterator[Run]:
 
         # every run listens on its control socket (ctl, attach) for its life; one that cannot still runs
         server = ControlServer(cfg.out, lock_label(cfg.shard), info={"max_steps": cfg.max_steps})
-        run = Scheduler(cfg, tasks, executor, [*sinks, server], judge=judge, probe=probe,
+        live = live_judge(cfg, [*sinks, server])    # None unless the run judges as it goes (--judge-url)
+        run = Scheduler(cfg, tasks, executor, [*sinks, server, *([live] if live else [])], judge=judge, probe=probe,
                         spec_extra={"base_url": endpoint})
         async with contextlib.AsyncExitStack() as listening:
             try:
@@ -344,7 +379,12 @@ async def open_run(pre: Preflight, sinks: list[Sink]) -> AsyncIterator[Run]:
             except (ControlSocketError, OSError) as e:
                 for sink in sinks:
                     sink.handle(Log("warning", f"no control socket, so ctl and attach cannot reach this run: {e}"))
-            yield run
+            if live is None:
+                yield run
+            else:
+                await live.start()
+                listening.push_async_callback(live.close)
+                yield JudgedRun(run, live)
     finally:
         # in a thread: a server's shutdown waits for its poll loop (up to 0.5 s each), which froze the console's
         # screen at the end of every offline run (bench/console_lag.py); shielded, so a cancel still closes it all

@@ -21,6 +21,7 @@ KINDS = ("text", "path", "int", "number", "csv", "choice", "on", "off")
 WHAT, AGENT, ARMS, BROWSER, PACING, FAULTS, WHERE, BEYOND = (
     "what to run", "the agent", "arms and training rows", "the browser (the same on every host)", "pacing and slots",
     "faults", "where episodes run", "beyond one run (several runs on a node, several nodes without Ray)")
+JUDGING = "judging as the run goes"
 
 
 @dataclass(frozen=True)
@@ -161,6 +162,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("pace_dir", "--pace-dir", "a node-local folder of per-site lock files shared by every run on the node "
             "(and by the seed runner's --pace-dir): no two runs on one site at once, the cooldown kept between them",
             "path", BEYOND, metavar="DIR", label="pace dir", placeholder="none: this run paces alone"),
+    # judging as the run goes
+    Setting("judge_url", "--judge-url", "judge each episode as it ends with WebJudge on this OpenAI-compatible "
+            "endpoint (a WebJudge-7B on vLLM, o4-mini ...), in the background, into the file `om2w-tui judge` "
+            "writes", group=JUDGING, metavar="URL", demo=False),
+    Setting("judge_model", "--judge-model", "the judge's served model name (with --judge-url)", group=JUDGING,
+            demo=False),
+    Setting("judge_workers", "--judge-workers", "judge calls at once (4, as `judge --workers`); the run's slots "
+            "never wait for them", "int", JUDGING, minimum=1, demo=False),
+    Setting("judge_api_key_env", "--judge-api-key-env", "the environment variable holding the judge's API key "
+            "(OPENAI_API_KEY)", group=JUDGING, demo=False),
 )
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
 
