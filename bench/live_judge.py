@@ -44,8 +44,8 @@ GOAL = 0.99
 class Judge(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, latency: float, seed: int = 0):
-        super().__init__(("127.0.0.1", 0), JudgeHandler)
+    def __init__(self, latency: float, seed: int = 0, port: int = 0):
+        super().__init__(("127.0.0.1", port), JudgeHandler)
         self.latency, self.rng, self.calls = latency, random.Random(seed), 0
         self.lock = threading.Lock()
 

@@ -57,7 +57,8 @@ class LiveCounts:
 
 
 class LiveJudge:
-    """The run's background judge: a sink (`handle`) and the workers that `running()` keeps going."""
+    """The run's background judge: a sink (`handle`) that queues each settled episode, and the workers that judge
+    them (`start`, then `drain` once the run is over, `close` at the end)."""
 
     def __init__(self, out: Path, settings: Settings, client: Any, emit: Emit = lambda e: None,
                  sleep: Callable[[float], Any] = asyncio.sleep):
@@ -98,8 +99,10 @@ class LiveJudge:
         self.counts.skipped = len(already)
         latest = await asyncio.to_thread(lambda: read_results(self.out).latest())
         for tid, rec in latest.items():
-            if tid not in self.judged and settles(rec):
-                self.put(tid, int(rec.get("attempt") or 1))
+            attempt = int(rec.get("attempt") or 1)
+            # judged already: that attempt, or an unknown one (a line of `om2w-tui judge`, which knows no attempts)
+            if settles(rec) and self.judged.get(tid) not in (attempt, 0):
+                self.put(tid, attempt)
         backlog = self.queue.qsize()
         self._log(f"judging each episode as it ends with {self.s.model} ({self.s.mode_name}, {self.s.workers} "
                   f"calls at once) into {self.path.name}" + (f"; {backlog} settled before, not judged yet, first"
@@ -113,7 +116,8 @@ class LiveJudge:
         left = self.queue.qsize() + self._busy()
         if self.fatal or not left:
             return not left
-        self._log(f"the run is over; judging the {left} episode(s) left (stop again to leave them for later)")
+        self._log(f"the run is over; judging the {left} episode(s) left (quit or Ctrl-C leaves them for the next "
+                  f"start)")
         done = asyncio.ensure_future(self.queue.join())
         try:
             while not done.done():
@@ -137,7 +141,8 @@ class LiveJudge:
         left = self.queue.qsize() + self._busy()
         self._log(f"judged {c.judged} episode(s) during the run ({c.successes} successes) into {self.path.name}"
                   + (f"; {c.failed} failed and {left} not reached: `om2w-tui judge {self.out} --judge-model "
-                     f"{self.s.model} --judge-url URL` judges them" if c.failed or left else ""))
+                     f"{self.s.model} --judge-url URL` judges them" if c.failed or left else ""),
+                  "warning" if c.failed or left else "info")
 
     def _busy(self) -> int:
         return len(self._queued) - self.queue.qsize()

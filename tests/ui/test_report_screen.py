@@ -17,12 +17,12 @@ from textual.command import CommandList
 from om2w_tui.cli.main import main as cli_main
 from om2w_tui.engine.events import EpisodeFinished
 from om2w_tui.evaluation.report import summarize
-from om2w_tui.evaluation.report_text import fmt_rate
+from om2w_tui.evaluation.report_text import fmt_rate, sections
 from om2w_tui.evaluation.summary import Rate
 from om2w_tui.frontends.console.app import ConsoleApp, make_app
 from om2w_tui.frontends.console.screens.dashboard import DashboardScreen
 from om2w_tui.frontends.console.screens.episode import EpisodeScreen
-from om2w_tui.frontends.console.screens.report import ErrorsTable, FailuresTable, ReportScreen
+from om2w_tui.frontends.console.screens.report import ErrorsTable, FailuresTable, ReportScreen, ReportTables
 from om2w_tui.frontends.console.widgets.rate_chart import RateChart
 
 from . import recorded as R
@@ -289,3 +289,27 @@ def test_report_snapshot(snap_compare, tmp_path, size):
         await settle(pilot)
 
     assert snap_compare(report_app(out), terminal_size=size, run_before=run_before)
+
+
+async def test_t_shows_every_table_with_both_rules_and_intervals(tmp_path):
+    out = finished_run(tmp_path)
+    app = report_app(out)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        report = app.screen
+        await pilot.press("t")
+        await pilot.pause()
+        tables = app.screen
+        assert isinstance(tables, ReportTables)
+        drawn = [w.content for w in tables.query(".tables-section")]
+        expected = sections(summarize(out), site_limit=40)
+        assert [t.title for t in drawn] == [heading for heading, _, _ in expected]
+        assert drawn[0].title == "success: reference answers"
+        assert [c.header for c in drawn[0].columns] == ["group", "over all", "executable only", "not executable",
+                                                        "pending"]
+        assert list(drawn[0].columns[1].cells)[0] == "37.5% (3/8) [13.7, 69.4]"
+        notes_text = " ".join(str(w.content) for w in tables.query(".tables-note"))
+        assert "95% Wilson interval" in notes_text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is report

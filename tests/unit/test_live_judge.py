@@ -219,3 +219,23 @@ def test_the_judges_settings_are_checked_and_its_key_never_recorded(tmp_path, mo
                            check_model=False)
     settings = dict((name, detail) for name, _, detail in checks)["settings"]
     assert settings == "--judge-model needs --judge-url too (the judge's endpoint and its served model)"
+
+
+async def test_a_verdict_of_an_earlier_attempt_is_judged_again_at_the_start(tmp_path, judge_server):
+    out = tmp_path / "run"
+    for t in ("a", "b", "c"):
+        folder(out, t)
+    # a: judged by `om2w-tui judge` (no attempt known); b: attempt 1 judged, then retried and its attempt 2 never
+    # judged (the run stopped); c: attempt 2 judged
+    (out / "results.jsonl").write_text(json.dumps(record("a").to_json()) + "\n"
+                                       + json.dumps(record("b", attempt=2).to_json()) + "\n"
+                                       + json.dumps(record("c", attempt=2).to_json()) + "\n")
+    judge, _ = live(out, judge_server)
+    path = output_path(out, judge.s)
+    path.write_text("".join(json.dumps({"task_id": t, "predicted_label": 0, **extra}) + "\n"
+                            for t, extra in (("a", {}), ("b", {"attempt": 1}), ("c", {"attempt": 2}))))
+    await judge.start()
+    assert sorted(judge._queued) == [("b", 2)]
+    assert await judge.drain(lambda: False)
+    await judge.close()
+    assert read_judged(path)["b"]["attempt"] == 2 and len(path.read_text().splitlines()) == 4

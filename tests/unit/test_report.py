@@ -297,3 +297,16 @@ def test_the_official_rate_is_read_beside_ours(tmp_path):
     assert other.by == "the official evaluator" and other.model == "Qwen-Qwen2.5-VL"
     assert other.rate == Rate(2, 3, 2 / 3) and other.judged == 2
     assert "also judged in official_WebJudge" in to_markdown([s], None)
+
+
+def test_a_task_still_running_counts_as_neither_success_nor_failure(tmp_path):
+    # a live run: two tasks settled, a third running (its folder written as it goes, no record yet) on its own site
+    tasks = [{"task_id": t, "confirmed_task": "x", "website": w, "level": "easy"}
+             for t, w in (("t0", "https://shop.test/"), ("t1", "https://shop.test/"), ("t2", "https://long.test/"))]
+    out = make_run(tmp_path / "live", [record("t0", correct=True), record("t1", correct=False)], tasks=tasks)
+    task_folder(out, "t2")
+    s = summarize(out)
+    assert s.per_task["t2"].status == "unrecorded" and s.per_task["t2"].outcome is None
+    assert s.success.overall == Rate(1, 2, 0.5)                       # not 1 of 3
+    assert s.success.by_site["long.test"] == Rate(0, 0, None)         # not "long.test 0% 0/1"
+    assert s.success.counts is not None and s.success.counts.pending == 1

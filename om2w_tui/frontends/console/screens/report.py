@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from rich.table import Table as RichTable
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Container
+from textual.containers import Container, VerticalScroll
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Label, Static
@@ -25,7 +26,7 @@ from om2w_tui.benchmarks.episode_folder import read_answer
 from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.evaluation.labels import default_annotator
 from om2w_tui.evaluation.report import summarize
-from om2w_tui.evaluation.report_text import fmt_num, fmt_rate
+from om2w_tui.evaluation.report_text import fmt_num, fmt_rate, notes, sections, title
 from om2w_tui.evaluation.summary import ErrorGroup, Rate, RunReport, TaskRow
 from om2w_tui.frontends.console.messages import EpisodeChange
 from om2w_tui.frontends.console.screens.label import LabelScreen, LabelSession
@@ -45,6 +46,8 @@ THROTTLE_S = 5.0
 REPORT_COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("open_failure", "Open the selected episode", "Task, actions, thoughts, answer, files and screenshots"),
     ("refresh_report", "Refresh the report", "Read the run's folder again now"),
+    ("tables", "Every table of the report", "Both counting rules per level and site for every source, the judge "
+                                             "against the humans, with 95% intervals"),
     ("label_tasks", "Label the episodes by hand", "1 success, 0 failure, 2 not executable; the tasks where the "
                                                    "judge and the humans disagree first"),
     ("back", "Back to the dashboard", "Close the report"),
@@ -278,12 +281,51 @@ class ErrorsTable(FittedTable):
         self.sync(rows)
 
 
+class ReportTables(Screen[None]):
+    """Every table of the report (`om2w-tui report --format table`'s): each success measure under both rules per
+    level and per site, the judge against the humans, the annotators, statuses, medians and errors."""
+
+    BINDINGS = [Binding("escape,t", "back", "Back", id="tables-back")]
+    DEFAULT_CSS = """
+    ReportTables #tables-title { width: 1fr; height: 1; padding: 0 1; background: $panel; }
+    ReportTables VerticalScroll { padding: 0 1; }
+    ReportTables .tables-note { color: $text-muted; }
+    ReportTables .tables-section { margin-bottom: 1; }
+    """
+
+    def __init__(self, summary: RunReport):
+        super().__init__()
+        self.summary = summary
+
+    def compose(self) -> ComposeResult:
+        yield Label(Text(title(self.summary), style="bold"), id="tables-title")
+        with VerticalScroll():
+            for line in notes(self.summary):
+                yield Static(Text(line), classes="tables-note")
+            for heading, header, rows in sections(self.summary, site_limit=40):
+                yield Static(rich_table(heading, header, rows), classes="tables-section")
+        yield LeanFooter(compact=True)
+
+    def action_back(self) -> None:
+        self.dismiss()
+
+
+def rich_table(heading: str, header: list[str], rows: list[list[str]]) -> RichTable:
+    t = RichTable(title=heading, title_justify="left", show_edge=False, min_width=40)
+    for h in header:
+        t.add_column(h, overflow="fold")
+    for r in rows:
+        t.add_row(*r)
+    return t
+
+
 class ReportScreen(Screen[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE, "-wide")]
     BINDINGS = [
         Binding("enter", "open_failure", "Open", key_display="⏎", id="report-open-episode", priority=True),
         Binding("r", "refresh_report", "Refresh", id="report-refresh"),
         Binding("L", "label_tasks", "Label", id="report-label"),
+        Binding("t", "tables", "Tables", id="report-tables"),
         Binding("escape", "back", "Back", id="report-back"),
         Binding("escape", "close", "Quit", id="report-close", show=False),
     ]
@@ -453,6 +495,8 @@ class ReportScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "open_failure":
             return self._row_task(self.focused) is not None
+        if action == "tables":
+            return self.data is not None
         if action == "back":
             return not self.standalone
         if action == "close":
@@ -478,6 +522,10 @@ class ReportScreen(Screen[None]):
 
     def action_refresh_report(self) -> None:
         self.refresh_report()
+
+    def action_tables(self) -> None:
+        if self.data is not None:
+            self.app.push_screen(ReportTables(self.data.summary))
 
     def action_label_tasks(self) -> None:
         """The labelling screen on this run: on the selected task, walking the tasks where the judge and the humans

@@ -77,15 +77,15 @@ class RunHeader(Horizontal):
         rate = per_hour(finished, elapsed)
         rate_text = f"{rate:.0f}/h" if rate is not None else "-/h"
         eta_text = "-" if eta is None else clock_text(eta)
-        success = self.success_text(wide)
+        # the rates so far before the clock: where the line is cut, the verdicts stay
+        success = "".join(f"{part} · " for part in self.success_text(wide))
+        eta_part = f"ETA {eta_text} · " if state.phase in ("starting", "running") else ""
         if wide:
-            stats = (f"{done}/{total} done · {state.running} running · {state.errors} errors · "
-                     f"elapsed {clock_text(elapsed)} · ETA {eta_text} · {rate_text}")
-            stats += "".join(f" · {part}" for part in success)
+            stats = (f"{done}/{total} done · {state.running} running · {state.errors} errors · {success}"
+                     f"elapsed {clock_text(elapsed)} · {eta_part}{rate_text}")
         else:
-            stats = (f"{done}/{total} · {state.running} run · {state.errors} err · "
-                     + "".join(f"{part} · " for part in success)
-                     + f"{clock_text(elapsed)} · ETA {eta_text} · {rate_text}")
+            stats = (f"{done}/{total} · {state.running} run · {state.errors} err · {success}"
+                     f"{clock_text(elapsed)} · {eta_part}{rate_text}")
         self._set("#run-stats", stats)
         badge = self.query_one("#run-badge", Label)
         if state.phase == "stopping":
