@@ -93,13 +93,14 @@ class LabelFile:
     annotator: str
     labels: dict[str, Label] = field(default_factory=dict)
     saves: int = 0
+    seen: tuple[int, int] | None = None      # the file's (mtime_ns, size) when last read or written here
 
     @classmethod
     def open(cls, out: Path, annotator: str) -> LabelFile:
         """The annotator's file in `out` (empty when there is none yet)."""
         path = labels_path(out, annotator)
         found = read_label_file(path) if path.exists() else {}
-        return cls(path, annotator, found)
+        return cls(path, annotator, found, seen=_stamp(path))
 
     def get(self, task_id: str) -> Label | None:
         return self.labels.get(task_id)
@@ -111,6 +112,7 @@ class LabelFile:
             raise ValueError(f"label {value!r}: one of {', '.join(VALUES)}")
         if reason is not None and reason not in REASONS:
             raise ValueError(f"reason {reason!r}: one of {', '.join(REASONS)}")
+        self._catch_up()
         old = self.labels.get(task_id) or Label(None)
         new = replace(old, at=time.time() if now is None else now)
         if value is not None:
@@ -124,14 +126,30 @@ class LabelFile:
         return new
 
     def clear(self, task_id: str) -> None:
+        self._catch_up()
         if self.labels.pop(task_id, None) is not None:
             self.save()
+
+    def _catch_up(self) -> None:
+        """The same annotator labelling in two terminals: take the file's labels written by the other session
+        since, so that neither loses the other's (the task being labelled now is this session's)."""
+        if _stamp(self.path) not in (self.seen, None):
+            self.labels = read_label_file(self.path)
 
     def save(self) -> None:
         data = {"format": FORMAT, "version": VERSION, "annotator": self.annotator, "updated_at": time.time(),
                 "labels": {t: lab.to_json() for t, lab in sorted(self.labels.items())}}
         write_atomic(self.path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
         self.saves += 1
+        self.seen = _stamp(self.path)
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 def read_label_file(path: Path) -> dict[str, Label]:

@@ -289,3 +289,11 @@ def test_a_runs_labels_decide_success_and_the_judge_is_measured_against_them(tmp
     assert (over_all.confusion.both, over_all.confusion.only_a, over_all.confusion.neither) == (2, 1, 1)
     assert executable.confusion.n == 3 and [d.task_id for d in over_all.disagreements] == ["t2"]
     assert s.labelled == 4 and not s.disputed
+
+
+def test_two_sessions_of_one_annotator_keep_each_others_labels(tmp_path):
+    here, there = LabelFile.open(tmp_path, "alice"), LabelFile.open(tmp_path, "alice")
+    here.set("t1", "1")
+    there.set("t2", "0")                 # the other terminal: it reads t1 before it writes
+    here.set("t3", "2", reason="outdated")
+    assert {t: lab.value for t, lab in read_label_file(here.path).items()} == {"t1": "1", "t2": "0", "t3": "2"}
