@@ -68,6 +68,14 @@ def safe_workers(wanted: int, tasks: int) -> int:
     return max(1, min(wanted, tasks))
 
 
+KEY_VARIABLE = "OM2W_OFFICIAL_API_KEY"
+# runs the official src/run.py as its own main, its argv as given plus --api_key from the environment
+OFFICIAL_BOOT = ("import os, runpy, sys; script = sys.argv[1]; "
+                 f"sys.argv = [script, *sys.argv[2:], '--api_key', os.environ.pop({KEY_VARIABLE!r})]; "
+                 "sys.path.insert(0, os.path.dirname(os.path.abspath(script))); "
+                 "runpy.run_path(script, run_name='__main__')")
+
+
 def run_official(out: Path, checkout: Path, python: str, s: Settings, judge_url: str, key: str,
                  log: Callable[[str], None] = print) -> OfficialOutcome:
     out = Path(out).resolve()
@@ -89,12 +97,14 @@ def run_official(out: Path, checkout: Path, python: str, s: Settings, judge_url:
         produced.parent.mkdir(parents=True, exist_ok=True)   # a model `org/name` writes into a subfolder
         if keep.is_file():
             shutil.copyfile(keep, produced)                  # the evaluator skips the tasks already in its file
-        cmd = [python, str(script), "--mode", mode, "--model", s.model, "--trajectories_dir", str(out),
-               "--api_key", key, "--output_path", str(scratch), "--score_threshold", str(s.score_threshold),
-               "--num_worker", str(workers)]
-        shown = " ".join("***" if a == key else a for a in cmd)
-        log(f"official: {shown}")
-        env = {**os.environ, "OPENAI_BASE_URL": judge_url, "OPENAI_API_KEY": key, "PYTHONUNBUFFERED": "1"}
+        args = ["--mode", mode, "--model", s.model, "--trajectories_dir", str(out), "--output_path", str(scratch),
+                "--score_threshold", str(s.score_threshold), "--num_worker", str(workers)]
+        log(f"official: {python} {script} {' '.join(args)} --api_key ***")
+        # its --api_key is required on its command line, which every local user can read (/proc/<pid>/cmdline):
+        # the key goes in the environment (owner-only) and a bootstrap puts it into the script's argv
+        cmd = [python, "-c", OFFICIAL_BOOT, str(script), *args]
+        env = {**os.environ, "OPENAI_BASE_URL": judge_url, "OPENAI_API_KEY": key, KEY_VARIABLE: key,
+               "PYTHONUNBUFFERED": "1"}
         crashed = 0
         proc = subprocess.Popen(cmd, cwd=script.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, errors="replace", start_new_session=True)

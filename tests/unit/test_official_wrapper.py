@@ -32,7 +32,8 @@ done = set()
 if os.path.exists(name):
     done = {json.loads(x)["task_id"] for x in open(name) if x.strip()}
 with open(os.path.join(os.environ["STAND_IN_LOG"]), "a") as log:
-    log.write(json.dumps({"argv": sys.argv[1:], "base_url": os.environ.get("OPENAI_BASE_URL"),
+    cmdline = open("/proc/self/cmdline", "rb").read().decode().split("\0")
+    log.write(json.dumps({"argv": sys.argv[1:], "cmdline": cmdline, "base_url": os.environ.get("OPENAI_BASE_URL"),
                           "key": os.environ.get("OPENAI_API_KEY"), "already": sorted(done)}) + "\n")
 os.makedirs(args.output_path, exist_ok=True)
 for t in tasks:
@@ -77,6 +78,8 @@ def test_it_runs_with_a_safe_worker_count_the_endpoint_and_keeps_its_file(tmp_pa
     call = json.loads(log.read_text())
     argv = call["argv"]
     assert argv[argv.index("--num_worker") + 1] == "3"                 # never more workers than tasks
+    assert argv[argv.index("--api_key") + 1] == "sk-secret-123"        # the script gets its key ...
+    assert "sk-secret-123" not in " ".join(call["cmdline"])            # ... never on the command line others read
     assert argv[argv.index("--mode") + 1] == "WebJudge_Online_Mind2Web_eval"
     assert argv[argv.index("--model") + 1] == "org/judge-model"
     assert call["base_url"] == "http://127.0.0.1:9/v1" and call["key"] == "sk-secret-123"
