@@ -40,7 +40,8 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                    help="the environment variable holding the judge's API key (OPENAI_API_KEY)")
     p.add_argument("--include-answer", action="store_true",
                    help="webjudge: also show the agent's final answer, as a claim (mode webjudge-answer)")
-    p.add_argument("--last-screenshots", type=positive_int("--last-screenshots", 50), default=3, help="webvoyager: how many last screenshots (3)")
+    p.add_argument("--last-screenshots", type=positive_int("--last-screenshots", 50), default=3,
+                   help="webvoyager: how many last screenshots (3)")
     p.add_argument("--task-ids", default="", help="comma-separated: judge only these task folders")
     p.add_argument("--temperature", type=_temperature, default=0.0,
                    help="sampling temperature (0, as the official evaluator; `none`: not sent; an endpoint that "
@@ -57,7 +58,8 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                    help="how replies are read: as the official evaluator reads them (official, the default: its "
                         "numbers), or leniently (also `**Status**: success`, `Score (1-5): 2`, headings); the "
                         "report counts the replies the two read differently")
-    p.add_argument("--retries", type=count("--retries", 20), default=5, help="retries of one call on 5xx/429/connection errors (5)")
+    p.add_argument("--retries", type=count("--retries", 20), default=5,
+                   help="retries of one call on 5xx/429/connection errors (5)")
     p.add_argument("--backoff", type=number("--backoff", float, 0, maximum=600), default=2.0, help=argparse.SUPPRESS)
     p.add_argument("--request-timeout", type=number("--request-timeout", float, 0, above=True, maximum=3600),
                    default=300.0, help=argparse.SUPPRESS)

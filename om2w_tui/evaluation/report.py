@@ -41,6 +41,7 @@ from om2w_tui.evaluation.summary import (
     ErrorGroup,
     JudgeInfo,
     Measure,
+    ModelReport,
     Paired,
     PairedTest,
     Rate,
@@ -319,7 +320,40 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
         annotators=_annotator_agreements(labels, task_ids, per_task),
         labelled=len(labels.labelled() & set(task_ids)),
         disputed=tuple(labels.unresolved(task_ids)),
+        model_health=model_report(log.records, latest),
     )
+
+
+def model_report(records: list[dict[str, Any]], latest: Mapping[str, dict[str, Any]]) -> ModelReport | None:
+    """The model's side of a run from its records: every attempt's calls by kind, the endpoint's failures (retried),
+    and each task's latest attempt that ended on its model (settled, counted as a failure); None when no record
+    carries model calls (an older run, another harness)."""
+    calls: Counter[str] = Counter()
+    endpoint: Counter[str] = Counter()
+    thinking = reasoning = 0
+    seen = False
+    for r in records:
+        mc = r.get("model_calls")
+        if isinstance(mc, dict):
+            seen = True
+            calls["ok"] += _count(mc.get("ok"))
+            for kind, n in (mc.get("failures") or {}).items() if isinstance(mc.get("failures"), dict) else ():
+                calls[str(kind)] += _count(n)
+            thinking += _count(mc.get("thinking_stripped"))
+            reasoning += _count(mc.get("reasoning_kept"))
+        if r.get("status") == "error" and r.get("error_kind") == "endpoint":
+            endpoint[str(r.get("model_fault") or "unknown")] += 1
+    ended = Counter(str(r.get("model_fault") or "unknown") for r in latest.values()
+                    if r.get("status") == "error" and r.get("error_kind") == "model")
+    if not seen and not ended and not endpoint:
+        return None
+    return ModelReport(ended_on=dict(ended.most_common()), endpoint=dict(endpoint.most_common()),
+                       calls={k: n for k, n in calls.most_common() if n}, thinking_stripped=thinking,
+                       reasoning_kept=reasoning)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _agreements(labels: RunLabels, verdicts: Mapping[str, bool], humans: Mapping[str, Outcome | None],

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +22,14 @@ from om2w_tui.evaluation.summary import (
     Counts,
     JudgeInfo,
     Measure,
+    ModelReport,
     PairedTest,
     Rate,
     Readings,
     Repeats,
     RunReport,
 )
+from om2w_tui.protocol.model import COUNTED
 
 # every rate is shown with its 95% Wilson interval, and every table of rates names its counting rule
 INTERVAL_NOTE = "[95% interval]"
@@ -188,6 +191,11 @@ def sections(summary: RunReport, site_limit: int | None = None) -> list[Section]
     metrics = [[k, fmt_num(m.median), fmt_num(m.p90), fmt_num(m.total)] for k, m in s.metrics.items() if m.n]
     if metrics:
         out.append(("per episode", ["metric", "median", "p90", "total"], metrics))
+    if s.model_health is not None and s.model_health.calls:
+        calls = s.model_health.calls
+        total = sum(calls.values())
+        out.append(("model calls (every attempt)", ["kind", "calls", "share"],
+                    [[k, str(n), f"{n / total:.1%}"] for k, n in calls.items()]))
     if s.errors:
         out.append(("errors (every attempt, grouped)", ["count", "status", "kind", "message", "tasks"],
                     [[str(g.count), g.status, g.kind, g.message,
@@ -287,6 +295,30 @@ def title(s: RunReport) -> str:
     return " | ".join(bits)
 
 
+def model_notes(m: ModelReport | None) -> list[str]:
+    """`12 episodes ended on model errors: context length 9, unparseable replies 3` (failures, in the rates), and
+    the endpoint's failures (retried) and what was mended."""
+    if m is None:
+        return []
+    out = []
+    if m.ended_on:
+        n = m.episodes_ended
+        out.append(f"{n} episode{'s' if n != 1 else ''} ended on model errors (counted as failures): "
+                   f"{counted_kinds(m.ended_on)}")
+    if m.endpoint:
+        out.append(f"{sum(m.endpoint.values())} attempt(s) ended on the model endpoint (retried): "
+                   f"{counted_kinds(m.endpoint)}")
+    mended = [f"{m.thinking_stripped} <think> blocks split off"] if m.thinking_stripped else []
+    mended += [f"{m.reasoning_kept} replies' reasoning kept as the thought"] if m.reasoning_kept else []
+    if mended:
+        out.append("model replies mended: " + ", ".join(mended))
+    return out
+
+
+def counted_kinds(by_kind: Mapping[str, int]) -> str:
+    return ", ".join(f"{COUNTED.get(k, k)} {n}" for k, n in by_kind.items())
+
+
 def notes(s: RunReport) -> list[str]:
     """The lines under a run's heading: where success comes from, the other judge files, conformance, warnings."""
     out = [_source_line(s)]
@@ -300,6 +332,7 @@ def notes(s: RunReport) -> list[str]:
         out.append(f"human labels: {s.labelled} of {s.tasks} tasks labelled"
                    + (f"; {len(s.disputed)} disputed, not reviewed (`om2w-tui label {s.out} --review`)"
                       if s.disputed else ""))
+    out += model_notes(s.model_health)
     if s.success.source:
         out.append(RULES_NOTE)
     conf = s.conformance

@@ -279,6 +279,27 @@ class TaskRow:
 
 
 @dataclass(frozen=True)
+class ModelReport:
+    """The run's model, from its records (the `model_calls` and `model_fault` each attempt carries): the tasks whose
+    latest attempt ended on its model, by the call kind it ended on (settled: failures); the attempts that ended on
+    the endpoint, by kind (retried); every attempt's calls by kind ("ok" too); what was mended."""
+
+    ended_on: Mapping[str, int]
+    endpoint: Mapping[str, int]
+    calls: Mapping[str, int]
+    thinking_stripped: int = 0
+    reasoning_kept: int = 0
+
+    @property
+    def episodes_ended(self) -> int:
+        return sum(self.ended_on.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ended_on": dict(self.ended_on), "endpoint": dict(self.endpoint), "calls": dict(self.calls),
+                "thinking_stripped": self.thinking_stripped, "reasoning_kept": self.reasoning_kept}
+
+
+@dataclass(frozen=True)
 class ErrorGroup:
     """Attempts that met the same error (status, kind and normalised message): how many, the first three tasks
     and how many tasks in all."""
@@ -391,6 +412,7 @@ class RunReport:
     labelled: int = 0                           # tasks with at least one human label
     disputed: tuple[str, ...] = ()              # tasks whose annotators split evenly, not reviewed yet
     kind: str = "run"                           # "run": a run's folder; "labels": a human_label.json's column
+    model_health: ModelReport | None = None     # the model's calls and failures (None: no record says)
 
     def to_json(self, per_task: bool = True) -> dict[str, Any]:
         """JSON-ready; `per_task=False` leaves the per-task rows out (the key too)."""
@@ -404,6 +426,8 @@ class RunReport:
             "agreement": [a.to_json() for a in self.agreement], "annotators": [a.to_json() for a in self.annotators],
             "labelled": self.labelled, "disputed": list(self.disputed), "kind": self.kind,
         }
+        if self.model_health is not None:
+            out["model_health"] = self.model_health.to_json()
         if per_task:
             out["per_task"] = {t: row.to_json() for t, row in self.per_task.items()}
         return out

@@ -59,6 +59,9 @@ def test_each_failure_is_recorded_with_its_kind_and_the_guard_stops_the_run(tmp_
     assert "exit code 3" in r.stdout and re.search(r"model: \d episodes ended on model errors", r.stdout)
     assert f"a model call failed: {kind}" in r.stdout                     # said when the kind first appeared
     assert_settled_once(rows, [x["task_id"] for x in rows])
+    report = cli("report", str(out), "--format", "md")
+    assert re.search(rf"{len(ended)} episodes ended on model errors \(counted as failures\): ", report.stdout), \
+        report.stdout
 
 
 def test_the_guard_off_runs_every_task_and_the_next_launch_after_a_guard_resumes(tmp_path):

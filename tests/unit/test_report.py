@@ -310,3 +310,35 @@ def test_a_task_still_running_counts_as_neither_success_nor_failure(tmp_path):
     assert s.success.overall == Rate(1, 2, 0.5)                       # not 1 of 3
     assert s.success.by_site["long.test"] == Rate(0, 0, None)         # not "long.test 0% 0/1"
     assert s.success.counts is not None and s.success.counts.pending == 1
+
+
+def test_episodes_that_ended_on_their_model_are_listed_apart_and_count_as_failures(tmp_path):
+    """Issue 19: the report says how many episodes ended on model errors, by kind, beside the agent's own."""
+    calls = {"calls": 6, "ok": 2, "failures": {"context_length": 4}, "first": {}, "latency_s": 3.0}
+    rows = [record("t1", "error", error="model: context length exceeded (32768 tokens): ...", error_kind="model",
+                   model_fault="context_length", model_calls=calls, correct=False),
+            record("t2", "error", error="model: context length exceeded", error_kind="model",
+                   model_fault="context_length", model_calls=calls, correct=False),
+            record("t3", "error", error="model: reply not the action schema (prose): I will", error_kind="model",
+                   model_fault="unparseable", model_calls={"calls": 4, "ok": 0, "failures": {"unparseable": 4}},
+                   correct=False),
+            record("t4", "error", error="model endpoint: endpoint unreachable: refused", error_kind="endpoint",
+                   model_fault="unreachable", finished_at=1.0),
+            record("t4", "done", attempt=2, finished_at=2.0, correct=True,
+                   model_calls={"calls": 3, "ok": 3, "failures": {}, "thinking_stripped": 3})]
+    s = summarize(make_run(tmp_path / "run", rows))
+    m = s.model_health
+    assert m is not None and m.ended_on == {"context_length": 2, "unparseable": 1} and m.episodes_ended == 3
+    assert m.endpoint == {"unreachable": 1} and m.thinking_stripped == 3
+    assert m.calls == {"ok": 7, "context_length": 8, "unparseable": 4}
+    assert s.success.overall.successes == 1 and s.success.overall.tasks == 4   # the model's errors are failures
+    md = to_markdown([s], None)
+    assert "3 episodes ended on model errors (counted as failures): context length 2, unparseable replies 1" in md
+    assert "1 attempt(s) ended on the model endpoint (retried): unreachable 1" in md
+    assert "model replies mended: 3 <think> blocks split off" in md
+    assert json.loads(to_json([s], None))["runs"][0]["model_health"]["ended_on"]["context_length"] == 2
+
+
+def test_a_run_whose_records_say_nothing_of_the_model_has_no_model_section(tmp_path):
+    s = summarize(make_run(tmp_path / "run", [record("t1")]))
+    assert s.model_health is None and "model errors" not in to_markdown([s], None)

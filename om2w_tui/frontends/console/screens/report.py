@@ -26,7 +26,7 @@ from om2w_tui.benchmarks.episode_folder import read_answer
 from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.evaluation.labels import default_annotator
 from om2w_tui.evaluation.report import summarize
-from om2w_tui.evaluation.report_text import fmt_num, fmt_rate, notes, sections, title
+from om2w_tui.evaluation.report_text import fmt_num, fmt_rate, model_notes, notes, sections, title
 from om2w_tui.evaluation.summary import ErrorGroup, Rate, RunReport, TaskRow
 from om2w_tui.frontends.console.messages import EpisodeChange
 from om2w_tui.frontends.console.screens.label import LabelScreen, LabelSession
@@ -196,6 +196,11 @@ def summary_text(summary: RunReport, wide: bool) -> Text:
     for k, m in metrics:
         t.append(f"  {METRIC_NAMES.get(k, k):<11}")
         t.append(f"{metric_text(k, m.median):>8}{metric_text(k, m.p90):>9}\n")
+    model = summary.model_health
+    if model is not None and (model.ended_on or model.endpoint):
+        t.append("Model\n", style="bold cyan")
+        for line in model_notes(model):   # the episodes that ended on model errors, apart from the agent's
+            t.append(f"  {line}\n", style="red" if "model errors" in line else "yellow")
     problems = summary.conformance.problems
     if problems:
         t.append(f"\n{problems} problem(s) for the official evaluator\n", style="yellow")
