@@ -275,14 +275,16 @@ async def test_a_remote_run_sends_commands_at_once_and_a_refusal_comes_back_as_a
             self.events.append(ev)
 
     run, sink = FakeRun(), Sink()
-    server = ControlServer(deep)
+    server = ControlServer(deep, max_steps=9)
     async with server.serving(run):
         server.handle(RunStarted(total=5, settled=0, workers=2, out=str(deep)))
         remote = RemoteRun(deep, sinks=[sink])
+        assert (await asyncio.to_thread(remote.check)).snapshot.target_workers == 2   # attach's question first
         await remote.connect()
         follow = asyncio.ensure_future(remote.run())
         assert isinstance(sink.events[0], RunStarted)                   # the replay
         assert remote.snapshot().slots[0].task_id == "t-a"
+        assert (remote.info.max_steps, remote.info.total, remote.info.pid) == (9, 5, os.getpid())
         assert remote.kill(1) is True                                   # optimistic; slot 1 runs nothing
         assert remote.kill(0, requeue=True) is True
         while not any(isinstance(e, Log) for e in sink.events):
