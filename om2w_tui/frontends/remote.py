@@ -57,8 +57,10 @@ class RemoteRun:
     def check(self) -> StatusReply:
         """Ask the run for its status, once, on a connection of its own (is a run there?); raises NoRunListening."""
         answer = request(self.out, Status(), name=self.socket_name)
+        if isinstance(answer, Refused):
+            raise NoRunListening(f"{self.out}: the run refused to say its status: {answer.error}")
         if not isinstance(answer, StatusReply):
-            raise NoRunListening(f"{self.out}: the run did not say its status ({answer})")
+            raise NoRunListening(f"{self.out}: the run answered a status with {type(answer).__name__}")
         return answer
 
     async def connect(self) -> None:
