@@ -14,6 +14,7 @@ from om2w_tui.evaluation.judge import (
     EXIT_USAGE,
     MAX_TOKENS,
     MODES,
+    PARSINGS,
     JudgeFatal,
     JudgeOutcome,
     Settings,
@@ -52,6 +53,10 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--official-python", default=None, metavar="PYTHON",
                    help="the interpreter with the official evaluator's requirements (default: "
                         "$OM2W_OFFICIAL_PYTHON, else this one)")
+    p.add_argument("--parsing", choices=PARSINGS, default="official",
+                   help="how replies are read: as the official evaluator reads them (official, the default: its "
+                        "numbers), or leniently (also `**Status**: success`, `Score (1-5): 2`, headings); the "
+                        "report counts the replies the two read differently")
     p.add_argument("--retries", type=int, default=5, help="retries of one call on 5xx/429/connection errors (5)")
     p.add_argument("--backoff", type=float, default=2.0, help=argparse.SUPPRESS)
     p.add_argument("--request-timeout", type=float, default=300.0, help=argparse.SUPPRESS)
@@ -74,10 +79,14 @@ def run(args: argparse.Namespace) -> int:
     s = Settings(model=args.judge_model, mode=args.mode, score_threshold=args.score_threshold,
                  include_answer=args.include_answer, last_screenshots=args.last_screenshots, workers=args.workers,
                  retries=max(0, args.retries), backoff=max(0.0, args.backoff), request_timeout=args.request_timeout,
-                 temperature=args.temperature, max_tokens=args.max_tokens)
+                 temperature=args.temperature, max_tokens=args.max_tokens, parsing=args.parsing)
     task_ids = [t.strip() for t in args.task_ids.split(",") if t.strip()]
     key = os.environ.get(args.api_key_env, "") or "EMPTY"
     if args.official is not None:
+        if args.parsing != "official":
+            print("om2w-tui judge: --parsing lenient cannot be used with --official (the official evaluator reads "
+                  "its replies its own way)", file=sys.stderr)
+            return EXIT_USAGE
         return run_official_cli(out, args.official, args.official_python, s, args.judge_url.for_client(), key,
                                 bool(task_ids))
     from openai import AsyncOpenAI  # the model client only when a judge runs: the CLI starts light

@@ -1,6 +1,10 @@
-"""`om2w-tui report OUT [OUT ...]`: its flags, and the summaries written as a table (rich,
+"""`om2w-tui report [OUT ...] [--labels FILE --agent A ...]`: its flags, and the summaries written as a table (rich,
 `frontends/console/report_table.py`), Markdown, CSV or JSON, or opened in the console (`--ui`). The numbers
-themselves are `evaluation/report.py` and their text `evaluation/report_text.py`, which import no front end."""
+themselves are `evaluation/report.py` and their text `evaluation/report_text.py`, which import no front end.
+
+Runs are read from their folders; an official `human_label.json` (`--labels`) gives one run per agent column, with
+no folder at all; several runs are compared against the first (task by task: McNemar and the paired interval), or
+with `--repeats` summed up as repeats of one configuration."""
 
 from __future__ import annotations
 
@@ -9,52 +13,118 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from om2w_tui.evaluation.report import compare, summarize
+from om2w_tui.evaluation.labels import LabelFileError, column, read_human_labels
+from om2w_tui.evaluation.report import compare, summarize, summarize_labels, task_file_meta
 from om2w_tui.evaluation.report_text import to_csv, to_json, to_markdown
+from om2w_tui.evaluation.summary import RunReport
+from om2w_tui.resources import default_task_file
+
+EXIT_USAGE = 2
 
 
 def add_arguments(sub: Any) -> None:
-    p = sub.add_parser("report", help="summarise finished runs (one, or several side by side)",
-                       description="Success rates (overall, by level and site), statuses, steps, durations, tokens "
-                                   "and grouped errors of runs; several runs are compared against the first.")
-    p.add_argument("outs", type=Path, nargs="+", metavar="OUT", help="run folders (the first is the baseline)")
+    p = sub.add_parser("report", help="summarise runs or human labels (one, or several side by side)",
+                       description="Success rates under both counting rules with 95% intervals (overall, by level "
+                                   "and site), the judge's agreement with human labels, statuses, steps, durations, "
+                                   "tokens and grouped errors of runs; several runs are compared against the first.")
+    p.add_argument("outs", type=Path, nargs="*", metavar="OUT", help="run folders (the first is the baseline)")
     p.add_argument("--format", choices=("table", "md", "csv", "json"), default="table", help="output format (table)")
     p.add_argument("--judge", type=Path, action="append", default=[],
                    help="the judge output file to take success from (default: the newest *_auto_eval_results.json "
                         "in each folder); give it once per OUT, in order, or once for all")
+    p.add_argument("--labels", type=Path, default=None, metavar="FILE",
+                   help="an official human_label.json: each agent column is a run (no run folder needed)")
+    p.add_argument("--agent", action="append", default=[], metavar="NAME",
+                   help="with --labels: the agent column(s) to report (<NAME>_human_label; default: every one); "
+                        "two or more are compared task by task")
+    p.add_argument("--judged", type=Path, default=None, metavar="FILE",
+                   help="with --labels: a judge's output file (the official evaluator's auto-eval results, or "
+                        "ours) to measure against the agent's labels: agreement, Cohen's kappa, confusion")
+    p.add_argument("--tasks", type=Path, default=None, metavar="FILE",
+                   help="with --labels: the task file giving each task's level and site (default: the shipped "
+                        "Online-Mind2Web file)")
+    p.add_argument("--repeats", action="store_true",
+                   help="the runs are repeats of one configuration: mean and spread, tasks solved always, "
+                        "sometimes, never")
     p.add_argument("--ui", action="store_true",
                    help="open the report in the console (one OUT): charts, failures and their episodes")
     p.add_argument("--no-per-task", action="store_true", help=argparse.SUPPRESS)
 
 
-def run(args: Any) -> int:
-    outs: list[Path] = args.outs
-    judges: list[Path] = args.judge
-    if judges and len(judges) not in (1, len(outs)):
-        print(f"om2w-tui report: --judge given {len(judges)} times for {len(outs)} runs; give it once per run "
-              f"or once", file=sys.stderr)
-        return 2
-    if getattr(args, "ui", False) and len(outs) != 1:
-        print(f"om2w-tui report: --ui shows one run; {len(outs)} given", file=sys.stderr)
-        return 2
+def _fail(message: str) -> int:
+    print(f"om2w-tui report: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _run_summaries(outs: list[Path], judges: list[Path]) -> list[RunReport]:
+    """Each run folder's summary; raises ValueError with the message to show."""
     summaries = []
     for i, out in enumerate(outs):
         if not out.is_dir():
-            print(f"om2w-tui report: {out}: no such folder", file=sys.stderr)
-            return 2
+            raise ValueError(f"{out}: no such folder")
         judge = (judges[i] if len(judges) == len(outs) else judges[0]) if judges else None
         if judge is not None and not judge.is_file() and (out / judge).is_file():
             judge = out / judge
         try:
             summaries.append(summarize(out, judge))
-        except FileNotFoundError as e:
-            print(f"om2w-tui report: {e}", file=sys.stderr)
-            return 2
+        except (FileNotFoundError, LabelFileError) as e:
+            raise ValueError(str(e)) from None
+    return summaries
+
+
+def _label_summaries(args: Any) -> list[RunReport]:
+    """One summary per agent column of --labels; raises ValueError with the message to show."""
+    path: Path = args.labels
+    if not path.is_file():
+        raise ValueError(f"--labels {path}: no such file")
+    try:
+        file = read_human_labels(path)
+    except LabelFileError as e:
+        raise ValueError(f"--labels {e}") from None
+    agents = args.agent or list(file.agents)
+    missing = [a for a in agents if a not in file.labels]
+    if missing:
+        raise ValueError(f"--agent {missing[0]}: no column {column(missing[0])} in {path} (it has: "
+                         f"{', '.join(file.agents)})")
+    judged: Path | None = args.judged
+    if judged is not None:
+        if not judged.is_file():
+            raise ValueError(f"--judged {judged}: no such file")
+        if len(agents) != 1:
+            raise ValueError(f"--judged: name the agent it judged with --agent (the file has {len(agents)}: "
+                             f"{', '.join(agents)})")
+    tasks = args.tasks or default_task_file("om2w")
+    if args.tasks is not None and not args.tasks.is_file():
+        raise ValueError(f"--tasks {args.tasks}: no such file")
+    meta = task_file_meta(tasks) if tasks is not None else {}
+    return [summarize_labels(file, a, meta, judged) for a in agents]
+
+
+def run(args: Any) -> int:
+    outs: list[Path] = args.outs
+    judges: list[Path] = args.judge
+    if not outs and args.labels is None:
+        return _fail("give run folders (OUT ...) or --labels FILE")
+    if args.labels is None and (args.agent or args.judged or args.tasks):
+        return _fail("--agent, --judged and --tasks go with --labels FILE")
+    if judges and len(judges) not in (1, len(outs)):
+        return _fail(f"--judge given {len(judges)} times for {len(outs)} runs; give it once per run or once")
+    if getattr(args, "ui", False) and (len(outs) != 1 or args.labels is not None):
+        return _fail(f"--ui shows one run folder; {len(outs)} given" + (" and --labels" if args.labels else ""))
+    try:
+        summaries = _run_summaries(outs, judges)
+        if args.labels is not None:
+            summaries += _label_summaries(args)
+    except ValueError as e:
+        return _fail(str(e))
     if getattr(args, "ui", False):
         from om2w_tui.frontends.console.app import run_console  # Textual only when the console is asked for
 
+        judge = judges[0] if judges else None
+        if judge is not None and not judge.is_file() and (outs[0] / judge).is_file():
+            judge = outs[0] / judge
         return run_console(None, report=outs[0], judge=judge)
-    comparison = compare(summaries) if len(summaries) > 1 else None
+    comparison = compare(summaries, repeated=args.repeats) if len(summaries) > 1 else None
     if args.format == "table":
         from om2w_tui.frontends.console.report_table import print_table  # rich only for a table
 

@@ -26,6 +26,7 @@ def _load() -> None:
     from om2w_tui.cli import check as check_cli  # when the parser is built, not on import
     from om2w_tui.cli import ctl as ctl_cli  # when the parser is built, not on import
     from om2w_tui.cli import judge as judge_cli  # when the parser is built, not on import
+    from om2w_tui.cli import label as label_cli  # when the parser is built, not on import
     from om2w_tui.cli import report as report_cli  # when the parser is built, not on import
     from om2w_tui.cli import tasks as tasks_cli  # when the parser is built, not on import
 
@@ -33,6 +34,7 @@ def _load() -> None:
     COMMANDS.setdefault("attach", (attach_cli.add_arguments, attach_cli.run))
     COMMANDS.setdefault("judge", (judge_cli.add_arguments, judge_cli.run))
     COMMANDS.setdefault("report", (report_cli.add_arguments, report_cli.run))
+    COMMANDS.setdefault("label", (label_cli.add_arguments, label_cli.run))
     COMMANDS.setdefault("tasks", (tasks_cli.add_arguments, tasks_cli.run))
     COMMANDS.setdefault("check", (check_cli.add_arguments, check_cli.run))
 

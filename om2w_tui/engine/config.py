@@ -79,6 +79,11 @@ class RunConfig:
     executor: str = "local"
     ray_address: str | None = None
     ray_cpus: float = 1.0          # CPUs each Ray actor (one worker and its Chromium) asks, besides one `browser`
+    # judging as the run goes (--judge-url/--judge-model): settled episodes judged in the background (WebJudge)
+    judge_url: EndpointURL | None = None   # shown redacted, as --vllm
+    judge_model: str | None = None
+    judge_workers: int = 4         # judge calls at once (as `judge --workers`)
+    judge_api_key_env: str = "OPENAI_API_KEY"
 
     def __post_init__(self) -> None:
         self.out = Path(self.out)
@@ -90,6 +95,8 @@ class RunConfig:
             self.pace_dir = Path(self.pace_dir)
         if isinstance(self.vllm, str):   # a config built in code may give the URL as text
             self.vllm = EndpointURL(self.vllm) if self.vllm.strip() else None
+        if isinstance(self.judge_url, str):
+            self.judge_url = EndpointURL(self.judge_url) if self.judge_url.strip() else None
 
     @property
     def endpoint(self) -> EndpointURL:
@@ -135,7 +142,12 @@ class RunConfig:
             if isinstance(v, Path):
                 d[k] = str(v)
         d["vllm"] = None if self.vllm is None else str(self.vllm)   # redacted: credentials are never recorded
+        d["judge_url"] = None if self.judge_url is None else str(self.judge_url)
         return d
+
+    def judge_api_key(self) -> str:
+        """The judge endpoint's key, read from the environment at the last moment, as `api_key`."""
+        return os.environ.get(self.judge_api_key_env, "") or "EMPTY"
 
 
 def _coordinates(mode: str) -> Literal["off", "pixels", "normalized"]:

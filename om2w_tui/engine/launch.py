@@ -50,6 +50,8 @@ from om2w_tui.engine.start_rate import PacedStarts
 from om2w_tui.episode.arms import arm_names
 from om2w_tui.episode.browser import BrowserNotFound, check_browser_settings, find_chromium, resolve_browser
 from om2w_tui.episode.instruction import check_template
+from om2w_tui.evaluation.judge import Settings as JudgeSettings
+from om2w_tui.evaluation.live_judge import JudgedRun, LiveJudge, sinks_emit
 from om2w_tui.executors.local import LocalExecutor
 from om2w_tui.executors.ray import check_address, ray_missing
 from om2w_tui.files import holds_no_files, unsafe_entry, write_json_atomic
@@ -143,8 +145,25 @@ def _check_settings(cfg: RunConfig) -> str:
     if cfg.arm not in arm_names():
         return f"--arm {cfg.arm}: no such arm (known: {', '.join(arm_names())})"
     if cfg.executor == "ray":
-        return ray_missing() or check_address(cfg.ray_address)
+        return ray_missing() or check_address(cfg.ray_address) or _check_judge_settings(cfg)
+    return _check_judge_settings(cfg)
+
+
+def _check_judge_settings(cfg: RunConfig) -> str:
+    """Judging as the run goes needs both the endpoint and the model."""
+    if bool(cfg.judge_url) != bool(cfg.judge_model):
+        given, missing = ("--judge-url", "--judge-model") if cfg.judge_url else ("--judge-model", "--judge-url")
+        return f"{given} needs {missing} too (the judge's endpoint and its served model)"
     return ""
+
+
+def check_judge_endpoint(cfg: RunConfig) -> str:
+    """'' when the judge's endpoint serves --judge-model; the messages name the judge's flags."""
+    if cfg.judge_url is None:
+        return "--judge-url: not given"
+    problem = check_endpoint(cfg.judge_url, cfg.judge_model or "", cfg.judge_api_key())
+    return problem.replace("--vllm ", "--judge-url ").replace("--model ", "--judge-model ").replace(
+        "--api-key-env", "--judge-api-key-env")
 
 
 def _check_out(out: Path, shard: str = "", tasks: list[Task] | None = None) -> str:
@@ -248,6 +267,9 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True,
                           f"{cfg.endpoint} serves {cfg.model}")
     if check_model and ask_model and endpoint_ok and chromium_ok:
         checks.extend(model_checks(cfg, [t.to_dict() for t in chosen]))
+    if cfg.judge_url and cfg.judge_model and check_model:
+        add("judge endpoint", check_judge_endpoint(cfg), f"{cfg.judge_url} serves {cfg.judge_model}: each episode "
+            f"judged as it ends ({cfg.judge_workers} calls at once)")
     settled = 0
     if out_ok and cfg.out.is_dir() and chosen:
         done = read_results(cfg.out).settled()
@@ -299,6 +321,18 @@ def reference_judge(task: dict[str, Any], rec: EpisodeRecord) -> bool | None:
     from om2w_tui.offline import judge_answer  # the offline suite only when a run uses it
 
     return rec.status == "done" and rec.agent_done and judge_answer(task, rec.answer)
+
+
+def live_judge(cfg: RunConfig, sinks: list[Sink]) -> LiveJudge | None:
+    """The background judge of a run with --judge-url (WebJudge, the official reading, as `om2w-tui judge`)."""
+    if not cfg.judge_url or not cfg.judge_model:
+        return None
+    from openai import AsyncOpenAI  # the judge's client only when a run judges as it goes
+
+    settings = JudgeSettings(model=cfg.judge_model, workers=cfg.judge_workers)
+    client = AsyncOpenAI(base_url=cfg.judge_url.for_client(), api_key=cfg.judge_api_key(), max_retries=0,
+                         timeout=settings.request_timeout)
+    return LiveJudge(cfg.out, settings, client, sinks_emit(sinks))
 
 
 def make_executor(cfg: RunConfig, stack: contextlib.ExitStack) -> Any:
@@ -364,7 +398,8 @@ async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = 
 
         # every run listens on its control socket (ctl, attach) for its life; one that cannot still runs
         server = ControlServer(cfg.out, lock_label(cfg.shard), max_steps=cfg.max_steps)
-        run = Scheduler(cfg, tasks, executor, [*sinks, server], judge=judge, probe=probe,
+        live = live_judge(cfg, [*sinks, server])    # None unless the run judges as it goes (--judge-url)
+        run = Scheduler(cfg, tasks, executor, [*sinks, server, *([live] if live else [])], judge=judge, probe=probe,
                         endpoint=endpoint.for_client(), guard_ends_run=guard_ends_run)
         async with contextlib.AsyncExitStack() as listening:
             try:
@@ -372,7 +407,12 @@ async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = 
             except (ControlSocketError, OSError) as e:
                 for sink in sinks:
                     sink.handle(Log("warning", f"no control socket, so ctl and attach cannot reach this run: {e}"))
-            yield run
+            if live is None:
+                yield run
+            else:
+                await live.start()
+                listening.push_async_callback(live.close)
+                yield JudgedRun(run, live)
     finally:
         # in a thread: a server's shutdown waits for its poll loop (up to 0.5 s each), which froze the console's
         # screen at the end of every offline run (bench/console_lag.py); shielded, so a cancel still closes it all

@@ -114,7 +114,7 @@ class ModelGuard:
     def trip(self, ends_run: bool) -> None:
         kind = self.kind or "unknown"
         words = describe(kind, self.message) if self.message else LABELS.get(kind, kind)
-        self.reason = (f"{self.in_a_row} episodes in a row ended on the model: {words}. Remedy: "
+        self.reason = (f"{self.in_a_row} episodes in a row ended on the model: {words.rstrip('. ')}. Remedy: "
                        f"{remedy(kind, self.message) or 'see the server log'}")
         then = ("the running episodes finish, then the run ends; the next launch resumes" if ends_run else
                 "press p (or ctl resume) to go on; r runs the errored tasks again")

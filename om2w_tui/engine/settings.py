@@ -28,6 +28,7 @@ from om2w_tui.secret import EndpointURL, URLError, check_http_url
 WHAT, AGENT, ARMS, BROWSER, PACING, FAULTS, WHERE, BEYOND = (
     "what to run", "the agent", "arms and training rows", "the browser (the same on every host)", "pacing and slots",
     "faults", "where episodes run", "beyond one run (several runs on a node, several nodes without Ray)")
+JUDGING = "judging as the run goes"
 
 # the most episodes a run holds at once (its worker processes, or Ray actors): more is a typo (`ctl workers 100000`
 # would fork that many), and the console's slot panel stays readable
@@ -429,6 +430,18 @@ SETTINGS: tuple[Setting, ...] = (
             "(and by the seed runner's --pace-dir): no two runs on one site at once, the cooldown kept between them",
             PathKind(), BEYOND, metavar="DIR", label="pace dir", placeholder="none: this run paces alone",
             default_help="none: this run paces alone"),
+    # judging as the run goes
+    Setting("judge_url", "--judge-url", "judge each episode as it ends with WebJudge on this OpenAI-compatible "
+            "endpoint (a WebJudge-7B on vLLM, o4-mini ...), in the background, into the file `om2w-tui judge` "
+            "writes; credentials in it are used, never shown or written", Endpoint(), JUDGING, metavar="URL",
+            demo=False, default_help="none: no judging during the run"),
+    Setting("judge_model", "--judge-model", "the judge's served model name (with --judge-url)", group=JUDGING,
+            demo=False),
+    Setting("judge_workers", "--judge-workers", "judge calls at once (as `judge --workers`); the run's slots never "
+            "wait for them", Whole(1, 64), JUDGING, demo=False),
+    Setting("judge_api_key_env", "--judge-api-key-env", "the environment variable holding the judge's API key",
+            Text(required=True, pattern=_ENV_NAME.pattern, what="not an environment variable's name (letters, "
+                 "digits and _, not starting with a digit)"), JUDGING, demo=False),
 )
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
 

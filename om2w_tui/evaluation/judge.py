@@ -9,18 +9,21 @@ WebJudge (`--mode webjudge`), per task, as the official method does it:
   3. outcome: one call with the task, the key points, the action history, the kept screenshots' reasoning and the
      kept screenshots; the reply ends in `Status: success` or `Status: failure`.
   Every call is sent with temperature 0 and max_tokens 512, the official settings (an endpoint that refuses one of
-  them gets the call again without it). Replies are read as the official evaluator reads them where it reads them
-  right (the first `Score`, the first `Status:`), and also in the markdown, bullets and headings that its prompts
-  invite and it misreads (see `parse_score` and `parse_status`).
+  them gets the call again without it). Replies are read as the official evaluator reads them (`parsing="official"`,
+  the default: `official_score`, `official_status`), so that our numbers are the official method's numbers; the
+  lenient reading (`parsing="lenient"`: `parse_score`, `parse_status`) also reads the markdown, bullets and headings
+  its prompts invite and it misreads (`**Status**: success` is 0 there, 1 here; `Score (1-5): 2` is 1 there, 2
+  here). `compare_readings` counts the replies of a file the two read differently; the report shows it.
   As in the official method the agent's final answer is not shown to the judge (an agent's own claims give false
   positives); `--include-answer` shows it, marked as a claim that only the evidence can confirm (mode
   `webjudge-answer`, in a file of its own).
 WebVoyager (`--mode webvoyager`): one call with the task, the agent's final answer and its last screenshots; the
   reply ends in `Verdict: SUCCESS` or `Verdict: NOT SUCCESS`.
 
-Output: `<out>/<Mode>_<model>_score_threshold_<t>_auto_eval_results.json`, named and shaped as the official
-evaluator's (`WebJudge_Online_Mind2Web_eval_...`; a file, never a folder, so the run's folder stays one subfolder
-per task): one JSON object a line, the task's result.json with `key_points`, `image_judge_record` as
+Output: `<out>/om2w-tui_<Mode>_<model>_score_threshold_<t>_auto_eval_results.json`: the official evaluator's name
+with `om2w-tui_` before it (its own name would make an official run in the same folder resume from our file and
+judge nothing), shaped as its output (a file, never a folder, so the run's folder stays one subfolder per task):
+one JSON object a line, the task's result.json with `key_points`, `image_judge_record` as
 `[{Response, Score}]`, `input_text`, `system_msg`, `evaluation_details` and `predicted_label` added, and ours
 beside them (`mode`, `judge_model`, `kept_screenshots`, `usage` ...). The tasks already in it are skipped, so the
 same command resumes. The folder is read with `conformance.read_run`, exactly as the official evaluator reads it.
@@ -41,27 +44,31 @@ import os
 import random
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from om2w_tui import exits
 from om2w_tui.benchmarks.conformance import EvaluatorView, read_run
+from om2w_tui.evaluation.summary import Readings
 from om2w_tui.json_input import InputError, decode
 
 MODES = ("webjudge", "webvoyager")
+PARSINGS = ("official", "lenient")
 MAX_KEPT = 50
 MAX_TOKENS = 512                  # the official evaluator's max_tokens for every call
 EXIT_USAGE = exits.USAGE
 RESULTS_SUFFIX = "_auto_eval_results.json"
 OFFICIAL_PREFIX = "official_"     # the official evaluator's own output, kept in the run's folder under this prefix
+OURS_PREFIX = "om2w-tui_"         # ours: never the official evaluator's own name (it resumes from that file)
 # our mode -> the file name's mode, as the official evaluator names its modes
 FILE_MODES = {"webjudge": "WebJudge_Online_Mind2Web_eval", "webjudge-answer": "WebJudge_Online_Mind2Web_eval_answer",
               "webvoyager": "WebVoyager_eval"}
 OFFICIAL_MODES = ("WebJudge_Online_Mind2Web_eval_answer", "WebJudge_Online_Mind2Web_eval", "WebJudge_general_eval",
                   "WebVoyager_eval", "Autonomous_eval", "AgentTrek_eval")
-_OUTPUT_NAME = re.compile(rf"^(?P<official>{OFFICIAL_PREFIX})?(?P<mode>{'|'.join(OFFICIAL_MODES)}|webjudge-answer|"
+_OUTPUT_NAME = re.compile(rf"^(?:(?P<official>{OFFICIAL_PREFIX})|(?P<ours>{OURS_PREFIX}))?"
+                          rf"(?P<mode>{'|'.join(OFFICIAL_MODES)}|webjudge-answer|"
                           rf"webjudge|webvoyager)_(?P<model>.+)_score_threshold_(?P<threshold>-?\d+){re.escape(RESULTS_SUFFIX)}$")
 
 # The reply formats the prompts ask for; the oracle's judge mode (offline/oracle.py) recognises a request by them.
@@ -132,6 +139,7 @@ class Settings:
     request_timeout: float = 300.0
     temperature: float | None = 0.0    # the official setting; None: not sent
     max_tokens: int | None = MAX_TOKENS
+    parsing: str = "official"          # how replies are read: as the official evaluator reads them, or leniently
 
     @property
     def mode_name(self) -> str:
@@ -149,7 +157,28 @@ def safe_model_name(model: str) -> str:
 
 
 def output_path(out: Path, s: Settings) -> Path:
-    return Path(out) / f"{s.file_mode}_{safe_model_name(s.model)}_score_threshold_{s.score_threshold}{RESULTS_SUFFIX}"
+    """Our output file: the official evaluator's name with OURS_PREFIX before it. Never its own name: the official
+    `run.py` resumes from the file of its name in its output folder, so our file under that name would make it
+    skip every task we judged (and print a success rate of 0.0)."""
+    return Path(out) / (OURS_PREFIX + official_file_name(s))
+
+
+def official_file_name(s: Settings) -> str:
+    """The name the official evaluator gives its output for these settings (our safe model name in it)."""
+    return f"{s.file_mode}_{safe_model_name(s.model)}_score_threshold_{s.score_threshold}{RESULTS_SUFFIX}"
+
+
+def adopt_legacy_output(out: Path, s: Settings, log: Callable[[str], None] = print) -> None:
+    """Our output under the official evaluator's own name (as earlier versions wrote it) is renamed to ours, so that
+    `judge` resumes from it and an official run in the folder no longer skips its tasks; the official evaluator's
+    own file of that name (its lines have no `judge_model`) is left alone."""
+    legacy, ours = Path(out) / official_file_name(s), output_path(out, s)
+    if ours.exists() or not legacy.is_file():
+        return
+    first = next(iter(read_judged(legacy).values()), None)
+    if first is not None and "judge_model" in first:
+        os.replace(legacy, ours)
+        log(f"renamed {legacy.name} to {ours.name}: the official evaluator resumes from a file of its own name")
 
 
 @dataclass
@@ -159,15 +188,17 @@ class OutputName:
     model: str
     threshold: int
     official: bool
+    ours: bool = False
 
 
 def parse_output_name(name: str) -> OutputName | None:
     """`WebJudge_Online_Mind2Web_eval_o4-mini_score_threshold_3_auto_eval_results.json` -> its parts (the official
-    evaluator's name, ours, an `official_` copy, or our older `webjudge_...` name); None for another name."""
+    evaluator's name, ours with `om2w-tui_` before it, an `official_` copy, or our older `webjudge_...` name); None
+    for another name."""
     m = _OUTPUT_NAME.match(name)
     if m is None:
         return None
-    return OutputName(m["mode"], m["model"], int(m["threshold"]), bool(m["official"]))
+    return OutputName(m["mode"], m["model"], int(m["threshold"]), bool(m["official"]), bool(m["ours"]))
 
 
 def read_judged(path: Path) -> dict[str, dict[str, Any]]:
@@ -262,6 +293,39 @@ def parse_status(text: str) -> int:
     return 0
 
 
+def official_score(text: str) -> int:
+    """A score as the official evaluator reads it: the first digit 1-5 after the first `Score` (that very
+    capitalisation) and before the next one; 0 when there is none. So `Score (1-5): 2` is 1 and `score: 4` is 0."""
+    parts = (text or "").split("Score")
+    if len(parts) < 2:
+        return 0
+    digit = re.search(r"[1-5]", parts[1])
+    return int(digit[0]) if digit else 0
+
+
+def official_status(text: str) -> int:
+    """A verdict as the official evaluator reads it: 1 when `success` appears anywhere between the first `status:`
+    (any case) and the next; 0 without one. So `**Status**: success` is 0 and `Status: partial success` is 1."""
+    parts = (text or "").lower().split("status:")
+    return 1 if len(parts) > 1 and "success" in parts[1] else 0
+
+
+def official_webvoyager(text: str) -> int:
+    """The official WebVoyager reading (success unless the failure word appears), with our prompt's failure word
+    `NOT SUCCESS` beside its `FAILURE`."""
+    return 0 if "FAILURE" in (text or "") or "NOT SUCCESS" in (text or "") else 1
+
+
+def read_score(text: str, parsing: str) -> int:
+    return official_score(text) if parsing == "official" else parse_score(text)
+
+
+def read_status(text: str, parsing: str, mode: str = "webjudge") -> int:
+    if mode == "webvoyager":
+        return official_webvoyager(text) if parsing == "official" else parse_webvoyager(text)
+    return official_status(text) if parsing == "official" else parse_status(text)
+
+
 def parse_reasoning(text: str) -> str:
     """The reasoning of a screenshot's score, on one line: what follows a `Reasoning` label up to the score, else
     the reply before its score (the official method passes each kept screenshot's reasoning to the verdict)."""
@@ -281,6 +345,36 @@ def parse_webvoyager(text: str) -> int:
     if re.search(r"NOT\s+SUCCESS", text):
         return 0
     return 1 if re.search(r"\bSUCCESS\b", text) else 0
+
+
+def compare_readings(records: Iterable[dict[str, Any]], threshold: int | None) -> Readings:
+    """A judge file's replies read both ways (official and lenient): how many verdicts and scores differ, and how
+    many scores fall on the other side of `threshold` (a screenshot kept by one reading and not the other)."""
+    verdicts = differ = scores = scores_differ = cross = 0
+    tasks: list[str] = []
+    parsing: str | None = None
+    limit = threshold if isinstance(threshold, int) else 3
+    for rec in records:
+        # our lines before the `parsing` key were read leniently; the official evaluator's lines carry no judge_model
+        parsing = parsing or rec.get("parsing") or ("lenient" if "judge_model" in rec else "official")
+        details = rec.get("evaluation_details")
+        reply = rec.get("response") if isinstance(rec.get("response"), str) else (
+            details.get("response") if isinstance(details, dict) else None)
+        mode = "webvoyager" if str(rec.get("mode") or "").startswith("webvoyager") else "webjudge"
+        if isinstance(reply, str):
+            verdicts += 1
+            if read_status(reply, "official", mode) != read_status(reply, "lenient", mode):
+                differ += 1
+                tasks.append(str(rec.get("task_id")))
+        for entry in rec.get("image_judge_record") or []:
+            text = entry.get("Response") if isinstance(entry, dict) else None
+            if not isinstance(text, str):
+                continue
+            scores += 1
+            a, b = official_score(text), parse_score(text)
+            scores_differ += a != b
+            cross += (a >= limit) != (b >= limit)
+    return Readings(parsing, verdicts, differ, tuple(tasks), scores, scores_differ, cross)
 
 
 # ---------------------------------------------------------------------------------------------------- prompts
@@ -345,13 +439,24 @@ def verdict_messages(ep: EvaluatorView, key_points: str, kept: list[tuple[int, P
     return [{"role": "system", "content": VERDICT_SYSTEM}, {"role": "user", "content": parts}], text
 
 
-def webvoyager_messages(ep: EvaluatorView, last: int) -> tuple[list[dict[str, Any]], str]:
-    shots = ep.screenshots[-last:] if last > 0 else []
+def webvoyager_messages(ep: EvaluatorView, last: int,
+                        cache: dict[Path, str] | None = None) -> tuple[list[dict[str, Any]], str]:
+    shots = webvoyager_shots(ep, last)
     text = f"Task: {ep.task}\n\nAgent's final answer:\n{ep.final_result_response or '(none)'}"
     text += (f"\n\nThe last {len(shots)} screenshots (of {len(ep.screenshots)}) follow." if shots
              else "\n\nThe trajectory has no screenshots.")
-    parts: list[dict[str, Any]] = [{"type": "text", "text": text}] + [image_part(p) for p in shots]
+    parts: list[dict[str, Any]] = [{"type": "text", "text": text}] + [image_part(p, cache) for p in shots]
     return [{"role": "system", "content": WEBVOYAGER_SYSTEM}, {"role": "user", "content": parts}], text
+
+
+def webvoyager_shots(ep: EvaluatorView, last: int) -> list[Path]:
+    return ep.screenshots[-last:] if last > 0 else []
+
+
+def encode_images(paths: list[Path]) -> dict[Path, str]:
+    """Every screenshot's data URL, encoded once (in a thread: decoding and re-encoding PNGs is the CPU-heavy part
+    of judging, and must not hold the event loop a run's scheduler and console share)."""
+    return {p: jpeg_data_url(p) for p in dict.fromkeys(paths)}
 
 
 # ---------------------------------------------------------------------------------------------------- calls
@@ -459,21 +564,23 @@ async def judge_episode(ep: EvaluatorView, s: Settings, call: Caller) -> dict[st
     rec: dict[str, Any] = dict(ep.result)
     rec.update({
         "task_id": ep.task_id, "task": ep.task, "mode": s.mode_name, "judge_model": s.model,
-        "score_threshold": s.score_threshold, "schema": ep.schema, "judged_actions": ep.action_history,
+        "score_threshold": s.score_threshold, "parsing": s.parsing, "schema": ep.schema,
+        "judged_actions": ep.action_history,
         "final_result_response": ep.final_result_response, "screenshots": len(ep.screenshots),
     })
-    cache: dict[Path, str] = {}
+    shots = webvoyager_shots(ep, s.last_screenshots) if s.mode == "webvoyager" else ep.screenshots
+    cache = await asyncio.to_thread(encode_images, shots)
     if s.mode == "webvoyager":
-        messages, text = webvoyager_messages(ep, s.last_screenshots)
+        messages, text = webvoyager_messages(ep, s.last_screenshots, cache)
         response = await call(messages, usage)
-        label = parse_webvoyager(response)
+        label = read_status(response, s.parsing, "webvoyager")
         system = WEBVOYAGER_SYSTEM
     else:
         key_points = parse_key_points(await call(key_points_messages(ep.task), usage))
         total = len(ep.screenshots)
         replies = await asyncio.gather(*(call(score_messages(ep.task, key_points, p, i + 1, total, cache), usage)
                                          for i, p in enumerate(ep.screenshots)))
-        scores = [parse_score(r) for r in replies]
+        scores = [read_score(r, s.parsing) for r in replies]
         kept = select_kept(scores, s.score_threshold)
         rec["key_points"] = key_points
         rec["image_judge_record"] = [{"Response": r, "Score": sc} for sc, r in zip(scores, replies)]
@@ -483,7 +590,7 @@ async def judge_episode(ep: EvaluatorView, s: Settings, call: Caller) -> dict[st
                                           [(i + 1, ep.screenshots[i], parse_reasoning(replies[i])) for i in kept],
                                           total, s.include_answer, cache)
         response = await call(messages, usage)
-        label = parse_status(response)
+        label = read_status(response, s.parsing)
         system = VERDICT_SYSTEM
     rec.update({"input_text": text, "system_msg": system, "response": response,
                 "evaluation_details": {"response": response, "predicted_label": label},
@@ -507,6 +614,7 @@ async def judge_run(out: Path, s: Settings, client: Any, *, task_ids: list[str] 
                     log: Callable[[str], None] = print, sleep: Callable[[float], Any] = asyncio.sleep) -> JudgeOutcome:
     out = Path(out)
     run = read_run(out)
+    adopt_legacy_output(out, s, log)
     path = output_path(out, s)
     outcome = JudgeOutcome(path, len(run.task_dirs))
     done = read_judged(path)

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -29,15 +29,22 @@ from typing import Any
 from om2w_tui.benchmarks.conformance import read_run
 from om2w_tui.benchmarks.site_keys import site_key
 from om2w_tui.engine.results import STATUSES, read_results
-from om2w_tui.evaluation.judge import parse_output_name, read_judged
+from om2w_tui.evaluation.agreement import agreement, judge_outcomes, paired, repeats
+from om2w_tui.evaluation.judge import compare_readings, parse_output_name, read_judged
+from om2w_tui.evaluation.labels import HumanLabelFile, RunLabels, read_run_labels
+from om2w_tui.evaluation.outcomes import RULE_ALL, RULES, Outcome, count, count_by, label_outcome, run_outcome
 from om2w_tui.evaluation.summary import (
+    Agreement,
     CompareRow,
     Comparison,
     Conformance,
     ErrorGroup,
     JudgeInfo,
+    Measure,
     Paired,
+    PairedTest,
     Rate,
+    Repeats,
     RunReport,
     Stats,
     Success,
@@ -99,7 +106,7 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def _site_of(website: str | None) -> str:
+def site_of(website: str | None) -> str:
     if not website:
         return UNKNOWN
     m = re.fullmatch(r"\{(\w+)\}.*", website)   # an offline suite template: {shop}/
@@ -112,7 +119,12 @@ def task_meta(manifest: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     """task_id -> {level, site} from the run's task file, when run.json names one that is still there. The offline
     suite's sites are named by their template ({shop} -> shop), not by this run's port."""
     path = ((manifest or {}).get("task_file") or {}).get("path")
-    if not path or not Path(path).is_file():
+    return task_file_meta(Path(path)) if path else {}
+
+
+def task_file_meta(path: Path) -> dict[str, dict[str, Any]]:
+    """task_id -> {level, site} from a task file (JSON or JSON lines); {} when it cannot be read."""
+    if not Path(path).is_file():
         return {}
     rows: list[Any] = []
     text = None
@@ -134,7 +146,7 @@ def task_meta(manifest: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
         if tid is None:
             continue
         website = row.get("website", row.get("web"))
-        meta[str(tid)] = {"level": row.get("level", row.get("web_name")), "site": _site_of(website)}
+        meta[str(tid)] = {"level": row.get("level", row.get("web_name")), "site": site_of(website)}
     return meta
 
 
@@ -161,7 +173,9 @@ def judge_file_info(path: Path, judged: dict[str, dict[str, Any]], task_ids: Ite
                      threshold=any_rec.get("score_threshold", named.threshold if named else None),
                      by="om2w-tui" if ours else ("the official evaluator" if named and judged else None),
                      judged=len(in_run),
-                     rate=rate(sum(1 for r in in_run if r.get("predicted_label") == 1), len(tasks)))
+                     rate=rate(sum(1 for r in in_run if r.get("predicted_label") == 1), len(tasks)),
+                     readings=compare_readings(in_run, any_rec.get("score_threshold", named.threshold if named
+                                                                    else None)))
 
 
 def _label(manifest: dict[str, Any] | None, out: Path) -> str:
@@ -174,8 +188,38 @@ def _label(manifest: dict[str, Any] | None, out: Path) -> str:
 # ------------------------------------------------------------------------------------------ one run
 
 
+def _group_order(key: str) -> Callable[[str, int], Any]:
+    """Levels easy to hard; sites by task count, most first; then by name."""
+    if key == "level":
+        return lambda g, n: (_level_order(g), g)
+    return lambda g, n: (-n, g)
+
+
+def measure(source: str, name: str, outcomes: Mapping[str, Outcome | None], per_task: Mapping[str, TaskRow]) \
+        -> Measure:
+    """One source's counts overall, per level and per site."""
+    return Measure(source, name, count(outcomes.values()),
+                   count_by(outcomes, lambda t: per_task[t].level, _group_order("level")),
+                   count_by(outcomes, lambda t: per_task[t].site, _group_order("site")))
+
+
+def _verdicts(judged: Mapping[str, dict[str, Any]]) -> dict[str, bool]:
+    return {t: r.get("predicted_label") == 1 for t, r in judged.items() if r.get("predicted_label") in (0, 1)}
+
+
+def _judge_name(j: JudgeInfo) -> str:
+    return f"judge {j.mode or '?'}/{j.model or '?'}" + (f" ({j.by})" if j.by == "the official evaluator" else "")
+
+
+def _labels_name(labels: RunLabels) -> str:
+    names = labels.names
+    who = ", ".join(names) if names else "none"
+    return f"human labels ({who}{'; reviewed' if labels.final else ''})"
+
+
 def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunReport:
-    """One run's summary (`RunReport.to_json()` is its JSON)."""
+    """One run's summary (`RunReport.to_json()` is its JSON). Raises FileNotFoundError for a judge file that is not
+    there and `labels.LabelFileError` for a labels file that cannot be read."""
     out = Path(out)
     warnings: list[str] = []
     # a run split into shards has one manifest per shard (run.shard-K-of-N.json); any of them names the task file
@@ -192,23 +236,32 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
     task_ids = sorted(set(latest) | folders)
     meta = task_meta(manifest)
     cfg = (manifest or {}).get("config") or {}
+    keeps_records = bool(log.records)
 
-    # success: a judge file, else the offline suite's `correct`
+    # success: human labels, a judge file, the offline suite's `correct` (every one there is, the first decides)
+    labels = read_run_labels(out)
     jpath = Path(judge_file) if judge_file else find_judge_file(out)
     judged: dict[str, dict[str, Any]] = {}
-    success_source: str | None = None
     judge_info: JudgeInfo | None = None
     if jpath is not None:
         if not jpath.is_file():
             raise FileNotFoundError(f"{jpath}: no such judge file")
         judged = read_judge_file(jpath)
-        success_source = "judge"
         judge_info = judge_file_info(jpath, judged, task_ids)
         stray = sorted(set(judged) - set(task_ids))
         if stray:
             warnings.append(f"{jpath.name}: {len(stray)} judged task(s) are not in this run (e.g. {stray[0]})")
-    elif any("correct" in r for r in latest.values()):
-        success_source = "correct"
+    has_correct = any("correct" in r for r in latest.values())
+    sources = [k for k, there in (("labels", bool(labels.labelled() & set(task_ids))), ("judge", jpath is not None),
+                                  ("correct", has_correct)) if there]
+    verdicts = _verdicts(judged)
+    outcome_of: dict[str, dict[str, Outcome | None]] = {
+        "labels": {t: label_outcome(labels.consensus(t)) for t in task_ids},
+        "judge": {t: run_outcome(latest.get(t), verdicts.get(t), keeps_records) for t in task_ids},
+        "correct": {t: run_outcome(latest.get(t), latest[t].get("correct") if t in latest else None, keeps_records)
+                    for t in task_ids},
+    }
+    primary = sources[0] if sources else None
 
     per_task: dict[str, TaskRow] = {}
     for tid in task_ids:
@@ -216,57 +269,39 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
         ep = read.episodes.get(tid)
         m = meta.get(tid, {})
         level = rec.get("level") or m.get("level")
-        site = m.get("site") or _site_of(rec.get("website"))
-        ok: bool | None = None
-        if success_source == "judge":
-            ok = judged.get(tid, {}).get("predicted_label") == 1 if tid in judged else None
-        elif success_source == "correct":
-            ok = bool(rec.get("correct")) if rec else None
+        site = m.get("site") or site_of(rec.get("website"))
+        outcome = outcome_of[primary][tid] if primary else None
         steps = rec.get("steps") if isinstance(rec.get("steps"), int) else (ep.steps if ep else None)
         per_task[tid] = TaskRow(
             level=str(level) if level is not None else UNKNOWN, site=site or UNKNOWN,
             status=rec.get("status") or ("unrecorded" if latest else "folder"),
-            success=ok, steps=steps, duration_s=rec.get("duration_s"),
+            success=None if outcome is None else outcome == "success", steps=steps, duration_s=rec.get("duration_s"),
             prompt_tokens=rec.get("prompt_tokens"), completion_tokens=rec.get("completion_tokens"),
-            has_folder=tid in folders,
+            has_folder=tid in folders, outcome=outcome,
         )
-
-    def group(key: str) -> dict[str, Rate]:
-        buckets: dict[str, list[TaskRow]] = defaultdict(list)
-        for t in per_task.values():
-            buckets[t.level if key == "level" else t.site].append(t)
-        return {k: rate(sum(1 for t in v if t.success), len(v))
-                for k, v in sorted(buckets.items(), key=lambda kv: (_level_order(kv[0]) if key == "level" else 0,
-                                                                    -len(kv[1]) if key == "site" else 0, kv[0]))}
 
     others = tuple(judge_file_info(f, read_judge_file(f), task_ids) for f in sorted(out.glob(JUDGE_GLOB))
                    if f.is_file() and (jpath is None or f.resolve() != jpath.resolve()))
-    success = Success(source=success_source, judge=judge_info, other_judges=others)
-    if success_source:
-        success = replace(success, overall=rate(sum(1 for t in per_task.values() if t.success), len(per_task)),
-                          by_level=group("level"), by_site=group("site"))
+    names = {"labels": _labels_name(labels), "judge": _judge_name(judge_info) if judge_info else "judge",
+             "correct": "reference answers"}
+    measures = [measure(k, names[k], outcome_of[k], per_task) for k in sources]
+    for j in others:
+        other = read_judge_file(Path(j.file))
+        outcomes = {t: run_outcome(latest.get(t), v, keeps_records) for t, v in _verdicts(other).items()
+                    if t in per_task}
+        measures.append(measure("judge", f"{_judge_name(j)}, {Path(j.file).name}",
+                                {t: outcomes.get(t) for t in task_ids}, per_task))
+    success = Success(source=primary, judge=judge_info, other_judges=others)
+    if primary:
+        m0 = measures[0]
+        success = replace(success, overall=m0.counts.overall, by_level={k: v.overall for k, v in m0.by_level.items()},
+                          by_site={k: v.overall for k, v in m0.by_site.items()}, counts=m0.counts,
+                          level_counts=m0.by_level, site_counts=m0.by_site)
+    agree = _agreements(labels, verdicts, outcome_of["labels"], judge_info, per_task) if judge_info else ()
 
     status = Counter(t.status for t in per_task.values())
     status_counts = {s: status.get(s, 0) for s in STATUSES}
     status_counts.update({k: v for k, v in status.items() if k not in STATUSES})
-
-    # errors, over every attempt: a retried infra error is still an error the run met
-    groups: dict[tuple[str, str, str], tuple[int, list[str]]] = {}   # key -> (attempts, tasks in order)
-    for r in log.records:
-        if r.get("status") == "done" and not r.get("error"):
-            continue
-        if not r.get("error") and r.get("status") not in ("error", "blocked", "timeout", "killed"):
-            continue
-        msg = normalise_error(r.get("error"))
-        key = (str(r.get("status")), str(r.get("error_kind") or UNKNOWN), msg)
-        count, tids = groups.get(key, (0, []))
-        tid = str(r.get("task_id"))
-        if tid not in tids:
-            tids.append(tid)
-        groups[key] = (count + 1, tids)
-    errors = sorted((ErrorGroup(status=k[0], kind=k[1], message=k[2], count=count, tasks=tuple(tids[:3]),
-                                task_count=len(tids)) for k, (count, tids) in groups.items()),
-                    key=lambda g: (-g.count, g.status, g.message))
 
     return RunReport(
         out=str(out), name=_label(manifest, out), arm=cfg.get("arm"), model=cfg.get("model"),
@@ -275,14 +310,113 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
         tasks=len(per_task), attempts=len(log.records),
         success=success, status=status_counts,
         metrics={k: stats(t.metric(k) for t in per_task.values()) for k in METRICS},
-        errors=tuple(errors),
+        errors=error_groups(log.records),
         conformance=Conformance(problems=len(read.problems), examples=tuple(read.problems[:5])),
         warnings=tuple(warnings),
         per_task=per_task,
+        measures=tuple(measures),
+        agreement=agree,
+        annotators=_annotator_agreements(labels, task_ids, per_task),
+        labelled=len(labels.labelled() & set(task_ids)),
+        disputed=tuple(labels.unresolved(task_ids)),
     )
 
 
+def _agreements(labels: RunLabels, verdicts: Mapping[str, bool], humans: Mapping[str, Outcome | None],
+                judge: JudgeInfo, per_task: Mapping[str, TaskRow]) -> tuple[Agreement, ...]:
+    """The judge's verdicts against the humans' consensus, under both rules (none without labels)."""
+    if not any(v is not None for v in humans.values()):
+        return ()
+    a = judge_outcomes(verdicts)
+    return tuple(agreement(a, humans, rule, _judge_name(judge), "humans", lambda t: per_task[t].level,
+                           lambda t: per_task[t].site, LEVEL_NAMES) for rule in RULES)
+
+
+def _annotator_agreements(labels: RunLabels, task_ids: list[str], per_task: Mapping[str, TaskRow]) \
+        -> tuple[Agreement, ...]:
+    """Each pair of annotators against each other (over every task both labelled, all three labels kept apart
+    under the executable rule)."""
+    names = labels.names
+    out = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            oa = {t: label_outcome(lab.value) for t, lab in labels.annotators[a].items() if t in per_task}
+            ob = {t: label_outcome(lab.value) for t, lab in labels.annotators[b].items() if t in per_task}
+            out.append(agreement(oa, ob, RULE_ALL, a, b, lambda t: per_task[t].level, lambda t: per_task[t].site,
+                                 LEVEL_NAMES))
+    return tuple(out)
+
+
+def error_groups(records: list[dict[str, Any]]) -> tuple[ErrorGroup, ...]:
+    """Errors over every attempt (a retried infra error is still an error the run met), grouped by status, kind
+    and normalised message, the most frequent first."""
+    groups: dict[tuple[str, str, str], tuple[int, list[str]]] = {}   # key -> (attempts, tasks in order)
+    for r in records:
+        if r.get("status") == "done" and not r.get("error"):
+            continue
+        if not r.get("error") and r.get("status") not in ("error", "blocked", "timeout", "killed"):
+            continue
+        msg = normalise_error(r.get("error"))
+        key = (str(r.get("status")), str(r.get("error_kind") or UNKNOWN), msg)
+        count_, tids = groups.get(key, (0, []))
+        tid = str(r.get("task_id"))
+        if tid not in tids:
+            tids.append(tid)
+        groups[key] = (count_ + 1, tids)
+    return tuple(sorted((ErrorGroup(status=k[0], kind=k[1], message=k[2], count=n, tasks=tuple(tids[:3]),
+                                    task_count=len(tids)) for k, (n, tids) in groups.items()),
+                        key=lambda g: (-g.count, g.status, g.message)))
+
+
+# ------------------------------------------------------------------------------------------ a human_label.json
+
+
+def summarize_labels(file: HumanLabelFile, agent: str, meta: Mapping[str, dict[str, Any]] | None = None,
+                     judged: Path | None = None) -> RunReport:
+    """One agent's column of an official human_label.json as a run's summary (no run folder needed): its counts
+    under both rules, per level and per site from `meta` (a task file's, by task id), and with `judged` (a judge's
+    output file, the official evaluator's auto-eval results) the judge's agreement with these labels."""
+    meta = meta or {}
+    labels = file.labels[agent]
+    per_task: dict[str, TaskRow] = {}
+    outcomes: dict[str, Outcome | None] = {}
+    for tid in file.tasks:
+        m = meta.get(tid, {})
+        outcomes[tid] = label_outcome(labels.get(tid))
+        per_task[tid] = TaskRow(level=str(m.get("level") or UNKNOWN), site=str(m.get("site") or UNKNOWN),
+                                status="labelled" if tid in labels else "unlabelled",
+                                success=None if outcomes[tid] is None else outcomes[tid] == "success", steps=None,
+                                duration_s=None, prompt_tokens=None, completion_tokens=None, has_folder=False,
+                                outcome=outcomes[tid])
+    m0 = measure("labels", f"human labels, {agent}", outcomes, per_task)
+    judge_info: JudgeInfo | None = None
+    agree: tuple[Agreement, ...] = ()
+    warnings: list[str] = []
+    if judged is not None:
+        lines = read_judge_file(judged)
+        judge_info = judge_file_info(judged, lines, list(file.tasks))
+        stray = [t for t in lines if t not in file.tasks]
+        if stray:
+            warnings.append(f"{judged.name}: {len(stray)} judged task(s) are not in {file.path.name} "
+                            f"(e.g. {stray[0]})")
+        agree = tuple(agreement(judge_outcomes(_verdicts(lines)), outcomes, rule, _judge_name(judge_info),
+                                "humans", lambda t: per_task[t].level if t in per_task else UNKNOWN,
+                                lambda t: per_task[t].site if t in per_task else UNKNOWN, LEVEL_NAMES)
+                      for rule in RULES)
+    success = Success(source="labels", judge=judge_info, overall=m0.counts.overall,
+                      by_level={k: v.overall for k, v in m0.by_level.items()},
+                      by_site={k: v.overall for k, v in m0.by_site.items()}, counts=m0.counts,
+                      level_counts=m0.by_level, site_counts=m0.by_site)
+    return RunReport(
+        out=str(file.path), name=agent, arm=None, model=None, bench=None, task_file=None, has_results=False,
+        has_manifest=False, tasks=len(per_task), attempts=0, success=success, status={},
+        metrics={k: stats([]) for k in METRICS}, errors=(), conformance=Conformance(0, ()),
+        warnings=tuple(warnings), per_task=per_task, measures=(m0,), agreement=agree, labelled=len(labels),
+        kind="labels")
+
+
 _LEVELS = {"easy": 0, "medium": 1, "hard": 2}
+LEVEL_NAMES = tuple(_LEVELS)
 
 
 def _level_order(level: str) -> int:
@@ -312,9 +446,12 @@ def _deltas(values: list[Rate | None]) -> tuple[float | None, ...]:
                            for v in values[1:])
 
 
-def compare(summaries: list[RunReport]) -> Comparison:
+def compare(summaries: list[RunReport], repeated: bool = False) -> Comparison:
     """Several runs side by side; every difference is against the first run (the baseline), in percentage points.
-    `paired` compares the runs on the tasks they all have."""
+    `paired` compares the runs on the tasks they all have an outcome for; `tests` compares each run with the
+    baseline task by task (McNemar, the paired interval), under both rules. `repeated`: the runs are repeats of one
+    configuration (the leaderboard averages three): their mean and spread, and each task solved always, sometimes
+    or never."""
     names = unique_names(summaries)
 
     def cell(s: RunReport, group: str, key: str | None) -> Rate | None:
@@ -342,6 +479,7 @@ def compare(summaries: list[RunReport]) -> Comparison:
     common = set(summaries[0].per_task) if summaries else set()
     for s in summaries[1:]:
         common &= set(s.per_task)
+    common = {t for t in common if all(s.per_task[t].outcome is not None for s in summaries if s.success.source)}
     paired_values: list[Rate | None] = [
         rate(sum(1 for t in common if s.per_task[t].success), len(common)) if s.success.source else None
         for s in summaries]
@@ -352,4 +490,25 @@ def compare(summaries: list[RunReport]) -> Comparison:
         sources=tuple(s.success.source for s in summaries), rows=tuple(rows), site_rows=tuple(site_rows),
         paired=Paired(len(common), tuple(paired_values), _deltas(paired_values)),
         status={k: tuple(s.status.get(k, 0) for s in summaries) for k in statuses},
-        median={k: tuple(s.metrics[k].median for s in summaries) for k in METRICS})
+        median={k: tuple(s.metrics[k].median for s in summaries) for k in METRICS},
+        tests=() if repeated else _tests(summaries, names), repeats=_repeats(summaries, names) if repeated else ())
+
+
+def _outcomes(s: RunReport) -> dict[str, Outcome | None]:
+    return {t: row.outcome for t, row in s.per_task.items()} if s.success.source else {}
+
+
+def _tests(summaries: list[RunReport], names: list[str]) -> tuple[PairedTest, ...]:
+    """Each run against the baseline, task by task, under both rules; sites as the baseline names them."""
+    if len(summaries) < 2 or not summaries[0].success.source:
+        return ()
+    base, site = _outcomes(summaries[0]), {t: r.site for t, r in summaries[0].per_task.items()}
+    return tuple(paired(_outcomes(s), base, rule, name, names[0], lambda t: site.get(t, UNKNOWN))
+                 for s, name in zip(summaries[1:], names[1:]) if s.success.source for rule in RULES)
+
+
+def _repeats(summaries: list[RunReport], names: list[str]) -> tuple[Repeats, ...]:
+    measured = [(s, n) for s, n in zip(summaries, names) if s.success.source]
+    if len(measured) < 2:
+        return ()
+    return tuple(repeats([_outcomes(s) for s, _ in measured], [n for _, n in measured], rule) for rule in RULES)

@@ -11,14 +11,60 @@ import json
 from pathlib import Path
 from typing import Any
 
+from om2w_tui.evaluation.outcomes import RULE_ALL, RULE_EXECUTABLE
 from om2w_tui.evaluation.report import unique_names
-from om2w_tui.evaluation.summary import CompareRow, Comparison, JudgeInfo, Rate, RunReport
+from om2w_tui.evaluation.stats import PairedDifference
+from om2w_tui.evaluation.summary import (
+    Agreement,
+    CompareRow,
+    Comparison,
+    Counts,
+    JudgeInfo,
+    Measure,
+    PairedTest,
+    Rate,
+    Readings,
+    Repeats,
+    RunReport,
+)
+
+# every rate is shown with its 95% Wilson interval, and every table of rates names its counting rule
+INTERVAL_NOTE = "[95% interval]"
+RULE_HEADERS = {RULE_ALL: "over all", RULE_EXECUTABLE: "executable only"}
+RULES_NOTE = ("rates: over all = success / every task with an outcome (not executable counted as failure); "
+              "executable only = not executable left out; [low, high] = 95% Wilson interval; pending = no "
+              "outcome yet (running, not judged, not labelled), in no rate")
 
 
-def fmt_rate(v: Rate | None) -> str:
+def fmt_rate(v: Rate | None, interval: bool = True) -> str:
+    """`40.0% (2/5) [11.8, 76.9]`: the rate, its counts and its 95% interval (in percent)."""
     if v is None or v.rate is None:
         return "-"
-    return f"{100 * v.rate:.1f}% ({v.successes}/{v.tasks})"
+    text = f"{100 * v.rate:.1f}% ({v.successes}/{v.tasks})"
+    if interval and v.interval is not None:
+        low, high = v.interval
+        text += f" [{100 * low:.1f}, {100 * high:.1f}]"
+    return text
+
+
+def fmt_pp(d: float | None, low: float | None = None, high: float | None = None) -> str:
+    """A difference of rates in percentage points, with its interval when given: `+12.0 pp [+3.1, +20.4]`."""
+    if d is None:
+        return "-"
+    text = f"{100 * d:+.1f} pp"
+    if low is not None and high is not None:
+        text += f" [{100 * low:+.1f}, {100 * high:+.1f}]"
+    return text
+
+
+def fmt_p(p: float | None) -> str:
+    if p is None:
+        return "-"
+    return f"{p:.2g}" if p < 0.001 else f"{p:.3f}"
+
+
+def fmt_kappa(k: float | None) -> str:
+    return "-" if k is None else f"{k:.3f}"
 
 
 def fmt_num(x: Any, digits: int = 1) -> str:
@@ -40,6 +86,22 @@ def _judge_words(j: JudgeInfo) -> str:
     return f"{by}{j.mode or '?'}, {j.model or '?'}"
 
 
+def readings_line(j: JudgeInfo) -> str:
+    """How the judge file's replies read the other way ("" when they all read the same)."""
+    r: Readings | None = j.readings
+    if r is None or not (r.verdicts or r.scores):
+        return ""
+    used = r.parsing or "official"
+    other = "lenient" if used == "official" else "official"
+    head = f"{Path(j.file).name}: replies read the {used} way"
+    if not r.verdicts_differ and not r.scores_differ:
+        return f"{head}; the {other} reading agrees on all {r.verdicts} verdicts and {r.scores} scores"
+    tasks = f" ({', '.join(r.verdict_tasks[:5])}{' ...' if len(r.verdict_tasks) > 5 else ''})" \
+        if r.verdict_tasks else ""
+    return (f"{head}; the {other} reading differs on {r.verdicts_differ} of {r.verdicts} verdicts{tasks} and "
+            f"{r.scores_differ} of {r.scores} screenshot scores ({r.scores_cross} across the threshold)")
+
+
 def _source_line(s: RunReport) -> str:
     succ = s.success
     if succ.source == "judge" and succ.judge is not None:
@@ -48,36 +110,145 @@ def _source_line(s: RunReport) -> str:
                 f"{s.tasks} tasks judged)")
     if succ.source == "correct":
         return "success from the offline suite's reference answers (`correct`)"
-    return "no success measure: no judge file in the folder (run `om2w-tui judge`) and no `correct` field"
+    if succ.source == "labels":
+        judged = "" if succ.judge is None else (f"; judged in {Path(succ.judge.file).name} ({_judge_words(succ.judge)}"
+                                                f", {succ.judge.judged} of {s.tasks} tasks)")
+        return f"success from the human labels ({s.labelled} of {s.tasks} tasks labelled{judged})"
+    return ("no success measure: no human labels, no judge file in the folder (run `om2w-tui judge` or "
+            "`om2w-tui label`) and no `correct` field")
 
 
 Section = tuple[str, list[str], list[list[str]]]
+
+
+def counts_row(group: str, c: Counts) -> list[str]:
+    return [group, fmt_rate(c.overall), fmt_rate(c.executable), str(c.not_executable), str(c.pending)]
+
+
+COUNTS_HEADER = ["group", RULE_HEADERS[RULE_ALL], RULE_HEADERS[RULE_EXECUTABLE], "not executable", "pending"]
+
+
+def measure_sections(m: Measure, site_limit: int | None = None) -> list[Section]:
+    """One source's success under both rules: overall and per level, then per site."""
+    rows = [counts_row("overall", m.counts)] + [counts_row(f"level {k}", v) for k, v in m.by_level.items()]
+    out: list[Section] = [(f"success: {m.name}", COUNTS_HEADER, rows)]
+    sites = list(m.by_site.items())
+    shown = sites if site_limit is None else sites[:site_limit]
+    site_rows = [counts_row(k, v) for k, v in shown]
+    if len(shown) < len(sites):
+        site_rows.append([f"... {len(sites) - len(shown)} more sites", "", "", "", ""])
+    out.append((f"success by site: {m.name}", ["site", *COUNTS_HEADER[1:]], site_rows))
+    return out
+
+
+def agreement_sections(rows: tuple[Agreement, ...], title_: str, disagreements: int | None = 50) -> list[Section]:
+    """Rater A against rater B: one line per rule, the confusion of the first rule, per level, the disagreements."""
+    if not rows:
+        return []
+    a, b = rows[0].a, rows[0].b
+    out: list[Section] = [(title_, ["rule", "tasks", "agreement", "Cohen's kappa", f"{a} rate", f"{b} rate",
+                                    "gap"],
+                           [[RULE_HEADERS.get(r.rule, r.rule), str(r.confusion.n), fmt_rate(r.confusion.agreement),
+                             fmt_kappa(r.kappa), fmt_rate(r.a_rate), fmt_rate(r.b_rate),
+                             "-" if r.gap_pp is None else f"{r.gap_pp:+.1f} pp"] for r in rows])]
+    first = rows[0]
+    c = first.confusion
+    out.append((f"confusion ({RULE_HEADERS.get(first.rule, first.rule)}): rows {a}, columns {b}",
+                ["", f"{b}: success", f"{b}: failure"],
+                [[f"{a}: success", str(c.both), str(c.only_a)], [f"{a}: failure", str(c.only_b), str(c.neither)]]))
+    if first.by_level:
+        out.append((f"agreement per level ({RULE_HEADERS.get(first.rule, first.rule)})",
+                    ["level", "tasks", "agreement", "Cohen's kappa", "both success", f"only {a}", f"only {b}",
+                     "both failure"],
+                    [[k, str(v.n), fmt_rate(v.agreement), fmt_kappa(first.kappa_by_level.get(k)), str(v.both),
+                      str(v.only_a), str(v.only_b), str(v.neither)] for k, v in first.by_level.items()]))
+    if first.disagreements and disagreements:
+        shown = first.disagreements[:disagreements]
+        rows_ = [[d.task_id, d.a, d.b, d.level, d.site] for d in shown]
+        if len(shown) < len(first.disagreements):
+            rows_.append([f"... {len(first.disagreements) - len(shown)} more", "", "", "", ""])
+        out.append((f"where they disagree ({len(first.disagreements)} tasks; `om2w-tui label OUT --filter "
+                    f"judge` opens them)", ["task", a, b, "level", "site"], rows_))
+    return out
 
 
 def sections(summary: RunReport, site_limit: int | None = None) -> list[Section]:
     """(title, header, rows) tables of one run, shared by every text format."""
     s = summary
     out: list[Section] = []
-    succ = s.success
-    if succ.source:
-        rows = [["overall", fmt_rate(succ.overall)]]
-        rows += [[f"level {k}", fmt_rate(v)] for k, v in succ.by_level.items()]
-        out.append(("success", ["group", "success"], rows))
-        sites = list(succ.by_site.items())
-        shown = sites if site_limit is None else sites[:site_limit]
-        rows = [[k, fmt_rate(v)] for k, v in shown]
-        if len(shown) < len(sites):
-            rows.append([f"... {len(sites) - len(shown)} more sites", ""])
-        out.append(("success by site", ["site", "success"], rows))
-    out.append(("episodes by status", ["status", "tasks"], [[k, str(v)] for k, v in s.status.items() if v]))
-    out.append(("per episode", ["metric", "median", "p90", "total"],
-                [[k, fmt_num(m.median), fmt_num(m.p90), fmt_num(m.total)]
-                 for k, m in s.metrics.items() if m.n]))
+    for m in s.measures:
+        out += measure_sections(m, site_limit)
+    out += agreement_sections(s.agreement, "the judge against the humans")
+    if s.annotators:
+        out.append(("annotators against each other", ["annotators", "tasks", "agreement", "Cohen's kappa"],
+                    [[f"{r.a} / {r.b}", str(r.confusion.n), fmt_rate(r.confusion.agreement), fmt_kappa(r.kappa)]
+                     for r in s.annotators]))
+    if s.status and any(s.status.values()):
+        out.append(("episodes by status", ["status", "tasks"], [[k, str(v)] for k, v in s.status.items() if v]))
+    metrics = [[k, fmt_num(m.median), fmt_num(m.p90), fmt_num(m.total)] for k, m in s.metrics.items() if m.n]
+    if metrics:
+        out.append(("per episode", ["metric", "median", "p90", "total"], metrics))
     if s.errors:
         out.append(("errors (every attempt, grouped)", ["count", "status", "kind", "message", "tasks"],
                     [[str(g.count), g.status, g.kind, g.message,
                       ", ".join(g.tasks) + (" ..." if g.task_count > len(g.tasks) else "")]
                      for g in s.errors]))
+    return out
+
+
+def _difference(d: PairedDifference) -> str:
+    return fmt_pp(d.difference, d.low, d.high)
+
+
+def test_sections(tests: tuple[PairedTest, ...], limit: int = 20) -> list[Section]:
+    """Each arm against the baseline, task by task: both rates, the difference with its paired interval,
+    McNemar's exact p, the tasks only one solved; per site under the first rule."""
+    if not tests:
+        return []
+    out: list[Section] = [("task by task against the baseline (paired)",
+                           ["arm", "baseline", "rule", "tasks", "arm's rate", "baseline's rate", "difference",
+                            "McNemar p", "only the arm", "only the baseline"],
+                           [[t.a, t.b, RULE_HEADERS.get(t.rule, t.rule), str(t.difference.n), fmt_rate(t.a_rate),
+                             fmt_rate(t.b_rate), _difference(t.difference), fmt_p(t.difference.p),
+                             str(t.difference.only_a), str(t.difference.only_b)] for t in tests])]
+    for t in tests:
+        if t.rule != RULE_ALL:
+            continue
+        only = [[f"only {t.a}", ", ".join(t.only_a_tasks[:limit]) + (" ..." if len(t.only_a_tasks) > limit else "")],
+                [f"only {t.b}", ", ".join(t.only_b_tasks[:limit]) + (" ..." if len(t.only_b_tasks) > limit else "")]]
+        out.append((f"tasks only one solved: {t.a} / {t.b}", ["", "tasks"], only))
+        split = sorted(((k, d) for k, d in t.by_site.items() if d.only_a + d.only_b),
+                       key=lambda kd: (-(kd[1].only_a + kd[1].only_b), kd[0]))
+        rows = [[k, str(d.n), str(d.both), str(d.only_a), str(d.only_b), str(d.neither), _difference(d),
+                 fmt_p(d.p)] for k, d in split[:limit]]
+        rest = len(t.by_site) - len(rows)
+        if rest:
+            rows.append([f"... {rest} more sites" + (" (the same result on each task)" if len(split) <= limit
+                                                     else ""), "", "", "", "", "", "", ""])
+        out.append((f"per site where they differ: {t.a} / {t.b} ({RULE_HEADERS[RULE_ALL]})",
+                    ["site", "tasks", "both", f"only {t.a}", f"only {t.b}", "neither", "difference", "McNemar p"],
+                    rows))
+    return out
+
+
+def repeats_sections(reps: tuple[Repeats, ...], limit: int = 20) -> list[Section]:
+    if not reps:
+        return []
+    rows = []
+    for r in reps:
+        sp = r.spread
+        rows.append([RULE_HEADERS.get(r.rule, r.rule), str(len(r.runs)), "; ".join(fmt_rate(x, False) for x in r.rates),
+                     "-" if sp.mean is None else f"{100 * sp.mean:.1f}%",
+                     "-" if sp.stdev is None else f"{100 * sp.stdev:.1f} pp",
+                     "-" if sp.low is None or sp.high is None else f"{100 * sp.low:.1f}-{100 * sp.high:.1f}%",
+                     str(r.tasks), str(r.always), str(r.sometimes), str(r.never)])
+    out: list[Section] = [("repeats of one configuration", ["rule", "runs", "rates", "mean", "sd", "range",
+                                                             "tasks", "always", "sometimes", "never"], rows)]
+    first = reps[0]
+    if first.sometimes_tasks:
+        more = " ..." if len(first.sometimes_tasks) > limit else ""
+        out.append(("solved sometimes", ["", "tasks"],
+                    [[RULE_HEADERS.get(first.rule, first.rule), ", ".join(first.sometimes_tasks[:limit]) + more]]))
     return out
 
 
@@ -92,19 +263,26 @@ def compare_sections(c: Comparison) -> list[Section]:
     p = c.paired
     rows.append([f"paired ({p.tasks} common tasks)"] + [fmt_rate(v) for v in p.values]
                 + [fmt_delta(d) for d in p.delta_pp[1:]])
-    out: list[Section] = [(f"success, against {c.baseline}", header, rows)]
-    out.append(("episodes by status", ["status"] + names,
-                [[k] + [str(x) for x in v] for k, v in c.status.items() if any(v)]))
-    out.append(("medians", ["metric"] + names, [[k] + [fmt_num(x) for x in v] for k, v in c.median.items()]))
+    out: list[Section] = [(f"success ({RULE_HEADERS[RULE_ALL]}), against {c.baseline}", header, rows)]
+    out += test_sections(c.tests)
+    out += repeats_sections(c.repeats)
+    statuses = [[k] + [str(x) for x in v] for k, v in c.status.items() if any(v)]
+    if statuses:
+        out.append(("episodes by status", ["status"] + names, statuses))
+    medians = [[k] + [fmt_num(x) for x in v] for k, v in c.median.items() if any(x is not None for x in v)]
+    if medians:
+        out.append(("medians", ["metric"] + names, medians))
     return out
 
 
 def title(s: RunReport) -> str:
     """One run's heading: its name, folder, task count, bench, and whether it has om2w-tui's results."""
     bits = [f"{s.name}", f"{s.out}", f"{s.tasks} tasks"]
+    if s.kind == "labels":
+        bits[1] = f"{Path(s.out).name}, column {s.name}_human_label"
     if s.bench:
         bits.append(f"bench {s.bench}")
-    if not s.has_results:
+    if not s.has_results and s.kind == "run":
         bits.append("no results.jsonl (task folders only)")
     return " | ".join(bits)
 
@@ -113,8 +291,17 @@ def notes(s: RunReport) -> list[str]:
     """The lines under a run's heading: where success comes from, the other judge files, conformance, warnings."""
     out = [_source_line(s)]
     for j in s.success.other_judges:
-        out.append(f"also judged in {Path(j.file).name} ({_judge_words(j)}): {fmt_rate(j.rate)}, {j.judged} of "
-                   f"{s.tasks} tasks judged")
+        out.append(f"also judged in {Path(j.file).name} ({_judge_words(j)}): {j.judged} of {s.tasks} tasks judged")
+    for j in [x for x in [s.success.judge, *s.success.other_judges] if x is not None]:
+        line = readings_line(j)
+        if line:
+            out.append(line)
+    if s.labelled and s.kind == "run":
+        out.append(f"human labels: {s.labelled} of {s.tasks} tasks labelled"
+                   + (f"; {len(s.disputed)} disputed, not reviewed (`om2w-tui label {s.out} --review`)"
+                      if s.disputed else ""))
+    if s.success.source:
+        out.append(RULES_NOTE)
     conf = s.conformance
     if conf.problems:
         out.append(f"{conf.problems} problem(s) for the official evaluator (see `om2w-tui check {s.out}`): "
@@ -154,16 +341,16 @@ def to_csv(summaries: list[RunReport], comparison: Comparison | None) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["run", "out", "section", "group", "metric", "value"])
     for name, s in zip(unique_names(summaries), summaries):
-        succ = s.success
-        if succ.source:
-            groups: list[tuple[str, Rate | None]] = [("overall", succ.overall)]
-            groups += [(f"level {k}", v) for k, v in succ.by_level.items()]
-            groups += [(f"site {k}", v) for k, v in succ.by_site.items()]
-            for g, v in groups:
-                if v is None:
-                    continue
-                for metric, value in (("successes", v.successes), ("tasks", v.tasks), ("rate", v.rate)):
-                    w.writerow([name, s.out, "success", g, metric, _cell(value)])
+        for i, meas in enumerate(s.measures):
+            section = "success" if i == 0 else f"success ({meas.name})"
+            groups = [("overall", meas.counts)] + [(f"level {k}", v) for k, v in meas.by_level.items()]
+            groups += [(f"site {k}", v) for k, v in meas.by_site.items()]
+            for g, c in groups:
+                for metric, value in counts_cells(c):
+                    w.writerow([name, s.out, section, g, metric, _cell(value)])
+        for a in [*s.agreement, *s.annotators]:
+            for metric, value in agreement_cells(a):
+                w.writerow([name, s.out, f"agreement {a.a} / {a.b}", a.rule, metric, _cell(value)])
         for k, n in s.status.items():
             w.writerow([name, s.out, "status", k, "tasks", n])
         for k, m in s.metrics.items():
@@ -175,7 +362,45 @@ def to_csv(summaries: list[RunReport], comparison: Comparison | None) -> str:
         for r in [*comparison.rows, comparison.paired.as_row()]:
             for name, d in zip(comparison.runs[1:], r.delta_pp[1:]):
                 w.writerow([name, "", "delta_pp", r.group, f"vs {comparison.baseline}", _cell(d)])
+        for t in comparison.tests:
+            for metric, value in test_cells(t):
+                w.writerow([t.a, "", f"paired vs {t.b}", t.rule, metric, _cell(value)])
+        for rep in comparison.repeats:
+            for metric, value in repeat_cells(rep):
+                w.writerow([" + ".join(rep.runs), "", "repeats", rep.rule, metric, _cell(value)])
     return buf.getvalue()
+
+
+def counts_cells(c: Counts) -> list[tuple[str, Any]]:
+    """A group's counts and both rules' rates with their intervals, as (metric, value) cells."""
+    out: list[tuple[str, Any]] = [("success", c.success), ("failure", c.failure),
+                                  ("not_executable", c.not_executable), ("pending", c.pending),
+                                  ("successes", c.overall.successes), ("tasks", c.overall.tasks)]
+    for prefix, r in (("", c.overall), ("executable_", c.executable)):
+        out += [(f"{prefix}rate", r.rate), (f"{prefix}low", r.low), (f"{prefix}high", r.high)]
+    return out
+
+
+def agreement_cells(a: Agreement) -> list[tuple[str, Any]]:
+    c = a.confusion
+    return [("tasks", c.n), ("agreement", c.agreement.rate), ("agreement_low", c.agreement.low),
+            ("agreement_high", c.agreement.high), ("kappa", a.kappa), ("both_success", c.both),
+            ("only_a_success", c.only_a), ("only_b_success", c.only_b), ("both_failure", c.neither),
+            ("a_rate", a.a_rate.rate), ("b_rate", a.b_rate.rate), ("gap_pp", a.gap_pp)]
+
+
+def test_cells(t: PairedTest) -> list[tuple[str, Any]]:
+    d = t.difference
+    return [("tasks", d.n), ("both", d.both), ("only_a", d.only_a), ("only_b", d.only_b), ("neither", d.neither),
+            ("a_rate", t.a_rate.rate), ("b_rate", t.b_rate.rate), ("difference", d.difference),
+            ("difference_low", d.low), ("difference_high", d.high), ("mcnemar_p", d.p)]
+
+
+def repeat_cells(r: Repeats) -> list[tuple[str, Any]]:
+    sp = r.spread
+    return [("runs", len(r.runs)), ("mean", sp.mean), ("stdev", sp.stdev), ("lowest", sp.low),
+            ("highest", sp.high), ("tasks", r.tasks), ("always", r.always), ("sometimes", r.sometimes),
+            ("never", r.never)]
 
 
 def to_json(summaries: list[RunReport], comparison: Comparison | None, per_task: bool = True) -> str:

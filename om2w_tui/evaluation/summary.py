@@ -12,12 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+from om2w_tui.evaluation.stats import PairedDifference, Spread, wilson
+
+# what a task came to (evaluation/outcomes.py); None: no outcome yet
+Outcome = Literal["success", "failure", "not_executable"]
 
 
 @dataclass(frozen=True)
 class Rate:
-    """Successes out of tasks; `rate` is None when there are no tasks."""
+    """Successes out of tasks; `rate` is None when there are no tasks. `low`/`high`: its 95% Wilson interval."""
 
     successes: int
     tasks: int
@@ -27,8 +32,207 @@ class Rate:
     def of(cls, successes: int, tasks: int) -> Rate:
         return cls(successes, tasks, (successes / tasks) if tasks else None)
 
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return wilson(self.successes, self.tasks) if self.tasks else None
+
+    @property
+    def low(self) -> float | None:
+        return self.interval[0] if self.interval else None
+
+    @property
+    def high(self) -> float | None:
+        return self.interval[1] if self.interval else None
+
     def to_json(self) -> dict[str, Any]:
-        return {"successes": self.successes, "tasks": self.tasks, "rate": self.rate}
+        return {"successes": self.successes, "tasks": self.tasks, "rate": self.rate, "low": self.low,
+                "high": self.high}
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Tasks by outcome (`evaluation/outcomes.py`): successes, failures, not executable (label 2), and pending (no
+    outcome yet: running, not labelled, not judged; in no rate). `overall` and `executable` are the two rules."""
+
+    success: int = 0
+    failure: int = 0
+    not_executable: int = 0
+    pending: int = 0
+
+    @property
+    def overall(self) -> Rate:
+        """Success over every task with an outcome, not executable counted as failure."""
+        return Rate.of(self.success, self.success + self.failure + self.not_executable)
+
+    @property
+    def executable(self) -> Rate:
+        """Success over the executable tasks (not executable left out)."""
+        return Rate.of(self.success, self.success + self.failure)
+
+    @property
+    def tasks(self) -> int:
+        return self.success + self.failure + self.not_executable + self.pending
+
+    def rate(self, rule: str) -> Rate:
+        return self.executable if rule == "executable" else self.overall
+
+    def to_json(self) -> dict[str, Any]:
+        return {"success": self.success, "failure": self.failure, "not_executable": self.not_executable,
+                "pending": self.pending, "overall": self.overall.to_json(), "executable": self.executable.to_json()}
+
+
+@dataclass(frozen=True)
+class Measure:
+    """Success from one source (`labels`: human labels, `judge`: a judge's verdicts, `correct`: reference answers),
+    named for the reader, with its counts overall, per level and per site."""
+
+    source: str
+    name: str
+    counts: Counts
+    by_level: Mapping[str, Counts] = field(default_factory=dict)
+    by_site: Mapping[str, Counts] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "name": self.name, "counts": self.counts.to_json(),
+                "by_level": {k: v.to_json() for k, v in self.by_level.items()},
+                "by_site": {k: v.to_json() for k, v in self.by_site.items()}}
+
+
+@dataclass(frozen=True)
+class Confusion:
+    """Two raters' yes/no on the same tasks: both said success, only A, only B, both failure."""
+
+    both: int = 0
+    only_a: int = 0
+    only_b: int = 0
+    neither: int = 0
+
+    @property
+    def n(self) -> int:
+        return self.both + self.only_a + self.only_b + self.neither
+
+    @property
+    def agreement(self) -> Rate:
+        return Rate.of(self.both + self.neither, self.n)
+
+    @property
+    def table(self) -> list[list[int]]:
+        """Rows A success/failure, columns B success/failure."""
+        return [[self.both, self.only_a], [self.only_b, self.neither]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"both": self.both, "only_a": self.only_a, "only_b": self.only_b, "neither": self.neither,
+                "agreement": self.agreement.to_json()}
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    task_id: str
+    a: str          # an outcome (success, failure, not_executable)
+    b: str
+    level: str = "-"
+    site: str = "-"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "a": self.a, "b": self.b, "level": self.level, "site": self.site}
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Rater A (a judge) against rater B (humans) under one counting rule: the confusion, Cohen's kappa, both rates
+    on the same tasks and their gap (A - B, percentage points), per level, and the tasks where they disagree.
+    `left_out`: tasks only one of them rated (or, under the executable rule, not executable)."""
+
+    a: str
+    b: str
+    rule: str
+    confusion: Confusion
+    kappa: float | None
+    a_rate: Rate
+    b_rate: Rate
+    gap_pp: float | None
+    by_level: Mapping[str, Confusion]
+    kappa_by_level: Mapping[str, float | None]
+    disagreements: tuple[Disagreement, ...]
+    left_out: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "rule": self.rule, "confusion": self.confusion.to_json(),
+                "kappa": self.kappa, "a_rate": self.a_rate.to_json(), "b_rate": self.b_rate.to_json(),
+                "gap_pp": self.gap_pp, "by_level": {k: v.to_json() for k, v in self.by_level.items()},
+                "kappa_by_level": dict(self.kappa_by_level),
+                "disagreements": [d.to_json() for d in self.disagreements], "left_out": self.left_out}
+
+
+def _paired_json(d: PairedDifference) -> dict[str, Any]:
+    return {"n": d.n, "both": d.both, "only_a": d.only_a, "only_b": d.only_b, "neither": d.neither,
+            "difference": d.difference, "low": d.low, "high": d.high, "mcnemar_p": d.p}
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """Arm A against arm B on the tasks both have an outcome for, under one rule: both rates, A - B with its paired
+    95% interval and McNemar's exact p, the tasks only one solved, and the same per site."""
+
+    a: str
+    b: str
+    rule: str
+    a_rate: Rate
+    b_rate: Rate
+    difference: PairedDifference
+    only_a_tasks: tuple[str, ...]
+    only_b_tasks: tuple[str, ...]
+    by_site: Mapping[str, PairedDifference]
+    left_out: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "rule": self.rule, "a_rate": self.a_rate.to_json(),
+                "b_rate": self.b_rate.to_json(), **_paired_json(self.difference),
+                "only_a_tasks": list(self.only_a_tasks), "only_b_tasks": list(self.only_b_tasks),
+                "by_site": {k: _paired_json(v) for k, v in self.by_site.items()}, "left_out": self.left_out}
+
+
+@dataclass(frozen=True)
+class Repeats:
+    """Several runs of one configuration under one rule: each run's rate, their mean and spread, and on the tasks
+    every run has an outcome for, how many each run solved (always), some solved (sometimes) or none (never)."""
+
+    runs: tuple[str, ...]
+    rule: str
+    rates: tuple[Rate, ...]
+    spread: Spread
+    tasks: int
+    always: int
+    sometimes: int
+    never: int
+    sometimes_tasks: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        sp = self.spread
+        return {"runs": list(self.runs), "rule": self.rule, "rates": [r.to_json() for r in self.rates],
+                "mean": sp.mean, "stdev": sp.stdev, "lowest": sp.low, "highest": sp.high, "tasks": self.tasks,
+                "always": self.always, "sometimes": self.sometimes, "never": self.never,
+                "sometimes_tasks": list(self.sometimes_tasks)}
+
+
+@dataclass(frozen=True)
+class Readings:
+    """A judge file's replies read both ways (`judge.py`: the official evaluator's reading and the lenient one):
+    how many verdict and score replies there are, how many the two read differently, and for scores how many
+    differ on the keep-or-drop side of the threshold. `parsing`: the reading the file's labels used."""
+
+    parsing: str | None
+    verdicts: int
+    verdicts_differ: int
+    verdict_tasks: tuple[str, ...]
+    scores: int
+    scores_differ: int
+    scores_cross: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"parsing": self.parsing, "verdicts": self.verdicts, "verdicts_differ": self.verdicts_differ,
+                "verdict_tasks": list(self.verdict_tasks), "scores": self.scores,
+                "scores_differ": self.scores_differ, "scores_cross": self.scores_cross}
 
 
 def _rate_json(v: Rate | None) -> dict[str, Any] | None:
@@ -62,6 +266,7 @@ class TaskRow:
     prompt_tokens: int | None
     completion_tokens: int | None
     has_folder: bool
+    outcome: Outcome | None = None   # evaluation/outcomes.py; None: none yet (running, not labelled, not judged)
 
     def metric(self, key: str) -> Any:
         """One of `report.METRICS` by name (steps, duration_s, prompt_tokens, completion_tokens)."""
@@ -70,7 +275,7 @@ class TaskRow:
     def to_json(self) -> dict[str, Any]:
         return {"level": self.level, "site": self.site, "status": self.status, "success": self.success,
                 "steps": self.steps, "duration_s": self.duration_s, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens, "has_folder": self.has_folder}
+                "completion_tokens": self.completion_tokens, "has_folder": self.has_folder, "outcome": self.outcome}
 
 
 @dataclass(frozen=True)
@@ -106,16 +311,20 @@ class JudgeInfo:
     by: str | None
     judged: int
     rate: Rate
+    readings: Readings | None = None   # its replies read the official way and the lenient way
 
     def to_json(self) -> dict[str, Any]:
         return {"file": self.file, "mode": self.mode, "model": self.model, "threshold": self.threshold,
-                "by": self.by, "judged": self.judged, "rate": self.rate.to_json()}
+                "by": self.by, "judged": self.judged, "rate": self.rate.to_json(),
+                "readings": None if self.readings is None else self.readings.to_json()}
 
 
 @dataclass(frozen=True)
 class Success:
-    """Where success comes from ("judge", "correct" or None) and the rates; with no source, `overall` is None and
-    the groups are empty. `other_judges`: the folder's other judge files, summed up beside it."""
+    """Where success comes from ("labels", "judge", "correct" or None) and the rates; with no source, `overall` is
+    None and the groups are empty. `overall` and the groups' rates are over every task with an outcome (not
+    executable counted as failure); `counts` and the groups' counts give the executable rule too, and the tasks
+    pending. `other_judges`: the folder's other judge files, summed up beside it."""
 
     source: str | None
     judge: JudgeInfo | None = None
@@ -123,6 +332,9 @@ class Success:
     overall: Rate | None = None
     by_level: Mapping[str, Rate] = field(default_factory=dict)
     by_site: Mapping[str, Rate] = field(default_factory=dict)
+    counts: Counts | None = None
+    level_counts: Mapping[str, Counts] = field(default_factory=dict)
+    site_counts: Mapping[str, Counts] = field(default_factory=dict)
 
     def group(self, name: str) -> Mapping[str, Rate]:
         """by_level or by_site by name ("by_level", "by_site")."""
@@ -135,6 +347,7 @@ class Success:
             out["overall"] = _rate_json(self.overall)
             out["by_level"] = {k: v.to_json() for k, v in self.by_level.items()}
             out["by_site"] = {k: v.to_json() for k, v in self.by_site.items()}
+            out["counts"] = None if self.counts is None else self.counts.to_json()
         return out
 
 
@@ -172,6 +385,12 @@ class RunReport:
     conformance: Conformance
     warnings: tuple[str, ...]
     per_task: Mapping[str, TaskRow]
+    measures: tuple[Measure, ...] = ()          # every success measure there is (the first is `success`'s)
+    agreement: tuple[Agreement, ...] = ()       # the judge against the human labels, under each rule
+    annotators: tuple[Agreement, ...] = ()      # each pair of annotators
+    labelled: int = 0                           # tasks with at least one human label
+    disputed: tuple[str, ...] = ()              # tasks whose annotators split evenly, not reviewed yet
+    kind: str = "run"                           # "run": a run's folder; "labels": a human_label.json's column
 
     def to_json(self, per_task: bool = True) -> dict[str, Any]:
         """JSON-ready; `per_task=False` leaves the per-task rows out (the key too)."""
@@ -181,7 +400,9 @@ class RunReport:
             "tasks": self.tasks, "attempts": self.attempts, "success": self.success.to_json(),
             "status": dict(self.status), "metrics": {k: m.to_json() for k, m in self.metrics.items()},
             "errors": [g.to_json() for g in self.errors], "conformance": self.conformance.to_json(),
-            "warnings": list(self.warnings),
+            "warnings": list(self.warnings), "measures": [m.to_json() for m in self.measures],
+            "agreement": [a.to_json() for a in self.agreement], "annotators": [a.to_json() for a in self.annotators],
+            "labelled": self.labelled, "disputed": list(self.disputed), "kind": self.kind,
         }
         if per_task:
             out["per_task"] = {t: row.to_json() for t, row in self.per_task.items()}
@@ -231,10 +452,13 @@ class Comparison:
     paired: Paired
     status: Mapping[str, tuple[int, ...]]
     median: Mapping[str, tuple[float | None, ...]]
+    tests: tuple[PairedTest, ...] = ()      # each run against the baseline, task by task, under each rule
+    repeats: tuple[Repeats, ...] = ()       # the runs as repeats of one configuration, under each rule
 
     def to_json(self) -> dict[str, Any]:
         return {"runs": list(self.runs), "outs": list(self.outs), "baseline": self.baseline,
                 "sources": list(self.sources), "rows": [r.to_json() for r in self.rows],
                 "site_rows": [r.to_json() for r in self.site_rows], "paired": self.paired.to_json(),
                 "status": {k: list(v) for k, v in self.status.items()},
-                "median": {k: list(v) for k, v in self.median.items()}}
+                "median": {k: list(v) for k, v in self.median.items()},
+                "tests": [t.to_json() for t in self.tests], "repeats": [r.to_json() for r in self.repeats]}

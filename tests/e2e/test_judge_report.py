@@ -90,14 +90,15 @@ def test_reply_parsing():
 def test_the_output_file_is_a_file_in_the_run_folder_whatever_the_model_name(tmp_path):
     path = output_path(tmp_path, Settings(model="openai/o4-mini", score_threshold=3))
     assert path.parent == tmp_path
-    assert path.name == "WebJudge_Online_Mind2Web_eval_openai-o4-mini_score_threshold_3_auto_eval_results.json"
+    assert path.name == ("om2w-tui_WebJudge_Online_Mind2Web_eval_openai-o4-mini_score_threshold_3_"
+                         "auto_eval_results.json")
     assert output_path(tmp_path, Settings(model="../x", mode="webvoyager")).parent == tmp_path
 
 
 def test_webjudge_scores_screenshots_keeps_the_relevant_ones_and_does_not_show_the_answer(run_dir, judge_server,
                                                                                           capsys):
     assert judge(run_dir, judge_server) == 0
-    path = run_dir / "WebJudge_Online_Mind2Web_eval_oracle-judge_score_threshold_3_auto_eval_results.json"
+    path = run_dir / "om2w-tui_WebJudge_Online_Mind2Web_eval_oracle-judge_score_threshold_3_auto_eval_results.json"
     got = {r["task_id"]: r for r in lines(path)}
     right = got[RIGHT]
     assert right["key_points"].startswith("1. What is the nightly rate")
@@ -114,7 +115,7 @@ def test_webjudge_scores_screenshots_keeps_the_relevant_ones_and_does_not_show_t
 
 def test_with_the_answer_shown_the_verdict_follows_the_reference_answers(run_dir, judge_server):
     assert judge(run_dir, judge_server, "--include-answer", "--score-threshold", "5") == 0
-    name = "WebJudge_Online_Mind2Web_eval_answer_oracle-judge_score_threshold_5_auto_eval_results.json"
+    name = "om2w-tui_WebJudge_Online_Mind2Web_eval_answer_oracle-judge_score_threshold_5_auto_eval_results.json"
     got = {r["task_id"]: r for r in lines(run_dir / name)}
     assert (got[RIGHT]["predicted_label"], got[WRONG]["predicted_label"]) == (1, 0)
     assert got[RIGHT]["kept_screenshots"] == ["3_full_screenshot.png"]
@@ -127,7 +128,7 @@ def test_webvoyager_mode_is_one_call_with_the_answer_and_the_last_screenshots(ru
     before = judge_server.calls
     assert judge(run_dir, judge_server, "--mode", "webvoyager", "--last-screenshots", "2") == 0
     assert judge_server.calls - before == 2
-    name = "WebVoyager_eval_oracle-judge_score_threshold_3_auto_eval_results.json"
+    name = "om2w-tui_WebVoyager_eval_oracle-judge_score_threshold_3_auto_eval_results.json"
     got = {r["task_id"]: r for r in lines(run_dir / name)}
     assert (got[RIGHT]["predicted_label"], got[WRONG]["predicted_label"]) == (1, 0)
     assert "The last 2 screenshots (of 4) follow." in got[RIGHT]["input_text"]
@@ -135,7 +136,7 @@ def test_webvoyager_mode_is_one_call_with_the_answer_and_the_last_screenshots(ru
 
 def test_judging_resumes_and_a_torn_line_is_judged_again(run_dir, judge_server, capsys):
     assert judge(run_dir, judge_server, "--mode", "webvoyager") == 0
-    path = run_dir / "WebVoyager_eval_oracle-judge_score_threshold_3_auto_eval_results.json"
+    path = run_dir / "om2w-tui_WebVoyager_eval_oracle-judge_score_threshold_3_auto_eval_results.json"
     first = path.read_bytes()
     calls = judge_server.calls
     assert judge(run_dir, judge_server, "--mode", "webvoyager") == 0
@@ -150,7 +151,8 @@ def test_judging_resumes_and_a_torn_line_is_judged_again(run_dir, judge_server, 
 
 def test_server_errors_are_retried(run_dir, judge_server):
     assert judge(run_dir, judge_server, "--mode", "webvoyager", model="oracle-judge-flaky") == 0
-    got = read_judged(run_dir / "WebVoyager_eval_oracle-judge-flaky_score_threshold_3_auto_eval_results.json")
+    got = read_judged(run_dir / "om2w-tui_WebVoyager_eval_oracle-judge-flaky_score_threshold_3_"
+                                "auto_eval_results.json")
     assert got[RIGHT]["predicted_label"] == 1
 
 
@@ -158,7 +160,8 @@ def test_a_server_that_keeps_failing_costs_the_task_not_the_file(run_dir, judge_
     assert judge(run_dir, judge_server, "--retries", "1", model="oracle-500") == 1
     out, err = capsys.readouterr()
     assert "not judged: gave up after 2 tries: InternalServerError" in out and "run the same command again" in err
-    assert not (run_dir / "WebJudge_Online_Mind2Web_eval_oracle-500_score_threshold_3_auto_eval_results.json").exists()
+    assert not (run_dir / ("om2w-tui_WebJudge_Online_Mind2Web_eval_oracle-500_score_threshold_3_"
+                           "auto_eval_results.json")).exists()
 
 
 def test_an_unknown_model_stops_the_run_at_once(run_dir, judge_server, capsys):
@@ -187,9 +190,9 @@ def test_a_v2_folder_is_judged_from_its_steps(tmp_path, judge_server):
         "agent_final_answer": "$189.00 a night", "reference_length": 3, "action_history": steps}))
     assert check_run(out) == []
     assert judge(out, judge_server) == 0 and judge(out, judge_server, "--include-answer") == 0
-    plain = read_judged(out / ("WebJudge_Online_Mind2Web_eval_oracle-judge_score_threshold_3_"
+    plain = read_judged(out / ("om2w-tui_WebJudge_Online_Mind2Web_eval_oracle-judge_score_threshold_3_"
                                "auto_eval_results.json"))[RIGHT]
-    shown = read_judged(out / ("WebJudge_Online_Mind2Web_eval_answer_oracle-judge_score_threshold_3_"
+    shown = read_judged(out / ("om2w-tui_WebJudge_Online_Mind2Web_eval_answer_oracle-judge_score_threshold_3_"
                                "auto_eval_results.json"))[RIGHT]
     assert plain["judged_actions"] == ["link -> CLICK"] and plain["schema"] == "v2"   # the answer step is dropped
     assert (plain["predicted_label"], shown["predicted_label"]) == (0, 1)
@@ -305,9 +308,15 @@ def test_every_kind_of_episode_is_read_by_the_official_evaluator_then_judged_and
         assert judge(out, judge_server, "--include-answer") == 0, out
     s = {k: summarize(out) for k, out in runs.items()}
     assert s["done"].success.overall == Rate(successes=2, tasks=2, rate=1.0)
-    for kind in ("timeout", "killed", "error", "blocked"):
+    for kind in ("timeout", "error", "blocked"):
         assert s[kind].success.overall == Rate(0, 1, 0.0), kind
         assert s[kind].status[kind] == 1
+    # the error (the endpoint's) and the bot wall were not executable: left out of the executable rate
+    assert [s[k].success.counts.not_executable for k in ("timeout", "error", "blocked")] == [0, 1, 1]
+    # the run stopped under its episode (Ctrl-C): the task runs again next time, so it counts as neither
+    killed = s["killed"].success
+    assert killed.overall == Rate(0, 0, None) and killed.counts is not None and killed.counts.pending == 1
+    assert s["killed"].status["killed"] == 1
     assert s["error"].errors[0].message == "model endpoint: server error (HTTP 5xx): oracle: injected server error"
     assert s["blocked"].errors[0].message == "Cloudflare challenge"
     assert s["done"].metrics["prompt_tokens"].n == 2
@@ -318,7 +327,8 @@ def test_every_kind_of_episode_is_read_by_the_official_evaluator_then_judged_and
 
     r = cli("report", *(str(out) for out in runs.values()), "--format", "md")
     assert r.returncode == 0, r.stderr
-    assert "| overall | 100.0% (2/2) |" in r.stdout and "## comparison" in r.stdout
+    assert "| overall | 100.0% (2/2) [34.2, 100.0] | 100.0% (2/2) [34.2, 100.0] | 0 | 0 |" in r.stdout
+    assert "## comparison" in r.stdout
 
 
 def distinct_png(seed: int) -> bytes:
@@ -349,7 +359,8 @@ def test_what_is_sent_is_what_the_official_method_sends(tmp_path):
     with StubJudge() as stub:
         assert cli_main(["judge", str(out), "--judge-model", "stub-judge", "--judge-url", stub.url]) == 0
         requests = list(stub.requests)
-    rec = read_judged(out / "WebJudge_Online_Mind2Web_eval_stub-judge_score_threshold_3_auto_eval_results.json")[RIGHT]
+    rec = read_judged(out / ("om2w-tui_WebJudge_Online_Mind2Web_eval_stub-judge_score_threshold_3_"
+                             "auto_eval_results.json"))[RIGHT]
     scores = [r for r in requests if r["kind"] == "score"]
     assert len(scores) == 100 and all(r["jpeg"] and r["detail"] == "high" for r in scores)
     assert all(r["temperature"] == 0 and r["max_tokens"] == 512 for r in requests)

@@ -103,7 +103,7 @@ def test_the_official_evaluator_reads_every_run_right_and_our_judge_agrees(runs)
 
             code, text = judge(out, stub)
             assert code == 0, (kind, text[-3000:])
-            ours = judged(next(out.glob("WebJudge_Online_Mind2Web_eval_stub-judge_*")))
+            ours = judged(next(out.glob("om2w-tui_WebJudge_Online_Mind2Web_eval_stub-judge_*")))
             for tid in episodes:
                 assert [x["Score"] for x in ours[tid]["image_judge_record"]] == \
                     [x["Score"] for x in official[tid]["image_judge_record"]], (kind, tid)
@@ -133,3 +133,30 @@ def test_what_check_fails_the_official_evaluator_leaves_unjudged(runs, tmp_path)
     # its worker crashed on the victim and skipped the rest of its share, though the evaluator said it completed
     assert victim not in official and len(official) == 2
     assert "not judged" in text and victim in text
+
+
+@pytest.mark.timeout(600)
+def test_after_our_judge_the_official_evaluator_in_the_same_folder_still_judges_every_task(runs, tmp_path):
+    """Our file must not take the official one's name: its run.py resumes from `<output_path>/<its name>`, so a file
+    of ours under that name in the run's folder made it skip every task and print 'The success rate is 0.0'."""
+    import subprocess
+
+    out = tmp_path / "same-folder"
+    shutil.copytree(runs["v1"], out, ignore=shutil.ignore_patterns("*auto_eval_results.json"))
+    tasks = sorted(read_run(out).episodes)
+    with StubJudge() as stub:
+        code, text = judge(out, stub)
+        assert code == 0, text[-3000:]
+        r = subprocess.run([PYTHON, str(Path(OFFICIAL) / "src" / "run.py"), "--mode", "WebJudge_Online_Mind2Web_eval",
+                            "--model", "stub-judge", "--trajectories_dir", str(out), "--api_key", "EMPTY",
+                            "--output_path", str(out), "--score_threshold", "3", "--num_worker", "1"],
+                           cwd=Path(OFFICIAL) / "src", capture_output=True, text=True, timeout=500,
+                           env={**os.environ, "OPENAI_BASE_URL": stub.url, "OPENAI_API_KEY": "EMPTY"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "The number of already done tasks: 0" in r.stdout
+    official = judged(out / "WebJudge_Online_Mind2Web_eval_stub-judge_score_threshold_3_auto_eval_results.json")
+    ours = judged(next(out.glob("om2w-tui_WebJudge_Online_Mind2Web_eval_stub-judge_*")))
+    assert sorted(official) == sorted(ours) == tasks
+    rate = 100 * sum(x["predicted_label"] for x in official.values()) / len(tasks)
+    assert f"The success rate is {rate}" in r.stdout
+    assert {t: x["predicted_label"] for t, x in official.items()} == {t: x["predicted_label"] for t, x in ours.items()}

@@ -66,7 +66,7 @@ async def test_panels_show_the_recorded_run(tmp_path):
         slots = app.screen.query_one(SlotsTable)
         assert cells(slots, "0") == ["0", "offline_booking_rates_11", "127.0.0.1:41003", "easy", "1/30", "0:20",
                                      "running"]
-        assert cells(slots, "1")[-1] == "paused !context"   # its last model call failed
+        assert cells(slots, "1")[-1] == "!context"   # its last model call failed
         sites = app.screen.query_one(SitesTable)
         assert cells(sites, R.SHOP)[1] == "cooling 1:05"
         clock.advance(30.4)    # a skipped tick changes nothing: the countdown reads the deadline

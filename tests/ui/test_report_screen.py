@@ -17,12 +17,12 @@ from textual.command import CommandList
 from om2w_tui.cli.main import main as cli_main
 from om2w_tui.engine.events import EpisodeFinished
 from om2w_tui.evaluation.report import summarize
-from om2w_tui.evaluation.report_text import fmt_rate
+from om2w_tui.evaluation.report_text import fmt_rate, sections
 from om2w_tui.evaluation.summary import Rate
 from om2w_tui.frontends.console.app import ConsoleApp, make_app
 from om2w_tui.frontends.console.screens.dashboard import DashboardScreen
 from om2w_tui.frontends.console.screens.episode import EpisodeScreen
-from om2w_tui.frontends.console.screens.report import ErrorsTable, FailuresTable, ReportScreen
+from om2w_tui.frontends.console.screens.report import ErrorsTable, FailuresTable, ReportScreen, ReportTables
 from om2w_tui.frontends.console.widgets.rate_chart import RateChart
 
 from . import recorded as R
@@ -127,18 +127,28 @@ async def test_the_report_shows_summarize_numbers(tmp_path, size):
         assert [k for k, _ in by_level.rates] == ["easy", "medium", "hard"]
         assert by_level.rates == list(s.success.by_level.items())
         assert by_site.rates == list(s.success.by_site.items())
-        # each bar's label: the group, its rate and its successes of its tasks
+        # each bar's label: the group, its rate, its successes of its tasks and the rate's 95% interval
         easy, medium, hard = by_level.labels
-        assert easy.split() == ["easy", "100%", "2/2"] and medium.split() == ["medium", "33%", "1/3"]
-        assert hard.split() == ["hard", "0%", "0/3"]
-        assert by_site.labels[0].split() == ["amazon.com", "33%", "1/3"] and len(by_site.labels) == 4
+        assert easy.split() == ["easy", "100%", "2/2", "[34-100]"] and medium.split() == ["medium", "33%", "1/3",
+                                                                                        "[6-79]"]
+        assert hard.split() == ["hard", "0%", "0/3", "[0-56]"]
+        assert by_site.labels[0].split() == ["amazon.com", "33%", "1/3", "[6-79]"] and len(by_site.labels) == 4
         for label, (_site, v) in zip(by_site.labels, s.success.by_site.items()):
-            assert label.split()[-2:] == [f"{100 * (v.rate or 0):.0f}%", f"{v.successes}/{v.tasks}"]
+            assert label.split()[-3:-1] == [f"{100 * (v.rate or 0):.0f}%", f"{v.successes}/{v.tasks}"]
+            assert label.split()[-1] == f"[{100 * v.low:.0f}-{100 * v.high:.0f}]"
         drawn = str(by_level.query_one("PlotextPlot").render())
-        assert "medium  33% 1/3" in drawn and "100%" in drawn
+        assert "medium  33% 1/3 [6-79]" in drawn and "100%" in drawn
 
         summary = str(screen.query_one("#report-summary").render())
-        assert fmt_rate(s.success.overall) == "37.5% (3/8)" and "37.5% (3/8)" in summary
+        # both counting rules, each with its interval: the two infra errors and the bot wall were not executable
+        assert s.success.counts is not None and s.success.counts.not_executable == 3
+        assert fmt_rate(s.success.overall) == "37.5% (3/8) [13.7, 69.4]"
+        assert fmt_rate(s.success.counts.executable) == "60.0% (3/5) [23.1, 88.2]"
+        if screen.wide:
+            assert "over all   37.5% (3/8) [13.7, 69.4]" in summary and "executable 60.0% (3/5) [23.1, 88.2]" in summary
+            assert "3 not executable" in summary
+        else:
+            assert "over all 37.5% 3/8 [14-69] · executable 60.0% 3/5 [23-88] · 3 not exec." in summary
         for status in ("done", "timeout", "error", "blocked"):
             assert status in summary
         assert s.metrics["steps"].median == 3.5 and "3.5" in summary
@@ -148,7 +158,7 @@ async def test_the_report_shows_summarize_numbers(tmp_path, size):
         assert row_keys(failures) == [t for t, v in s.per_task.items() if not v.success]
         assert len(row_keys(failures)) == 5 and failures.border_subtitle == "5 of 8 tasks"
         cells = [str(c) for c in failures.get_row("booking_cancel_07")]
-        assert cells[1:3] == ["✗", "error"] and cells[3].startswith("model endpoint")
+        assert cells[1:3] == ["⊘", "error"] and cells[3].startswith("model endpoint")    # not executable
         assert [str(c) for c in failures.get_row("amazon_cart_two_items_02")][4].startswith("I added the")
 
         errors = screen.query_one(ErrorsTable)
@@ -223,7 +233,7 @@ async def test_the_live_report_opens_from_the_dashboard_and_follows_finished_epi
         assert report.computed == 2
         assert row_keys(report.query_one(FailuresTable)) == ["offline_booking_rates_11", "offline_wiki_port_06"]
         assert report.data.summary.success.overall.successes == 2
-        assert report.query_one("#by-level", RateChart).labels[0].split() == ["easy", "50%", "2/4"]
+        assert report.query_one("#by-level", RateChart).labels[0].split() == ["easy", "50%", "2/4", "[15-85]"]
         assert shown_keys(app)["back"] == "Back"
         await pilot.press("escape")
         assert isinstance(app.screen, DashboardScreen)
@@ -279,3 +289,27 @@ def test_report_snapshot(snap_compare, tmp_path, size):
         await settle(pilot)
 
     assert snap_compare(report_app(out), terminal_size=size, run_before=run_before)
+
+
+async def test_t_shows_every_table_with_both_rules_and_intervals(tmp_path):
+    out = finished_run(tmp_path)
+    app = report_app(out)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        report = app.screen
+        await pilot.press("t")
+        await pilot.pause()
+        tables = app.screen
+        assert isinstance(tables, ReportTables)
+        drawn = [w.content for w in tables.query(".tables-section")]
+        expected = sections(summarize(out), site_limit=40)
+        assert [t.title for t in drawn] == [heading for heading, _, _ in expected]
+        assert drawn[0].title == "success: reference answers"
+        assert [c.header for c in drawn[0].columns] == ["group", "over all", "executable only", "not executable",
+                                                        "pending"]
+        assert list(drawn[0].columns[1].cells)[0] == "37.5% (3/8) [13.7, 69.4]"
+        notes_text = " ".join(str(w.content) for w in tables.query(".tables-note"))
+        assert "95% Wilson interval" in notes_text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is report

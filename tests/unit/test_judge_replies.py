@@ -6,9 +6,27 @@ on this corpus): ours must agree wherever it reads right, and each case where it
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from om2w_tui.evaluation.judge import parse_key_points, parse_reasoning, parse_score, parse_status
+from om2w_tui.evaluation.judge import (
+    FILE_MODES,
+    Settings,
+    adopt_legacy_output,
+    compare_readings,
+    official_file_name,
+    official_score,
+    official_status,
+    output_path,
+    parse_key_points,
+    parse_output_name,
+    parse_reasoning,
+    parse_score,
+    parse_status,
+    read_score,
+    read_status,
+)
 
 # (reply, ours, the official evaluator's reading, why they differ if they do)
 SCORES = [
@@ -52,14 +70,61 @@ STATUSES = [
 
 @pytest.mark.parametrize("reply, ours, official, why", SCORES)
 def test_scores(reply, ours, official, why):
-    assert parse_score(reply) == ours
+    assert parse_score(reply) == ours == read_score(reply, "lenient")
+    assert official_score(reply) == official == read_score(reply, "official")
     assert (ours == official) == (why == ""), "a difference from the official reading must say why"
 
 
 @pytest.mark.parametrize("reply, ours, official, why", STATUSES)
 def test_statuses(reply, ours, official, why):
-    assert parse_status(reply) == ours
+    assert parse_status(reply) == ours == read_status(reply, "lenient")
+    assert official_status(reply) == official == read_status(reply, "official")
     assert (ours == official) == (why == ""), "a difference from the official reading must say why"
+
+
+def test_the_issues_two_examples_read_both_ways():
+    assert (official_status("**Status**: success"), parse_status("**Status**: success")) == (0, 1)
+    assert (official_score("Score (1-5): 2"), parse_score("Score (1-5): 2")) == (1, 2)
+    assert Settings(model="m").parsing == "official"          # the official reading unless asked
+
+
+def test_a_judge_files_replies_are_counted_where_the_two_readings_differ():
+    lines = [{"task_id": "a", "parsing": "official", "judge_model": "m",
+              "evaluation_details": {"response": "**Status**: success"},
+              "image_judge_record": [{"Response": "Score (1-5): 4", "Score": 1}, {"Response": "Score: 5", "Score": 5},
+                                     {"Response": "score: 2", "Score": 0}]},
+             {"task_id": "b", "response": "Status: failure", "image_judge_record": [{"Response": "Score: 3"}]}]
+    r = compare_readings(lines, threshold=3)
+    assert (r.parsing, r.verdicts, r.verdicts_differ, r.verdict_tasks) == ("official", 2, 1, ("a",))
+    # '(1-5): 4' reads 1 against 4 (across 3); 'score: 2' reads 0 against 2 (both below 3)
+    assert (r.scores, r.scores_differ, r.scores_cross) == (4, 2, 1)
+    assert compare_readings([{"task_id": "x", "judge_model": "m"}], 3).parsing == "lenient"   # ours, before
+
+
+def test_our_output_never_takes_the_official_evaluators_own_name(tmp_path):
+    for mode in ("webjudge", "webvoyager"):
+        for include in (False, True):
+            s = Settings(model="o4-mini", mode=mode, include_answer=include)
+            official = f"{s.file_mode}_o4-mini_score_threshold_3_auto_eval_results.json"   # run.py's own name
+            assert output_path(tmp_path, s).name == "om2w-tui_" + official != official
+            assert official_file_name(s) == official
+            named = parse_output_name(output_path(tmp_path, s).name)
+            assert named is not None and named.ours and not named.official and named.mode == FILE_MODES[s.mode_name]
+
+
+def test_our_file_under_the_official_name_is_renamed_and_theirs_is_left(tmp_path):
+    s = Settings(model="o4-mini")
+    legacy = tmp_path / official_file_name(s)
+    legacy.write_text(json.dumps({"task_id": "a", "judge_model": "o4-mini", "predicted_label": 1}) + "\n")
+    said: list[str] = []
+    adopt_legacy_output(tmp_path, s, said.append)
+    assert not legacy.exists() and output_path(tmp_path, s).is_file() and "renamed" in said[0]
+    theirs = tmp_path / "other"
+    theirs.mkdir()
+    official = theirs / official_file_name(s)
+    official.write_text(json.dumps({"task_id": "a", "predicted_label": 1}) + "\n")   # the evaluator's: no judge_model
+    adopt_legacy_output(theirs, s, said.append)
+    assert official.exists() and not output_path(theirs, s).exists() and len(said) == 1
 
 
 @pytest.mark.parametrize("reply, reasoning", [

@@ -15,7 +15,7 @@ import pytest
 from om2w_tui.cli.main import main as cli_main
 from om2w_tui.evaluation.report import compare, normalise_error, quantile, summarize
 from om2w_tui.evaluation.report_text import to_csv, to_json, to_markdown
-from om2w_tui.evaluation.summary import Rate, Stats
+from om2w_tui.evaluation.summary import Counts, Rate, Stats
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 REPO = Path(__file__).resolve().parents[2]
@@ -132,20 +132,24 @@ def test_summary_of_an_offline_style_run(run_a):
     assert s.conformance.problems == 0
 
 
-def test_a_judge_file_decides_success_and_divides_by_every_task(run_a):
+def test_a_judge_file_decides_success_and_a_task_not_judged_yet_is_in_no_rate(run_a):
     judge_file(run_a, {"t0": 1, "t1": 1, "t2": 0})
     s = summarize(run_a)
     assert s.success.source == "judge" and s.success.judge is not None and s.success.judge.judged == 3
-    assert s.success.overall == Rate(2, 5, 0.4)
-    assert s.per_task["t3"].success is None          # not judged: counted as not a success
+    # t3 finished but is not judged yet: pending, neither success nor failure; t4 ended on an infra error (the
+    # harness's fault): not executable, a failure over all tasks and left out of the executable rate
+    assert s.per_task["t3"].success is None and s.per_task["t3"].outcome is None
+    assert s.per_task["t4"].outcome == "not_executable"
+    assert s.success.counts == Counts(success=2, failure=1, not_executable=1, pending=1)
+    assert s.success.overall == Rate(2, 4, 0.5) and s.success.counts.executable == Rate(2, 3, 2 / 3)
 
 
 def test_the_newest_judge_file_wins_unless_one_is_given(run_a):
     old = judge_file(run_a, {"t0": 1, "t1": 1, "t2": 1}, "webvoyager_gpt-4o_score_threshold_3")
     new = judge_file(run_a, {"t0": 0})
     os.utime(old, (1_000_000, 1_000_000))
-    assert summarize(run_a).success.overall == Rate(0, 5, 0.0)
-    assert summarize(run_a, old).success.overall == Rate(3, 5, 0.6)
+    assert summarize(run_a).success.overall == Rate(0, 2, 0.0)        # t0 failed, t4 not executable, 3 not judged
+    assert summarize(run_a, old).success.overall == Rate(3, 4, 0.75)
     with pytest.raises(FileNotFoundError):
         summarize(run_a, run_a / "nope.json")
     assert new.exists()
@@ -161,9 +165,9 @@ def test_a_folder_from_another_harness(tmp_path):
     assert s.name == "foreign" and not s.has_results and not s.has_manifest
     assert s.tasks == 3 and s.status == {"done": 0, "timeout": 0, "killed": 0, "error": 0, "blocked": 0, "folder": 3}
     assert s.metrics["steps"].median == 3 and s.metrics["duration_s"].n == 0
-    assert s.success.overall == Rate(1, 3, 1 / 3)
+    assert s.success.overall == Rate(1, 2, 0.5) and s.success.counts is not None and s.success.counts.pending == 1
     assert any("not in this run" in w for w in s.warnings)
-    assert s.success.by_level == {"-": Rate(1, 3, 1 / 3)}
+    assert s.success.by_level == {"-": Rate(1, 2, 0.5)}
 
 
 def test_no_success_measure_is_said_plainly(tmp_path):
@@ -205,7 +209,8 @@ def test_every_format_renders(run_a, tmp_path):
     sums = [summarize(run_a), summarize(run_b)]
     c = compare(sums)
     md = to_markdown(sums, c)
-    assert "| overall | 40.0% (2/5) |" in md and "## comparison" in md and "+60.0 pp" in md
+    assert "| overall | 40.0% (2/5) [11.8, 76.9] | 50.0% (2/4) [15.0, 85.0] | 1 | 0 |" in md
+    assert "## comparison" in md and "+60.0 pp" in md
     rows = list(csv.DictReader(io.StringIO(to_csv(sums, c))))
     assert {"run": "base/qwen", "section": "success", "group": "overall", "metric": "rate", "value": "0.4"}.items() \
         <= next(r for r in rows if r["group"] == "overall" and r["metric"] == "rate").items()
@@ -215,13 +220,16 @@ def test_every_format_renders(run_a, tmp_path):
     # the JSON's keys, in the order the report has always written them
     assert list(data["runs"][0]) == ["out", "name", "arm", "model", "bench", "task_file", "has_results",
                                      "has_manifest", "tasks", "attempts", "success", "status", "metrics", "errors",
-                                     "conformance", "warnings", "per_task"]
-    assert list(data["runs"][0]["success"]) == ["source", "judge", "other_judges", "overall", "by_level", "by_site"]
+                                     "conformance", "warnings", "measures", "agreement", "annotators", "labelled",
+                                     "disputed", "kind", "per_task"]
+    assert list(data["runs"][0]["success"]) == ["source", "judge", "other_judges", "overall", "by_level", "by_site",
+                                                "counts"]
     assert list(data["runs"][0]["errors"][0]) == ["status", "kind", "message", "count", "tasks", "task_count"]
     assert list(data["runs"][0]["per_task"]["t0"]) == ["level", "site", "status", "success", "steps", "duration_s",
-                                                       "prompt_tokens", "completion_tokens", "has_folder"]
+                                                       "prompt_tokens", "completion_tokens", "has_folder",
+                                                       "outcome"]
     assert list(data["compare"]) == ["runs", "outs", "baseline", "sources", "rows", "site_rows", "paired", "status",
-                                     "median"]
+                                     "median", "tests", "repeats"]
     assert "per_task" not in json.loads(to_json(sums, c, per_task=False))["runs"][0]
 
 
@@ -289,3 +297,16 @@ def test_the_official_rate_is_read_beside_ours(tmp_path):
     assert other.by == "the official evaluator" and other.model == "Qwen-Qwen2.5-VL"
     assert other.rate == Rate(2, 3, 2 / 3) and other.judged == 2
     assert "also judged in official_WebJudge" in to_markdown([s], None)
+
+
+def test_a_task_still_running_counts_as_neither_success_nor_failure(tmp_path):
+    # a live run: two tasks settled, a third running (its folder written as it goes, no record yet) on its own site
+    tasks = [{"task_id": t, "confirmed_task": "x", "website": w, "level": "easy"}
+             for t, w in (("t0", "https://shop.test/"), ("t1", "https://shop.test/"), ("t2", "https://long.test/"))]
+    out = make_run(tmp_path / "live", [record("t0", correct=True), record("t1", correct=False)], tasks=tasks)
+    task_folder(out, "t2")
+    s = summarize(out)
+    assert s.per_task["t2"].status == "unrecorded" and s.per_task["t2"].outcome is None
+    assert s.success.overall == Rate(1, 2, 0.5)                       # not 1 of 3
+    assert s.success.by_site["long.test"] == Rate(0, 0, None)         # not "long.test 0% 0/1"
+    assert s.success.counts is not None and s.success.counts.pending == 1

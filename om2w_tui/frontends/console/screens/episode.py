@@ -5,6 +5,7 @@ arrow keys. It reads `<out>/<task_id>/result.json` and `trajectory/<i>_full_scre
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,13 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Label, Static
 
-from om2w_tui.benchmarks.episode_folder import EpisodeFolder, episode_steps, is_attempt_folder, read_episode
+from om2w_tui.benchmarks.episode_folder import (
+    EpisodeFolder,
+    StepOnDisk,
+    episode_steps,
+    is_attempt_folder,
+    read_episode,
+)
 from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.frontends.console.messages import EpisodeChange
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
@@ -30,6 +37,22 @@ def size_text(n: int) -> str:
     if n < 1024:
         return f"{n} B"
     return f"{n / 1024:.1f} kB" if n < 1024 * 1024 else f"{n / 1024 / 1024:.1f} MB"
+
+
+def history_text(steps: Sequence[StepOnDisk], shown: int, thought_width: int = 200) -> Text:
+    """The actions and thoughts, step by step, the step of screenshot `shown` marked (the label screen's too)."""
+    hist = Text()
+    n_actions = sum(len(step.actions) for step in steps)
+    hist.append(f"Actions and thoughts ({n_actions} in {len(steps)} steps)\n", style="bold cyan")
+    for n, step in enumerate(steps):
+        here = n == shown
+        for k, action in enumerate(step.actions):
+            hist.append("▶ " if here and k == 0 else "  ", style="bold")
+            hist.append(f"{n + 1}. " if k == 0 else " " * len(f"{n + 1}. "), style="bold" if here else "dim")
+            hist.append(action + "\n", style="reverse" if here else "")
+        if step.thought:
+            hist.append(f"      {clip(step.thought, thought_width)}\n", style="dim italic")
+    return hist
 
 
 class EpisodeScreen(Screen[None]):
@@ -195,17 +218,7 @@ class EpisodeScreen(Screen[None]):
                            style="dim")
         self.query_one("#ep-current", Static).update(current)
 
-        hist = Text()
-        hist.append(f"Actions and thoughts ({len(actions)} in {len(steps)} steps)\n", style="bold cyan")
-        for n, step in enumerate(steps):
-            here = n == i
-            for k, action in enumerate(step.actions):
-                hist.append("▶ " if here and k == 0 else "  ", style="bold")
-                hist.append(f"{n + 1}. " if k == 0 else " " * len(f"{n + 1}. "), style="bold" if here else "dim")
-                hist.append(action + "\n", style="reverse" if here else "")
-            if step.thought:
-                hist.append(f"      {clip(step.thought, 200)}\n", style="dim italic")
-        self.query_one("#ep-actions", Static).update(hist)
+        self.query_one("#ep-actions", Static).update(history_text(steps, i))
 
         files = Text()
         where = (f"{self.task_id}/attempts/{self.folder.name}" if is_attempt_folder(self.folder)

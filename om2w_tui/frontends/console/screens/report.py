@@ -12,21 +12,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from rich.table import Table as RichTable
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Container
+from textual.containers import Container, VerticalScroll
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Label, Static
 
 from om2w_tui.benchmarks.episode_folder import read_answer
 from om2w_tui.engine.results import EpisodeRecord, read_results
+from om2w_tui.evaluation.labels import default_annotator
 from om2w_tui.evaluation.report import summarize
-from om2w_tui.evaluation.report_text import fmt_num, fmt_rate
-from om2w_tui.evaluation.summary import ErrorGroup, RunReport, TaskRow
+from om2w_tui.evaluation.report_text import fmt_num, fmt_rate, notes, sections, title
+from om2w_tui.evaluation.summary import ErrorGroup, Rate, RunReport, TaskRow
 from om2w_tui.frontends.console.messages import EpisodeChange
+from om2w_tui.frontends.console.screens.label import LabelScreen, LabelSession
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
 from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable
 from om2w_tui.frontends.console.widgets.panels import STATUS_STYLE, styled
@@ -43,6 +46,10 @@ THROTTLE_S = 5.0
 REPORT_COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("open_failure", "Open the selected episode", "Task, actions, thoughts, answer, files and screenshots"),
     ("refresh_report", "Refresh the report", "Read the run's folder again now"),
+    ("tables", "Every table of the report", "Both counting rules per level and site for every source, the judge "
+                                             "against the humans, with 95% intervals"),
+    ("label_tasks", "Label the episodes by hand", "1 success, 0 failure, 2 not executable; the tasks where the "
+                                                   "judge and the humans disagree first"),
     ("back", "Back to the dashboard", "Close the report"),
 )
 
@@ -56,6 +63,7 @@ class Failure:
     success: bool | None
     record: EpisodeRecord | None
     answer: str
+    outcome: str | None = None       # evaluation/outcomes.py: failure, not_executable, or None (none yet)
 
 
 @dataclass
@@ -87,7 +95,7 @@ def compute(out: Path, judge: Path | None = None) -> Computed:
             continue
         rec = latest.get(tid)
         answer = (rec.answer if rec else "") or (answer_of(out / tid) if t.has_folder else "")
-        rows.append(Failure(tid, t.status, t.success, rec, answer))
+        rows.append(Failure(tid, t.status, t.success, rec, answer, t.outcome))
     return Computed(summary, latest, rows)
 
 
@@ -102,7 +110,33 @@ def source_text(summary: RunReport) -> str:
         return f"judge {j.mode or '?'}/{j.model or '?'}, {j.judged} of {summary.tasks} judged"
     if succ.source == "correct":
         return "reference answers (correct)"
-    return "no success measure: run `om2w-tui judge`"
+    if succ.source == "labels":
+        return f"human labels, {summary.labelled} of {summary.tasks} labelled"
+    return "no success measure: run `om2w-tui judge` or `om2w-tui label`"
+
+
+def rules_lines(summary: RunReport) -> list[tuple[str, str, str]]:
+    """(label, value, style) lines of the success measure under both rules, and what is pending."""
+    c = summary.success.counts
+    if c is None:
+        return [("overall", "-", "bold")]
+    lines = [("over all", fmt_rate(c.overall), "bold"), ("executable", fmt_rate(c.executable), "")]
+    extra = [f"{c.not_executable} not executable"] if c.not_executable else []
+    extra += [f"{c.pending} pending (no outcome yet)"] if c.pending else []
+    if extra:
+        lines.append(("", " · ".join(extra), "dim"))
+    return lines
+
+
+def agreement_text(summary: RunReport) -> str:
+    """'judge vs humans: 86.0% agree, kappa 0.712, 4 disagree' under the first rule ('' with nothing to compare)."""
+    if not summary.agreement:
+        return ""
+    a = summary.agreement[0]
+    kappa = "-" if a.kappa is None else f"{a.kappa:.3f}"
+    agree = a.confusion.agreement
+    pct = "-" if agree.rate is None else f"{100 * agree.rate:.1f}%"
+    return f"judge vs humans: {pct} agree ({a.confusion.n} tasks), kappa {kappa}, {len(a.disagreements)} disagree"
 
 
 METRIC_NAMES = {"steps": "steps", "duration_s": "duration", "prompt_tokens": "prompt tok",
@@ -113,30 +147,45 @@ def metric_text(key: str, value: float | None) -> str:
     return clock_text(value) if key == "duration_s" and value is not None else fmt_num(value)
 
 
+def short_rate(v: Rate) -> str:
+    """`37.5% 3/8 [14-69]`: a rate for a narrow line, its interval in whole percents."""
+    if v.rate is None or v.interval is None:
+        return "-"
+    return f"{100 * v.rate:.1f}% {v.successes}/{v.tasks} [{100 * v.interval[0]:.0f}-{100 * v.interval[1]:.0f}]"
+
+
 def summary_text(summary: RunReport, wide: bool) -> Text:
     """Overall success, statuses and medians: a column on a wide terminal, three lines on a narrow one."""
-    succ = summary.success
-    overall = fmt_rate(succ.overall) if succ.source else "-"
     statuses = [(k, v) for k, v in summary.status.items() if v]
     metrics = [(k, m) for k, m in summary.metrics.items() if m.n]
+    rules = rules_lines(summary)
+    agree = agreement_text(summary)
     t = Text(no_wrap=not wide, overflow="ellipsis")
     if not wide:
-        t.append("overall ", style="bold cyan")
-        t.append(overall, style="bold")
-        t.append(f" · {summary.tasks} tasks, {summary.attempts} attempts · {source_text(summary)}\n",
-                 style="dim")
-        t.append("status  ", style="bold cyan")
+        c = summary.success.counts
+        t.append("over all ", style="bold cyan")
+        t.append(short_rate(c.overall) if c else "-", style="bold")
+        if c is not None:
+            t.append(" · executable ", style="bold cyan")
+            t.append(short_rate(c.executable))
+            t.append(f" · {c.not_executable} not exec." if c.not_executable else "", style="dim")
+            t.append(f" · {c.pending} pending" if c.pending else "", style="dim")
+        t.append("\nstatus  ", style="bold cyan")
         for i, (k, v) in enumerate(statuses):
             t.append(" · " if i else "", style="dim")
             t.append(k, style=STATUS_STYLE.get(k, ""))
             t.append(f" {v}")
+        t.append(f" · {source_text(summary)}", style="dim")
         t.append("\nmedian  ", style="bold cyan")
         t.append(" · ".join(f"{METRIC_NAMES.get(k, k)} {metric_text(k, m.median)}" for k, m in metrics)
                  or "-")
         return t
-    t.append("Overall   ", style="bold cyan")
-    t.append(overall + "\n", style="bold")
-    t.append(f"          {source_text(summary)}\n", style="dim")
+    for label, value, style in rules:
+        t.append(f"{label:<11}", style="bold cyan")
+        t.append(value + "\n", style=style)
+    t.append(f"           {source_text(summary)}\n", style="dim")
+    if agree:
+        t.append(f"           {agree}\n", style="")
     t.append("Tasks     ", style="bold cyan")
     t.append(f"{summary.tasks} ({summary.attempts} attempts)\n")
     t.append("Status\n", style="bold cyan")
@@ -201,7 +250,8 @@ class FailuresTable(FittedTable):
     def show(self, failures: list[Failure]) -> None:
         rows = {}
         for f in failures:
-            mark = Text("?", style="dim") if f.success is None else Text("✗", style="red") if not f.success else ""
+            mark = (Text("⊘", style="yellow") if f.outcome == "not_executable" else Text("?", style="dim")
+                    if f.success is None else Text("✗", style="red") if not f.success else "")
             answer = Text(clip(f.answer, self.width_of("answer")) or "(no answer)", style="" if f.answer else "dim")
             rows[f.task_id] = (clip(f.task_id, self.width_of("task")), mark,
                                styled(clip(f.status, self.width_of("status")), STATUS_STYLE, f.status),
@@ -231,11 +281,51 @@ class ErrorsTable(FittedTable):
         self.sync(rows)
 
 
+class ReportTables(Screen[None]):
+    """Every table of the report (`om2w-tui report --format table`'s): each success measure under both rules per
+    level and per site, the judge against the humans, the annotators, statuses, medians and errors."""
+
+    BINDINGS = [Binding("escape,t", "back", "Back", id="tables-back")]
+    DEFAULT_CSS = """
+    ReportTables #tables-title { width: 1fr; height: 1; padding: 0 1; background: $panel; }
+    ReportTables VerticalScroll { padding: 0 1; }
+    ReportTables .tables-note { color: $text-muted; }
+    ReportTables .tables-section { margin-bottom: 1; }
+    """
+
+    def __init__(self, summary: RunReport):
+        super().__init__()
+        self.summary = summary
+
+    def compose(self) -> ComposeResult:
+        yield Label(Text(title(self.summary), style="bold"), id="tables-title")
+        with VerticalScroll():
+            for line in notes(self.summary):
+                yield Static(Text(line), classes="tables-note")
+            for heading, header, rows in sections(self.summary, site_limit=40):
+                yield Static(rich_table(heading, header, rows), classes="tables-section")
+        yield LeanFooter(compact=True)
+
+    def action_back(self) -> None:
+        self.dismiss()
+
+
+def rich_table(heading: str, header: list[str], rows: list[list[str]]) -> RichTable:
+    t = RichTable(title=heading, title_justify="left", show_edge=False, min_width=40)
+    for h in header:
+        t.add_column(h, overflow="fold")
+    for r in rows:
+        t.add_row(*r)
+    return t
+
+
 class ReportScreen(Screen[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE, "-wide")]
     BINDINGS = [
         Binding("enter", "open_failure", "Open", key_display="⏎", id="report-open-episode", priority=True),
         Binding("r", "refresh_report", "Refresh", id="report-refresh"),
+        Binding("L", "label_tasks", "Label", id="report-label"),
+        Binding("t", "tables", "Tables", id="report-tables"),
         Binding("escape", "back", "Back", id="report-back"),
         Binding("escape", "close", "Quit", id="report-close", show=False),
     ]
@@ -270,8 +360,8 @@ class ReportScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Label("", id="report-title")
         with Container(id="report-top"):
-            yield RateChart("Success by level", "levels", id="by-level", classes="panel")
-            yield RateChart("Success by site", "sites", id="by-site", classes="panel")
+            yield RateChart("Success by level (over all)", "levels", id="by-level", classes="panel")
+            yield RateChart("Success by site (over all)", "sites", id="by-site", classes="panel")
             summary = Static("", id="report-summary", classes="panel")
             summary.border_title = "Run"
             yield summary
@@ -374,7 +464,7 @@ class ReportScreen(Screen[None]):
                 return
             s = data.summary
             succ = s.success
-            why = "no success measure: no judge file and no `correct`" if not succ.source else ""
+            why = "no success measure: no labels, no judge file and no `correct`" if not succ.source else ""
             self.query_one("#by-level", RateChart).show(succ.by_level, why)
             self.query_one("#by-site", RateChart).show(succ.by_site, why)
             self.query_one("#report-summary", Static).update(summary_text(s, wide))
@@ -405,6 +495,8 @@ class ReportScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "open_failure":
             return self._row_task(self.focused) is not None
+        if action == "tables":
+            return self.data is not None
         if action == "back":
             return not self.standalone
         if action == "close":
@@ -430,6 +522,22 @@ class ReportScreen(Screen[None]):
 
     def action_refresh_report(self) -> None:
         self.refresh_report()
+
+    def action_tables(self) -> None:
+        if self.data is not None:
+            self.app.push_screen(ReportTables(self.data.summary))
+
+    def action_label_tasks(self) -> None:
+        """The labelling screen on this run: on the selected task, walking the tasks where the judge and the humans
+        disagree when there are any (the report's list of them), else every task."""
+        summary = self.data.summary if self.data is not None else None
+        disagree = bool(summary and summary.agreement and summary.agreement[0].disagreements)
+        session = LabelSession(self.out, default_annotator(), judge=self.judge, flt="judge" if disagree else "all")
+        found = self._row_task(self.focused)
+        if found is not None:
+            session.go(found[0])
+        self.app.push_screen(LabelScreen(session, renderer=getattr(self.app, "image_renderer", "auto")),
+                             lambda _: self.refresh_report())
 
     def action_back(self) -> None:
         self.dismiss()

@@ -30,7 +30,7 @@ class SlotsTable(KeyedTable):
     LAZY = True
     COLUMNS = (Col("slot", "slot", 4), Col("task", "task", 21, 30), Col("site", "site", 13, 20),
                Col("level", "level", 6), Col("step", "step", 5, 7), Col("elapsed", "time", 5, 7),
-               Col("state", "state", 8, 16))
+               Col("state", "state", 8))
 
     def show(self, state: RunState, now: float) -> None:
         self.sync({str(sid): self._slot_cells(state, sid, now) for sid in sorted(state.slots)})
@@ -44,12 +44,10 @@ class SlotsTable(KeyedTable):
         s = state.slots[sid]
         busy = s.task_id is not None
         task_w, site_w = self.width_of("task"), self.width_of("site")
-        # a slot whose last model call failed says so, in red: `running !context`
+        # a slot whose last model call failed says so in its state, in red: `!context`
         shown = styled(s.state, STATE_STYLE)
         if busy and s.model_error:
-            mark = f"!{SHORT.get(s.model_error, s.model_error)}"
-            both = f"{s.state} {mark}"
-            shown = Styled(both if len(both) <= self.width_of("state") else mark, "red")
+            shown = Styled(f"!{SHORT.get(s.model_error, s.model_error)}", "red")
         return (str(sid), clip(s.task_id, task_w) if busy else "-", clip_left(s.site, site_w) if busy else "",
                 (s.level or "") if busy else "", f"{s.step}/{s.max_steps or state.max_steps}" if busy else "",
                 clock_text(now - s.started_at) if busy and s.started_at else "", shown)

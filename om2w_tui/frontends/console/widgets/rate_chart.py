@@ -18,10 +18,12 @@ FRAME_ROWS = 3          # plotext's frame (top and bottom) and the x axis's tick
 
 
 def rate_label(name: str, rate: Rate, name_width: int, frac_width: int) -> str:
-    """'easy     67%  2/3': the group's name, its success rate and its successes out of its tasks."""
-    pct = f"{100 * (rate.rate or 0):.0f}%"
+    """'easy     67%  2/3 [21-94]': the group's name, its success rate, its successes out of its tasks and the
+    rate's 95% interval ('-' for a group with no outcome yet)."""
+    pct = "-" if rate.rate is None else f"{100 * rate.rate:.0f}%"
     frac = f"{rate.successes}/{rate.tasks}"
-    return f"{clip(name, name_width):<{name_width}} {pct:>4} {frac:>{frac_width}}"
+    ci = "" if rate.interval is None else f" [{100 * rate.interval[0]:.0f}-{100 * rate.interval[1]:.0f}]"
+    return f"{clip(name, name_width):<{name_width}} {pct:>4} {frac:>{frac_width}}{ci:<10}"
 
 
 class RateChart(Vertical):

@@ -1,13 +1,39 @@
-"""The dashboard's top line: run name, progress, running, errors, elapsed, ETA, pace; and what dispatch is doing."""
+"""The dashboard's top line: run name, progress, running, errors, elapsed, ETA, pace, the success rate so far with
+its 95% interval wherever verdicts exist (the reference answers' `correct`, a judge's file in the run's folder:
+the run's own judge with --judge-url, or `om2w-tui judge` run beside it); and what dispatch is doing."""
 
 from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Label, ProgressBar
 
+from om2w_tui.evaluation.live_judge import VerdictTail
+from om2w_tui.evaluation.summary import Rate
 from om2w_tui.frontends.formatting import clock_text, eta_seconds, per_hour
 from om2w_tui.frontends.run_state import RunState
+
+
+def rate_text(label: str, successes: int, judged: int, wide: bool) -> str:
+    """`judge 12/20 60% [39-78]` (wide) or `judge 60% [39-78]`: a rate so far and its 95% Wilson interval."""
+    r = Rate.of(successes, judged)
+    if r.rate is None or r.interval is None:
+        return ""
+    ci = f"[{100 * r.interval[0]:.0f}-{100 * r.interval[1]:.0f}]"
+    return f"{label} {successes}/{judged} {100 * r.rate:.0f}% {ci}" if wide else f"{label} {100 * r.rate:.0f}% {ci}"
+
+
+def run_folder(app: Any) -> Path | None:
+    """The folder of the run the console shows: its own run's, or the attached one's."""
+    pre = getattr(app, "pre", None)
+    if pre is not None:
+        return Path(pre.config.out)
+    attach = getattr(app, "attach", None)
+    return Path(attach.out) if attach is not None else None
 
 
 class RunHeader(Horizontal):
@@ -31,6 +57,8 @@ class RunHeader(Horizontal):
         super().__init__(**kw)
         self._name, self._total = name, total
         self._shown: dict[str, str] = {}
+        self._verdicts: VerdictTail | None = None
+        self._state: RunState | None = None
 
     def compose(self) -> ComposeResult:
         yield Label(self._name, id="run-name")
@@ -39,6 +67,7 @@ class RunHeader(Horizontal):
         yield Label("", id="run-badge")
 
     def show(self, state: RunState, now: float, wide: bool) -> None:
+        self._state = state
         total = state.total or self._total
         done = state.done
         self.query_one(ProgressBar).update(total=max(1, total), progress=min(done, total))
@@ -48,14 +77,15 @@ class RunHeader(Horizontal):
         rate = per_hour(finished, elapsed)
         rate_text = f"{rate:.0f}/h" if rate is not None else "-/h"
         eta_text = "-" if eta is None else clock_text(eta)
+        # the rates so far before the clock: where the line is cut, the verdicts stay
+        success = "".join(f"{part} · " for part in self.success_text(wide))
+        eta_part = f"ETA {eta_text} · " if state.phase in ("starting", "running") else ""
         if wide:
-            stats = (f"{done}/{total} done · {state.running} running · {state.errors} errors · "
-                     f"elapsed {clock_text(elapsed)} · ETA {eta_text} · {rate_text}")
-            if state.judged:
-                stats += f" · correct {state.correct}/{state.judged}"
+            stats = (f"{done}/{total} done · {state.running} running · {state.errors} errors · {success}"
+                     f"elapsed {clock_text(elapsed)} · {eta_part}{rate_text}")
         else:
-            stats = (f"{done}/{total} · {state.running} run · {state.errors} err · {clock_text(elapsed)} · "
-                     f"ETA {eta_text} · {rate_text}")
+            stats = (f"{done}/{total} · {state.running} run · {state.errors} err · {success}"
+                     f"{clock_text(elapsed)} · {eta_part}{rate_text}")
         self._set("#run-stats", stats)
         badge = self.query_one("#run-badge", Label)
         if state.phase == "stopping":
@@ -68,6 +98,21 @@ class RunHeader(Horizontal):
             kind, text = "", ""
         badge.set_classes(f"-{kind}" if kind else "")
         self._set("#run-badge", text)
+
+    def success_text(self, wide: bool) -> list[str]:
+        """The success rates so far: the reference answers' (the records' `correct`) and a judge file's."""
+        state = self._state
+        parts = []
+        if state is not None and state.judged:
+            parts.append(rate_text("correct", state.correct, state.judged, wide))
+        if self._verdicts is None:
+            out = run_folder(self.app)
+            self._verdicts = VerdictTail(out) if out is not None else None
+        if self._verdicts is not None:
+            successes, judged = self._verdicts.poll(time.monotonic())
+            if judged:
+                parts.append(rate_text("judge", successes, judged, wide))
+        return [p for p in parts if p]
 
     def _set(self, selector: str, text: str) -> None:
         """Update a label only when its text changes (the header is redrawn every second)."""

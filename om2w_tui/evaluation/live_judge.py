@@ -1,0 +1,300 @@
+"""Judging a run as it goes (`om2w-tui run --judge-url URL --judge-model M`): every episode that settles its task is
+judged in the background, by the same method and into the same file as `om2w-tui judge` (`judge.py`), while the
+run goes on.
+
+It is a sink of the run's events: an `EpisodeFinished` that settles its task puts the task in a queue and returns
+at once; `workers` judges take from it, each making its model calls on the event loop and doing the disk and
+image work (reading the folder, encoding the screenshots, appending the line) in threads, so that judging never
+holds a slot, never delays a dispatch, and never takes the loop from the console. At the start the file's tasks are
+known judged: the tasks the folder has already settled and the file lacks are judged first (a run stopped before its
+judge caught up), and none is judged twice on resume; a task run again in this run (retried) is judged again, its
+new line the one that counts. A task the judge endpoint fails on is left out of the file and said in the log:
+`om2w-tui judge OUT` (the same settings) judges it later from the same file.
+
+`JudgedRun` is the run a front end holds then: its `run()` lets the judge finish its queue once the scheduler is done
+(saying how many are left), and its `stop()` (quit, Ctrl-C, `ctl stop`) ends that wait too; the tasks still queued
+are judged at the next start."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from om2w_tui.benchmarks.conformance import load_episode
+from om2w_tui.engine.control import Interrupt, Run
+from om2w_tui.engine.events import EpisodeFinished, Event, Log, RunSnapshot, Sink
+from om2w_tui.engine.results import read_results, settles
+from om2w_tui.evaluation.judge import (
+    RESULTS_SUFFIX,
+    Caller,
+    JudgeFatal,
+    Settings,
+    adopt_legacy_output,
+    append_line,
+    judge_episode,
+    output_path,
+    read_judged,
+)
+
+Emit = Callable[[Event], None]
+
+
+@dataclass
+class LiveCounts:
+    """What the live judge has done so far: judged (successes among them), failed calls, tasks waiting."""
+
+    judged: int = 0
+    successes: int = 0
+    failed: int = 0
+    skipped: int = 0            # already in the file at the start
+    waiting: int = 0
+    failures: dict[str, str] = field(default_factory=dict)
+
+
+class LiveJudge:
+    """The run's background judge: a sink (`handle`) that queues each settled episode, and the workers that judge
+    them (`start`, then `drain` once the run is over, `close` at the end)."""
+
+    def __init__(self, out: Path, settings: Settings, client: Any, emit: Emit = lambda e: None,
+                 sleep: Callable[[float], Any] = asyncio.sleep):
+        self.out = Path(out)
+        self.s = settings
+        self.client = client
+        self.emit = emit
+        self.path = output_path(self.out, settings)
+        self.queue: asyncio.Queue[tuple[str, int]] = asyncio.Queue()
+        self.judged: dict[str, int] = {}        # task -> the attempt its line judged (0: unknown, from the file)
+        self.counts = LiveCounts()
+        self.fatal = ""
+        self._caller = Caller(client, settings, sleep, self._log)
+        self._queued: set[tuple[str, int]] = set()
+        self._workers: list[asyncio.Task[None]] = []
+
+    # ── the sink ──
+    def handle(self, event: Event) -> None:
+        if isinstance(event, EpisodeFinished) and not event.requeued and event.record.settles:
+            self.put(event.record.task_id, event.record.attempt)
+
+    def put(self, task_id: str, attempt: int) -> None:
+        """Queue a task's attempt to judge, unless that very attempt is judged or queued (a retried task's new
+        attempt is judged again)."""
+        key = (task_id, attempt)
+        if self.fatal or key in self._queued or self.judged.get(task_id) == attempt:
+            return
+        self._queued.add(key)
+        self.queue.put_nowait(key)
+        self.counts.waiting = self.queue.qsize()
+
+    # ── the workers ──
+    async def start(self) -> None:
+        """Read what the file holds, queue what the folder settled and it lacks, start the workers."""
+        await asyncio.to_thread(adopt_legacy_output, self.out, self.s, self._log)
+        already = await asyncio.to_thread(read_judged, self.path)
+        self.judged = {t: int(r.get("attempt") or 0) for t, r in already.items()}
+        self.counts.skipped = len(already)
+        latest = await asyncio.to_thread(lambda: read_results(self.out).latest())
+        for tid, rec in latest.items():
+            attempt = int(rec.get("attempt") or 1)
+            # judged already: that attempt, or an unknown one (a line of `om2w-tui judge`, which knows no attempts)
+            if settles(rec) and self.judged.get(tid) not in (attempt, 0):
+                self.put(tid, attempt)
+        backlog = self.queue.qsize()
+        self._log(f"judging each episode as it ends with {self.s.model} ({self.s.mode_name}, {self.s.workers} "
+                  f"calls at once) into {self.path.name}" + (f"; {backlog} settled before, not judged yet, first"
+                                                        if backlog else "")
+                  + (f"; {len(already)} already judged" if already else ""))
+        self._workers = [asyncio.ensure_future(self._work()) for _ in range(max(1, self.s.workers))]
+
+    async def drain(self, stopped: Callable[[], bool], poll_s: float = 0.5) -> bool:
+        """After the run: judge what is left, until it is done or `stopped()` (the run's user stopped it, a
+        `ctl stop`); -> whether everything was judged."""
+        left = self.queue.qsize() + self._busy()
+        if self.fatal or not left:
+            return not left
+        self._log(f"the run is over; judging the {left} episode(s) left (quit or Ctrl-C leaves them for the next "
+                  f"start)")
+        done = asyncio.ensure_future(self.queue.join())
+        try:
+            while not done.done():
+                if stopped():
+                    self._log(f"stopped judging; {self.queue.qsize() + self._busy()} episode(s) are judged at "
+                              f"the next start (or by `om2w-tui judge {self.out}`)")
+                    return False
+                await asyncio.wait({done}, timeout=poll_s)
+        finally:
+            done.cancel()
+        return True
+
+    async def close(self) -> None:
+        """End the workers (a judgement under way is dropped: its task is judged at the next start)."""
+        for w in self._workers:
+            w.cancel()
+        await asyncio.gather(*self._workers, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await self.client.close()
+        c = self.counts
+        left = self.queue.qsize() + self._busy()
+        self._log(f"judged {c.judged} episode(s) during the run ({c.successes} successes) into {self.path.name}"
+                  + (f"; {c.failed} failed and {left} not reached: `om2w-tui judge {self.out} --judge-model "
+                     f"{self.s.model} --judge-url URL` judges them" if c.failed or left else ""),
+                  "warning" if c.failed or left else "info")
+
+    def _busy(self) -> int:
+        return len(self._queued) - self.queue.qsize()
+
+    async def _work(self) -> None:
+        while True:
+            task_id, attempt = await self.queue.get()
+            try:
+                await self._judge(task_id, attempt)
+            except asyncio.CancelledError:
+                raise
+            except JudgeFatal as e:
+                self.fatal = str(e)
+                self._log(f"the judge stops: {e}", "error")
+                _drain(self.queue)
+                self._queued.clear()
+            except Exception as e:   # noqa: BLE001 - one task's failure must not cost the others, nor the run
+                self.counts.failed += 1
+                self.counts.failures[task_id] = f"{type(e).__name__}: {e}"
+                self._log(f"{task_id}: not judged ({self.counts.failures[task_id]})", "warning")
+            finally:
+                self._queued.discard((task_id, attempt))
+                self.counts.waiting = self.queue.qsize()
+                self.queue.task_done()
+
+    async def _judge(self, task_id: str, attempt: int) -> None:
+        problems: list[str] = []
+        ep = await asyncio.to_thread(load_episode, self.out / task_id, problems)
+        if ep is None:
+            raise ValueError("; ".join(problems) or "the folder cannot be read as the evaluator reads it")
+        rec = await judge_episode(ep, self.s, self._caller)
+        rec["attempt"] = attempt
+        await asyncio.to_thread(append_line, self.path, rec)
+        self.judged[task_id] = attempt
+        self.counts.judged += 1
+        self.counts.successes += rec.get("predicted_label") == 1
+
+    def _log(self, message: str, level: str = "info") -> None:
+        self.emit(Log(level, f"judge: {message}"))
+
+
+def _drain(queue: asyncio.Queue[Any]) -> None:
+    while True:
+        try:
+            queue.get_nowait()
+        except asyncio.QueueEmpty:
+            return
+        queue.task_done()
+
+
+class JudgedRun:
+    """The run with its judge: `run()` runs the scheduler to its end and then lets the judge finish its queue;
+    `stop()` (the console's quit, Ctrl-C, `ctl stop`) stops either. Every other command is the scheduler's."""
+
+    def __init__(self, run: Run, judge: LiveJudge):
+        self.inner, self.judge = run, judge
+        self._stopped = False
+
+    async def run(self) -> object:
+        result = await self.inner.run()
+        await self.judge.drain(lambda: self._stopped or bool(getattr(self.inner, "stopping", False)))
+        return result
+
+    def stop(self, force: bool = False) -> None:
+        self._stopped = True
+        self.inner.stop(force)
+
+    def interrupt(self) -> Interrupt:
+        self._stopped = True
+        return self.inner.interrupt()
+
+    def snapshot(self) -> RunSnapshot:
+        return self.inner.snapshot()
+
+    def pause_dispatch(self, paused: bool = True, reason: str = "") -> None:
+        self.inner.pause_dispatch(paused, reason)
+
+    def pause_episode(self, slot_id: int, paused: bool = True) -> bool:
+        return self.inner.pause_episode(slot_id, paused)
+
+    def kill(self, slot_id: int, requeue: bool = False) -> bool:
+        return self.inner.kill(slot_id, requeue)
+
+    def set_workers(self, n: int) -> None:
+        self.inner.set_workers(n)
+
+    def retry_errors(self) -> int:
+        return self.inner.retry_errors()
+
+
+def sinks_emit(sinks: list[Sink]) -> Emit:
+    """An emit that tells each of the run's sinks (the judge's log lines reach the console and the headless log)."""
+    def emit(event: Event) -> None:
+        for sink in sinks:
+            with contextlib.suppress(Exception):
+                sink.handle(event)
+    return emit
+
+
+class VerdictTail:
+    """The verdicts of a run's newest judge file, read as the file grows (the console's header shows them): only
+    the new bytes are read, whole lines only, the last line of a task the one that counts; the folder is looked at
+    for a newer file every `every_s` seconds. Whoever judges (this run's judge, `om2w-tui judge` in another
+    terminal, another node of the run) shows."""
+
+    def __init__(self, out: Path, every_s: float = 5.0):
+        self.out = Path(out)
+        self.every_s = every_s
+        self.path: Path | None = None
+        self.verdicts: dict[str, bool] = {}
+        self._offset = 0
+        self._rest = b""
+        self._looked = float("-inf")
+
+    def poll(self, now: float) -> tuple[int, int]:
+        """(successes, judged) as the file says now."""
+        if now - self._looked >= self.every_s:
+            self._looked = now
+            newest = find_newest_judge_file(self.out)
+            if newest != self.path:
+                self.path, self.verdicts, self._offset, self._rest = newest, {}, 0, b""
+        if self.path is not None:
+            self._read_new()
+        return sum(self.verdicts.values()), len(self.verdicts)
+
+    def _read_new(self) -> None:
+        assert self.path is not None
+        try:
+            size = self.path.stat().st_size
+            if size < self._offset:          # rewritten from scratch: read it again
+                self.verdicts, self._offset, self._rest = {}, 0, b""
+            if size == self._offset:
+                return
+            with open(self.path, "rb") as f:
+                f.seek(self._offset)
+                data = f.read(size - self._offset)
+        except OSError:
+            return
+        self._offset += len(data)
+        *lines, self._rest = (self._rest + data).split(b"\n")
+        for line in lines:
+            try:
+                rec = json.loads(line)
+            except (ValueError, UnicodeDecodeError):
+                continue
+            if isinstance(rec, dict) and rec.get("task_id") is not None and rec.get("predicted_label") in (0, 1):
+                self.verdicts[str(rec["task_id"])] = rec["predicted_label"] == 1
+
+
+def find_newest_judge_file(out: Path) -> Path | None:
+    try:
+        files = [p for p in Path(out).glob(f"*{RESULTS_SUFFIX}") if p.is_file()]
+        return max(files, key=lambda p: (p.stat().st_mtime, p.name)) if files else None
+    except OSError:
+        return None

@@ -1,0 +1,287 @@
+"""The labelling screen, driven with Pilot on a finished run's folder built by hand (result.json, trajectory PNGs,
+results.jsonl, a judge file): every key lands in the annotator's file on disk at once, the next task follows, the
+judge stays hidden unless asked, filters and review choose the tasks, a new session resumes; snapshots at 80x24 and
+160x45."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from om2w_tui.cli.main import main as cli_main
+from om2w_tui.evaluation.labels import LabelFile, read_label_file, read_run_labels
+from om2w_tui.frontends.console.screens import label as label_screen
+from om2w_tui.frontends.console.screens.label import FilterPicker, LabelApp, LabelScreen, LabelSession, NoteEditor
+from om2w_tui.frontends.console.screens.report import ReportScreen
+
+from .test_report_screen import RUN, finished_run, report_app
+from .test_report_screen import settle as settle_report
+
+SIZES = pytest.mark.parametrize("size", [(80, 24), (160, 45)], ids=["80x24", "160x45"])
+TASKS = sorted(r[0] for r in RUN)
+
+
+def judged(out: Path) -> Path:
+    """A judge file that calls the amazon and wikipedia tasks successes and the rest failures."""
+    path = out / "om2w-tui_WebJudge_Online_Mind2Web_eval_o4-mini_score_threshold_3_auto_eval_results.json"
+    path.write_text("".join(json.dumps({"task_id": t, "predicted_label": int(t.startswith(("amazon", "wiki"))),
+                                        "judge_model": "o4-mini", "mode": "webjudge"}) + "\n" for t in TASKS))
+    return path
+
+
+def labeller(out: Path, annotator: str = "alice", **kw: Any) -> LabelApp:
+    show = kw.pop("show_judge", False)
+    return LabelApp(LabelSession(out, annotator, **kw), show_judge=show, renderer="unicode")
+
+
+async def settle(pilot) -> None:
+    """Let the folder reads and the screenshot loads (threads) land."""
+    for _ in range(5):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+def screen_of(app: LabelApp) -> LabelScreen:
+    screen = app.screen
+    assert isinstance(screen, LabelScreen)
+    return screen
+
+
+def text(screen: LabelScreen, part: str) -> str:
+    return str(screen.query_one(part).render())
+
+
+def on_disk(out: Path, annotator: str = "alice") -> dict[str, Any]:
+    labels = read_label_file(out / f"labels.{annotator}.json")
+    return {t: (lab.value, lab.reason, lab.note) for t, lab in labels.items()}
+
+
+async def test_every_key_is_on_disk_at_once_and_the_next_task_follows(tmp_path):
+    out = finished_run(tmp_path)
+    app = labeller(out)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        first, second, third = TASKS[:3]
+        assert screen.session.current == first and "labelled 0 of 8" in text(screen, "#label-title")
+        assert first in text(screen, "#label-task") and "Do the task" in text(screen, "#label-task")
+        assert "I added the kettle to the cart." in text(screen, "#label-answer")
+        assert "Step 0 -> CLICK" in text(screen, "#label-actions")
+        await pilot.press("1")
+        await settle(pilot)
+        assert on_disk(out) == {first: ("1", None, "")}
+        assert screen.session.current == second and "labelled 1 of 8" in text(screen, "#label-title")
+        await pilot.press("2")                     # not executable: the reason is asked
+        await pilot.pause()
+        await pilot.press("c")
+        await settle(pilot)
+        assert on_disk(out)[second] == ("2", "captcha", "") and screen.session.current == third
+        await pilot.press("0")
+        await settle(pilot)
+        await pilot.press("left_square_bracket", "left_square_bracket")   # back to the CAPTCHA one
+        await settle(pilot)
+        assert screen.session.current == second
+        assert "2 not executable · CAPTCHA / bot wall" in text(screen, "#label-verdict")
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, NoteEditor)
+        await pilot.press(*"cloudflare", "enter")
+        await pilot.pause()
+        assert on_disk(out)[second] == ("2", "captcha", "cloudflare")
+        assert "note: cloudflare" in text(screen, "#label-verdict")
+        await pilot.press("backspace")             # clear the label
+        await pilot.pause()
+        assert second not in on_disk(out) and "labelled 2 of 8" in text(screen, "#label-title")
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0
+    assert [p.name for p in out.iterdir() if p.is_dir()] == [p.name for p in out.iterdir() if p.name in TASKS]
+
+
+async def test_a_new_session_resumes_on_the_first_task_left(tmp_path):
+    out = finished_run(tmp_path)
+    f = LabelFile.open(out, "alice")
+    for t in TASKS[:3]:
+        f.set(t, "0")
+    app = labeller(out)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        assert screen.session.current == TASKS[3] and "labelled 3 of 8" in text(screen, "#label-title")
+
+
+async def test_the_judge_stays_hidden_unless_asked(tmp_path):
+    out = finished_run(tmp_path)
+    judged(out)
+    app = labeller(out)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        assert "Judge" not in text(screen, "#label-verdict")
+        await pilot.press("v")
+        await pilot.pause()
+        assert "Judge       success" in text(screen, "#label-verdict")    # amazon_cart_two_items_02
+        await pilot.press("v")
+        await pilot.pause()
+        assert "Judge" not in text(screen, "#label-verdict")
+    app = labeller(out, show_judge=True)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        assert "Judge       success" in text(screen_of(app), "#label-verdict")
+
+
+async def test_screenshots_step_with_the_arrows_and_open_at_full_size(tmp_path, monkeypatch):
+    out = finished_run(tmp_path)
+    opened: list[str] = []
+    monkeypatch.setattr(label_screen.webbrowser, "open", lambda url: opened.append(url) or True)
+    monkeypatch.setattr(label_screen.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
+    app = labeller(out)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        box = screen.query_one("#label-shot-box")
+        assert box.border_subtitle == "1/2 · 0_full_screenshot.png" and screen.query_one("#label-shot").image
+        await pilot.press("right")
+        await settle(pilot)
+        assert box.border_subtitle == "2/2 · 1_full_screenshot.png"
+        await pilot.press("o")
+        await pilot.pause()
+    page = tmp_path / "tmp" / "om2w-tui-label" / f"{TASKS[0]}.html"
+    assert opened == [page.as_uri()]
+    body = page.read_text()
+    assert body.count("<img ") == 2 and (out / TASKS[0] / "trajectory" / "1_full_screenshot.png").as_uri() in body
+    assert not (out / "om2w-tui-label").exists()       # nothing written into the run's folder
+
+
+async def test_filters_choose_the_tasks(tmp_path):
+    out = finished_run(tmp_path)
+    judged(out)
+    f = LabelFile.open(out, "alice")
+    f.set("amazon_cart_two_items_02", "0")     # the judge says success: they disagree
+    f.set("booking_cancel_07", "0")            # the judge says failure: they agree
+    LabelFile.open(out, "bob").set("booking_cancel_07", "1")
+    app = labeller(out)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        s = screen.session
+        counts = {k: n for k, _, n in s.filters()}
+        assert counts["all"] == 8 and counts["unlabelled"] == 6 and counts["judge"] == 1
+        assert counts["annotators"] == 1 and counts["level:hard"] == 3 and counts["site:booking.com"] == 2
+        assert [k for k, _, _ in s.filters()][5:8] == ["level:easy", "level:medium", "level:hard"]
+        await pilot.press("f")
+        await pilot.pause()
+        assert isinstance(app.screen, FilterPicker)
+        await pilot.press("escape")
+        s.apply_filter("site:booking.com")
+        screen.show_task()
+        await settle(pilot)
+        assert s.view == ["booking_cancel_07", "booking_cheapest_room_06"]
+        assert "task 2 of 2 (site booking.com)" in text(screen, "#label-title")   # the unlabelled one first
+        s.apply_filter("annotators")
+        screen.show_task()
+        await settle(pilot)
+        assert s.view == ["booking_cancel_07"] and "bob         1 success" in text(screen, "#label-verdict")
+
+
+async def test_review_gives_final_labels_where_annotators_disagree(tmp_path):
+    out = finished_run(tmp_path)
+    for who, label in (("alice", "0"), ("bob", "1")):
+        f = LabelFile.open(out, who)
+        f.set("kayak_flight_08", "2", reason="captcha") if label == "0" else f.set("kayak_flight_08", label)
+        f.set("booking_cancel_07", label, note=f"{who} says {label}")
+        f.set("amazon_kettle_price_01", "1")    # they agree: not reviewed
+    assert read_run_labels(out).consensus("booking_cancel_07") is None
+    app = labeller(out, review=True)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        assert screen.session.view == ["booking_cancel_07", "kayak_flight_08"]
+        assert "Review" in text(screen, "#label-title") and "final labels" in text(screen, "#label-title")
+        verdict = text(screen, "#label-verdict")
+        assert "alice       0 failure · alice says 0" in verdict and "bob         1 success · bob says 1" in verdict
+        await pilot.press("1")
+        await settle(pilot)
+    assert on_disk(out, "final") == {"booking_cancel_07": ("1", None, "")}
+    labels = read_run_labels(out)
+    assert labels.consensus("booking_cancel_07") == "1" and labels.unresolved(TASKS) == ["kayak_flight_08"]
+
+
+async def test_the_report_opens_the_label_screen_on_the_disagreements(tmp_path):
+    out = finished_run(tmp_path)
+    judged(out)
+    LabelFile.open(out, "bob").set("amazon_cart_two_items_02", "0")
+    app = report_app(out)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle_report(pilot)
+        report = app.screen
+        assert isinstance(report, ReportScreen) and report.data.summary.agreement
+        await pilot.press("L")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LabelScreen) and screen.session.filter == "judge"
+        assert screen.session.view == ["amazon_cart_two_items_02"]
+        await pilot.press("escape")
+        await settle_report(pilot)
+        assert app.screen is report
+
+
+def test_the_command_needs_a_terminal_and_a_folder(tmp_path, capsys):
+    out = finished_run(tmp_path)
+    assert cli_main(["label", str(out)]) == 2
+    assert "labelling needs a terminal (use --export" in capsys.readouterr().err
+    assert cli_main(["label", str(out), "--filter", "bogus"]) == 2
+    assert "--filter bogus: one of all, unlabelled" in capsys.readouterr().err
+    assert cli_main(["label", str(out), "--annotator", "final"]) == 2
+    assert "use --review" in capsys.readouterr().err
+    assert cli_main(["label", str(out), "--judge", "nope.json"]) == 2
+
+
+@SIZES
+def test_label_snapshot(snap_compare, tmp_path, size):
+    out = finished_run(tmp_path)
+    LabelFile.open(out, "alice").set("amazon_cart_two_items_02", "2", reason="site_down", now=0.0)
+    app = LabelApp(LabelSession(out, "alice"), renderer="unicode")
+    app.session.go("amazon_cart_two_items_02")
+
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+def test_block_strips_are_the_pictures_half_cells_in_runs():
+    from PIL import Image
+
+    im = Image.new("RGB", (4, 4), (255, 255, 255))
+    for x in range(4):
+        im.putpixel((x, 0), (200, 0, 0))            # the top row red: the upper halves of the first line
+    im.putpixel((3, 1), (0, 0, 200))                # one blue pixel in the lower half of the last cell
+    first, second = label_screen.block_strips(im, 4, 2)
+    assert first.cell_length == second.cell_length == 4
+    runs = [(seg.text, seg.style.color.triplet, seg.style.bgcolor.triplet) for seg in first]
+    assert runs == [("▀▀▀", (200, 0, 0), (255, 255, 255)), ("▀", (200, 0, 0), (0, 0, 200))]
+    assert [(seg.text, seg.style.color.triplet) for seg in second] == [("▀▀▀▀", (255, 255, 255))]
+    assert label_screen.block_strips(im, 0, 3) == []
+
+
+async def test_in_block_characters_the_screen_draws_its_screenshots_itself(tmp_path):
+    out = finished_run(tmp_path)
+    app = LabelApp(LabelSession(out, "alice"), renderer="halfcell")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        shot = screen.query_one("#label-shot", label_screen.BlockImage)
+        box = screen.query_one("#label-shot-box").content_size
+        assert screen.blocks and shot.strips and len(shot.strips) <= box.height
+        assert shot.strips[0].cell_length == shot.size.width <= box.width
+        top = next(iter(shot.strips[0]))                     # the test's PNG: a header band of (30, 90, 160)
+        assert top.style.color.triplet == (30, 90, 160)
+        ahead = screen.session.around()[0]                   # the next task: read and drawn before its key
+        assert screen.loaded[ahead].strips is not None
+        await pilot.press("right_square_bracket")
+        await pilot.pause()
+        assert shot.strips is screen.loaded[ahead].strips

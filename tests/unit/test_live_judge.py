@@ -1,0 +1,241 @@
+"""Judging as the run goes: the background judge (a sink of the run's events) against the oracle's judge mode on
+127.0.0.1 (a real OpenAI-compatible HTTP server) on run folders built by hand; every settled episode judged once
+into the file `om2w-tui judge` writes, in the order they end, never twice on resume, a retried one again; its
+failures cost neither the run nor the other tasks; the run it wraps stops it. And the header's reading of that
+file as it grows. The same with a real run and Chromium is tests/e2e/test_live_judge.py."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from openai import AsyncOpenAI
+
+from om2w_tui.engine.events import EpisodeFinished, Log
+from om2w_tui.engine.results import EpisodeRecord
+from om2w_tui.evaluation.judge import Settings, output_path, read_judged
+from om2w_tui.evaluation.live_judge import JudgedRun, LiveJudge, VerdictTail
+from om2w_tui.offline.oracle import OracleServer
+from om2w_tui.offline.suite import load_task_templates
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+
+
+@pytest.fixture(scope="module")
+def judge_server():
+    with OracleServer(load_task_templates()) as server:
+        yield server
+
+
+def folder(out: Path, tid: str, shots: int = 2) -> None:
+    (out / tid / "trajectory").mkdir(parents=True, exist_ok=True)
+    (out / tid / "result.json").write_text(json.dumps({
+        "task_id": tid, "task": f"Find the price of item {tid}.", "final_result_response": "$3",
+        "action_history": ["SCROLL DOWN"] * (shots - 1), "thoughts": ["look"] * (shots - 1)}))
+    for i in range(shots):
+        (out / tid / "trajectory" / f"{i}_full_screenshot.png").write_bytes(PNG)
+
+
+def record(tid: str, status: str = "done", attempt: int = 1, **kw: object) -> EpisodeRecord:
+    return EpisodeRecord(task_id=tid, status=status, attempt=attempt, finished_at=float(attempt), **kw)  # type: ignore[arg-type]
+
+
+def finished(rec: EpisodeRecord, requeued: bool = False) -> EpisodeFinished:
+    return EpisodeFinished(0, rec, requeued)
+
+
+class Logs:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, event: object) -> None:
+        if isinstance(event, Log):
+            self.lines.append(f"{event.level}: {event.message}")
+
+
+def live(out: Path, server: OracleServer, model: str = "oracle-judge", workers: int = 2) -> tuple[LiveJudge, Logs]:
+    logs = Logs()
+    client = AsyncOpenAI(base_url=server.url, api_key="EMPTY", max_retries=0, timeout=30)
+    s = Settings(model=model, workers=workers, retries=1, backoff=0.0)
+    return LiveJudge(out, s, client, logs), logs
+
+
+async def test_each_settled_episode_is_judged_once_into_the_judges_file(tmp_path, judge_server):
+    out = tmp_path / "run"
+    for t in ("a", "b", "c", "d"):
+        folder(out, t)
+    judge, logs = live(out, judge_server)
+    await judge.start()
+    calls = judge_server.calls
+    judge.handle(finished(record("a")))
+    judge.handle(finished(record("b", "timeout", error="timeout")))
+    judge.handle(finished(record("c", "killed", error="interrupted")))   # stopped under it: runs again, not judged
+    judge.handle(finished(record("d", "error", error="browser crashed", error_kind="infra"), requeued=True))
+    judge.handle(finished(record("a")))                                  # the same attempt again: once
+    assert await judge.drain(lambda: False)
+    await judge.close()
+    lines = read_judged(output_path(out, judge.s))
+    assert sorted(lines) == ["a", "b"] and all(r["attempt"] == 1 for r in lines.values())
+    assert lines["a"]["judge_model"] == "oracle-judge" and lines["a"]["parsing"] == "official"
+    assert judge.counts.judged == 2 and judge_server.calls - calls == 2 * (1 + 2 + 1)   # key points, 2 shots, verdict
+    assert any("judged 2 episode(s) during the run" in x for x in logs.lines)
+
+
+async def test_a_resumed_run_judges_what_was_left_and_nothing_twice(tmp_path, judge_server):
+    out = tmp_path / "run"
+    for t in ("a", "b", "c"):
+        folder(out, t)
+    (out / "results.jsonl").write_text("".join(json.dumps(record(t).to_json()) + "\n" for t in ("a", "b", "c")))
+    # the last run judged a, then stopped before it reached b and c
+    first, _ = live(out, judge_server)
+    await first.start()
+    assert first.counts.skipped == 0 and first.queue.qsize() + first._busy() == 3
+    await first.close()
+    path = output_path(out, first.s)
+    path.write_text(json.dumps({"task_id": "a", "predicted_label": 1, "attempt": 1, "judge_model": "oracle-judge"})
+                    + "\n")
+    calls = judge_server.calls
+    second, logs = live(out, judge_server)
+    await second.start()
+    assert second.counts.skipped == 1 and second.queue.qsize() + second._busy() == 2
+    assert any("2 settled before, not judged yet, first; 1 already judged" in x for x in logs.lines)
+    assert await second.drain(lambda: False)
+    await second.close()
+    assert sorted(read_judged(path)) == ["a", "b", "c"]
+    assert judge_server.calls - calls == 2 * 4                          # only the two left
+    assert len(path.read_text().splitlines()) == 3                        # never a task twice
+    third, _ = live(out, judge_server)
+    await third.start()
+    assert third.queue.qsize() == 0 and third._busy() == 0
+    third.handle(finished(record("b", attempt=2)))                        # b retried in this run: judged again
+    assert await third.drain(lambda: False)
+    await third.close()
+    assert read_judged(path)["b"]["attempt"] == 2 and len(path.read_text().splitlines()) == 4
+
+
+async def _until(cond, poll: float = 0.05) -> None:
+    while not cond():
+        await asyncio.sleep(poll)
+
+
+async def test_a_failing_endpoint_costs_the_task_not_the_run(tmp_path, judge_server):
+    out = tmp_path / "run"
+    folder(out, "a")
+    judge, logs = live(out, judge_server, model="oracle-500")
+    await judge.start()
+    judge.handle(finished(record("a")))
+    assert await judge.drain(lambda: False)
+    await judge.close()
+    assert judge.counts.failed == 1 and not output_path(out, judge.s).exists()
+    assert any(x.startswith("warning: judge: a: not judged") for x in logs.lines)
+    assert any("om2w-tui judge" in x for x in logs.lines)                 # how to judge it later
+
+
+async def test_an_unknown_judge_model_stops_the_judge_not_the_run(tmp_path, judge_server):
+    out = tmp_path / "run"
+    for t in ("a", "b"):
+        folder(out, t)
+    judge, logs = live(out, judge_server, model="no-such-model", workers=1)
+    await judge.start()
+    judge.handle(finished(record("a")))
+    judge.handle(finished(record("b")))
+    assert await judge.drain(lambda: False)
+    await judge.close()
+    assert "does not serve --judge-model no-such-model" in judge.fatal
+    assert any(x.startswith("error: judge: the judge stops") for x in logs.lines)
+    judge.handle(finished(record("c")))                                   # nothing more is queued
+    assert judge.queue.qsize() == 0
+
+
+class StubRun:
+    """Stands for the scheduler: its run ends at once; it records what it is told."""
+
+    def __init__(self) -> None:
+        self.stopping = False
+        self.told: list[str] = []
+
+    async def run(self) -> str:
+        return "stats"
+
+    def stop(self, force: bool = False) -> None:
+        self.stopping = True
+        self.told.append("stop")
+
+    def interrupt(self) -> str:
+        self.stop()
+        return "stopping"
+
+
+async def test_the_judged_run_waits_for_its_judge_until_it_is_stopped(tmp_path, judge_server):
+    out = tmp_path / "run"
+    for t in ("a", "b", "c", "d", "e", "f"):
+        folder(out, t, shots=4)
+    judge, logs = live(out, judge_server, workers=1)
+    await judge.start()
+    for t in "abcdef":
+        judge.handle(finished(record(t)))
+    inner = StubRun()
+    run = JudgedRun(inner, judge)               # type: ignore[arg-type]
+    going = asyncio.ensure_future(run.run())
+    await asyncio.wait_for(_until(lambda: judge.counts.judged >= 1), 30)
+    assert not going.done()                    # the scheduler is done; the judge is not
+    run.stop()                                 # the console's quit (or Ctrl-C, or ctl stop)
+    assert await asyncio.wait_for(going, 10) == "stats" and inner.told == ["stop"]
+    await judge.close()
+    left = 6 - judge.counts.judged
+    assert left > 0 and any(f"stopped judging; {left} episode(s)" in x for x in logs.lines)
+
+
+def test_the_header_reads_the_judge_file_as_it_grows(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    tail = VerdictTail(out, every_s=0.0)
+    assert tail.poll(0.0) == (0, 0)
+    path = out / "om2w-tui_WebJudge_Online_Mind2Web_eval_m_score_threshold_3_auto_eval_results.json"
+    path.write_text(json.dumps({"task_id": "a", "predicted_label": 1}) + "\n"
+                    + json.dumps({"task_id": "b", "predicted_label": 0}) + "\n" + '{"task_id": "c", "pre')
+    assert tail.poll(1.0) == (1, 2)                                        # the torn last line waits
+    with open(path, "a") as f:
+        f.write('dicted_label": 1}\n' + json.dumps({"task_id": "b", "predicted_label": 1}) + "\n")
+    assert tail.poll(2.0) == (3, 3)                                        # b judged again: its last line counts
+    offset = tail._offset
+    assert tail.poll(3.0) == (3, 3) and tail._offset == offset             # nothing new: nothing read
+    path.write_text(json.dumps({"task_id": "z", "predicted_label": 0}) + "\n")   # rewritten from scratch
+    assert tail.poll(4.0) == (0, 1)
+
+
+def test_the_judges_settings_are_checked_and_its_key_never_recorded(tmp_path, monkeypatch):
+    from om2w_tui.engine.config import RunConfig
+    from om2w_tui.engine.launch import run_checks
+
+    monkeypatch.setenv("OM2W_TEST_JUDGE_KEY", "sk-judge-secret")
+    cfg = RunConfig(out=tmp_path / "run", bench="offline", model="oracle", judge_url="http://user:pw@127.0.0.1:9/v1",
+                    judge_model="m", judge_api_key_env="OM2W_TEST_JUDGE_KEY")
+    recorded = json.dumps(cfg.to_json())
+    assert "pw@" not in recorded and "sk-judge-secret" not in recorded and cfg.judge_api_key() == "sk-judge-secret"
+    _, checks = run_checks(RunConfig(out=tmp_path / "run", bench="offline", model="oracle", judge_model="m"),
+                           check_model=False)
+    settings = dict((name, detail) for name, _, detail in checks)["settings"]
+    assert settings == "--judge-model needs --judge-url too (the judge's endpoint and its served model)"
+
+
+async def test_a_verdict_of_an_earlier_attempt_is_judged_again_at_the_start(tmp_path, judge_server):
+    out = tmp_path / "run"
+    for t in ("a", "b", "c"):
+        folder(out, t)
+    # a: judged by `om2w-tui judge` (no attempt known); b: attempt 1 judged, then retried and its attempt 2 never
+    # judged (the run stopped); c: attempt 2 judged
+    (out / "results.jsonl").write_text(json.dumps(record("a").to_json()) + "\n"
+                                       + json.dumps(record("b", attempt=2).to_json()) + "\n"
+                                       + json.dumps(record("c", attempt=2).to_json()) + "\n")
+    judge, _ = live(out, judge_server)
+    path = output_path(out, judge.s)
+    path.write_text("".join(json.dumps({"task_id": t, "predicted_label": 0, **extra}) + "\n"
+                            for t, extra in (("a", {}), ("b", {"attempt": 1}), ("c", {"attempt": 2}))))
+    await judge.start()
+    assert sorted(judge._queued) == [("b", 2)]
+    assert await judge.drain(lambda: False)
+    await judge.close()
+    assert read_judged(path)["b"]["attempt"] == 2 and len(path.read_text().splitlines()) == 4
