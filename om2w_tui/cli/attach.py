@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from om2w_tui import exits
-from om2w_tui.engine.control_socket import NoRunListening, request
+from om2w_tui.engine.control_socket import NoRunListening
 from om2w_tui.frontends.remote import RemoteRun
 
 EXIT_USAGE = exits.USAGE
@@ -26,9 +26,10 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def run(args: argparse.Namespace) -> int:
+    remote = RemoteRun(args.out, args.socket)
     # is a run there? asked before the screen opens, so that the answer is a plain line and exit code 2
     try:
-        request(args.out, {"cmd": "status"}, name=args.socket)
+        remote.check()
     except NoRunListening as e:
         print(f"om2w-tui attach: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -38,4 +39,4 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from om2w_tui.frontends.console.app import run_console  # Textual only when the console opens
 
-    return run_console(None, attach=RemoteRun(args.out, args.socket))
+    return run_console(None, attach=remote)

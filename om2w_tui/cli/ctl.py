@@ -1,34 +1,50 @@
 """`om2w-tui ctl OUT CMD [ARG]`: steer a running run from a script through its control socket
 (`engine/control_socket.py`): status, pause, resume, kill TASK, requeue TASK, workers N, retry, stop. A short line
 for people, or the answer as JSON with --json. Exit 0 when the run did it, 1 when it refused, 2 on bad usage or
-when no run listens in OUT."""
+when no run listens in OUT.
+
+The commands, their arguments and their help are the protocol's declarations (`protocol/control.py`: each
+command's `USAGE`); this module only turns the arguments into one of them and the answer into lines."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never, cast
 
 from om2w_tui import exits
 from om2w_tui.engine.control_socket import NoRunListening, request
 from om2w_tui.engine.events import RunSnapshot
 from om2w_tui.engine.settings import BY_KEY
-from om2w_tui.engine.wire import WireError, from_wire
+from om2w_tui.engine.wire import MESSAGES, StatusReply
+from om2w_tui.protocol.codec import to_json
+from om2w_tui.protocol.control import COMMANDS, ArgKind, Done, Refused, RunInfo, Status, Steer, Usage
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = exits.OK, exits.FAILED, exits.USAGE
-# command -> (what its argument is, or None; help)
-ACTIONS: dict[str, tuple[str | None, str]] = {
-    "status": (None, "progress, running episodes with their step, dispatch, breaker, workers"),
-    "pause": ("[TASK]", "start no new episode (running ones go on); with TASK: pause that episode"),
-    "resume": ("[TASK]", "start episodes again; with TASK: resume that episode"),
-    "kill": ("TASK", "end TASK's episode now, keeping its steps (recorded as killed)"),
-    "requeue": ("TASK", "end TASK's episode now and put it back in the queue"),
-    "workers": ("N", f"run N episodes at once from now on ({BY_KEY['workers'].kind.bounds_text()})"),
-    "retry": (None, "put the tasks that ended in error back in the queue"),
-    "stop": (None, "stop the run gracefully (running episodes end keeping their steps; --force: end them now)"),
-}
+# the commands ctl sends, by name: those the protocol gives a ctl usage (protocol/control.py)
+SENT = cast("dict[str, type[Status | Steer]]",   # USAGE None marks the only one that is not (subscribe)
+            {name: cls for name, cls in COMMANDS.types.items() if cls.USAGE is not None})
+ARG_TEXT: dict[ArgKind, str] = {"none": "", "task": "TASK", "optional task": "[TASK]", "count": "N"}
+
+
+def _usage(name: str) -> Usage:
+    usage = SENT[name].USAGE
+    assert usage is not None   # SENT holds only the commands that have one
+    return usage
+
+
+def _help(name: str) -> str:
+    usage = _usage(name)
+    if usage.arg == "count":   # the setting's bounds, as --workers says them
+        return f"{usage.help} ({BY_KEY[usage.setting].kind.bounds_text()})"
+    return usage.help
+
+
+def _takes_force() -> list[str]:
+    return [name for name, cls in SENT.items() if "force" in {f.name for f in dataclasses.fields(cls)}]
 
 
 def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -37,40 +53,55 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                                    "(OUT/.om2w-control.sock), and print what it did. Exit 0: done; 1: the run "
                                    "refused (no such task running...); 2: bad usage, or no run listens in OUT.",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog="commands:\n" + "\n".join(f"  {k} {v[0] or ''}".ljust(20) + v[1]
-                                                         for k, v in ACTIONS.items()))
+                       epilog="commands:\n" + "\n".join(f"  {name} {ARG_TEXT[_usage(name).arg]}".ljust(20) + _help(name)
+                                                         for name in SENT))
     p.add_argument("out", type=Path, metavar="OUT", help="the running run's folder (its --out)")
-    p.add_argument("action", choices=list(ACTIONS), metavar="CMD", help="one of: " + ", ".join(ACTIONS))
+    p.add_argument("action", choices=list(SENT), metavar="CMD", help="one of: " + ", ".join(SENT))
     p.add_argument("arg", nargs="?", default=None, metavar="ARG", help="TASK (a task id) or N, as the command takes")
     p.add_argument("--json", action="store_true", help="print the run's answer as one JSON object")
-    p.add_argument("--force", action="store_true", help="stop: end the running episodes' processes now")
+    p.add_argument("--force", action="store_true",
+                   help=f"{' and '.join(_takes_force())}: end the running episodes' processes now")
     p.add_argument("--socket", default=None, metavar="NAME",
                    help="the socket's file name in OUT, when several runs share the folder (shards)")
 
 
-def _message(args: argparse.Namespace) -> dict[str, Any] | str:
+def _fields(name: str, arg: str | None) -> dict[str, Any] | str:
+    """The command's fields its argument gives, or what is wrong with the argument."""
+    usage = _usage(name)
+    match usage.arg:
+        case "count":
+            try:   # the setting's own parser and bounds (--workers')
+                return {"n": BY_KEY[usage.setting].kind.parse(arg if arg is not None else "")}
+            except ValueError as e:
+                return f"{name} N: {e}"
+        case "task":
+            if not arg:
+                return f"{name} TASK: which task? (`om2w-tui ctl OUT status` lists the running ones)"
+            return {"task": arg}
+        case "optional task":
+            return {"task": arg} if arg else {}
+        case "none":
+            return f"{name} takes no argument (got {arg!r})" if arg is not None else {}
+        case _:
+            assert_never(usage.arg)
+
+
+def _command(args: argparse.Namespace) -> Status | Steer | str:
     """The command to send, or what is wrong with the arguments."""
-    what, _ = ACTIONS[args.action]
-    msg: dict[str, Any] = {"cmd": args.action}
-    if args.action == "workers":
-        try:   # the --workers setting's own parser and bounds
-            msg["n"] = BY_KEY["workers"].kind.parse(args.arg if args.arg is not None else "")
-        except ValueError as e:
-            return f"workers N: {e}"
-    elif args.action in ("kill", "requeue"):
-        if not args.arg:
-            return f"{args.action} TASK: which task? (`om2w-tui ctl OUT status` lists the running ones)"
-        msg["task"] = args.arg
-    elif args.action in ("pause", "resume"):
-        if args.arg:
-            msg["task"] = args.arg
-    elif args.arg is not None:
-        return f"{args.action} takes no argument (got {args.arg!r})"
+    fields = _fields(args.action, args.arg)
+    if isinstance(fields, str):
+        return fields
     if args.force:
-        if args.action != "stop":
-            return "--force goes with stop only"
-        msg["force"] = True
-    return msg
+        if args.action not in _takes_force():
+            return f"--force goes with {' or '.join(_takes_force())} only"
+        fields["force"] = True
+    return SENT[args.action](**fields)
+
+
+def answer_json(answer: Done | Refused) -> dict[str, Any]:
+    """An answer for scripts: `ok`, then what the run said (`message` and the command's fields, or `error`)."""
+    said = {k: v for k, v in to_json(answer).items() if v is not None}
+    return {"ok": isinstance(answer, Done), **said}
 
 
 def _done(snap: RunSnapshot) -> int:
@@ -78,9 +109,9 @@ def _done(snap: RunSnapshot) -> int:
     return sum(site.done for site in snap.sites)
 
 
-def status_lines(run: dict[str, Any], snap: RunSnapshot) -> list[str]:
+def status_lines(run: RunInfo, snap: RunSnapshot) -> list[str]:
     s = snap.summary
-    head = f"{run.get('out', '')}: {_done(snap)}/{s.total} done, {snap.running} running, {s.pending} queued"
+    head = f"{run.out}: {_done(snap)}/{s.total} done, {snap.running} running, {s.pending} queued"
     if snap.stopping:
         dispatch = "stopping"
     elif snap.breaker:
@@ -106,9 +137,10 @@ def status_lines(run: dict[str, Any], snap: RunSnapshot) -> list[str]:
     return lines
 
 
-def status_json(run: dict[str, Any], snap: RunSnapshot, wire: dict[str, Any]) -> dict[str, Any]:
-    """A status answer for scripts: the essentials at the top, the whole snapshot beside them."""
-    return {"ok": True, "out": run.get("out"), "pid": run.get("pid"),
+def status_json(run: RunInfo, snap: RunSnapshot) -> dict[str, Any]:
+    """A status answer for scripts: the essentials at the top, the whole snapshot (as the socket carries it) beside
+    them."""
+    return {"ok": True, "out": run.out, "pid": run.pid,
             "done": _done(snap), "total": snap.summary.total,
             "pending": snap.summary.pending, "paused": snap.paused, "user_paused": snap.user_paused,
             "breaker": snap.breaker, "storage": snap.storage, "stopping": snap.stopping,
@@ -116,35 +148,30 @@ def status_json(run: dict[str, Any], snap: RunSnapshot, wire: dict[str, Any]) ->
             "running": [{"slot": r.slot, "task_id": r.task_id, "state": r.state, "step": r.step,
                          "max_steps": r.max_steps, "site": r.site, "model_error": r.model_error}
                         for r in snap.slots if r.task_id is not None],
-            "model": wire.get("model"), "run": run, "snapshot": wire}
+            "model": to_json(snap.model), "run": to_json(run), "snapshot": MESSAGES.encode(snap)}
 
 
 def run(args: argparse.Namespace) -> int:
-    msg = _message(args)
-    if isinstance(msg, str):
-        print(f"om2w-tui ctl: {msg}", file=sys.stderr)
+    command = _command(args)
+    if isinstance(command, str):
+        print(f"om2w-tui ctl: {command}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        reply = request(args.out, msg, name=args.socket)
+        answer = request(args.out, command, name=args.socket)
     except NoRunListening as e:
         print(f"om2w-tui ctl: {e}", file=sys.stderr)
         return EXIT_USAGE
-    if not reply.get("ok"):
-        if args.json:
-            print(json.dumps(reply))
-        print(f"om2w-tui ctl: the run refused: {reply.get('error', '?')}", file=sys.stderr)
-        return EXIT_REFUSED
-    if args.action == "status":
-        try:
-            snap = from_wire(reply["snapshot"])
-        except (KeyError, WireError) as e:
-            print(f"om2w-tui ctl: the run's answer is not a status ({e})", file=sys.stderr)
-            return EXIT_USAGE
-        info = reply.get("run") or {}
-        if args.json:
-            print(json.dumps(status_json(info, snap, reply["snapshot"])))
-        else:
-            print("\n".join(status_lines(info, snap)))
-        return EXIT_OK
-    print(json.dumps(reply) if args.json else reply.get("message", "ok"))
-    return EXIT_OK
+    match answer:
+        case Refused(error=error):
+            if args.json:
+                print(json.dumps(answer_json(answer)))
+            print(f"om2w-tui ctl: the run refused: {error}", file=sys.stderr)
+            return EXIT_REFUSED
+        case StatusReply(run=info, snapshot=snap):
+            print(json.dumps(status_json(info, snap)) if args.json else "\n".join(status_lines(info, snap)))
+            return EXIT_OK
+        case Done(message=message):
+            print(json.dumps(answer_json(answer)) if args.json else message)
+            return EXIT_OK
+        case _:
+            assert_never(answer)

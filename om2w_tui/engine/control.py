@@ -1,12 +1,17 @@
 """What a front end may ask of a run: `RunControl`. The scheduler implements it; the console, the headless log and
 the control socket hold it. Commands are called on the run's event loop and return at once; what they change
-arrives as events and in the next snapshot."""
+arrives as events and in the next snapshot.
+
+`apply` is the one place the control socket's commands (`protocol/control.py`) become RunControl calls: the
+socket's server calls it for every client, and `RemoteRun` (attach) is a RunControl that sends those commands."""
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import Literal, Protocol, assert_never
 
 from om2w_tui.engine.events import RunSnapshot
+from om2w_tui.engine.settings import BY_KEY
+from om2w_tui.protocol.control import Done, Kill, Pause, Refused, Reply, Requeue, Resume, Retry, Steer, Stop, Workers
 
 # what an interrupt (Ctrl-C, SIGTERM, `ctl stop`) did: the first stops the run gracefully (running episodes end
 # keeping their steps and run again next time), the next ends every episode's processes at once
@@ -55,3 +60,84 @@ class Run(RunControl, Protocol):
         """Run to the end: every task settled, or stopped (the return value is the engine's own; front ends read
         `RunFinished`)."""
         ...
+
+
+# ── the control socket's commands, applied ────────────────
+def apply(control: RunControl, command: Steer) -> Reply:
+    """One command of the control socket done on `control` -> what it did, or why not (a refused command never
+    reaches the run). The server calls it for every client: `ctl`, an attached console (`RemoteRun`), a script."""
+    match command:
+        case Pause(task=None, slot=None, reason=reason):
+            return _pause_dispatch(control, True, reason)
+        case Resume(task=None, slot=None):
+            return _pause_dispatch(control, False, "")
+        case Pause() | Resume():
+            return _pause_episode(control, command)
+        case Kill() | Requeue():
+            return _kill(control, command)
+        case Workers(n=n):
+            return _set_workers(control, n)
+        case Retry():
+            queued = control.retry_errors()
+            return Done(f"{queued} errored task(s) back in the queue", queued=queued)
+        case Stop(force=force):
+            control.stop(force)
+            return Done("stopping: running episodes end keeping their steps and run again next time"
+                        + (" (their processes ended now)" if force else ""))
+        case _:
+            assert_never(command)
+
+
+def _pause_dispatch(control: RunControl, paused: bool, reason: str) -> Reply:
+    control.pause_dispatch(paused, reason)
+    return Done("dispatch paused (running episodes go on)" if paused else "dispatch resumed", paused=paused)
+
+
+def _pause_episode(control: RunControl, command: Pause | Resume) -> Reply:
+    found = running_episode(control.snapshot(), command.task, command.slot)
+    if isinstance(found, str):
+        return Refused(found)
+    slot, task = found
+    paused = isinstance(command, Pause)
+    verb = "pause" if paused else "resume"
+    if not control.pause_episode(slot, paused):
+        return Refused(f"{task} on slot {slot} cannot be {verb}d now (it is starting, stopping, or already "
+                       f"{'paused' if paused else 'running'})")
+    return Done(f"{task} on slot {slot}: {verb}d", slot=slot, task=task)
+
+
+def _kill(control: RunControl, command: Kill | Requeue) -> Reply:
+    found = running_episode(control.snapshot(), command.task, command.slot)
+    if isinstance(found, str):
+        return Refused(found)
+    slot, task = found
+    requeue = isinstance(command, Requeue)
+    if not control.kill(slot, requeue=requeue):
+        return Refused(f"{task} on slot {slot} is already stopping")
+    then = "it goes back in the queue" if requeue else "recorded as killed, its steps kept"
+    return Done(f"killing {task} on slot {slot}: {then}", slot=slot, task=task)
+
+
+def _set_workers(control: RunControl, n: int) -> Reply:
+    problem = BY_KEY["workers"].kind.check(n)   # the --workers setting's bounds
+    if problem:
+        return Refused(f"workers {str(n)[:40]}: {problem}")
+    control.set_workers(n)
+    return Done(f"workers: {n}", workers=n)
+
+
+def running_episode(snap: RunSnapshot, task: str | None, slot: int | None) -> tuple[int, str] | str:
+    """(slot, task) of the running episode named by `slot` (or else by `task`), or why there is none."""
+    if task is None and slot is None:
+        return "name the episode: a task (or a slot)"
+    running = [r for r in snap.slots if r.task_id is not None]
+    if slot is not None:
+        row = next((r for r in running if r.slot == slot), None)
+        what = f"slot {slot}"
+    else:
+        row = next((r for r in running if r.task_id == task), None)
+        what = f"task {task!r}"
+    if row is None or row.task_id is None:
+        now = ", ".join(f"{r.task_id} on slot {r.slot}" for r in running) or "nothing"
+        return f"no episode of {what} is running (running: {now})"
+    return row.slot, row.task_id

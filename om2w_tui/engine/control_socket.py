@@ -3,11 +3,14 @@
 it. Both ends of the protocol are here: `ControlServer` (a sink of the run, started by `engine.launch.open_run`)
 and the clients' `connect`/`request`.
 
-The protocol is JSON lines. A client sends `{"cmd": ..., "id": ...}` (status, pause, resume, kill, requeue,
-workers, retry, stop, subscribe); the server answers each with `{"ok": true, "id": ..., ...}` or `{"ok": false,
-"id": ..., "error": "..."}`. After `subscribe` the same connection also carries every later event as
-`{"event": <wire>}` and a snapshot about once a second as `{"snapshot": <wire>}` (`engine/wire.py`). A client that
-falls behind is dropped, never waited for: each has a bounded queue, and the run only ever puts into it.
+The protocol is JSON lines, declared once (`protocol/control.py`: the commands and their answers; `engine/wire.py`:
+what the run sends, its events and snapshots included) and read and written only through the one codec. A client
+sends a command, `{"cmd": "kill", "task": "...", "id": 3}`; the server applies it (`engine.control.apply`) and
+answers `{"type": "Done", "id": 3, "message": ..., ...}` or `{"type": "Refused", "id": 3, "error": ...}` (`status`:
+a `StatusReply` with the run's snapshot). After `subscribe` (answered `Subscribed`) the same connection carries the
+events that bring a console up to now, a snapshot, then every later event (`{"type": "EpisodeStep", ...}`) and a
+snapshot about once a second (`{"type": "RunSnapshot", ...}`). A client that falls behind is dropped, never waited
+for: each has a bounded queue, and the run only ever puts into it.
 
 Unix socket paths are limited to 107 bytes and out folders can be deeper: both ends reach the folder through an
 open descriptor of it (`/proc/self/fd/N/<name>`).
@@ -20,30 +23,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import socket
 import stat
 import sys
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import assert_never
 
-from om2w_tui.engine.control import RunControl
+from om2w_tui.engine.control import RunControl, apply
 from om2w_tui.engine.events import (
     DispatchChanged,
     EpisodeFinished,
+    EpisodeModelCall,
     EpisodePutBack,
     EpisodeStarted,
+    EpisodeStep,
     Event,
+    Log,
     RunFinished,
-    RunSnapshot,
     RunStarted,
     SlotChanged,
 )
 from om2w_tui.engine.runlock import LOCK_NAME
-from om2w_tui.engine.settings import BY_KEY
 from om2w_tui.engine.socket_trust import (
     Listener,
     Untrusted,
@@ -52,11 +55,24 @@ from om2w_tui.engine.socket_trust import (
     held_without_socket,
     listeners,
 )
-from om2w_tui.engine.wire import to_wire
+from om2w_tui.engine.wire import Answer, Message, StatusReply, line, read
 from om2w_tui.json_input import InputError, decode
+from om2w_tui.protocol.codec import CodecError
+from om2w_tui.protocol.control import (
+    BadRequest,
+    Command,
+    Done,
+    Refused,
+    RunInfo,
+    Status,
+    Steer,
+    Subscribe,
+    Subscribed,
+    read_request,
+    request_line,
+)
 
 SOCKET_NAME = ".om2w-control.sock"
-COMMANDS = ("status", "pause", "resume", "kill", "requeue", "workers", "retry", "stop", "subscribe")
 QUEUE_LIMIT = 2000          # messages waiting for one client; past it the client is dropped, the run goes on
 SNAPSHOT_EVERY_S = 1.0
 LINE_LIMIT = 64 * 1024 * 1024   # the longest line a client reads (a snapshot of a run with thousands of sites)
@@ -86,10 +102,6 @@ def _via_fd(dir_fd: int, out: Path, name: str) -> str:
     return str(out / name)
 
 
-def _encode(msg: dict[str, Any]) -> bytes:
-    return (json.dumps(msg, separators=(",", ":"), default=str) + "\n").encode()
-
-
 @dataclass(eq=False)
 class _Client:
     writer: asyncio.StreamWriter
@@ -101,13 +113,14 @@ class _Client:
 
 class ControlServer:
     """A sink of the run and the server of its control socket. `serving(control)` listens for the run's life and
-    removes the socket on the way out; commands go to `control` (the scheduler), events to every subscriber."""
+    removes the socket on the way out; commands go to `control` (the scheduler) through `engine.control.apply`,
+    events to every subscriber."""
 
-    def __init__(self, out: Path, lock_name: str = LOCK_NAME, info: dict[str, Any] | None = None):
+    def __init__(self, out: Path, lock_name: str = LOCK_NAME, *, max_steps: int = 0):
         self.out = Path(out)
         self.name = socket_name(lock_name)
         self.path = self.out / self.name
-        self.info = {"pid": os.getpid(), "out": str(self.out), **(info or {})}
+        self.info = RunInfo(pid=os.getpid(), out=str(self.out), max_steps=max_steps)
         self.clients: set[_Client] = set()
         self.dropped = 0                      # clients dropped for falling behind
         self._control: RunControl | None = None
@@ -126,26 +139,37 @@ class ControlServer:
         self._remember(event)
         subscribers = [c for c in self.clients if c.subscribed and not c.dropped]
         if subscribers:
-            line = _encode({"event": to_wire(event)})
+            data = line(event)
             for c in subscribers:
-                self._offer(c, line)
+                self._offer(c, data)
 
     def _remember(self, ev: Event) -> None:
-        if isinstance(ev, RunStarted):
-            self._started = ev
-        elif isinstance(ev, EpisodeStarted):
-            self._running[ev.slot] = ev
-        elif isinstance(ev, EpisodeFinished | EpisodePutBack):
-            task = ev.record.task_id if isinstance(ev, EpisodeFinished) else ev.task_id
-            if (started := self._running.get(ev.slot)) is not None and started.task_id == task:
-                del self._running[ev.slot]
-        elif isinstance(ev, SlotChanged) and ev.state in ("idle", "retired"):
-            self._running.pop(ev.slot, None)
-        elif isinstance(ev, DispatchChanged):
-            self._dispatch = ev
-        elif isinstance(ev, RunFinished):
-            self._finished = ev
-            self._running.clear()
+        """Keep what `replay` needs: the run's start, the running episodes, a paused dispatch, the run's end."""
+        match ev:
+            case RunStarted():
+                self._started = ev
+            case EpisodeStarted(slot=slot):
+                self._running[slot] = ev
+            case EpisodeFinished(slot=slot, record=record):
+                self._episode_over(slot, record.task_id)
+            case EpisodePutBack(slot=slot, task_id=task):
+                self._episode_over(slot, task)
+            case SlotChanged(slot=slot, state=state):
+                if state in ("idle", "retired"):
+                    self._running.pop(slot, None)
+            case DispatchChanged():
+                self._dispatch = ev
+            case RunFinished():
+                self._finished = ev
+                self._running.clear()
+            case EpisodeStep() | EpisodeModelCall() | Log():
+                pass   # a console attaching later starts its steps and its log from then
+            case _:
+                assert_never(ev)
+
+    def _episode_over(self, slot: int, task: str) -> None:
+        if (started := self._running.get(slot)) is not None and started.task_id == task:
+            del self._running[slot]
 
     def replay(self) -> list[Event]:
         """The events that bring a new console up to now (with the snapshot that follows them)."""
@@ -242,14 +266,14 @@ class ControlServer:
     def _push_snapshot(self) -> None:
         subscribers = [c for c in self.clients if c.subscribed and not c.dropped]
         if subscribers and self._control is not None:
-            line = _encode({"snapshot": to_wire(self._control.snapshot())})
+            data = line(self._control.snapshot())
             for c in subscribers:
-                self._offer(c, line)
+                self._offer(c, data)
 
     # ── one connection ─────────────────────────────────────
-    def _offer(self, c: _Client, line: bytes) -> None:
+    def _offer(self, c: _Client, data: bytes) -> None:
         try:
-            c.queue.put_nowait(line)
+            c.queue.put_nowait(data)
         except asyncio.QueueFull:   # it fell behind: it goes, the run does not wait for it
             self._drop(c)
 
@@ -269,8 +293,8 @@ class ControlServer:
 
     async def _write(self, c: _Client) -> None:
         try:
-            while (line := await c.queue.get()) is not None:
-                c.writer.write(line)
+            while (data := await c.queue.get()) is not None:
+                c.writer.write(data)
                 await c.writer.drain()
             c.writer.close()
         except (ConnectionError, RuntimeError):   # gone: nothing to write to
@@ -282,10 +306,11 @@ class ControlServer:
         self.clients.add(c)
         try:
             while not c.dropped:
-                line = await reader.readline()
-                if not line:
+                data = await reader.readline()
+                if not data:
                     break
-                self._offer(c, _encode(self._answer(line, c)))
+                for msg in self._answer(data, c):   # the answer first; after subscribe, the replay and a snapshot
+                    self._offer(c, line(msg))
         except (ConnectionError, ValueError):   # gone, or a line past the reader's limit
             pass
         finally:
@@ -293,102 +318,46 @@ class ControlServer:
             if not c.dropped:
                 self._end(c)
 
-    def _answer(self, line: bytes, c: _Client) -> dict[str, Any]:
+    def _answer(self, data: bytes, c: _Client | None) -> list[Message]:
+        """What one line from a client is answered with (a bad line too: a refusal saying why)."""
         try:   # the one decoder: a line nested thousands deep, or not UTF-8, is answered like any bad line
-            msg = decode(line, "the line")
+            request = read_request(decode(data, "the line"))
         except InputError as e:
-            return {"ok": False, "error": f"not a JSON line ({e})"}
-        if not isinstance(msg, dict):
-            return {"ok": False, "error": "expected a JSON object"}
-        reply = self.execute(msg, c)
-        if "id" in msg:
-            reply["id"] = msg["id"]
-        return reply
+            return [Refused(f"not a JSON line ({e})")]
+        except BadRequest as e:
+            return [Refused(str(e), id=e.id)]
+        answer = replace(self.execute(request.command, c), id=request.id)
+        if isinstance(answer, Subscribed) and self._control is not None:
+            return [answer, *self.replay(), self._control.snapshot()]
+        return [answer]
 
     # ── commands ───────────────────────────────────────────
-    def execute(self, msg: dict[str, Any], client: _Client | None = None) -> dict[str, Any]:
-        """One command -> its answer: {"ok": True, "message": what it did, ...} or {"ok": False, "error": why}."""
-        cmd = msg.get("cmd")
+    def execute(self, command: Command, client: _Client | None = None) -> Answer | Subscribed:
+        """One command -> its answer: `Done` (what it did), `Refused` (why not), `StatusReply`, or `Subscribed` (the
+        client is a subscriber from now on; `_answer` sends it the replay)."""
         control = self._control
         if control is None:
-            return {"ok": False, "error": "the run is not started yet"}
-        if cmd == "status":
-            return {"ok": True, "run": self.run_info(), "snapshot": to_wire(control.snapshot())}
-        if cmd == "subscribe":
+            return Refused("the run is not started yet")
+        if isinstance(command, Status):
+            return StatusReply(self.run_info(), control.snapshot())
+        if isinstance(command, Subscribe):
             if client is None:
-                return {"ok": False, "error": "subscribe needs a connection"}
+                return Refused("subscribe needs a connection")
             client.subscribed = True
-            return {"ok": True, "run": self.run_info(), "replay": [to_wire(e) for e in self.replay()],
-                    "snapshot": to_wire(control.snapshot())}
+            return Subscribed(self.run_info())
         if self._finished is not None:
-            return {"ok": False, "error": "the run is over"}
-        reply = self._command(control, cmd, msg)
-        if reply.get("ok"):
+            return Refused("the run is over")
+        reply = apply(control, command)
+        if isinstance(reply, Done):
             self._push_snapshot()
         return reply
 
-    def run_info(self) -> dict[str, Any]:
-        info = dict(self.info)
-        if self._started is not None:
-            info.update(total=self._started.total, settled=self._started.settled, started_at=self._started.started_at)
-        info["finished"] = self._finished is not None
-        return info
-
-    def _command(self, control: RunControl, cmd: Any, msg: dict[str, Any]) -> dict[str, Any]:
-        if cmd in ("pause", "resume"):
-            paused = cmd == "pause"
-            if "task" in msg or "slot" in msg:
-                found = self._episode(control.snapshot(), msg)
-                if isinstance(found, str):
-                    return {"ok": False, "error": found}
-                slot, task = found
-                if not control.pause_episode(slot, paused):
-                    return {"ok": False, "error": f"{task} on slot {slot} cannot be {cmd}d now (it is starting, "
-                                                  f"stopping, or already {'paused' if paused else 'running'})"}
-                return {"ok": True, "slot": slot, "task": task, "message": f"{task} on slot {slot}: {cmd}d"}
-            control.pause_dispatch(paused, str(msg.get("reason") or ""))
-            return {"ok": True, "paused": paused,
-                    "message": "dispatch paused (running episodes go on)" if paused else "dispatch resumed"}
-        if cmd in ("kill", "requeue"):
-            found = self._episode(control.snapshot(), msg)
-            if isinstance(found, str):
-                return {"ok": False, "error": found}
-            slot, task = found
-            if not control.kill(slot, requeue=cmd == "requeue"):
-                return {"ok": False, "error": f"{task} on slot {slot} is already stopping"}
-            then = "it goes back in the queue" if cmd == "requeue" else "recorded as killed, its steps kept"
-            return {"ok": True, "slot": slot, "task": task, "message": f"killing {task} on slot {slot}: {then}"}
-        if cmd == "workers":
-            n = msg.get("n")
-            problem = BY_KEY["workers"].kind.check(n)   # the --workers setting's bounds
-            if problem or not isinstance(n, int):
-                return {"ok": False, "error": f"workers {str(n)[:40]}: {problem}"}
-            control.set_workers(n)
-            return {"ok": True, "workers": n, "message": f"workers: {n}"}
-        if cmd == "retry":
-            n = control.retry_errors()
-            return {"ok": True, "queued": n, "message": f"{n} errored task(s) back in the queue"}
-        if cmd == "stop":
-            force = bool(msg.get("force"))
-            control.stop(force)
-            return {"ok": True, "message": "stopping: running episodes end keeping their steps and run again next "
-                                           "time" + (" (their processes ended now)" if force else "")}
-        return {"ok": False, "error": f"unknown command {cmd!r} (known: {', '.join(COMMANDS)})"}
-
-    @staticmethod
-    def _episode(snap: RunSnapshot, msg: dict[str, Any]) -> tuple[int, str] | str:
-        """(slot, task) of the running episode `msg` names by "task" (or "slot"), or why there is none."""
-        running = [r for r in snap.slots if r.task_id is not None]
-        if "slot" in msg:
-            row = next((r for r in running if r.slot == msg["slot"]), None)
-            what = f"slot {msg['slot']!r}"
-        else:
-            row = next((r for r in running if r.task_id == msg.get("task")), None)
-            what = f"task {msg.get('task')!r}"
-        if row is None or row.task_id is None:
-            now = ", ".join(f"{r.task_id} on slot {r.slot}" for r in running) or "nothing"
-            return f"no episode of {what} is running (running: {now})"
-        return row.slot, row.task_id
+    def run_info(self) -> RunInfo:
+        started = self._started
+        if started is None:
+            return replace(self.info, finished=self._finished is not None)
+        return replace(self.info, total=started.total, settled=started.settled, started_at=started.started_at,
+                       finished=self._finished is not None)
 
 
 # ── the clients' end ──────────────────────────────────────
@@ -453,23 +422,23 @@ def connect_sync(out: Path, name: str | None = None, timeout: float = 10.0) -> s
     return sock
 
 
-def request(out: Path, msg: dict[str, Any], name: str | None = None, timeout: float = 10.0) -> dict[str, Any]:
+def request(out: Path, command: Status | Steer, name: str | None = None, timeout: float = 10.0) -> Answer:
     """Send one command to the run in `out` and return its answer; raises NoRunListening."""
     with connect_sync(out, name, timeout) as sock, sock.makefile("rb") as f:
-        sock.sendall(_encode(msg))
+        sock.sendall(request_line(command))
         try:
-            line = f.readline(LINE_LIMIT)
+            data = f.readline(LINE_LIMIT)
         except OSError as e:
             raise NoRunListening(f"{out}: the run did not answer ({e})") from None
-    if not line:
+    if not data:
         raise NoRunListening(f"{out}: the run ended before it answered")
     try:
-        reply = decode(line, f"{out}: the run's answer")
-    except InputError as e:
-        raise NoRunListening(str(e)) from None
-    if not isinstance(reply, dict):
-        raise NoRunListening(f"{out}: the run answered {str(reply)[:80]!r}")
-    return reply
+        answer = read(data, f"{out}: the run's answer")
+    except CodecError as e:
+        raise NoRunListening(f"{out}: the run's answer was not understood ({e})") from None
+    if not isinstance(answer, Done | Refused | StatusReply):
+        raise NoRunListening(f"{out}: the run answered {type(answer).__name__}, not an answer to {command}")
+    return answer
 
 
 async def connect(out: Path, name: str | None = None) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:

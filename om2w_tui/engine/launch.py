@@ -397,7 +397,7 @@ async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = 
             return await asyncio.to_thread(probe_endpoint, endpoint, cfg.model, cfg.api_key())
 
         # every run listens on its control socket (ctl, attach) for its life; one that cannot still runs
-        server = ControlServer(cfg.out, lock_label(cfg.shard), info={"max_steps": cfg.max_steps})
+        server = ControlServer(cfg.out, lock_label(cfg.shard), max_steps=cfg.max_steps)
         live = live_judge(cfg, [*sinks, server])    # None unless the run judges as it goes (--judge-url)
         run = Scheduler(cfg, tasks, executor, [*sinks, server, *([live] if live else [])], judge=judge, probe=probe,
                         endpoint=endpoint.for_client(), guard_ends_run=guard_ends_run)

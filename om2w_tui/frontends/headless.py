@@ -7,17 +7,22 @@ import asyncio
 import signal
 import sys
 import time
-from typing import IO
+from typing import IO, assert_never
 
 from om2w_tui import exits
 from om2w_tui.engine.events import (
     DispatchChanged,
     EpisodeFinished,
+    EpisodeModelCall,
     EpisodePutBack,
+    EpisodeStarted,
+    EpisodeStep,
     Event,
     Log,
     RunFinished,
     RunStarted,
+    RunSummary,
+    SlotChanged,
 )
 from om2w_tui.engine.launch import Preflight, open_run
 from om2w_tui.frontends.formatting import clock_text
@@ -39,37 +44,48 @@ class HeadlessLog:
 
     def handle(self, ev: Event) -> None:
         self.state.apply(ev, time.time())
-        if isinstance(ev, RunStarted):
-            resume = f", resuming: {ev.settled} of {ev.total} already done" if ev.settled else ""
-            self._print(f"run: {ev.total} tasks, {ev.workers} workers, out {ev.out}{resume}")
-        elif isinstance(ev, EpisodeFinished | EpisodePutBack):
-            if isinstance(ev, EpisodeFinished):
+        match ev:
+            case RunStarted():
+                resume = f", resuming: {ev.settled} of {ev.total} already done" if ev.settled else ""
+                self._print(f"run: {ev.total} tasks, {ev.workers} workers, out {ev.out}{resume}")
+            case EpisodeFinished():
                 self._print(episode_line(ev.slot, ev.record) + ("  (will run again)" if ev.requeued else ""))
-            else:
+                self._progress()
+            case EpisodePutBack():
                 self._print(f"[slot {ev.slot}] {ev.task_id}  put back in the queue before it started ({ev.reason})")
-            self._print(f"progress: {self.state.done}/{self.state.total} done, {self.state.errors} errors, "
-                        f"elapsed {clock_text(time.monotonic() - self.t0)}")
-        elif isinstance(ev, DispatchChanged):
-            self._print(f"dispatch {'paused' if ev.paused else 'resumed'}{': ' + ev.reason if ev.reason else ''}")
-        elif isinstance(ev, Log) and ev.level in ("warning", "error"):
-            self._print(f"{ev.level}: {ev.message}")
-        elif isinstance(ev, RunFinished):
-            s = ev.summary
-            statuses = ", ".join(f"{k} {v}" for k, v in sorted(s.by_status.items())) or "nothing run"
-            self._print(f"summary: {s.finished} episodes this run ({statuses}); "
-                        f"{s.settled_before} done before; {s.pending} left; {clock_text(s.elapsed_s)}")
-            if s.judged:
-                self._print(f"correct: {s.correct} of {s.judged} (reference judge)")
-            for line in model_summary(s):
-                self._print(line)
-            results = s.results or f"{s.out}/results.jsonl"
-            self._print(f"results: {results}")
-            if s.unwritten:
-                self._print(f"error: {s.unwritten} record(s) could not be written to {results} "
-                            f"(listed above); those tasks run again next time")
-            if s.model_guard:
-                self._print(f"error: model guard: {s.model_guard}; the run stopped here (exit code "
-                            f"{EXIT_MODEL_GUARD}): fix the model server, then the same command resumes")
+                self._progress()
+            case DispatchChanged():
+                self._print(f"dispatch {'paused' if ev.paused else 'resumed'}{': ' + ev.reason if ev.reason else ''}")
+            case Log():
+                if ev.level in ("warning", "error"):
+                    self._print(f"{ev.level}: {ev.message}")
+            case RunFinished():
+                self._summary(ev.summary)
+            case SlotChanged() | EpisodeStarted() | EpisodeStep() | EpisodeModelCall():
+                pass   # a line per episode when it ends, not per step (cluster logs stay readable)
+            case _:
+                assert_never(ev)
+
+    def _progress(self) -> None:
+        self._print(f"progress: {self.state.done}/{self.state.total} done, {self.state.errors} errors, "
+                    f"elapsed {clock_text(time.monotonic() - self.t0)}")
+
+    def _summary(self, s: RunSummary) -> None:
+        statuses = ", ".join(f"{k} {v}" for k, v in sorted(s.by_status.items())) or "nothing run"
+        self._print(f"summary: {s.finished} episodes this run ({statuses}); "
+                    f"{s.settled_before} done before; {s.pending} left; {clock_text(s.elapsed_s)}")
+        if s.judged:
+            self._print(f"correct: {s.correct} of {s.judged} (reference judge)")
+        for line in model_summary(s):
+            self._print(line)
+        results = s.results or f"{s.out}/results.jsonl"
+        self._print(f"results: {results}")
+        if s.unwritten:
+            self._print(f"error: {s.unwritten} record(s) could not be written to {results} "
+                        f"(listed above); those tasks run again next time")
+        if s.model_guard:
+            self._print(f"error: model guard: {s.model_guard}; the run stopped here (exit code "
+                        f"{EXIT_MODEL_GUARD}): fix the model server, then the same command resumes")
 
 
 async def run_headless(pre: Preflight, stream: IO[str] | None = None) -> int:

@@ -9,17 +9,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import time
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from om2w_tui.engine.control import Interrupt
-from om2w_tui.engine.control_socket import NoRunListening, connect
+from om2w_tui.engine.control_socket import NoRunListening, connect, request
 from om2w_tui.engine.events import Event, Log, RunFinished, RunSnapshot, Sink
-from om2w_tui.engine.wire import WireError, from_wire
+from om2w_tui.engine.wire import Message, StatusReply, read
+from om2w_tui.protocol.codec import CodecError
+from om2w_tui.protocol.control import (
+    Command,
+    Done,
+    Kill,
+    Pause,
+    Refused,
+    Requeue,
+    Resume,
+    Retry,
+    RunInfo,
+    Status,
+    Stop,
+    Subscribe,
+    Subscribed,
+    Workers,
+    request_line,
+)
 
 
 class RemoteRun:
@@ -27,7 +43,7 @@ class RemoteRun:
         self.out = Path(out)
         self.socket_name = socket_name
         self.sinks = list(sinks)
-        self.info: dict[str, Any] = {}        # the run's pid, out folder, max_steps, total ...
+        self.info = RunInfo(pid=0, out=str(self.out))   # the run's pid, out folder, max_steps ... (once connected)
         self.finished = False                 # the run said it finished (RunFinished)
         self._snapshot = RunSnapshot()
         self._snapshot_at = time.monotonic()
@@ -38,20 +54,30 @@ class RemoteRun:
         self._stop_sent = False
 
     # ── the connection ─────────────────────────────────────
+    def check(self) -> StatusReply:
+        """Ask the run for its status, once, on a connection of its own (is a run there?); raises NoRunListening."""
+        answer = request(self.out, Status(), name=self.socket_name)
+        if isinstance(answer, Refused):
+            raise NoRunListening(f"{self.out}: the run refused to say its status: {answer.error}")
+        if not isinstance(answer, StatusReply):
+            raise NoRunListening(f"{self.out}: the run answered a status with {type(answer).__name__}")
+        return answer
+
     async def connect(self) -> None:
-        """Subscribe to the run: its state so far reaches the sinks at once. Raises NoRunListening."""
+        """Subscribe to the run: its state so far (the replay and a snapshot) reaches the sinks at once. Raises
+        NoRunListening."""
         self._reader, self._writer = await connect(self.out, self.socket_name)
-        self._writer.write(json.dumps({"cmd": "subscribe"}).encode() + b"\n")
+        self._writer.write(request_line(Subscribe()))
         try:
-            hello = json.loads(await self._reader.readline() or b"null")
-            if not isinstance(hello, dict) or not hello.get("ok"):
-                raise NoRunListening(f"{self.out}: the run did not take this console "
-                                     f"({hello.get('error') if isinstance(hello, dict) else 'no answer'})")
-            self.info = dict(hello.get("run") or {})
-            for ev in hello.get("replay") or []:
-                self._emit(from_wire(ev))
-            self._set_snapshot(from_wire(hello["snapshot"]))
-        except (ValueError, KeyError, ConnectionError) as e:   # WireError is a ValueError
+            hello = read(await self._reader.readline(), f"{self.out}: the run's answer")
+            if not isinstance(hello, Subscribed):
+                why = hello.error if isinstance(hello, Refused) else f"it answered {type(hello).__name__}"
+                raise NoRunListening(f"{self.out}: the run did not take this console ({why})")
+            self.info = hello.run
+            while not isinstance(msg := read(await self._reader.readline()), RunSnapshot):   # the replay
+                self._take(msg)
+            self._set_snapshot(msg)
+        except (CodecError, ConnectionError) as e:   # an empty line (the run went) is a CodecError too
             self.detach()
             raise NoRunListening(f"{self.out}: the run's answer was not understood ({e})") from None
 
@@ -61,9 +87,10 @@ class RemoteRun:
         if reader is None:
             raise RuntimeError("RemoteRun.run() before connect()")
         try:
-            while line := await reader.readline():
-                self._take(json.loads(line))
-        except (ConnectionError, ValueError):   # the run went, or sent what is not a line of the protocol
+            while data := await reader.readline():
+                with contextlib.suppress(CodecError):   # a line of no message this version knows: passed over
+                    self._take(read(data))
+        except (ConnectionError, ValueError):   # the run went, or sent a line past the reader's limit
             pass
         finally:
             self.detach()
@@ -79,67 +106,65 @@ class RemoteRun:
     def connected(self) -> bool:
         return self._writer is not None and not self._writer.is_closing()
 
-    def _take(self, msg: dict[str, Any]) -> None:
-        if "event" in msg:
-            try:
-                ev = from_wire(msg["event"])
-            except WireError:
-                return
-            self._emit(ev)
-            if isinstance(ev, RunFinished):
-                self.finished = True
-        elif "snapshot" in msg:
-            with contextlib.suppress(WireError):
-                self._set_snapshot(from_wire(msg["snapshot"]))
-        elif "ok" in msg:
-            what = self._asked.pop(msg.get("id", -1), "a command")
-            if not msg["ok"]:
-                self._emit(Log("error", f"the run refused {what}: {msg.get('error', '?')}"))
+    def _take(self, msg: Message) -> None:
+        match msg:
+            case RunSnapshot():
+                self._set_snapshot(msg)
+            case Done(id=ident):
+                self._asked.pop(ident or -1, None)
+            case Refused(id=ident, error=error):
+                what = self._asked.pop(ident or -1, "a command")
+                self._emit(Log("error", f"the run refused {what}: {error}"))
+            case Subscribed() | StatusReply():
+                pass   # answers to what this connection asked only once, in `connect`
+            case _:
+                self._emit(msg)
+                if isinstance(msg, RunFinished):
+                    self.finished = True
 
     def _emit(self, ev: Event) -> None:
         for sink in self.sinks:
             sink.handle(ev)
 
-    def _set_snapshot(self, snap: Any) -> None:
-        if isinstance(snap, RunSnapshot):
-            self._snapshot, self._snapshot_at = snap, time.monotonic()
+    def _set_snapshot(self, snap: RunSnapshot) -> None:
+        self._snapshot, self._snapshot_at = snap, time.monotonic()
 
-    def _send(self, what: str, **msg: Any) -> None:
+    def _send(self, what: str, command: Command) -> None:
         if not self.connected:
             self._emit(Log("error", f"not sent ({what}): this console is no longer connected to the run"))
             return
         assert self._writer is not None
         ident = next(self._ids)
         self._asked[ident] = what
-        self._writer.write(json.dumps({**msg, "id": ident}).encode() + b"\n")
+        self._writer.write(request_line(command, ident))
 
     # ── RunControl ─────────────────────────────────────────
     def snapshot(self) -> RunSnapshot:
         return replace(self._snapshot, now=self._snapshot.now + time.monotonic() - self._snapshot_at)
 
     def pause_dispatch(self, paused: bool = True, reason: str = "") -> None:
-        self._send("to pause" if paused else "to resume", cmd="pause" if paused else "resume", reason=reason)
+        self._send("to pause" if paused else "to resume", Pause(reason=reason) if paused else Resume())
 
     def pause_episode(self, slot_id: int, paused: bool = True) -> bool:
         verb = "pause" if paused else "resume"
-        self._send(f"to {verb} slot {slot_id}", cmd=verb, slot=slot_id)
+        self._send(f"to {verb} slot {slot_id}", Pause(slot=slot_id) if paused else Resume(slot=slot_id))
         return True
 
     def kill(self, slot_id: int, requeue: bool = False) -> bool:
-        cmd = "requeue" if requeue else "kill"
-        self._send(f"to {cmd} slot {slot_id}", cmd=cmd, slot=slot_id)
+        self._send(f"to {'requeue' if requeue else 'kill'} slot {slot_id}",
+                   Requeue(slot=slot_id) if requeue else Kill(slot=slot_id))
         return True
 
     def set_workers(self, n: int) -> None:
-        self._send(f"{n} workers", cmd="workers", n=n)
+        self._send(f"{n} workers", Workers(n))
 
     def retry_errors(self) -> int:
-        self._send("to retry the errored tasks", cmd="retry")
+        self._send("to retry the errored tasks", Retry())
         return self._snapshot.errors
 
     def stop(self, force: bool = False) -> None:
         self._stop_sent = True
-        self._send("to stop", cmd="stop", force=force)
+        self._send("to stop", Stop(force=force))
 
     def interrupt(self) -> Interrupt:
         if not self._stop_sent:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
+from typing import assert_never
 
 from om2w_tui.engine import events
 from om2w_tui.engine.events import ModelStats, Pacing, RunSnapshot, RunSummary
@@ -200,24 +201,29 @@ class RunState:
 
     def apply(self, ev: events.Event, now: float) -> None:
         """Fold any event in (the headless log's way; the dashboard calls the methods above one by one)."""
-        if isinstance(ev, events.RunStarted):
-            self.run_started(ev, now)
-        elif isinstance(ev, events.SlotChanged):
-            self.slot_changed(ev)
-        elif isinstance(ev, events.EpisodeStarted):
-            self.episode_started(ev)
-        elif isinstance(ev, events.EpisodeStep):
-            self.step(ev)
-        elif isinstance(ev, events.EpisodeModelCall):
-            self.model_call(ev)
-        elif isinstance(ev, events.EpisodeFinished):
-            self.episode_finished(ev)
-        elif isinstance(ev, events.EpisodePutBack):
-            self.episode_put_back(ev)
-        elif isinstance(ev, events.DispatchChanged):
-            self.dispatch_changed(ev)
-        elif isinstance(ev, events.RunFinished):
-            self.run_finished(ev, now)
+        match ev:
+            case events.RunStarted():
+                self.run_started(ev, now)
+            case events.SlotChanged():
+                self.slot_changed(ev)
+            case events.EpisodeStarted():
+                self.episode_started(ev)
+            case events.EpisodeStep():
+                self.step(ev)
+            case events.EpisodeModelCall():
+                self.model_call(ev)
+            case events.EpisodeFinished():
+                self.episode_finished(ev)
+            case events.EpisodePutBack():
+                self.episode_put_back(ev)
+            case events.DispatchChanged():
+                self.dispatch_changed(ev)
+            case events.RunFinished():
+                self.run_finished(ev, now)
+            case events.Log():
+                pass   # what the run says is shown, never counted
+            case _:
+                assert_never(ev)
 
     # ── what the header shows ──────────────────────────────
     @property

@@ -3,7 +3,6 @@ as they come (a subscriber in a thread), so that tests wait for what happened ra
 
 from __future__ import annotations
 
-import json
 import subprocess
 import threading
 import time
@@ -12,7 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.engine.control_socket import SOCKET_NAME, connect_sync
-from om2w_tui.engine.wire import from_wire
+from om2w_tui.engine.events import Event
+from om2w_tui.engine.wire import read
+from om2w_tui.protocol.codec import CodecError
+from om2w_tui.protocol.control import Subscribe, Subscribed, request_line
 
 
 def wait_listening(out: Path, proc: subprocess.Popen[str], timeout: float = 90.0) -> Path:
@@ -28,30 +30,29 @@ def wait_listening(out: Path, proc: subprocess.Popen[str], timeout: float = 90.0
 
 
 class Follower:
-    """Every event the run emits from now on (and the replay of what it was doing), as typed values."""
+    """Every event the run emits from now on (after the replay of what it was doing), as typed values."""
 
     def __init__(self, out: Path):
         self.events: list[Any] = []
         self.closed = False
         self._cond = threading.Condition()
         self._sock = connect_sync(out, timeout=None)   # type: ignore[arg-type]
-        self._sock.sendall(b'{"cmd": "subscribe"}\n')
+        self._sock.sendall(request_line(Subscribe()))
         self._file = self._sock.makefile("rb")
-        hello = json.loads(self._file.readline())
-        assert hello["ok"], hello
-        self.events += [from_wire(e) for e in hello["replay"]]
+        hello = read(self._file.readline())
+        assert isinstance(hello, Subscribed), hello
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
 
     def _read(self) -> None:
         try:
-            for line in self._file:
-                msg = json.loads(line)
-                if "event" in msg:
+            for line in self._file:   # the replay's events, then every later one (snapshots passed over)
+                msg = read(line)
+                if isinstance(msg, Event):
                     with self._cond:
-                        self.events.append(from_wire(msg["event"]))
+                        self.events.append(msg)
                         self._cond.notify_all()
-        except (OSError, ValueError):
+        except (OSError, CodecError):
             pass
         with self._cond:
             self.closed = True

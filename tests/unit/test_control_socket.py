@@ -32,8 +32,23 @@ from om2w_tui.engine.events import (
     SlotRow,
 )
 from om2w_tui.engine.runlock import RunLock
-from om2w_tui.engine.wire import from_wire
+from om2w_tui.engine.wire import StatusReply, read
 from om2w_tui.frontends.remote import RemoteRun
+from om2w_tui.protocol.control import (
+    Done,
+    Kill,
+    Pause,
+    Refused,
+    Requeue,
+    Resume,
+    Retry,
+    Status,
+    Stop,
+    Subscribe,
+    Subscribed,
+    Workers,
+    request_line,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -84,12 +99,21 @@ def deep(tmp_path: Path):
         yield out
 
 
-def ask(out: Path, **msg: object) -> dict:
-    return request(out, msg)
+def ask(out: Path, command: object) -> object:
+    return request(out, command)
 
 
-async def ask_async(out: Path, **msg: object) -> dict:
-    return await asyncio.to_thread(request, out, msg)
+async def ask_async(out: Path, command: object) -> object:
+    return await asyncio.to_thread(request, out, command)
+
+
+async def ask_line(out: Path, msg: dict) -> object:
+    """A line no client of ours would send (a script's, another version's): the run's answer to it."""
+    reader, writer = await connect(out)
+    writer.write(json.dumps(msg).encode() + b"\n")
+    answer = read(await reader.readline())
+    writer.close()
+    return answer
 
 
 async def test_the_socket_is_an_owner_only_file_in_a_deep_folder_and_goes_with_the_run(deep):
@@ -98,77 +122,87 @@ async def test_the_socket_is_an_owner_only_file_in_a_deep_folder_and_goes_with_t
         st = os.stat(deep / SOCKET_NAME, follow_symlinks=False)
         assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600
         assert [p.name for p in deep.iterdir() if p.is_dir()] == []     # no folder: the evaluator takes each
-        reply = await ask_async(deep, cmd="status")
-        assert reply["ok"] and reply["run"]["pid"] == os.getpid()
-        snap = from_wire(reply["snapshot"])
+        reply = await ask_async(deep, Status())
+        assert isinstance(reply, StatusReply) and reply.run.pid == os.getpid()
+        snap = reply.snapshot
         assert snap.slots[0].task_id == "t-a" and snap.target_workers == 2
         assert server.path == deep / SOCKET_NAME
     assert not (deep / SOCKET_NAME).exists()
     with pytest.raises(NoRunListening, match="no run is listening"):
-        ask(deep, cmd="status")
+        ask(deep, Status())
 
 
 async def test_commands_reach_the_run_by_task_and_refusals_say_why(deep):
     run = FakeRun()
     async with ControlServer(deep).serving(run):
-        assert (await ask_async(deep, cmd="pause"))["ok"] and run.calls[-1] == ("pause_dispatch", True)
-        assert (await ask_async(deep, cmd="resume"))["ok"] and run.calls[-1] == ("pause_dispatch", False)
-        assert (await ask_async(deep, cmd="pause", task="t-a"))["ok"] and run.calls[-1] == ("pause_episode", 0, True)
-        assert (await ask_async(deep, cmd="requeue", task="t-a"))["ok"] and run.calls[-1] == ("kill", 0, True)
-        assert (await ask_async(deep, cmd="kill", slot=0))["ok"] and run.calls[-1] == ("kill", 0, False)
-        assert (await ask_async(deep, cmd="workers", n=4))["ok"] and run.calls[-1] == ("set_workers", 4)
-        assert (await ask_async(deep, cmd="retry"))["queued"] == 3
+        assert isinstance(await ask_async(deep, Pause()), Done) and run.calls[-1] == ("pause_dispatch", True)
+        assert isinstance(await ask_async(deep, Resume()), Done) and run.calls[-1] == ("pause_dispatch", False)
+        done = await ask_async(deep, Pause(task="t-a"))
+        assert isinstance(done, Done) and run.calls[-1] == ("pause_episode", 0, True)
+        assert (done.slot, done.task) == (0, "t-a")
+        assert isinstance(await ask_async(deep, Requeue(task="t-a")), Done) and run.calls[-1] == ("kill", 0, True)
+        assert isinstance(await ask_async(deep, Kill(slot=0)), Done) and run.calls[-1] == ("kill", 0, False)
+        assert isinstance(await ask_async(deep, Workers(4)), Done) and run.calls[-1] == ("set_workers", 4)
+        retried = await ask_async(deep, Retry())
+        assert isinstance(retried, Done) and retried.queued == 3
         n = len(run.calls)
-        no = await ask_async(deep, cmd="kill", task="t-zzz")
-        assert not no["ok"] and "t-zzz" in no["error"] and "t-a on slot 0" in no["error"]
-        assert not (await ask_async(deep, cmd="kill", slot=1))["ok"]          # idle: nothing to kill
-        for bad, says in ((0, "1 to 512"), (-1, "1 to 512"), (100_000, "1 to 512"), ("2", "whole number"),
-                          (True, "whole number"), (None, "whole number"), (2.5, "whole number")):
-            no = await ask_async(deep, cmd="workers", n=bad)
-            assert not no["ok"] and says in no["error"], no
-        no = await ask_async(deep, cmd="explode")
-        assert not no["ok"] and "unknown command" in no["error"] and "status" in no["error"]
+        no = await ask_async(deep, Kill(task="t-zzz"))
+        assert isinstance(no, Refused) and "t-zzz" in no.error and "t-a on slot 0" in no.error
+        assert isinstance(await ask_async(deep, Kill(slot=1)), Refused)          # idle: nothing to kill
+        assert isinstance(await ask_async(deep, Kill()), Refused)                # no episode named
+        for bad in (0, -1, 100_000):
+            no = await ask_async(deep, Workers(bad))
+            assert isinstance(no, Refused) and "1 to 512" in no.error, no
+        # what the codec refuses before anything is applied: a value of the wrong type, a name it does not know
+        for bad in ("2", True, None, 2.5):
+            no = await ask_line(deep, {"cmd": "workers", "n": bad, "id": 5})
+            assert isinstance(no, Refused) and "workers" in no.error and "expected int" in no.error, no
+            assert no.id == 5
+        no = await ask_line(deep, {"cmd": "explode"})
+        assert isinstance(no, Refused) and "unknown command" in no.error and "status" in no.error
+        no = await ask_line(deep, {"cmd": "kill", "task": "t-a", "signal": 9})
+        assert isinstance(no, Refused) and "unknown fields ['signal']" in no.error
         assert len(run.calls) == n     # nothing refused reached the run
-        assert (await ask_async(deep, cmd="stop", force=True))["ok"] and run.calls[-1] == ("stop", True)
+        assert isinstance(await ask_async(deep, Stop(force=True)), Done) and run.calls[-1] == ("stop", True)
         # a line that is no JSON object is answered, not fatal
         reader, writer = await connect(deep)
         writer.write(b"nonsense\n[1]\n")
-        answers = [json.loads(await reader.readline()) for _ in range(2)]
-        assert [a["ok"] for a in answers] == [False, False]
+        answers = [read(await reader.readline()) for _ in range(2)]
+        assert [type(a) for a in answers] == [Refused, Refused]
         writer.close()
 
 
 async def test_subscribers_get_the_replay_then_every_event_and_snapshots(deep):
     run = FakeRun()
-    server = ControlServer(deep, info={"max_steps": 7})
+    server = ControlServer(deep, max_steps=7)
     async with server.serving(run):
         server.handle(RunStarted(total=5, settled=1, workers=2, out=str(deep)))
         server.handle(EpisodeStarted(0, "t-a", "a.com", "easy", 1, 100.0, 8))
         consoles = [await connect(deep) for _ in range(2)]     # two consoles at once
         for i, (reader, writer) in enumerate(consoles):
-            writer.write(json.dumps({"cmd": "subscribe", "id": i}).encode() + b"\n")
-            hello = json.loads(await reader.readline())
-            assert hello["ok"] and hello["id"] == i and hello["run"]["max_steps"] == 7
-            replay = [from_wire(e) for e in hello["replay"]]
-            assert [type(e).__name__ for e in replay] == ["RunStarted", "EpisodeStarted"]
+            writer.write(request_line(Subscribe(), i))
+            hello = read(await reader.readline())
+            assert isinstance(hello, Subscribed) and hello.id == i and hello.run.max_steps == 7
+            assert (hello.run.total, hello.run.settled) == (5, 1)
+            replay = [read(await reader.readline()) for _ in range(3)]   # the replay, then a snapshot
+            assert [type(e).__name__ for e in replay] == ["RunStarted", "EpisodeStarted", "RunSnapshot"]
             assert replay[1].task_id == "t-a"
         server.handle(Log("info", "hello"))
         for reader, _ in consoles:
-            got = json.loads(await reader.readline())
-            assert from_wire(got["event"]) == Log("info", "hello")
-            snap = json.loads(await asyncio.wait_for(reader.readline(), 3))   # about once a second
-            assert from_wire(snap["snapshot"]).target_workers == 2
+            assert read(await reader.readline()) == Log("info", "hello")
+            snap = read(await asyncio.wait_for(reader.readline(), 3))   # about once a second
+            assert isinstance(snap, RunSnapshot) and snap.target_workers == 2
         # a command from one console: answered to it, and its effect shows to both at once
-        consoles[0][1].write(b'{"cmd": "pause", "id": 9}\n')
+        consoles[0][1].write(request_line(Pause(), 9))
         for n, (reader, _) in enumerate(consoles):
-            while "snapshot" not in (msg := json.loads(await reader.readline())) or not msg["snapshot"]["paused"]:
-                if "id" in msg:
-                    assert n == 0 and msg["ok"] and msg["id"] == 9
+            while not isinstance(msg := read(await reader.readline()), RunSnapshot) or not msg.paused:
+                if isinstance(msg, Done | Refused):
+                    assert n == 0 and isinstance(msg, Done) and msg.id == 9 and msg.paused is True
         server.handle(RunFinished())
         # the run's end reaches them, then the socket closes
     for reader, writer in consoles:
         lines = (await reader.read()).splitlines()
-        assert any("RunFinished" in line.decode() for line in lines)
+        assert RunFinished() in [read(line) for line in lines]
         writer.close()
 
 
@@ -182,9 +216,9 @@ async def test_a_subscriber_that_does_not_read_is_dropped_and_the_run_goes_on(de
         fd = os.open(deep, os.O_RDONLY | os.O_DIRECTORY)
         slow.connect(f"/proc/self/fd/{fd}/{SOCKET_NAME}")
         os.close(fd)
-        slow.sendall(b'{"cmd": "subscribe"}\n')
+        slow.sendall(request_line(Subscribe()))
         reader, writer = await connect(deep)
-        writer.write(b'{"cmd": "subscribe"}\n')
+        writer.write(request_line(Subscribe()))
         await reader.readline()
         while len([c for c in server.clients if c.subscribed]) < 2:
             await asyncio.sleep(0.01)
@@ -194,7 +228,7 @@ async def test_a_subscriber_that_does_not_read_is_dropped_and_the_run_goes_on(de
         assert not asyncio.iscoroutinefunction(server.handle)
         for i in range(400):
             server.handle(Log("info", f"{i} {big}"))
-            while "event" not in json.loads(await reader.readline()):
+            while not isinstance(read(await reader.readline()), Log):
                 pass
             got += 1
         assert server.dropped == 1 and got == 400   # the slow one went, the reading one got everything
@@ -209,9 +243,9 @@ async def test_a_stale_socket_is_replaced_and_anything_else_by_its_name_is_refus
     os.close(fd)
     stale.close()
     with pytest.raises(NoRunListening, match="left by a run that ended"):
-        ask(deep, cmd="status")
+        ask(deep, Status())
     async with ControlServer(deep).serving(FakeRun()):
-        assert (await ask_async(deep, cmd="status"))["ok"]
+        assert isinstance(await ask_async(deep, Status()), StatusReply)
     other = deep.parent / "other"
     other.mkdir()
     (other / SOCKET_NAME).write_text("not a socket")
@@ -222,9 +256,9 @@ async def test_a_stale_socket_is_replaced_and_anything_else_by_its_name_is_refus
 
 def test_no_folder_or_no_run_is_said_plainly(tmp_path):
     with pytest.raises(NoRunListening, match="no such folder"):
-        ask(tmp_path / "nope", cmd="status")
+        ask(tmp_path / "nope", Status())
     with pytest.raises(NoRunListening, match="om2w-tui run"):
-        ask(tmp_path, cmd="status")
+        ask(tmp_path, Status())
 
 
 def test_the_socket_is_named_after_the_runs_lock():
@@ -241,14 +275,16 @@ async def test_a_remote_run_sends_commands_at_once_and_a_refusal_comes_back_as_a
             self.events.append(ev)
 
     run, sink = FakeRun(), Sink()
-    server = ControlServer(deep)
+    server = ControlServer(deep, max_steps=9)
     async with server.serving(run):
         server.handle(RunStarted(total=5, settled=0, workers=2, out=str(deep)))
         remote = RemoteRun(deep, sinks=[sink])
+        assert (await asyncio.to_thread(remote.check)).snapshot.target_workers == 2   # attach's question first
         await remote.connect()
         follow = asyncio.ensure_future(remote.run())
         assert isinstance(sink.events[0], RunStarted)                   # the replay
         assert remote.snapshot().slots[0].task_id == "t-a"
+        assert (remote.info.max_steps, remote.info.total, remote.info.pid) == (9, 5, os.getpid())
         assert remote.kill(1) is True                                   # optimistic; slot 1 runs nothing
         assert remote.kill(0, requeue=True) is True
         while not any(isinstance(e, Log) for e in sink.events):
@@ -272,7 +308,7 @@ async def test_shards_sharing_a_folder_are_each_reached_by_the_socket_their_lock
         async with ControlServer(tmp_path, lock_label(specs[0])).serving(FakeRun()), \
                 ControlServer(tmp_path, lock_label(specs[1])).serving(FakeRun()):
             with pytest.raises(NoRunListening, match="several runs listen there"):
-                await asyncio.to_thread(request, tmp_path, {"cmd": "status"})
+                await asyncio.to_thread(request, tmp_path, Status())
             for name in names:
-                reply = await asyncio.to_thread(request, tmp_path, {"cmd": "status"}, name)
-                assert reply["ok"] and reply["run"]["pid"] == os.getpid()
+                reply = await asyncio.to_thread(request, tmp_path, Status(), name)
+                assert isinstance(reply, StatusReply) and reply.run.pid == os.getpid()

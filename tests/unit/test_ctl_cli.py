@@ -8,9 +8,11 @@ import json
 
 import pytest
 
+from om2w_tui.cli.ctl import SENT
 from om2w_tui.cli.main import main
 from om2w_tui.engine.control_socket import SOCKET_NAME, ControlServer
 from om2w_tui.engine.runlock import RunLock
+from om2w_tui.protocol.control import COMMANDS
 from tests.unit.test_control_socket import FakeRun
 
 
@@ -49,5 +51,44 @@ async def _refusal_and_answers(tmp_path, capsys):
         assert await asyncio.to_thread(main, ["ctl", str(tmp_path), "status", "--json"]) == 0
         status = json.loads(capsys.readouterr().out)
         assert status["running"][0]["task_id"] == "t-a" and status["target_workers"] == 2
+        # the keys the README promises scripts
+        assert {"ok", "done", "total", "pending", "paused", "breaker", "storage", "stopping", "target_workers",
+                "errors", "running", "model", "snapshot", "run"} <= set(status)
+        assert set(status["running"][0]) == {"slot", "task_id", "state", "step", "max_steps", "site", "model_error"}
+        assert {"calls", "ok", "failures", "ended_on", "calls_per_min", "latency_p50_s", "latency_p95_s",
+                "tokens_in_per_s", "tokens_out_per_s", "thinking_stripped", "last_error", "guard"} <= set(
+                    status["model"])
+        assert status["snapshot"]["slots"][0]["task_id"] == "t-a" and status["run"]["pid"] == status["pid"]
         assert await asyncio.to_thread(main, ["ctl", str(tmp_path), "status"]) == 0
         assert "slot 0  running  t-a  step 2" in capsys.readouterr().out
+
+
+def test_the_commands_and_their_help_are_the_protocols_declarations(capsys):
+    with pytest.raises(SystemExit):
+        main(["ctl", "--help"])
+    shown = capsys.readouterr().out
+    for name, cls in COMMANDS.types.items():
+        if cls.USAGE is None:        # subscribe: a console's, not a script's
+            assert f"  {name} " not in shown
+        else:
+            assert cls.USAGE.help in shown and name in SENT
+    assert "workers N         run N episodes at once from now on (1 to 512)" in shown   # the setting's bounds
+
+
+async def test_json_answers_keep_the_keys_scripts_read(tmp_path, capsys):
+    """`ctl ... --json`: `ok`, then `message` and the command's fields (`slot`, `task`, `paused`, `workers`,
+    `queued`) or `error`, as the README promises; nothing unset."""
+    with RunLock(tmp_path, info={"socket": SOCKET_NAME}):
+        async with ControlServer(tmp_path).serving(FakeRun()):
+            said = {}
+            for argv in (["requeue", "t-a"], ["pause"], ["workers", "3"], ["retry"], ["stop", "--force"],
+                         ["kill", "t-zzz"]):
+                code = await asyncio.to_thread(main, ["ctl", str(tmp_path), *argv, "--json"])
+                said[argv[0]] = (code, json.loads(capsys.readouterr().out))
+    assert said["requeue"] == (0, {"ok": True, "slot": 0, "task": "t-a",
+                                   "message": "killing t-a on slot 0: it goes back in the queue"})
+    assert said["pause"] == (0, {"ok": True, "paused": True, "message": "dispatch paused (running episodes go on)"})
+    assert said["workers"] == (0, {"ok": True, "workers": 3, "message": "workers: 3"})
+    assert said["retry"][1]["queued"] == 3 and said["stop"][1]["ok"] is True
+    code, refused = said["kill"]
+    assert code == 1 and set(refused) == {"ok", "error"} and refused["ok"] is False and "t-zzz" in refused["error"]

@@ -173,15 +173,16 @@ def test_3_a_template_that_cannot_be_filled_fails_doctor(tmp_path, capsys, templ
 # ── 5: workers bounded, started at a bounded rate ─────────────────────────────────────────────────────────────
 async def test_5_the_control_socket_refuses_more_workers_than_the_bound(tmp_path):
     from om2w_tui.engine.control_socket import ControlServer
+    from om2w_tui.protocol.control import Done, Refused, Workers
     from tests.unit.test_control_socket import FakeRun
 
     run = FakeRun()
     server = ControlServer(tmp_path)
     server._control = run
     for n in (100_000, 513, 0):
-        reply = server.execute({"cmd": "workers", "n": n})
-        assert not reply["ok"] and "1 to 512" in reply["error"]
-    assert server.execute({"cmd": "workers", "n": 512})["ok"]
+        reply = server.execute(Workers(n))
+        assert isinstance(reply, Refused) and "1 to 512" in reply.error
+    assert isinstance(server.execute(Workers(512)), Done)
     assert run.calls == [("set_workers", 512)]
 
 

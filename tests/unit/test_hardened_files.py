@@ -249,6 +249,8 @@ def test_7_a_deep_line_in_the_results_or_a_deep_result_json_is_read_past(tmp_pat
 
 async def test_7_a_deep_line_on_the_control_socket_gets_a_reply(tmp_path):
     from om2w_tui.engine.control_socket import SOCKET_NAME, ControlServer
+    from om2w_tui.engine.wire import StatusReply, read
+    from om2w_tui.protocol.control import Refused, Status, request_line
     from tests.unit.test_control_socket import FakeRun
 
     with held_lock(tmp_path, SOCKET_NAME):
@@ -257,11 +259,11 @@ async def test_7_a_deep_line_on_the_control_socket_gets_a_reply(tmp_path):
             for line in (b"[" * 5000, b"\xff\xfe{}", b'{"cmd": "workers", "n": ' + b"9" * 5000 + b"}"):
                 writer.write(line + b"\n")
                 await writer.drain()
-                reply = json.loads(await asyncio.wait_for(reader.readline(), 10))
-                assert reply["ok"] is False and "not a JSON line" in reply["error"]
-            writer.write(b'{"cmd": "status"}\n')
+                reply = read(await asyncio.wait_for(reader.readline(), 10))
+                assert isinstance(reply, Refused) and "not a JSON line" in reply.error
+            writer.write(request_line(Status()))
             await writer.drain()
-            assert json.loads(await asyncio.wait_for(reader.readline(), 10))["ok"]   # the connection still serves
+            assert isinstance(read(await asyncio.wait_for(reader.readline(), 10)), StatusReply)   # it still serves
             writer.close()
 
 

@@ -17,9 +17,12 @@ from hypothesis import strategies as st
 
 from om2w_tui.benchmarks.tasks import TaskFileError, load_tasks
 from om2w_tui.cli.main import main
-from om2w_tui.engine.control_socket import COMMANDS, ControlServer
+from om2w_tui.engine.control_socket import ControlServer
 from om2w_tui.engine.settings import MAX_WORKERS, SETTINGS, Choice, Endpoint, Number, PathKind, Switch, Whole
+from om2w_tui.engine.wire import line as message_line
+from om2w_tui.engine.wire import read as read_message
 from om2w_tui.episode.instruction import MAX_STEPS, step_budget
+from om2w_tui.protocol.control import COMMANDS, Refused
 from om2w_tui.secret import check_http_url
 from tests.stand_ins import STAND_IN_CHROMIUM
 from tests.unit.test_control_socket import FakeRun
@@ -143,7 +146,7 @@ def test_an_endpoint_flag_is_a_url_a_client_can_open_or_refused(text):
 
 
 # ── control-socket lines ─────────────────────────────────────────────────────────────────────────────────────────
-command = st.fixed_dictionaries({"cmd": st.sampled_from(COMMANDS) | st.text(max_size=8)},
+command = st.fixed_dictionaries({"cmd": st.sampled_from(list(COMMANDS.types)) | st.text(max_size=8)},
                                 optional={"n": json_value, "task": json_value, "slot": json_value,
                                           "force": json_value, "reason": json_value, "id": json_value})
 socket_line = (st.binary(max_size=80) | command.map(lambda c: json.dumps(c).encode())
@@ -156,9 +159,9 @@ def test_every_socket_line_gets_a_clean_reply_and_only_good_commands_reach_the_r
     run = FakeRun()
     server = ControlServer(Path(tempfile.gettempdir()))
     server._control = run
-    reply = server._answer(line, SimpleNamespace(subscribed=False))
-    assert isinstance(reply.get("ok"), bool) and (reply["ok"] or reply.get("error"))
-    json.dumps(reply, default=str)   # it can be sent
+    reply, *_ = server._answer(line, SimpleNamespace(subscribed=False))
+    assert not isinstance(reply, Refused) or reply.error
+    assert read_message(message_line(reply)) == reply   # it can be sent, and read back
     for call in run.calls:
         if call[0] == "set_workers":
             assert isinstance(call[1], int) and 1 <= call[1] <= MAX_WORKERS
@@ -175,4 +178,4 @@ def test_the_settings_cover_every_kind_the_fuzz_reaches():
 def test_known_hard_lines_are_answered(bad):
     server = ControlServer(Path(tempfile.gettempdir()))
     server._control = FakeRun()
-    assert server._answer(bad, SimpleNamespace(subscribed=False))["ok"] is False
+    assert isinstance(server._answer(bad, SimpleNamespace(subscribed=False))[0], Refused)

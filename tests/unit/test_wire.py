@@ -1,5 +1,6 @@
-"""The wire codec of the control socket: every event type, the snapshot and their parts come back equal from a JSON
-round trip (what a console attached over the socket reads is what the engine said)."""
+"""The control socket's codec, both ways: every event type, the snapshot, every answer and every command come back
+equal from a JSON line (what a console attached over the socket reads is what the engine said; what the run applies
+is what the client sent), and what is not a message of the protocol is refused, never half-built."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from hypothesis import strategies as st
 
 from om2w_tui.engine import events
 from om2w_tui.engine.results import STATUSES, EpisodeRecord
-from om2w_tui.engine.wire import WIRE_TYPES, WireError, from_wire, to_wire
+from om2w_tui.engine.wire import MESSAGES, Message, StatusReply, line, read
+from om2w_tui.protocol import control
+from om2w_tui.protocol.codec import CodecError
+from om2w_tui.protocol.control import COMMANDS, BadRequest, read_request, request_line
 
 text = st.text(max_size=12)
 floats = st.floats(allow_nan=False, allow_infinity=False)
@@ -24,48 +28,76 @@ records = st.builds(
 st.register_type_strategy(EpisodeRecord, records)   # its own to_json/from_json carry it; no test builds it otherwise
 
 EVENT_TYPES = typing.get_args(events.Event)
-ALL = [*EVENT_TYPES, events.RunSnapshot, events.RunSummary]
+MESSAGE_TYPES = typing.get_args(Message)
+COMMAND_TYPES = typing.get_args(control.Command)
 
 
-def over_json(obj: object) -> object:
-    return from_wire(json.loads(json.dumps(to_wire(obj))))
-
-
-@pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", MESSAGE_TYPES, ids=lambda c: c.__name__)
 @settings(max_examples=40, deadline=None)
 @given(data=st.data())
-def test_every_event_and_the_snapshot_round_trip(cls, data):
+def test_every_message_the_run_sends_round_trips(cls, data):
     obj = data.draw(st.from_type(cls))
-    back = over_json(obj)
-    sent = json.dumps(to_wire(obj))
-    assert type(back) is cls and json.dumps(to_wire(back)) == sent
-    if "NaN" not in sent:   # NaN is never equal to itself; its JSON is
+    sent = line(obj)
+    back = MESSAGES.decode(json.loads(sent))   # json's own reader: `read`'s one decoder refuses NaN, none is sent
+    assert type(back) is cls and line(back) == sent
+    if b"NaN" not in sent:   # NaN is never equal to itself; its JSON is
         assert back == obj
     if isinstance(obj, events.EpisodeFinished):   # extra is not compared by ==; it travels all the same
         assert back.record.extra == obj.record.extra
 
 
-def test_every_event_type_is_on_the_wire():
-    assert {c.__name__ for c in EVENT_TYPES} <= set(WIRE_TYPES)
+@pytest.mark.parametrize("cls", COMMAND_TYPES, ids=lambda c: c.__name__)
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), ident=st.none() | st.integers(0, 2**40))
+def test_every_command_round_trips(cls, data, ident):
+    command = data.draw(st.from_type(cls))
+    got = read_request(json.loads(request_line(command, ident)))
+    assert got.command == command and type(got.command) is cls and got.id == ident
+
+
+def test_every_event_type_and_every_answer_is_on_the_wire_under_its_name():
+    assert set(MESSAGE_TYPES) == {*EVENT_TYPES, events.RunSnapshot, control.Done, control.Refused,
+                                  control.Subscribed, StatusReply}
+    assert all(MESSAGES.types[cls.__name__] is cls for cls in MESSAGE_TYPES)
+
+
+def test_every_command_is_named_by_its_ctl_verb():
+    assert list(COMMANDS.types) == ["status", "subscribe", "pause", "resume", "kill", "requeue", "workers", "retry",
+                                    "stop"]
 
 
 def test_a_snapshot_keeps_its_nested_types():
     snap = events.RunSnapshot(now=5.0, slots=[events.SlotRow(0, "running", "t1", "a.com", step=3)],
                               sites=[events.SiteRow("a.com", "cooling", ready_at=9.5)],
                               pacing=events.Pacing(1, 120.0), summary=events.RunSummary(total=3, by_status={"done": 1}))
-    back = over_json(snap)
+    back = read(line(snap))
+    assert isinstance(back, events.RunSnapshot)
     assert isinstance(back.slots[0], events.SlotRow) and isinstance(back.pacing, events.Pacing)
     assert back.running == 1 and back.summary.by_status == {"done": 1}
+    assert json.loads(line(snap))["type"] == "RunSnapshot"
 
 
 @pytest.mark.parametrize("bad", [[], {"type": "Nope"}, {"type": "Log", "level": "info"},
                                  {"type": "Log", "level": "info", "message": "m", "extra": 1},
-                                 {"type": "RunSnapshot", "pacing": [1, 2]}])
-def test_what_is_not_a_value_is_refused(bad):
-    with pytest.raises(WireError):
-        from_wire(bad)
+                                 {"type": "RunSnapshot", "pacing": [1, 2]},
+                                 {"type": "SlotChanged", "slot": 0, "state": "dancing"},
+                                 {"type": "SlotChanged", "slot": True, "state": "idle"},
+                                 {"type": "Done", "message": "m", "id": "3"}])
+def test_what_is_not_a_message_is_refused(bad):
+    with pytest.raises(CodecError):
+        read(json.dumps(bad))
 
 
-def test_only_known_types_are_sent():
-    with pytest.raises(WireError):
-        to_wire(object())
+@pytest.mark.parametrize("bad, says", [
+    ([], "expected a JSON object"), ({"cmd": "nope"}, "unknown command 'nope' (known: status, subscribe"),
+    ({"cmd": "workers"}, "workers: Workers: missing fields ['n']"), ({"cmd": "stop", "force": "yes"}, "expected bool"),
+    ({"cmd": "status", "id": 1.5}, "id: expected a whole number"), ({"cmd": "kill", "slot": "0"}, "expected int")])
+def test_what_is_not_a_command_is_refused_saying_why(bad, says):
+    with pytest.raises(BadRequest) as e:
+        read_request(bad)
+    assert says in str(e.value)
+
+
+def test_only_messages_of_the_protocol_are_sent():
+    with pytest.raises(CodecError):
+        line(events.SlotRow(0, "idle"))   # a part of a snapshot, never a message of its own

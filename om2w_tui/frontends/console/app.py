@@ -183,7 +183,7 @@ class ConsoleApp(App[int]):
         try:
             await remote.connect()
             if self.dashboard is not None:
-                self.dashboard.state.max_steps = int(remote.info.get("max_steps") or 0)
+                self.dashboard.state.max_steps = remote.info.max_steps
             self.control = remote
             await remote.run()
             if not remote.finished:

@@ -1,8 +1,9 @@
 """The dashboard: a header line and four panels (Slots, Sites, Steps, Episodes), refreshed live.
 
-Engine events arrive as messages (see `messages.py`) and are folded into a RunState; the panels are brought up to
-date by difference. Once a second the app pulls the scheduler's snapshot (sites, cooldown deadlines, slots), which
-arrives as a message too; countdowns and elapsed times are computed from stored deadlines and the clock.
+Engine events arrive as they are, each in one message (see `messages.py`), matched over the engine's `Event` union
+and folded into a RunState; the panels are brought up to date by difference. Once a second the app pulls the
+scheduler's snapshot (sites, cooldown deadlines, slots), which arrives as a message too; countdowns and elapsed times
+are computed from stored deadlines and the clock.
 
 What each event costs is bounded and proportional to what it changed (bench/scale.py measures it): a step redraws
 its slot's row only; a burst of events redraws the rows of the slots it touched once (events redraw at most every
@@ -14,7 +15,7 @@ and finding that out reads the selected slot once."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, assert_never, cast
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -24,22 +25,22 @@ from textual.timer import Timer
 from textual.widgets import DataTable
 
 from om2w_tui.engine.control import RunControl
-from om2w_tui.engine.events import Pacing
+from om2w_tui.engine.events import (
+    DispatchChanged,
+    EpisodeFinished,
+    EpisodeModelCall,
+    EpisodePutBack,
+    EpisodeStarted,
+    EpisodeStep,
+    Log,
+    Pacing,
+    RunFinished,
+    RunStarted,
+    SlotChanged,
+)
 from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.engine.settings import clamp_workers, unpaced
-from om2w_tui.frontends.console.messages import (
-    DispatchToggled,
-    EngineLog,
-    EpisodeBegan,
-    EpisodeEnded,
-    ModelCalled,
-    RunBegan,
-    RunEnded,
-    SlotUpdated,
-    SnapshotTaken,
-    StepTaken,
-    TaskPutBack,
-)
+from om2w_tui.frontends.console.messages import EngineEvent, SnapshotTaken
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
 from om2w_tui.frontends.console.widgets.keyed_table import KeyedTable
 from om2w_tui.frontends.console.widgets.model_bar import ModelBar
@@ -193,7 +194,7 @@ class DashboardScreen(Screen[None]):
         line in the steps log, a finished episode's row)."""
         if rows and (slot is None or slot not in self.state.slots):   # any slot's, or a slot gone: its row goes too
             self._all_slots_due = True
-        elif rows:
+        elif rows and slot is not None:
             self._slots_due.add(slot)
         if not self._render_due:
             self._render_due = True
@@ -293,20 +294,45 @@ class DashboardScreen(Screen[None]):
         self._snapshot_timer = None
         self.console_app.pull_snapshot()
 
-    # ── engine messages ────────────────────────────────────
-    def on_run_began(self, m: RunBegan) -> None:
-        self.state.run_started(m.event, self.now())
+    # ── engine events ──────────────────────────────────────
+    def on_engine_event(self, m: EngineEvent) -> None:
+        ev = m.event
+        match ev:
+            case RunStarted():
+                self._run_started(ev)
+            case SlotChanged():
+                self._slot_changed(ev)
+            case EpisodeStarted():
+                self._episode_started(ev)
+            case EpisodeStep():
+                self._step(ev)
+            case EpisodeModelCall():
+                self._model_call(ev)
+            case EpisodeFinished():
+                self._episode_finished(ev)
+            case EpisodePutBack():
+                self._put_back(ev)
+            case DispatchChanged():
+                self._dispatch_changed(ev)
+            case Log():
+                self._log(ev)
+            case RunFinished():
+                self._run_finished(ev)
+            case _:
+                assert_never(ev)
+
+    def _run_started(self, ev: RunStarted) -> None:
+        self.state.run_started(ev, self.now())
         self.render_all()
         self.refresh_commands()
         self.snapshot_soon()
 
-    def on_slot_updated(self, m: SlotUpdated) -> None:
-        self.state.slot_changed(m.event)
-        self.render_soon(m.event.slot)
+    def _slot_changed(self, ev: SlotChanged) -> None:
+        self.state.slot_changed(ev)
+        self.render_soon(ev.slot)
         self.refresh_commands()
 
-    def on_episode_began(self, m: EpisodeBegan) -> None:
-        ev = m.event
+    def _episode_started(self, ev: EpisodeStarted) -> None:
         self.state.episode_started(ev)
         again = f" (attempt {ev.attempt})" if ev.attempt > 1 else ""
         self._log_all(ev.slot, ev.task_id, [f"▶ started on {ev.site}{again}"])
@@ -315,8 +341,7 @@ class DashboardScreen(Screen[None]):
         self.render_soon(ev.slot)
         self.snapshot_soon()
 
-    def on_step_taken(self, m: StepTaken) -> None:
-        ev = m.event
+    def _step(self, ev: EpisodeStep) -> None:
         lines = self.state.step(ev)
         self._log_all(ev.slot, ev.task_id, lines)
         if self.steps_scope == "selected" and self._shown_task == ev.task_id:
@@ -324,27 +349,26 @@ class DashboardScreen(Screen[None]):
         self.render_soon(ev.slot)
         self.console_app.episode_changed(ev.task_id)
 
-    def on_model_called(self, m: ModelCalled) -> None:
-        before = self.state.slots.get(m.event.slot)
+    def _model_call(self, ev: EpisodeModelCall) -> None:
+        before = self.state.slots.get(ev.slot)
         was = before.model_error if before is not None else ""
-        self.state.model_call(m.event)
+        self.state.model_call(ev)
         if before is not None and before.model_error != was:   # the slot's mark changed: its row only
-            self.render_soon(m.event.slot)
+            self.render_soon(ev.slot)
 
-    def on_episode_ended(self, m: EpisodeEnded) -> None:
-        rec = m.event.record
-        self.state.episode_finished(m.event)
+    def _episode_finished(self, ev: EpisodeFinished) -> None:
+        rec = ev.record
+        self.state.episode_finished(ev)
         self._add_records([rec])
-        self._log_all(m.event.slot, rec.task_id, [finish_line(rec)])
+        self._log_all(ev.slot, rec.task_id, [finish_line(rec)])
         if self.steps_scope == "selected" and self._shown_task == rec.task_id:
             self.query_one(StepsLog).add_lines([finish_line(rec)])
-        self.render_soon(m.event.slot)
+        self.render_soon(ev.slot)
         self.refresh_commands()
         self.snapshot_soon()
         self.console_app.episode_changed(rec.task_id, rec)
 
-    def on_task_put_back(self, m: TaskPutBack) -> None:
-        ev = m.event
+    def _put_back(self, ev: EpisodePutBack) -> None:
         self.state.episode_put_back(ev)
         line = f"= put back in the queue before it started ({ev.reason})"
         self._log_all(ev.slot, ev.task_id, [line])
@@ -354,24 +378,23 @@ class DashboardScreen(Screen[None]):
         self.refresh_commands()
         self.snapshot_soon()
 
-    def on_dispatch_toggled(self, m: DispatchToggled) -> None:
-        self.state.dispatch_changed(m.event)
-        self._log_all(None, None, [f"dispatch {'paused' if m.event.paused else 'resumed'}"
-                                   + (f": {m.event.reason}" if m.event.reason else "")])
+    def _dispatch_changed(self, ev: DispatchChanged) -> None:
+        self.state.dispatch_changed(ev)
+        self._log_all(None, None, [f"dispatch {'paused' if ev.paused else 'resumed'}"
+                                   + (f": {ev.reason}" if ev.reason else "")])
         self.render_all()
         self.refresh_commands()
 
-    def on_engine_log(self, m: EngineLog) -> None:
-        ev = m.event
+    def _log(self, ev: Log) -> None:
         if ev.level in ("warning", "error"):
             self._log_all(None, None, [f"! {ev.level}: {ev.message}"])
             self.render_soon(rows=False)
         if ev.level == "error":
             self.notify(ev.message, severity="error", timeout=8)
 
-    def on_run_ended(self, m: RunEnded) -> None:
-        self.state.run_finished(m.event, self.now())
-        s = m.event.summary
+    def _run_finished(self, ev: RunFinished) -> None:
+        self.state.run_finished(ev, self.now())
+        s = ev.summary
         line = f"run finished: {s.finished} episodes this run, {s.pending} left"
         if s.judged:
             line += f", {s.correct} of {s.judged} correct"
