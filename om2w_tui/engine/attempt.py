@@ -178,9 +178,9 @@ class Attempt:
         """The worker's stream ended without its last word: what the folder holds is the attempt's record."""
         if seat.worker is worker:
             seat.worker = None
-        if self.stop_reason:
-            self.put_back = False   # stopped after it had the task: what it did is recorded
-        if self.put_back:      # it died before it took the task: nothing of the task ran
+        # it died before it said a word of the task (`started`, a step): nothing of the task ran, whether or not a
+        # stop was asked meanwhile (a kill on a slot still `starting`): put back, no record, no cooldown
+        if self.put_back:
             return harness_error(f"worker process exited (code {rc})")
         if self.stop_reason:
             return await asyncio.to_thread(outcome_from_folder, self.folder, self.stop_reason, self.stop_error, None)

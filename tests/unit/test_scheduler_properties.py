@@ -33,9 +33,9 @@ stopped as `killed` -> a killed record that does not say why; the timeout armed 
 past its timeout and grace; `error_kind` on a timeout, `model_fault` dropped, `duration_s` off by a second, one
 step too many, a requeued kill settling (`results.settles`) -> that record's check; a requeue or the run's stop
 recorded as `killed by user` -> more user kills recorded than made. (The stand-in worker cannot fail to write its
-own folder, so no `storage` record comes up here.) A defect it found is pinned by
-tests/unit/test_stopped_vanished_worker.py; until it is fixed the model follows the scheduler there
-(`stopped_vanished`).
+own folder, so no `storage` record comes up here.) A defect it found (a worker that vanished on reading its task,
+stopped before its exit was seen, was recorded as stopped and its site charged a cooldown) is pinned by
+tests/unit/test_stopped_vanished_worker.py, and fixed.
 
 `OM2W_PROPERTY_EXAMPLES` sets how many schedules are searched (CI runs the default, the same ones each time);
 `OM2W_PROPERTY_RANDOM=1` searches new ones.
@@ -237,14 +237,6 @@ def settles_by_the_readme(r: dict[str, Any]) -> bool:
     return not (r["status"] == "error" and r.get("error_kind") in HARNESS_KINDS)
 
 
-def stopped_vanished(record: dict[str, Any] | None) -> bool:
-    """A known defect, pinned by tests/unit/test_stopped_vanished_worker.py (remove this once it passes): a worker
-    that vanished on reading its task, stopped before its exit was seen, is recorded as stopped (`killed`) and its
-    site charged the cooldown, though it never had the task. The model follows the scheduler there, so that the
-    search goes on looking for other defects instead of finding this one again."""
-    return record is not None and record["status"] in ("killed", "timeout")
-
-
 # ── the watcher: a sink that keeps the events and checks each start as it happens ──
 @dataclass
 class Try:
@@ -333,7 +325,7 @@ class Watcher:
         t.t1, t.record, t.put_back = now, record, record is None
         t.ran = self.runs_of(task_id) - t.runs0
         t.vanished = self.ex.behaviour[task_id].vanish_before_start < t.vanish0
-        reached = t.ran == 1 and (not t.vanished or stopped_vanished(record))
+        reached = t.ran == 1 and not t.vanished
         self.pacing.end(t.site, now, record["status"] if record else None, reached=reached)
         if record is not None:
             self.pacing.learn(record["status"], record["duration_s"])
