@@ -48,6 +48,7 @@ class Behaviour:
     stop_delay_s: float = 0.0       # time the worker takes to act on a stop
     model_failure: str | None = None   # every model call fails with this kind: the episode ends on its model
     vanish_before_start: int = 0    # this many runs: the process dies having read the command, before `started`
+    storage_failures: int = 0       # this many runs end unable to write their folder (the disk is full)
 
 
 @dataclass
@@ -167,6 +168,10 @@ class FakeWorker:
             b.infra_failures = max(0, b.infra_failures - 1)
             return Outcome("error", "model endpoint: unreachable: Connection error.", "endpoint", screenshots=1,
                            model=calls, model_fault="unreachable")
+        if status == "done" and b.storage_failures > 0:
+            b.storage_failures -= 1
+            return Outcome("error", "OSError: [Errno 28] No space left on device", "storage", steps=n, actions=n,
+                           screenshots=n, model=calls)
         if status == "done" and b.model_failure:
             return Outcome("error", f"model: {b.model_failure}: injected", "model", steps=n, actions=n,
                            screenshots=n, model=calls, model_fault=b.model_failure)

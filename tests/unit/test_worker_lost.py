@@ -5,9 +5,11 @@ then recorded as the harness's failure so that a task that kills every worker ca
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from om2w_tui.engine.events import EpisodePutBack
+from om2w_tui.engine.events import DispatchChanged, EpisodePutBack
 from om2w_tui.engine.results import settles
 from om2w_tui.engine.scheduler import FREE_RESTARTS, Scheduler
 from tests.fakes import Behaviour, FakeExecutor
@@ -46,3 +48,25 @@ async def test_a_task_whose_worker_always_vanishes_is_recorded_after_its_free_re
     assert [(r["status"], r["error_kind"], r["attempt"]) for r in rows] == [("error", "infra", 1),
                                                                               ("error", "infra", 2)]
     assert all(r["error"].startswith("worker process exited") for r in rows)
+
+
+async def test_an_episode_that_could_not_write_its_folder_waits_for_space_and_costs_no_try(tmp_path):
+    """The worker's outcome says `storage` (its folder could not be written): dispatch stops with the folder's
+    problem, the task is queued again costing no try (retries 0), and runs once the probe finds space."""
+    tasks = make_tasks({"a.com": 1, "b.com": 1})
+    ex, rec = FakeExecutor({"a.com-0": Behaviour(steps=1, step_s=5, storage_failures=1)}), Recorder()
+    sched = Scheduler(config(tmp_path, workers=1, retries=0, probe_interval=30, pace_cooldown=0), tasks, ex, [rec])
+    full = {"on": True}
+    sched._space_ok = lambda: not full["on"]          # read in the probe's thread: a flag the loop's clock flips
+    loop = asyncio.get_running_loop()
+    freed_at = loop.time() + 100
+    loop.call_at(freed_at, full.update, {"on": False})
+    await sched.run()
+    rows = records(tmp_path)
+    first = [r for r in rows if r["task_id"] == "a.com-0"]
+    assert [(r["status"], r["error_kind"]) for r in first] == [("error", "storage"), ("done", None)]
+    assert not settles(first[0])
+    paused = [e for e in rec.of(DispatchChanged) if e.paused]
+    assert paused and "could not write its folder" in paused[0].reason
+    later = sorted(at for _, at in ex.runs)[1:]
+    assert later and all(at >= freed_at for at in later)   # nothing started while the folder was full
