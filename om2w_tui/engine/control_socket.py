@@ -46,7 +46,6 @@ from om2w_tui.engine.events import (
     RunStarted,
     SlotChanged,
 )
-from om2w_tui.engine.runlock import LOCK_NAME
 from om2w_tui.engine.socket_trust import (
     Listener,
     Untrusted,
@@ -71,19 +70,13 @@ from om2w_tui.protocol.control import (
     read_request,
     request_line,
 )
+from om2w_tui.run_folder import LOCK_NAME, RunFolder
+from om2w_tui.run_folder import SOCKET_NAME as SOCKET_NAME  # re-exported: the clients' default socket
 
-SOCKET_NAME = ".om2w-control.sock"
 QUEUE_LIMIT = 2000          # messages waiting for one client; past it the client is dropped, the run goes on
 SNAPSHOT_EVERY_S = 1.0
 LINE_LIMIT = 64 * 1024 * 1024   # the longest line a client reads (a snapshot of a run with thousands of sites)
 CLOSE_WAIT_S = 2.0          # how long the last messages (RunFinished) may take to reach the clients
-
-
-def socket_name(lock_name: str = LOCK_NAME) -> str:
-    """The socket's file name for a run holding the lock file `lock_name`: `.om2w-run.lock` -> `.om2w-control.sock`,
-    and a lock `.om2w-run<X>.lock` (a shard's) -> `.om2w-control<X>.sock`, so that each run has its own."""
-    middle = lock_name.removeprefix(".om2w-run").removesuffix(".lock")
-    return f".om2w-control{middle}.sock"
 
 
 class NoRunListening(RuntimeError):
@@ -116,10 +109,11 @@ class ControlServer:
     removes the socket on the way out; commands go to `control` (the scheduler) through `engine.control.apply`,
     events to every subscriber."""
 
-    def __init__(self, out: Path, lock_name: str = LOCK_NAME, *, max_steps: int = 0):
-        self.out = Path(out)
-        self.name = socket_name(lock_name)
-        self.path = self.out / self.name
+    def __init__(self, folder: RunFolder | Path, *, max_steps: int = 0):
+        folder = folder if isinstance(folder, RunFolder) else RunFolder(Path(folder))   # a plain folder: a whole run
+        self.out = folder.out
+        self.path = folder.socket           # the run's own socket: a shard's is named after its lock
+        self.name = self.path.name
         self.info = RunInfo(pid=os.getpid(), out=str(self.out), max_steps=max_steps)
         self.clients: set[_Client] = set()
         self.dropped = 0                      # clients dropped for falling behind

@@ -34,7 +34,7 @@ from om2w_tui.benchmarks.tasks import (
 from om2w_tui.engine.chromium_check import check_starts
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.control import Run
-from om2w_tui.engine.control_socket import ControlServer, ControlSocketError, socket_name
+from om2w_tui.engine.control_socket import ControlServer, ControlSocketError
 from om2w_tui.engine.events import Log, Sink
 from om2w_tui.engine.model_check import WARNING as WARNING  # re-exported: the front ends show the warning state
 from om2w_tui.engine.model_check import Check as Check  # re-exported: a check row, as the front ends show it
@@ -44,7 +44,7 @@ from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.engine.runlock import OutFolderBusy
 from om2w_tui.engine.scheduler import Judge, Scheduler
 from om2w_tui.engine.settings import check_config, unpaced
-from om2w_tui.engine.sharding import check_out_free, lock_label, manifest_name, own_files, run_lock, select_shard
+from om2w_tui.engine.sharding import check_out_free, run_lock, select_shard
 from om2w_tui.engine.shared_pacing import check_pace_dir, check_pace_files, pace_names, ready_pace_dir
 from om2w_tui.engine.start_rate import PacedStarts
 from om2w_tui.episode.arms import arm_names
@@ -57,6 +57,7 @@ from om2w_tui.executors.ray import check_address, ray_missing
 from om2w_tui.files import holds_no_files, unsafe_entry, write_json_atomic
 from om2w_tui.json_input import InputError, load
 from om2w_tui.resources import data_dir, default_task_file
+from om2w_tui.run_folder import RunFolder
 from om2w_tui.secret import EndpointURL
 
 MANIFEST_LIMIT = 16 << 20   # bytes of an earlier run.json read back
@@ -179,7 +180,7 @@ def _check_out(out: Path, shard: str = "", tasks: list[Task] | None = None) -> s
     if holds_no_files(probe):
         return f"--out {out}: {probe} is on a filesystem that holds no files (like /proc or /sys); choose another"
     if out.is_dir():
-        problems = [unsafe_entry(out / name) for name in own_files(shard)]
+        problems = [unsafe_entry(path) for path in RunFolder(out, shard).own_files()]
         problems += [unsafe_task_folder(out / t.task_id) for t in tasks or ()]
         if problem := next((p for p in problems if p), ""):
             return f"--out {out}: {problem}"
@@ -298,7 +299,7 @@ def versions() -> dict[str, str]:
 
 def write_manifest(pre: Preflight, extra: dict[str, Any] | None = None) -> None:
     cfg = pre.config
-    path = cfg.out / manifest_name(cfg.shard)
+    path = RunFolder(cfg.out, cfg.shard).manifest
     first = None
     if os.path.lexists(path):
         with contextlib.suppress(InputError, AttributeError):
@@ -381,11 +382,12 @@ async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = 
             endpoint = EndpointURL(stack.enter_context(OracleServer(all_tasks)).url)
         else:
             endpoint = cfg.endpoint
+        folder = RunFolder(cfg.out, cfg.shard)
         try:   # before anything is written: a second run over this folder is refused, a folder that takes none too
             if cfg.pace_dir is not None and (problem := ready_pace_dir(cfg.pace_dir)):
                 raise UsageError(problem)
             cfg.out.mkdir(parents=True, exist_ok=True)
-            stack.enter_context(run_lock(cfg.out, cfg.shard, {"socket": socket_name(lock_label(cfg.shard))}))
+            stack.enter_context(run_lock(cfg.out, cfg.shard, {"socket": folder.socket.name}))
         except OutFolderBusy as e:
             raise UsageError(str(e)) from None
         except OSError as e:
@@ -397,7 +399,7 @@ async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = 
             return await asyncio.to_thread(probe_endpoint, endpoint, cfg.model, cfg.api_key())
 
         # every run listens on its control socket (ctl, attach) for its life; one that cannot still runs
-        server = ControlServer(cfg.out, lock_label(cfg.shard), max_steps=cfg.max_steps)
+        server = ControlServer(folder, max_steps=cfg.max_steps)
         live = live_judge(cfg, [*sinks, server])    # None unless the run judges as it goes (--judge-url)
         run = Scheduler(cfg, tasks, executor, [*sinks, server, *([live] if live else [])], judge=judge, probe=probe,
                         endpoint=endpoint.for_client(), guard_ends_run=guard_ends_run)

@@ -20,6 +20,7 @@ from om2w_tui.files import open_own
 from om2w_tui.json_input import InputError, decode, may_overflow, read_bytes
 from om2w_tui.protocol.worker import HARNESS_FAULTS as HARNESS_FAULTS  # re-exported: the readers of records
 from om2w_tui.protocol.worker import STATUSES as STATUSES
+from om2w_tui.run_folder import RunFolder
 from om2w_tui.secret import redact_text
 
 log = logging.getLogger(__name__)
@@ -189,7 +190,7 @@ def read_results(out: Path) -> ResultsLog:
     warning rather than failing the run, its resume, `report` or `judge`; a file that is a symlink or no regular
     file is skipped whole, with a warning."""
     res = ResultsLog()
-    for path in sorted(Path(out).glob("results*.jsonl")):
+    for path in RunFolder(Path(out)).results_files():
         try:
             data = read_bytes(path, RESULTS_LIMIT, follow_symlinks=False)
         except InputError as e:

@@ -22,8 +22,8 @@ from typing import Any
 
 from om2w_tui.files import open_own
 from om2w_tui.json_input import InputError, decode, read_bytes
+from om2w_tui.run_folder import LOCK_NAME as LOCK_NAME  # re-exported: the folder's lock's name
 
-LOCK_NAME = ".om2w-run.lock"
 LOCK_LIMIT = 64 << 10   # bytes of a lock file read back (its holder's pid, host and socket)
 
 

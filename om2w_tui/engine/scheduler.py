@@ -70,12 +70,12 @@ from om2w_tui.engine.results import (
     read_results,
 )
 from om2w_tui.engine.settings import clamp_workers
-from om2w_tui.engine.sharding import results_name
 from om2w_tui.engine.shared_pacing import make_pacer
 from om2w_tui.episode.instruction import step_budget
 from om2w_tui.executors.base import Executor, Worker
 from om2w_tui.files import open_own
 from om2w_tui.protocol.worker import ModelCall, Outcome, StopReason, WorkerSpec
+from om2w_tui.run_folder import RunFolder
 
 USER_KILL_GRACE_S = 5.0
 FREE_RESTARTS = 3                 # an episode whose worker vanished before taking it is put back this often for free
@@ -141,7 +141,8 @@ class Scheduler:
         self.judge = judge
         self.endpoint = endpoint            # the model endpoint the workers use (the oracle's, when it is served here)
         self.out = Path(config.out)
-        self.store = ResultsStore(self.out, results_name(config.shard))
+        self.folder = RunFolder(self.out, config.shard)   # every file name the run writes
+        self.store = ResultsStore(self.out, self.folder.results.name)
         self.pacer = make_pacer(config.pace_dir, config.pace_cooldown, config.site_slots, self.tasks,
                                 note=lambda message: self.emit(Log("warning", message)))
         self.dispatch = Dispatcher(self.pacer, self.tasks)   # the queue and which site starts next
@@ -347,7 +348,8 @@ class Scheduler:
     def _start(self, slot: Slot, task: Task, now: float) -> None:
         self.dispatch.acquire(task.site, now)
         attempt = self.ledger.start(task)
-        ep = slot.episode = Attempt(task, attempt, slot.id, started_at=self.epoch(), folder=self.out / task.task_id,
+        ep = slot.episode = Attempt(task, attempt, slot.id, started_at=self.epoch(),
+                                    folder=self.folder.task(task.task_id),
                                     timeout=self.cfg.timeout, grace=self.cfg.stop_grace, seat=slot,
                                     run=self)
         # said when decided, so that sinks see starts and ends in the order the pacer saw them
@@ -454,7 +456,7 @@ class Scheduler:
             await self._writer
 
     def _space_ok(self) -> bool:
-        probe = self.out / ".om2w-space-probe"
+        probe = self.folder.space_probe
         try:   # the run's own file: never written through a symlink planted there (it is removed below)
             with os.fdopen(open_own(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "wb") as f:
                 f.write(b"\0" * STORAGE_PROBE_BYTES)

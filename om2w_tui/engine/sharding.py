@@ -11,8 +11,8 @@ largest and the smallest shard differ by at most the largest site's task count.
 Shards may write into one out folder (on a shared filesystem, as the seed's slot ranges did): each keeps its own
 results file (`results.shard-K-of-N.jsonl`, read by every shard's resume and by `report` through the
 `results*.jsonl` glob), its own manifest (`run.shard-K-of-N.json`) and its own lock (`.om2w-run.shard-K-of-N.lock`,
-exclusive), and holds the folder's run lock shared, so the shards run side by side while a second process on the
-same shard, or an unsharded run on the folder, is refused.
+exclusive), every name from `run_folder.RunFolder`, and holds the folder's run lock shared, so the shards run side
+by side while a second process on the same shard, or an unsharded run on the folder, is refused.
 """
 
 from __future__ import annotations
@@ -23,64 +23,16 @@ import os
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from om2w_tui.engine.runlock import LOCK_NAME, OutFolderBusy, RunLock, check_free, take_file
+from om2w_tui.engine.runlock import OutFolderBusy, RunLock, check_free, take_file
 from om2w_tui.files import open_own
+from om2w_tui.run_folder import LOCK_NAME, RunFolder, Shard
+from om2w_tui.run_folder import parse_spec as parse_spec  # re-exported: the shard's spec read with its naming
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 _RANGE = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*$")
-_SPEC = re.compile(r"^(\d+)(?::(\d+))?/(\d+)$")
-
-
-@dataclass(frozen=True)
-class Shard:
-    """Shards lo..hi-1 of n (one shard: hi == lo + 1)."""
-
-    lo: int
-    hi: int
-    n: int
-
-    @property
-    def spec(self) -> str:
-        """As RunConfig.shard keeps it: 'K/N', or 'a:b/N' for a range."""
-        return f"{self.lo}/{self.n}" if self.hi == self.lo + 1 else f"{self.lo}:{self.hi}/{self.n}"
-
-    @property
-    def label(self) -> str:
-        if self.hi == self.lo + 1:
-            return f"shard-{self.lo}-of-{self.n}"
-        return f"shards-{self.lo}-to-{self.hi - 1}-of-{self.n}"
-
-    @property
-    def results_name(self) -> str:
-        return f"results.{self.label}.jsonl"
-
-    @property
-    def manifest_name(self) -> str:
-        return f"run.{self.label}.json"
-
-    @property
-    def lock_names(self) -> list[str]:
-        return [f".om2w-run.shard-{k}-of-{self.n}.lock" for k in range(self.lo, self.hi)]
-
-    def __contains__(self, k: object) -> bool:
-        return isinstance(k, int) and self.lo <= k < self.hi
-
-
-def parse_spec(spec: str) -> Shard | None:
-    """RunConfig.shard -> Shard (None for '': the whole task file). Raises ValueError for a malformed one."""
-    if not spec:
-        return None
-    m = _SPEC.match(spec)
-    if not m:
-        raise ValueError(f"shard {spec!r}: not K/N or a:b/N")
-    lo, hi, n = int(m[1]), int(m[2]) if m[2] else int(m[1]) + 1, int(m[3])
-    if not 0 <= lo < hi <= n:
-        raise ValueError(f"shard {spec!r}: needs 0 <= a < b <= N")
-    return Shard(lo, hi, n)
 
 
 def shard_from_flags(shard: str | None, slot_range: str | None, workers: int) -> tuple[str, int]:
@@ -137,30 +89,6 @@ def select_shard(tasks: list[Any], spec: str, chosen: list[Any] | None = None) -
     return [t for t in chosen if where.get(t.site, -1) in shard]
 
 
-def results_name(spec: str) -> str:
-    shard = parse_spec(spec)
-    return shard.results_name if shard else "results.jsonl"
-
-
-def lock_label(spec: str) -> str:
-    """The name of the lock a run holds for its life, as the control socket's name follows it
-    (`.om2w-run.lock`; a shard's `.om2w-run.shard-K-of-N.lock`, a range's `.om2w-run.shards-A-to-B-of-N.lock`)."""
-    shard = parse_spec(spec)
-    return f".om2w-run.{shard.label}.lock" if shard else ".om2w-run.lock"
-
-
-def manifest_name(spec: str) -> str:
-    shard = parse_spec(spec)
-    return shard.manifest_name if shard else "run.json"
-
-
-def own_files(spec: str) -> list[str]:
-    """The files a run (or a shard of one) keeps in its out folder by name: its results, its manifest, its locks.
-    Each must be absent or a regular file (the preflight refuses a symlink, a folder or a device there)."""
-    shard = parse_spec(spec)
-    return [results_name(spec), manifest_name(spec), LOCK_NAME, *(shard.lock_names if shard else [])]
-
-
 def check_out_free(out: Path, spec: str) -> str:
     """'' when this run (or shard) could take `out`, else the message it would get."""
     shard = parse_spec(spec)
@@ -168,8 +96,8 @@ def check_out_free(out: Path, spec: str) -> str:
         # shards hold the folder's lock shared, which the probe of check_free does not see: their own locks say it
         held = [p for p in sorted(Path(out).glob(".om2w-run.shard-*.lock")) if check_free(out, p.name)]
         return check_free(out, held[0].name) if held else check_free(out)
-    for name in shard.lock_names:
-        if problem := check_free(out, name):
+    for lock in RunFolder(out, spec).shard_locks:
+        if problem := check_free(out, lock.name):
             return problem
     main = Path(out) / LOCK_NAME
     if main.exists() and not _shared_free(main):
@@ -213,8 +141,8 @@ class ShardLock:
                 from None
         self._main = fd
         try:
-            for name in self.shard.lock_names:
-                self._locks.append(RunLock(self.out, name, self.info).acquire())
+            for lock in RunFolder(self.out, self.shard.spec).shard_locks:
+                self._locks.append(RunLock(self.out, lock.name, self.info).acquire())
         except BaseException:
             self.release()
             raise

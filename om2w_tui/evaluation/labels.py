@@ -27,10 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.files import write_atomic
+from om2w_tui.run_folder import LABELS_PREFIX, RunFolder
 
 FORMAT = "om2w-tui-labels"
 VERSION = 1
-PREFIX = "labels."
+PREFIX = LABELS_PREFIX
 FINAL = "final"                        # the reviewer's file: labels.final.json
 VALUES = ("1", "0", "2")
 VALUE_WORDS = {"1": "success", "0": "failure", "2": "not executable"}
@@ -82,7 +83,7 @@ def default_annotator() -> str:
 
 
 def labels_path(out: Path, annotator: str) -> Path:
-    return Path(out) / f"{PREFIX}{check_annotator(annotator)}.json"
+    return RunFolder(Path(out)).labels(check_annotator(annotator))
 
 
 @dataclass

@@ -52,6 +52,7 @@ from om2w_tui.evaluation.summary import (
     TaskRow,
 )
 from om2w_tui.json_input import InputError, decode, load, read_bytes, text_of
+from om2w_tui.run_folder import RunFolder
 
 JUDGE_GLOB = "*_auto_eval_results.json"
 UNKNOWN = "-"
@@ -224,7 +225,7 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
     out = Path(out)
     warnings: list[str] = []
     # a run split into shards has one manifest per shard (run.shard-K-of-N.json); any of them names the task file
-    found = [p for p in [out / "run.json", *sorted(out.glob("run.shard*.json"))] if p.is_file()]
+    found = RunFolder(out).manifests()
     manifest = _read_json(found[0]) if found else None
     if manifest is not None and not isinstance(manifest, dict):
         warnings.append("run.json is not a JSON object; ignored")

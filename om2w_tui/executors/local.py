@@ -21,6 +21,7 @@ from pathlib import Path
 from om2w_tui.files import open_own
 from om2w_tui.protocol.codec import CodecError
 from om2w_tui.protocol.worker import COMMANDS, EVENTS, Command, Event, Exit, Exited, Ready, WorkerLog
+from om2w_tui.run_folder import RunFolder
 
 READY_TIMEOUT_S = 120.0   # import browser_use and answer `ready`; slow on a loaded machine, never minutes
 EXIT_TIMEOUT_S = 15.0
@@ -162,6 +163,6 @@ class LocalExecutor:
         self.withhold = tuple(withhold)   # variables never passed on (the key's): the key goes in the spec
 
     async def start_worker(self, slot: int) -> WorkerProcess:
-        w = WorkerProcess(slot, self.log_dir / f"worker_{slot}.log", self.env, self.withhold)
+        w = WorkerProcess(slot, RunFolder(self.log_dir).worker_log(slot), self.env, self.withhold)
         await w.start()
         return w

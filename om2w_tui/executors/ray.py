@@ -34,6 +34,7 @@ from typing import Any
 from om2w_tui.executors.local import EXIT_TIMEOUT_S, WorkerDied, WorkerProcess, run_tag
 from om2w_tui.files import write_atomic
 from om2w_tui.protocol.worker import Command, Event, Exited, Finished, Run, WorkerLog
+from om2w_tui.run_folder import RunFolder
 
 RESOURCE = "browser"          # the custom resource a node advertises, one per browser it can hold
 POLL_S = 2.0                  # an idle actor answers `next_events` this often (files written between events)
@@ -109,10 +110,10 @@ class SlotActor:
         except OSError:
             self.shared = False
         if self.shared:
-            log = Path(out) / f"worker_{self.slot}.log"
+            log = RunFolder(Path(out)).worker_log(self.slot)
         else:
             self.local_root = Path(tempfile.mkdtemp(prefix=f"om2w-ray-{self.env.get('OM2W_RUN_TAG', 'run')}-"))
-            log = self.local_root / f"worker_{self.slot}.log"
+            log = RunFolder(self.local_root).worker_log(self.slot)
         self.worker = ActorWorkerProcess(self.slot, log, self.env, withhold)
         await self.worker.start()
         return {"pid": self.worker.pid, "node": ray.get_runtime_context().get_node_id(), "shared": self.shared,

@@ -21,7 +21,6 @@ from om2w_tui.engine.control_socket import (
     NoRunListening,
     connect,
     request,
-    socket_name,
 )
 from om2w_tui.engine.events import (
     EpisodeStarted,
@@ -49,6 +48,7 @@ from om2w_tui.protocol.control import (
     Workers,
     request_line,
 )
+from om2w_tui.run_folder import RunFolder
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -262,8 +262,9 @@ def test_no_folder_or_no_run_is_said_plainly(tmp_path):
 
 
 def test_the_socket_is_named_after_the_runs_lock():
-    assert socket_name() == SOCKET_NAME == ".om2w-control.sock"
-    assert socket_name(".om2w-run.shard-2-of-4.lock") == ".om2w-control.shard-2-of-4.sock"
+    assert RunFolder(Path("x")).socket.name == SOCKET_NAME == ".om2w-control.sock"
+    assert RunFolder(Path("x"), "2/4").socket.name == ".om2w-control.shard-2-of-4.sock"
+    assert RunFolder(Path("x"), "2:4/8").socket.name == ".om2w-control.shards-2-to-3-of-8.sock"
 
 
 async def test_a_remote_run_sends_commands_at_once_and_a_refusal_comes_back_as_an_error_log(deep):
@@ -300,13 +301,13 @@ async def test_a_remote_run_sends_commands_at_once_and_a_refusal_comes_back_as_a
 async def test_shards_sharing_a_folder_are_each_reached_by_the_socket_their_lock_names(tmp_path):
     """Two shards of a run in one folder, and a range of two shards: each holds its locks naming its socket; a
     client without --socket is told to choose, and with it reaches that shard (a lock of a range names it twice)."""
-    from om2w_tui.engine.sharding import lock_label, run_lock
+    from om2w_tui.engine.sharding import run_lock
 
     specs = ["0/4", "1:3/4"]
-    names = [socket_name(lock_label(s)) for s in specs]
+    names = [RunFolder(tmp_path, s).socket.name for s in specs]
     with run_lock(tmp_path, specs[0], {"socket": names[0]}), run_lock(tmp_path, specs[1], {"socket": names[1]}):
-        async with ControlServer(tmp_path, lock_label(specs[0])).serving(FakeRun()), \
-                ControlServer(tmp_path, lock_label(specs[1])).serving(FakeRun()):
+        async with ControlServer(RunFolder(tmp_path, specs[0])).serving(FakeRun()), \
+                ControlServer(RunFolder(tmp_path, specs[1])).serving(FakeRun()):
             with pytest.raises(NoRunListening, match="several runs listen there"):
                 await asyncio.to_thread(request, tmp_path, Status())
             for name in names:

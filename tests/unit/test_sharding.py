@@ -21,10 +21,10 @@ from om2w_tui.engine.sharding import (
     assign_sites,
     check_out_free,
     parse_spec,
-    results_name,
     select_shard,
     shard_from_flags,
 )
+from om2w_tui.run_folder import RunFolder
 from tests.stand_ins import STAND_IN_CHROMIUM
 from tests.unit.test_cli_errors import assert_usage_error, run_cli, work  # noqa: F401 (work is a fixture)
 
@@ -72,12 +72,13 @@ def test_a_slot_range_is_the_union_of_its_shards():
 
 
 def test_names_of_a_shards_files():
-    one, some = parse_spec("1/3"), parse_spec("0:2/4")
-    assert one == Shard(1, 2, 3) and one.results_name == "results.shard-1-of-3.jsonl"
-    assert one.manifest_name == "run.shard-1-of-3.json" and one.lock_names == [".om2w-run.shard-1-of-3.lock"]
-    assert some is not None and some.results_name == "results.shards-0-to-1-of-4.jsonl"
-    assert some.lock_names == [".om2w-run.shard-0-of-4.lock", ".om2w-run.shard-1-of-4.lock"]
-    assert parse_spec("") is None and results_name("") == "results.jsonl"
+    one, some = RunFolder(Path("o"), "1/3"), RunFolder(Path("o"), "0:2/4")
+    assert one.parsed == Shard(1, 2, 3) and one.results.name == "results.shard-1-of-3.jsonl"
+    assert one.manifest.name == "run.shard-1-of-3.json"
+    assert [p.name for p in one.shard_locks] == [".om2w-run.shard-1-of-3.lock"]
+    assert some.results.name == "results.shards-0-to-1-of-4.jsonl"
+    assert [p.name for p in some.shard_locks] == [".om2w-run.shard-0-of-4.lock", ".om2w-run.shard-1-of-4.lock"]
+    assert parse_spec("") is None and RunFolder(Path("o")).results.name == "results.jsonl"
 
 
 def test_a_task_cannot_be_named_like_a_shards_files(tmp_path):
@@ -156,4 +157,4 @@ def test_the_selection_is_the_shards_share_then_the_filters(work):  # noqa: F811
 
 
 def test_shard_files_match_what_resume_and_report_read():
-    assert Path(results_name("3/4")).match("results*.jsonl")
+    assert RunFolder(Path("o"), "3/4").results.match("results*.jsonl")

@@ -58,6 +58,7 @@ from om2w_tui.frontends.console.widgets.panels import STATUS_STYLE
 from om2w_tui.frontends.console.widgets.screenshot import fit_cells, load_screenshot, screenshot_widget
 from om2w_tui.frontends.formatting import clip
 from om2w_tui.resources import styles_dir
+from om2w_tui.run_folder import RunFolder
 
 FILTERS = ("all", "unlabelled", "judge", "annotators", "notes")
 FILTER_WORDS = {"all": "every task", "unlabelled": "not labelled yet", "judge": "disagreeing with the judge",
@@ -229,7 +230,7 @@ class LabelSession:
 
 
 def _manifest(out: Path) -> dict[str, Any] | None:
-    for p in [out / "run.json", *sorted(out.glob("run.shard*.json"))]:
+    for p in RunFolder(out).manifests():
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, ValueError):

@@ -1,0 +1,143 @@
+"""Every name a run gives the files it keeps in its out folder, in one place: `RunFolder(out, shard)`.
+
+A run (or one shard of a run split with `--shard K/N`, `--slot-range a:b`) keeps beside its task folders: its
+results (`results.jsonl`; a shard's `results.shard-K-of-N.jsonl`), its manifest (`run.json`; `run.shard-K-of-N.json`),
+the lock it holds for its life (`.om2w-run.lock`; `.om2w-run.shard-K-of-N.lock`, every shard of a range one each),
+its control socket (`.om2w-control.sock`; `.om2w-control.shard-K-of-N.sock`), a log per worker (`worker_<slot>.log`),
+a space probe while the disk is full (`.om2w-space-probe`), and the labellers' files (`labels.<annotator>.json`).
+Each is a file, never a folder: the official evaluator takes every subfolder of a run's folder as a task.
+
+Readers of a whole run (resume, `report`, `label`) read every shard's files: `results_files`, `manifests`.
+No I/O here but the globs of those two; the module sits below the engine, the executors and evaluation."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+LOCK_NAME = ".om2w-run.lock"
+SOCKET_NAME = ".om2w-control.sock"
+RESULTS_GLOB = "results*.jsonl"        # every shard's results, and the seed runner's results_<slot>.jsonl
+LABELS_PREFIX = "labels."
+_SPEC = re.compile(r"^(\d+)(?::(\d+))?/(\d+)$")
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Shards lo..hi-1 of n (one shard: hi == lo + 1)."""
+
+    lo: int
+    hi: int
+    n: int
+
+    @property
+    def spec(self) -> str:
+        """As RunConfig.shard keeps it: 'K/N', or 'a:b/N' for a range."""
+        return f"{self.lo}/{self.n}" if self.hi == self.lo + 1 else f"{self.lo}:{self.hi}/{self.n}"
+
+    @property
+    def label(self) -> str:
+        if self.hi == self.lo + 1:
+            return f"shard-{self.lo}-of-{self.n}"
+        return f"shards-{self.lo}-to-{self.hi - 1}-of-{self.n}"
+
+    def __contains__(self, k: object) -> bool:
+        return isinstance(k, int) and self.lo <= k < self.hi
+
+
+def parse_spec(spec: str) -> Shard | None:
+    """RunConfig.shard -> Shard (None for '': the whole task file). Raises ValueError for a malformed one."""
+    if not spec:
+        return None
+    m = _SPEC.match(spec)
+    if not m:
+        raise ValueError(f"shard {spec!r}: not K/N or a:b/N")
+    lo, hi, n = int(m[1]), int(m[2]) if m[2] else int(m[1]) + 1, int(m[3])
+    if not 0 <= lo < hi <= n:
+        raise ValueError(f"shard {spec!r}: needs 0 <= a < b <= N")
+    return Shard(lo, hi, n)
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    out: Path
+    shard: str = ""                    # RunConfig.shard: '' (the whole run), 'K/N' or 'a:b/N'
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "out", Path(self.out))
+
+    @property
+    def parsed(self) -> Shard | None:
+        return parse_spec(self.shard)
+
+    def _own(self, plain: str, stem: str, suffix: str) -> Path:
+        shard = self.parsed
+        return self.out / (plain if shard is None else f"{stem}.{shard.label}{suffix}")
+
+    # ── what this run (or shard) writes ────────────────────
+    @property
+    def results(self) -> Path:
+        return self._own("results.jsonl", "results", ".jsonl")
+
+    @property
+    def manifest(self) -> Path:
+        return self._own("run.json", "run", ".json")
+
+    @property
+    def lock(self) -> Path:
+        """The lock it holds for its life (a shard's own; a range's names the range, its shards' locks are
+        `shard_locks`); the control socket's name follows it."""
+        return self._own(LOCK_NAME, ".om2w-run", ".lock")
+
+    @property
+    def shard_locks(self) -> list[Path]:
+        """The locks a shard (or each shard of a range) holds exclusive, beside the folder's lock held shared."""
+        shard = self.parsed
+        return [] if shard is None else [self.out / f".om2w-run.shard-{k}-of-{shard.n}.lock"
+                                         for k in range(shard.lo, shard.hi)]
+
+    @property
+    def folder_lock(self) -> Path:
+        """The folder's own lock: held by an unsharded run, shared by shards."""
+        return self.out / LOCK_NAME
+
+    @property
+    def socket(self) -> Path:
+        return self._own(SOCKET_NAME, ".om2w-control", ".sock")
+
+    @property
+    def space_probe(self) -> Path:
+        return self.out / ".om2w-space-probe"
+
+    def task(self, task_id: str) -> Path:
+        return self.out / task_id
+
+    def worker_log(self, slot: int) -> Path:
+        return self.out / f"worker_{slot}.log"
+
+    def labels(self, annotator: str) -> Path:
+        """An annotator's labels (evaluation/labels.py checks the name; `final` is the reviewer's)."""
+        return self.out / f"{LABELS_PREFIX}{annotator}.json"
+
+    def own_files(self) -> list[Path]:
+        """The files it keeps by name: each must be absent or a regular file (the preflight refuses a symlink, a
+        folder or a device there)."""
+        return [self.results, self.manifest, self.folder_lock, *self.shard_locks]
+
+    # ── what a reader of the whole run reads ──────────────
+    def results_files(self) -> list[Path]:
+        """Every shard's results (and the seed runner's), in name order: whatever is there by such a name (the
+        reader says what is not a regular file)."""
+        return sorted(self.out.glob(RESULTS_GLOB))
+
+    def manifests(self) -> list[Path]:
+        """The run's manifest, or every shard's."""
+        return [p for p in [self.out / "run.json", *sorted(self.out.glob("run.shard*.json"))] if p.is_file()]
+
+
+def socket_for_lock(lock_name: str) -> str:
+    """The socket's file name for a run holding the lock file `lock_name` (`.om2w-run<X>.lock` ->
+    `.om2w-control<X>.sock`): one socket per run in a folder."""
+    middle = lock_name.removeprefix(".om2w-run").removesuffix(".lock")
+    return f".om2w-control{middle}.sock"
