@@ -102,10 +102,6 @@ def endpoint_kind(kind: str) -> bool:
     return kind in ENDPOINT_KINDS
 
 
-def model_kind(kind: str) -> bool:
-    return kind in MODEL_KINDS
-
-
 # ── HTTP errors ──────────────────────────────────────────
 _CONTEXT = re.compile(
     r"maximum context length|context length|context window|max_model_len|maximum model length|"
@@ -304,10 +300,3 @@ class ModelCalls:
         if kind is None or endpoint_kind(kind):
             return kind
         return kind if self.streak >= give_up_after or self.streak == self.step_calls else None
-
-    def summary(self) -> str:
-        """`12 calls: 9 answered, context length 3` for a log line."""
-        worst_first = sorted(self.failures.items(), key=lambda kv: -kv[1])
-        parts = [f"{self.ok} answered", *(f"{COUNTED.get(k, k)} {n}" for k, n in worst_first)]
-        mended = f"; {self.thinking_stripped} <think> blocks split off" if self.thinking_stripped else ""
-        return f"{self.calls} calls: {', '.join(parts)}{mended}"

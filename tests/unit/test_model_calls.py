@@ -165,7 +165,6 @@ def test_counts_and_the_streak_an_episode_ends_on():
     assert calls.calls == 7 and calls.ok == 2 and calls.failed == 5 and calls.step_calls == 6
     assert calls.failures == {"unparseable": 1, "context_length": 3, "server_error": 1}
     assert calls.first["context_length"].endswith("first")   # the first message of each kind is what is kept
-    assert calls.summary() == "7 calls: 2 answered, context length 3, unparseable replies 1, server errors 1"
 
 
 def test_an_episode_ends_on_its_model_only_when_the_agent_gave_up_on_it():
