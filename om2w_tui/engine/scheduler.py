@@ -406,7 +406,6 @@ class Scheduler:
         self.ledger.leave(ep.task, ran=False)
         self._enqueue(ep.task, front=True)
         why = ep.stop_error or (outcome.error if outcome is not None else None) or "stopped"
-        self.emit(Log("info", f"{tid}: put back in the queue before it started ({why})"))
         self.emit(EpisodePutBack(ep.slot, tid, ep.attempt, str(why), *self.done_count()))
 
     def _stop(self, ep: Attempt, reason: StopReason, error: str, grace: float) -> None:

@@ -56,9 +56,8 @@ class HeadlessLog:
                 self._progress()
             case DispatchChanged():
                 self._print(f"dispatch {'paused' if ev.paused else 'resumed'}{': ' + ev.reason if ev.reason else ''}")
-            case Log():
-                if ev.level in ("warning", "error"):
-                    self._print(f"{ev.level}: {ev.message}")
+            case Log():   # every line the run says (the judge's progress is info)
+                self._print(f"{ev.level}: {ev.message}")
             case RunFinished():
                 self._summary(ev.summary)
             case SlotChanged() | EpisodeStarted() | EpisodeStep() | EpisodeModelCall():

@@ -6,6 +6,7 @@ command again (resume) judges nothing twice."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -33,7 +34,10 @@ def test_a_run_judges_its_episodes_as_they_end_and_resumes_without_judging_twice
         lines = read_judged(out / JUDGE_FILE)
         assert sorted(lines) == sorted(settled) == sorted(TASKS.split(","))
         assert all(line["attempt"] == 1 and line["judge_model"] == "oracle-judge" for line in lines.values())
-        assert "judge:" not in r.stdout + r.stderr          # all went well: the judge's lines are info, not shown
+        # the headless log says what the judge does, and all went well: no warning or error of it
+        assert "info: judge: judging each episode as it ends with oracle-judge" in r.stdout
+        assert re.search(r"info: judge: judged 3 episode\(s\) during the run", r.stdout), r.stdout
+        assert "warning: judge:" not in r.stdout and "error: judge:" not in r.stdout
         manifest = json.loads((out / "run.json").read_text())
         assert manifest["config"]["judge_model"] == "oracle-judge"
         calls = judge.calls
