@@ -74,7 +74,7 @@ from om2w_tui.engine.shared_pacing import make_pacer
 from om2w_tui.episode.instruction import step_budget
 from om2w_tui.executors.base import Executor, Worker
 from om2w_tui.files import open_own
-from om2w_tui.protocol.worker import ModelCall, Outcome, StopReason, WorkerSpec
+from om2w_tui.protocol.worker import ModelCall, Outcome, WorkerSpec
 from om2w_tui.run_folder import RunFolder
 
 USER_KILL_GRACE_S = 5.0
@@ -408,9 +408,6 @@ class Scheduler:
         why = ep.stop_error or (outcome.error if outcome is not None else None) or "stopped"
         self.emit(EpisodePutBack(ep.slot, tid, ep.attempt, str(why), *self.done_count()))
 
-    def _stop(self, ep: Attempt, reason: StopReason, error: str, grace: float) -> None:
-        ep.stop(reason, error, grace)
-
     def _record(self, ep: Attempt, outcome: Outcome) -> EpisodeRecord:
         """The record of an attempt, from its outcome."""
         rec = build_record(self.cfg, ep.task, outcome, attempt=ep.attempt, slot=ep.slot, started_at=ep.started_at,
@@ -562,7 +559,7 @@ class Scheduler:
         ep = self.episode_on(slot_id)
         if ep is None or ep.stop_reason:
             return False
-        self._stop(ep, "killed", REQUEUED if requeue else "killed by user", USER_KILL_GRACE_S)
+        ep.stop("killed", REQUEUED if requeue else "killed by user", USER_KILL_GRACE_S)
         return True
 
     def pause_episode(self, slot_id: int, paused: bool = True) -> bool:
@@ -611,7 +608,7 @@ class Scheduler:
             return
         self.stopping = True
         for ep in self.running():
-            self._stop(ep, "killed", INTERRUPTED, self.cfg.stop_grace)
+            ep.stop("killed", INTERRUPTED, self.cfg.stop_grace)
         self.wake()
 
     def interrupt(self) -> Interrupt:
@@ -640,7 +637,7 @@ class Scheduler:
 
     async def _end_all(self) -> None:
         for ep in self.running():
-            self._stop(ep, "killed", INTERRUPTED, self.cfg.stop_grace)
+            ep.stop("killed", INTERRUPTED, self.cfg.stop_grace)
         while self._background:   # episodes, sends, retirements, the record writer, probes
             await asyncio.gather(*list(self._background), return_exceptions=True)
         if self.unwritten and not self.storage_error:   # kept while stopping: one more try
