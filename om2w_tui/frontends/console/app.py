@@ -28,7 +28,7 @@ from om2w_tui import exits
 from om2w_tui.benchmarks.episode_folder import attempt_folder
 from om2w_tui.engine.control import RunControl
 from om2w_tui.engine.events import Sink
-from om2w_tui.engine.launch import Preflight, UsageError, open_run, run_checks
+from om2w_tui.engine.launch import Check, Preflight, UsageError, open_run, run_checks
 from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.frontends.console.launch_values import last_launch_path, load_values, save_values, values_from_config
 from om2w_tui.frontends.console.messages import EngineSink, EpisodeChange
@@ -48,7 +48,7 @@ EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = exits.OK, exits.FAILED, exits.INTERRUPT
 GC_THRESHOLDS = (20_000, 20, 10)
 Clock = Callable[[], float]
 # the launch form's preflight: a config -> (the Preflight when every check passed, else None; [(what, ok, detail)])
-ChecksFn = Callable[[Any], "tuple[Preflight | None, list[tuple[str, bool, str]]]"]
+ChecksFn = Callable[[Any], "tuple[Preflight | None, list[Check]]"]
 
 
 class ConsoleApp(App[int]):

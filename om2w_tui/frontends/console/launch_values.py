@@ -41,8 +41,12 @@ CHOICES: dict[str, tuple[str, ...]] = {st.key: st.choices for st in on_the_form(
 BY_KEY = {f.key: f for f in FIELDS}
 
 # a first launch runs the built-in offline suite: it needs no model server and no internet
-DEFAULTS: dict[str, str] = {k: SETTING[k].form_default if SETTING[k].form_default is not None
-                            else SETTING[k].text(SETTING[k].default) for k in ORDER}
+def _form_default(key: str) -> str:
+    st = SETTING[key]
+    return st.form_default if st.form_default is not None else st.text(st.default)
+
+
+DEFAULTS: dict[str, str] = {k: _form_default(k) for k in ORDER}
 
 
 class FormError(ValueError):

@@ -27,7 +27,7 @@ from om2w_tui.benchmarks.episode_folder import (
 from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.frontends.console.messages import EpisodeChange
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
-from om2w_tui.frontends.console.widgets.screenshot import fit_cells, load_screenshot, screenshot_widget
+from om2w_tui.frontends.console.widgets.screenshot import ShotWidget, fit_cells, load_screenshot, screenshot_widget
 from om2w_tui.frontends.formatting import clip
 
 
@@ -140,7 +140,7 @@ class EpisodeScreen(Screen[None]):
         if generation == self._shot_generation and self.is_attached:
             self._image_px = image.size
             self._fit_shot()
-            self.query_one("#ep-shot").image = image
+            self.query_one("#ep-shot", ShotWidget).image = image
 
     def _shot_failed(self, generation: int, why: str) -> None:
         if generation == self._shot_generation and self.is_attached:
@@ -232,7 +232,7 @@ class EpisodeScreen(Screen[None]):
     def _show_shot(self) -> None:
         i = self.shown
         box = self.query_one("#ep-shot-box")
-        shot = self.query_one("#ep-shot")
+        shot = self.query_one("#ep-shot", ShotWidget)
         self._shot_generation += 1
         if i < 0:
             shot.image = None
@@ -248,7 +248,7 @@ class EpisodeScreen(Screen[None]):
     # ── keys ───────────────────────────────────────────────
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "shot":
-            step = int(parameters[0]) if parameters else 0
+            step = parameters[0] if parameters and isinstance(parameters[0], int) else 0
             i, n = self.shown, len(self.files.shots)
             return n > 0 and 0 <= i + step < n
         return True

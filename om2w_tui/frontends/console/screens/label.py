@@ -55,7 +55,7 @@ from om2w_tui.evaluation.report import LEVEL_NAMES, find_judge_file, site_of, ta
 from om2w_tui.frontends.console.screens.episode import history_text
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
 from om2w_tui.frontends.console.widgets.panels import STATUS_STYLE
-from om2w_tui.frontends.console.widgets.screenshot import fit_cells, load_screenshot, screenshot_widget
+from om2w_tui.frontends.console.widgets.screenshot import ShotWidget, fit_cells, load_screenshot, screenshot_widget
 from om2w_tui.frontends.formatting import clip
 from om2w_tui.resources import styles_dir
 from om2w_tui.run_folder import RunFolder
@@ -547,7 +547,7 @@ class LabelScreen(Screen[None]):
                                                           f" — `f` chooses another filter.", style="dim"))
         for part in ("#label-verdict", "#label-answer", "#label-actions"):
             self.query_one(part, Static).update("")
-        self.query_one("#label-shot").image = None
+        self._clear_image()
         self._bindings_changed()
 
     def _draw_placeholder(self, task: str) -> None:
@@ -650,7 +650,7 @@ class LabelScreen(Screen[None]):
         widget = self.query_one("#label-shot")
         if isinstance(widget, BlockImage):
             widget.show([], 1)
-        else:
+        elif isinstance(widget, ShotWidget):
             widget.image = None
 
     @work(thread=True, exclusive=True, group="label-shot", exit_on_error=False)
@@ -682,7 +682,7 @@ class LabelScreen(Screen[None]):
     def _put_image(self, task: str, image: Any) -> None:
         self._image_px = image.size
         self._fit_shot()
-        self.query_one("#label-shot").image = image
+        self.query_one("#label-shot", ShotWidget).image = image
         self.image_at.setdefault(task, self.clock())
 
     def _fit_shot(self) -> None:
@@ -708,11 +708,11 @@ class LabelScreen(Screen[None]):
         if action in ("give", "note", "clear", "open_full"):
             return s.current is not None
         if action == "task":
-            step = int(parameters[0]) if parameters else 0
+            step = parameters[0] if parameters and isinstance(parameters[0], int) else 0
             return bool(s.view) and 0 <= s.pos + step < len(s.view)
         if action == "shot":
             got = self.loaded.get(s.current or "")
-            step = int(parameters[0]) if parameters else 0
+            step = parameters[0] if parameters and isinstance(parameters[0], int) else 0
             return got is not None and 0 <= self.shot + step < len(got.folder.shots)
         if action == "toggle_judge":
             return bool(s.verdicts)

@@ -5,7 +5,7 @@ starts, shows problems next to the form, and says how much of the out folder is 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from rich.text import Text
 from textual import on, work
@@ -75,14 +75,14 @@ class LaunchScreen(Screen[None]):
                     yield Button("Launch", variant="primary", id="launch-button")
         yield LeanFooter(compact=True)
 
-    def _field_widget(self, key: str, kind: str, placeholder: str) -> Any:
+    def _field_widget(self, key: str, kind: str, placeholder: str) -> Input | Select[str]:
         value = self.values.get(key, "")
         if kind == "choice":
             options = list(CHOICES[key]) if key in CHOICES else arm_choices()
             if value not in options:
                 options.append(value)
             return Select([(o, o) for o in options], value=value, allow_blank=False, compact=True, id=f"f-{key}")
-        kinds = {"int": "integer", "number": "number"}
+        kinds: dict[str, Literal["integer", "number"]] = {"int": "integer", "number": "number"}
         return Input(value, placeholder=placeholder, type=kinds.get(kind, "text"), compact=True, id=f"f-{key}")
 
     def on_mount(self) -> None:
@@ -101,12 +101,16 @@ class LaunchScreen(Screen[None]):
         out = {}
         for f in FIELDS:
             w = self.query_one(f"#f-{f.key}")
-            out[f.key] = str(w.value if not isinstance(w, Select) or w.value is not Select.NULL else "")
+            if isinstance(w, Select):
+                out[f.key] = "" if w.value is Select.NULL else str(w.value)
+            elif isinstance(w, Input):
+                out[f.key] = w.value
         return out
 
     def set_value(self, key: str, value: str) -> None:
         w = self.query_one(f"#f-{key}")
-        w.value = value
+        if isinstance(w, Input | Select):
+            w.value = value
 
     @on(Input.Changed)
     @on(Select.Changed)

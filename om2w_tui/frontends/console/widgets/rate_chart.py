@@ -89,7 +89,7 @@ class RateChart(Vertical):
         # bar k sits at y = k; with y from 1 to n over exactly n (or 2n-1) rows each bar lands on a row of its own
         plt.ylim(1, n) if n > 1 else plt.ylim(0.5, 1.5)
         bars = width - len(self.labels[0]) - 2
-        ticks = [0, 25, 50, 75, 100] if bars >= 40 else [0, 50, 100] if bars >= 16 else [0, 100]
+        ticks: list[float] = [0, 25, 50, 75, 100] if bars >= 40 else [0, 50, 100] if bars >= 16 else [0, 100]
         plt.xticks(ticks, [f"{t}%" for t in ticks])
         plot.styles.height = (2 * n - 1 if gap else n) + FRAME_ROWS
         plot.display = True

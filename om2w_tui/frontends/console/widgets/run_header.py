@@ -53,15 +53,15 @@ class RunHeader(Horizontal):
     }
     """
 
-    def __init__(self, name: str, total: int, **kw):
+    def __init__(self, name: str, total: int, **kw: Any):
         super().__init__(**kw)
-        self._name, self._total = name, total
+        self._run_name, self._total = name, total   # not `_name`: a Widget's own
         self._shown: dict[str, str] = {}
         self._verdicts: VerdictTail | None = None
         self._state: RunState | None = None
 
     def compose(self) -> ComposeResult:
-        yield Label(self._name, id="run-name")
+        yield Label(self._run_name, id="run-name")
         yield ProgressBar(total=max(1, self._total), show_eta=False, id="run-progress")
         yield Label("", id="run-stats")
         yield Label("", id="run-badge")

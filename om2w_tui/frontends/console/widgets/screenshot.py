@@ -13,13 +13,14 @@ from typing import Any
 
 from PIL import Image as PILImage
 from textual_image import _terminal
+from textual_image._posix import get_tiocgwinsz  # what _terminal asks the terminal with, on Linux
 
 
 def _size_a_sizeless_terminal() -> None:
     try:
         if not (sys.__stdout__ and sys.__stdout__.isatty()):
             return
-        rows, columns, _, _ = _terminal.get_tiocgwinsz()
+        rows, columns, _, _ = get_tiocgwinsz()
     except (OSError, ValueError):
         return
     if not rows or not columns:   # textual-image's fallback (a VT340's cell), as it uses when it learns nothing
@@ -28,15 +29,19 @@ def _size_a_sizeless_terminal() -> None:
 
 _size_a_sizeless_terminal()
 
-from textual_image.widget import HalfcellImage, UnicodeImage, get_cell_size  # noqa: E402 (after the size is known)
+from textual_image._terminal import get_cell_size  # noqa: E402 (after the size is known)
+from textual_image.widget import HalfcellImage, UnicodeImage  # noqa: E402 (as above)
 from textual_image.widget import Image as AutoImage  # noqa: E402 (as above)
+from textual_image.widget._base import Image as _Base  # noqa: E402 (as above)
 
-RENDERERS: dict[str, Any] = {"auto": AutoImage, "halfcell": HalfcellImage, "unicode": UnicodeImage}
+ShotWidget = _Base  # every renderer's widget is one of these
+
+RENDERERS: dict[str, type[ShotWidget]] = {"auto": AutoImage, "halfcell": HalfcellImage, "unicode": UnicodeImage}
 # graphics protocols get more pixels than block characters can show
 MAX_PIXELS = {"auto": (1600, 1600), "halfcell": (480, 480), "unicode": (480, 480)}
 
 
-def screenshot_widget(renderer: str, **kw: Any) -> Any:
+def screenshot_widget(renderer: str, **kw: Any) -> ShotWidget:
     """The image widget for `renderer` (auto | halfcell | unicode), sized to fit its box keeping the aspect ratio."""
     widget = RENDERERS[renderer](**kw)
     widget.add_class("screenshot")
@@ -45,8 +50,8 @@ def screenshot_widget(renderer: str, **kw: Any) -> Any:
 
 def load_screenshot(path: Any, renderer: str) -> PILImage.Image:
     """Read a PNG and scale it down to what the renderer can use (in a thread: it is the slow part)."""
-    with PILImage.open(path) as im:
-        im = im.convert("RGB")
+    with PILImage.open(path) as png:
+        im = png.convert("RGB")
     im.thumbnail(MAX_PIXELS.get(renderer, MAX_PIXELS["auto"]))
     return im
 
