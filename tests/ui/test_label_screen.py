@@ -260,12 +260,12 @@ def test_block_strips_are_the_pictures_half_cells_in_runs():
     for x in range(4):
         im.putpixel((x, 0), (200, 0, 0))            # the top row red: the upper halves of the first line
     im.putpixel((3, 1), (0, 0, 200))                # one blue pixel in the lower half of the last cell
-    first, second = label_screen.block_strips(im, 4, 2)
+    first, second = label_screen.block_strips(label_screen.half_cells(im, 4, 2))
     assert first.cell_length == second.cell_length == 4
     runs = [(seg.text, seg.style.color.triplet, seg.style.bgcolor.triplet) for seg in first]
     assert runs == [("▀▀▀", (200, 0, 0), (255, 255, 255)), ("▀", (200, 0, 0), (0, 0, 200))]
     assert [(seg.text, seg.style.color.triplet) for seg in second] == [("▀▀▀▀", (255, 255, 255))]
-    assert label_screen.block_strips(im, 0, 3) == []
+    assert label_screen.block_strips(label_screen.half_cells(im, 0, 3)) == []
 
 
 async def test_in_block_characters_the_screen_draws_its_screenshots_itself(tmp_path):
@@ -281,7 +281,7 @@ async def test_in_block_characters_the_screen_draws_its_screenshots_itself(tmp_p
         top = next(iter(shot.strips[0]))                     # the test's PNG: a header band of (30, 90, 160)
         assert top.style.color.triplet == (30, 90, 160)
         ahead = screen.session.around()[0]                   # the next task: read and drawn before its key
-        assert screen.loaded[ahead].strips is not None
+        assert screen.loaded[ahead].cells is not None
         await pilot.press("right_square_bracket")
         await pilot.pause()
-        assert shot.strips is screen.loaded[ahead].strips
+        assert shot.cells is screen.loaded[ahead].cells

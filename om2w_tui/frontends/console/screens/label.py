@@ -19,12 +19,14 @@ from __future__ import annotations
 import gc
 import html
 import json
+import sys
 import tempfile
 import time
 import webbrowser
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -257,52 +259,73 @@ def draws_in_blocks(renderer: str) -> bool:
     return renderer == "halfcell" or (renderer == "auto" and image_renderables.Image is halfcell.Image)
 
 
-def block_strips(image: PILImage.Image, cols: int, rows: int) -> list[Strip]:
-    """The picture as `rows` lines of `cols` half cells (`▀`: the upper pixel in the foreground colour, the lower
-    one in the background's), runs of equal cells in one segment and one Style per colour pair: a web page's flat
-    areas cost next to nothing. Pure: runs in a thread."""
+@dataclass(frozen=True)
+class HalfCells:
+    """A picture scaled to `cols` x 2*`rows` pixels, one 32-bit word each (RGBX): what a screenshot in blocks
+    is kept as, read ahead. Bytes hold no objects, so the collector never walks them; the lines are made from
+    them when shown (`block_strips`, about a millisecond)."""
+
+    cols: int
+    rows: int
+    pixels: bytes = b""
+
+
+def half_cells(image: PILImage.Image, cols: int, rows: int) -> HalfCells:
+    """`image` as `rows` lines of `cols` half cells (the slow part is PIL's, in C: in a thread)."""
     if cols <= 0 or rows <= 0:
-        return []
-    data = image.convert("RGB").resize((cols, rows * 2), PILImage.Resampling.BOX).tobytes()
-    styles: dict[bytes, Style] = {}
-    stride = cols * 3
+        return HalfCells(0, 0)
+    scaled = image.convert("RGB").resize((cols, rows * 2), PILImage.Resampling.BOX)
+    return HalfCells(cols, rows, scaled.convert("RGBX").tobytes())
+
+
+def block_strips(cells: HalfCells) -> list[Strip]:
+    """The picture's lines of half cells (`▀`: the upper pixel in the foreground colour, the lower one in the
+    background's), runs of equal cells in one segment and one Style per colour pair: a web page's flat areas cost
+    next to nothing. The runs are found by `groupby` over the pixel words, in C."""
+    cols = cells.cols
+    words = memoryview(cells.pixels).cast("I")
     strips = []
-    for r in range(rows):
-        top, bottom = data[2 * r * stride:(2 * r + 1) * stride], data[(2 * r + 1) * stride:(2 * r + 2) * stride]
-        segments: list[Segment] = []
-        run_key, run = b"", 0
-        for c in range(0, stride, 3):
-            key = top[c:c + 3] + bottom[c:c + 3]
-            if key != run_key and run:
-                segments.append(Segment("▀" * run, _style(styles, run_key)))
-                run = 0
-            run_key, run = key, run + 1
-        if run:
-            segments.append(Segment("▀" * run, _style(styles, run_key)))
-        strips.append(Strip(segments, cols))
+    for r in range(cells.rows):
+        top = 2 * r * cols
+        pairs = zip(words[top:top + cols], words[top + cols:top + 2 * cols], strict=True)
+        strips.append(Strip([Segment("▀" * sum(1 for _ in run), _style(upper, lower))
+                             for (upper, lower), run in groupby(pairs)], cols))
     return strips
 
 
-def _style(cache: dict[bytes, Style], key: bytes) -> Style:
-    style = cache.get(key)
+_STYLES: dict[tuple[int, int], Style] = {}
+STYLES_KEPT = 50_000     # colour pairs (a page has a few hundred; a photo many): the cache starts again past it
+
+
+def _style(upper: int, lower: int) -> Style:
+    style = _STYLES.get((upper, lower))
     if style is None:
-        style = cache[key] = Style.from_color(Color.from_rgb(key[0], key[1], key[2]),
-                                              Color.from_rgb(key[3], key[4], key[5]))
+        if len(_STYLES) >= STYLES_KEPT:
+            _STYLES.clear()
+        style = _STYLES[upper, lower] = Style.from_color(_rgb(upper), _rgb(lower))
     return style
 
 
+def _rgb(word: int) -> Color:
+    """An RGBX word as `memoryview.cast("I")` reads it on this machine's byte order."""
+    r, g, b, _ = word.to_bytes(4, sys.byteorder)
+    return Color.from_rgb(r, g, b)
+
+
 class BlockImage(Widget):
-    """A screenshot drawn as `block_strips` made it (in a thread, ahead): drawing is handing over its lines."""
+    """A screenshot in half cells, its lines made from its `HalfCells` when shown: drawing is handing them over."""
 
     DEFAULT_CSS = "BlockImage { width: auto; height: auto; }"
 
     def __init__(self, **kw: Any):
         super().__init__(**kw)
+        self.cells = HalfCells(0, 0)
         self.strips: list[Strip] = []
 
-    def show(self, strips: list[Strip], cols: int) -> None:
-        self.strips = strips
-        self.styles.width, self.styles.height = max(1, cols), max(1, len(strips))
+    def show(self, cells: HalfCells) -> None:
+        self.cells = cells
+        self.strips = block_strips(cells)
+        self.styles.width, self.styles.height = max(1, cells.cols), max(1, cells.rows)
         self.refresh()
 
     def render_line(self, y: int) -> Strip:
@@ -395,12 +418,12 @@ class FilterPicker(ModalScreen["str | None"]):
 
 @dataclass
 class Loaded:
-    """A task's folder as read, its first screenshot decoded (None: none, or not yet), and where screenshots are
-    drawn in blocks, that screenshot's lines for the box they were drawn for."""
+    """A task's folder as read and its first screenshot (None: none, or not yet): decoded, or where screenshots
+    are drawn in blocks, its half cells for the box they were scaled to."""
 
     folder: EpisodeFolder
     image: Any = None
-    strips: list[Strip] | None = None
+    cells: HalfCells | None = None
     box: tuple[int, int] = (0, 0)
 
 
@@ -639,8 +662,8 @@ class LabelScreen(Screen[None]):
             return
         i = min(self.shot, len(shots) - 1)
         box.border_subtitle = f"{i + 1}/{len(shots)} · {shots[i].name}"
-        if i == 0 and self.blocks and got.strips is not None and got.box == self._box():
-            self._put_strips(task, got.strips)
+        if i == 0 and self.blocks and got.cells is not None and got.box == self._box():
+            self._put_cells(task, got.cells)
         elif i == 0 and not self.blocks and got.image is not None:
             self._put_image(task, got.image)
         else:
@@ -649,7 +672,7 @@ class LabelScreen(Screen[None]):
     def _clear_image(self) -> None:
         widget = self.query_one("#label-shot")
         if isinstance(widget, BlockImage):
-            widget.show([], 1)
+            widget.show(HalfCells(0, 0))
         elif isinstance(widget, ShotWidget):
             widget.image = None
 
@@ -657,22 +680,21 @@ class LabelScreen(Screen[None]):
     def _load_shot(self, generation: int, task: str, path: Path, box: tuple[int, int] | None) -> None:
         try:
             image = load_screenshot(path, self.renderer)
-            strips = _blocks_for(image, box) if box is not None else None
+            cells = _cells_for(image, box) if box is not None else None
         except Exception as e:   # noqa: BLE001 - a PNG being rewritten or unreadable: say so, keep going
             self.app.call_from_thread(self._shot_failed, generation, f"{path.name}: {e}")
             return
-        self.app.call_from_thread(self._shot_loaded, generation, task, image, strips)
+        self.app.call_from_thread(self._shot_loaded, generation, task, image, cells)
 
-    def _shot_loaded(self, generation: int, task: str, image: Any, strips: list[Strip] | None) -> None:
+    def _shot_loaded(self, generation: int, task: str, image: Any, cells: HalfCells | None) -> None:
         if generation == self._generation and self.is_attached:
-            if strips is not None:
-                self._put_strips(task, strips)
+            if cells is not None:
+                self._put_cells(task, cells)
             else:
                 self._put_image(task, image)
 
-    def _put_strips(self, task: str, strips: list[Strip]) -> None:
-        widget = self.query_one("#label-shot", BlockImage)
-        widget.show(strips, strips[0].cell_length if strips else 1)
+    def _put_cells(self, task: str, cells: HalfCells) -> None:
+        self.query_one("#label-shot", BlockImage).show(cells)
         self.image_at.setdefault(task, self.clock())
 
     def _shot_failed(self, generation: int, why: str) -> None:
@@ -818,23 +840,26 @@ class LabelScreen(Screen[None]):
 
 
 def _read_task(out: Path, task: str, renderer: str, box: tuple[int, int] | None) -> Loaded:
-    """A task's folder and its first screenshot, decoded, and drawn in blocks for `box` (columns, rows) when
-    given: the slow part, in a thread."""
+    """A task's folder and its first screenshot, decoded, or scaled to half cells for `box` (columns, rows) when
+    given (the decoded picture is then let go): the slow part, in a thread."""
     folder = read_episode(out / task)
-    image = None
-    strips = None
+    image: PILImage.Image | None = None
+    cells: HalfCells | None = None
     if folder.shots:
         try:
-            image = load_screenshot(folder.shots[0], renderer)
-            strips = _blocks_for(image, box) if box is not None else None
+            decoded = load_screenshot(folder.shots[0], renderer)
+            if box is None:
+                image = decoded
+            else:
+                cells = _cells_for(decoded, box)
         except Exception:   # noqa: BLE001 - drawn later with its error
-            image = None
-    return Loaded(folder, image, strips, box or (0, 0))
+            image = cells = None
+    return Loaded(folder, image, cells, box or (0, 0))
 
 
-def _blocks_for(image: PILImage.Image, box: tuple[int, int]) -> list[Strip]:
+def _cells_for(image: PILImage.Image, box: tuple[int, int]) -> HalfCells:
     cols, rows = fit_cells(image.size, box)
-    return block_strips(image, cols, rows)
+    return half_cells(image, cols, rows)
 
 
 def write_shots_page(task: str, folder: EpisodeFolder, info: TaskInfo, where: Path | None = None) -> Path:
@@ -892,8 +917,17 @@ class LabelApp(App[int]):
         if self.start_task and not self.session.go(self.start_task):
             self.notify(f"--task {self.start_task}: no such task in {self.session.out}", severity="warning")
         self.push_screen(LabelScreen(self.session, standalone=True, **self.screen_args))   # type: ignore[arg-type]
+        self.call_after_refresh(self._freeze)
+
+    def _freeze(self) -> None:
+        """What the screen holds once drawn (Textual, its DOM and styles, the session) lives as long as the screen:
+        moved out of the collector's reach, a full collection walks only what moves from task to task (it walked
+        everything, 100-200 ms with the loop stopped, a few times in 300 presses)."""
+        gc.collect()
+        gc.freeze()
 
     def on_unmount(self) -> None:
+        gc.unfreeze()
         gc.set_threshold(*self._gc)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
