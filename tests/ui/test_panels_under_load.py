@@ -134,17 +134,19 @@ async def test_a_burst_of_steps_redraws_each_slot_once(tmp_path: Path):
         assert "[1] offline_wiki_port_06 #40 http://y/" in "\n".join(app.screen.query_one(StepsLog).lines)
 
 
-async def test_the_console_lets_short_lived_objects_die_young_while_it_runs(tmp_path: Path):
+async def test_the_console_lets_short_lived_objects_die_young_and_freezes_what_it_keeps(tmp_path: Path):
     import gc  # here: only this test reads the collector's settings
 
-    from om2w_tui.frontends.console.app import GC_THRESHOLDS
+    from om2w_tui.frontends.console.collector import GC_THRESHOLDS
 
     before = gc.get_threshold()
+    assert gc.get_freeze_count() == 0
     app, clock, _ = build(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert gc.get_threshold() == GC_THRESHOLDS != before
-    assert gc.get_threshold() == before
+        assert gc.get_freeze_count() > 10_000        # Textual, the DOM and the modules, out of the collector's reach
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
 
 
 def test_the_redraw_pace_slows_while_the_ticks_come_late_and_recovers():

@@ -8,7 +8,6 @@ detaches: the run goes on (stopping it is the palette's "Stop the run")."""
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -30,6 +29,7 @@ from om2w_tui.engine.control import RunControl
 from om2w_tui.engine.events import Sink
 from om2w_tui.engine.launch import Check, Preflight, UsageError, open_run, run_checks
 from om2w_tui.engine.results import EpisodeRecord, read_results
+from om2w_tui.frontends.console.collector import Collector
 from om2w_tui.frontends.console.launch_values import last_launch_path, load_values, save_values, values_from_config
 from om2w_tui.frontends.console.messages import EngineSink, EpisodeChange
 from om2w_tui.frontends.console.screens.dashboard import RUN_COMMANDS, DashboardScreen
@@ -42,10 +42,6 @@ from om2w_tui.resources import styles_dir
 
 STYLES = styles_dir()
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = exits.OK, exits.FAILED, exits.INTERRUPTED
-# The collector's thresholds while the console runs. At Python's (700, 10, 10) a console of 1,000 slots promoted
-# so many short-lived render objects that a full collection ran every ~3 s and took 0.2-0.8 s over its ~350,000
-# objects: the loop's worst stalls (bench/scale.py phase 1). A young generation of 20,000 lets them die young.
-GC_THRESHOLDS = (20_000, 20, 10)
 Clock = Callable[[], float]
 # the launch form's preflight: a config -> (the Preflight when every check passed, else None; [(what, ok, detail)])
 ChecksFn = Callable[[Any], "tuple[Preflight | None, list[Check]]"]
@@ -90,12 +86,12 @@ class ConsoleApp(App[int]):
         self.failed = False
         self.exit_code = EXIT_OK
         self._tasks: dict[str, str] = {}
-        self._gc_thresholds: tuple[int, int, int] | None = None
+        self.collector = Collector()
 
     # ── screens ────────────────────────────────────────────
     def on_mount(self) -> None:
-        self._gc_thresholds = gc.get_threshold()
-        gc.set_threshold(*GC_THRESHOLDS)
+        self.collector.start()
+        self.call_after_refresh(self.collector.freeze)   # once the first screen is drawn
         if self.attach is not None:
             self.start_attached(self.attach)
         elif self.pre is not None:
@@ -107,8 +103,7 @@ class ConsoleApp(App[int]):
                                           cursor_blink=self.cursor_blink))
 
     def on_unmount(self) -> None:
-        if self._gc_thresholds is not None:
-            gc.set_threshold(*self._gc_thresholds)
+        self.collector.stop()
 
     def start_run(self, pre: Preflight, values: dict[str, str] | None) -> None:
         """Open the dashboard for `pre` and start the engine (the launch form's values are remembered)."""

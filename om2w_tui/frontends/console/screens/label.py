@@ -16,7 +16,6 @@ shows at once."""
 
 from __future__ import annotations
 
-import gc
 import html
 import json
 import sys
@@ -54,6 +53,7 @@ from om2w_tui.evaluation.judge import read_judged
 from om2w_tui.evaluation.labels import FINAL, REASONS, VALUE_WORDS, LabelFile, majority, read_run_labels
 from om2w_tui.evaluation.labels import Label as TaskLabel
 from om2w_tui.evaluation.report import LEVEL_NAMES, find_judge_file, site_of, task_meta
+from om2w_tui.frontends.console.collector import Collector
 from om2w_tui.frontends.console.screens.episode import history_text
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
 from om2w_tui.frontends.console.widgets.panels import STATUS_STYLE
@@ -69,9 +69,6 @@ VALUE_STYLE = {"1": "bold green", "0": "bold red", "2": "bold yellow"}
 READ_AHEAD = 2          # tasks read ahead on each side of the current one
 KEPT = 12               # episode folders (and first screenshots) kept in memory
 AHEAD_AFTER_S = 0.05    # the read-ahead starts this long after a task is shown
-# the collector's thresholds while the screen runs, as the console's (app.py): a young generation this large lets
-# the render objects of each task die young instead of promoting them into full collections
-GC_THRESHOLDS = (20_000, 20, 10)
 
 
 # ── the session: tasks, filter, position, labels (no Textual) ───────────────────────────────────────────────
@@ -910,25 +907,17 @@ class LabelApp(App[int]):
         self.session = session
         self.screen_args = {"show_judge": show_judge, "renderer": renderer}
         self.start_task = task
+        self.collector = Collector()
 
     def on_mount(self) -> None:
-        self._gc = gc.get_threshold()
-        gc.set_threshold(*GC_THRESHOLDS)
+        self.collector.start()
         if self.start_task and not self.session.go(self.start_task):
             self.notify(f"--task {self.start_task}: no such task in {self.session.out}", severity="warning")
         self.push_screen(LabelScreen(self.session, standalone=True, **self.screen_args))   # type: ignore[arg-type]
-        self.call_after_refresh(self._freeze)
-
-    def _freeze(self) -> None:
-        """What the screen holds once drawn (Textual, its DOM and styles, the session) lives as long as the screen:
-        moved out of the collector's reach, a full collection walks only what moves from task to task (it walked
-        everything, 100-200 ms with the loop stopped, a few times in 300 presses)."""
-        gc.collect()
-        gc.freeze()
+        self.call_after_refresh(self.collector.freeze)   # once the screen is drawn
 
     def on_unmount(self) -> None:
-        gc.unfreeze()
-        gc.set_threshold(*self._gc)
+        self.collector.stop()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "quit_label":
