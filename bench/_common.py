@@ -22,9 +22,27 @@ if str(REPO) not in sys.path:   # `python bench/x.py` runs with bench/ on the pa
     sys.path.insert(0, str(REPO))
 
 from om2w_tui.benchmarks.tasks import Task, load_tasks  # noqa: E402
+from om2w_tui.protocol.model import ModelCalls  # noqa: E402
+from om2w_tui.protocol.worker import (  # noqa: E402
+    Command,
+    Event,
+    Exited,
+    Finished,
+    ModelCall,
+    Outcome,
+    Run,
+    Running,
+    Started,
+    Status,
+    Step,
+    Stop,
+    StopReason,
+    WorkerLog,
+)
 
 DATA = REPO / "data"
 MAX_EPISODE_S = 1800.0      # the run's default timeout: no episode lasts longer
+MODEL_CALL_S = 2.0          # the stand-in's model call, as its ModelCall events say (its time is inside the step's)
 STEP_S_MEDIAN = 14.0        # one agent step on a live site with a served model (model call + browser), median
 
 
@@ -85,50 +103,91 @@ class SimExecutor:
 
 
 class SimWorker:
+    """The worker protocol's typed commands and events on a queue (protocol/worker.py), held to the contract the
+    real process keeps (tests/e2e/test_worker_contract.py runs it too): a second run while one runs is refused
+    with a log line, a stop ends the episode with its reason and its steps, a killed worker says nothing more and
+    takes no command, a pause before any run is ignored."""
+
     def __init__(self, ex: SimExecutor, slot: int):
         self.ex, self.slot = ex, slot
-        self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.events: asyncio.Queue[Event] = asyncio.Queue()
         self.exited = self.killed = False
         self.job: asyncio.Task[None] | None = None
+        self.stop_reason: StopReason | None = None
 
-    async def send(self, cmd: dict[str, Any]) -> bool:
-        if cmd["cmd"] == "run":
-            self.ex.runs += 1
-            self.events.put_nowait({"ev": "started"})
-            self.job = asyncio.ensure_future(self._run(cmd["task"]))
-        elif cmd["cmd"] == "stop" and self.job is not None:
-            self.job.cancel()
+    @property
+    def pid(self) -> int | None:
+        return None
+
+    async def send(self, cmd: Command) -> bool:
+        if self.exited or self.killed:
+            return False
+        match cmd:
+            case Run(task=task):
+                if self.job is not None and not self.job.done():
+                    self.say(WorkerLog("error", "run refused: an episode is already running"))
+                    return True
+                self.ex.runs += 1
+                self.stop_reason = None
+                self.say(Started(task["task_id"]))
+                self.job = asyncio.ensure_future(self._run(task))
+            case Stop(reason=reason) if self.job is not None and not self.job.done():
+                self.stop_reason = reason
+                self.job.cancel()
+            case _:
+                pass     # pause, resume: the benchmarks never pause; exit: `close`
         return True
+
+    def say(self, event: Event) -> None:
+        if not self.killed:      # a killed process says nothing more
+            self.events.put_nowait(event)
 
     async def _run(self, task: dict[str, Any]) -> None:
         total = self.ex.length[task["task_id"]]
-        self.events.put_nowait({"ev": "running"})
+        self.say(Running())
         n = max(1, math.ceil(total / self.ex.step_s))
-        status = "done"
+        done = 0
+        calls = ModelCalls()
+        status: Status = "done"
         try:
             for i in range(n):
                 draw = self.ex.rng.lognormvariate(0.0, self.ex.jitter) if self.ex.jitter else 1.0
                 await asyncio.sleep(total / n * draw)
-                self.events.put_nowait({"ev": "step", "step": i + 1, "url": f"https://{task['website']}/p{i}",
-                                        "actions": [f"<a id=\"r{i}\"> result {i} -> CLICK"],
-                                        "thought": "the next result looks closer to the goal"})
+                done = i + 1
+                calls.add("ok", "", MODEL_CALL_S)      # one model call a step, as the agent makes
+                self.say(ModelCall("ok", MODEL_CALL_S, 3000, 120))
+                self.step(task, i)
         except asyncio.CancelledError:
-            status = "killed"
-        self.events.put_nowait({"ev": "finished", "record": {
-            "status": status, "steps": n, "actions": n, "screenshots": n + 1, "answer": "an answer",
-            "agent_done": status == "done"}})
+            status = self.stop_reason or "killed"
+        if not self.killed:
+            self.say(Finished(Outcome(status, agent_done=status == "done", steps=done, actions=done,
+                                      screenshots=done + 1, answer="an answer" if status == "done" else "",
+                                      model=calls)))
 
-    async def next_event(self) -> dict[str, Any]:
+    def step(self, task: dict[str, Any], i: int) -> None:
+        """Step i (from 0) of `task` ended: says it (a subclass may write what a real step writes first)."""
+        self.say(Step(i + 1, [f'<a id="r{i}"> result {i} -> CLICK'], f"https://{task['website']}/p{i}",
+                      "the next result looks closer to the goal"))
+
+    async def next_event(self) -> Event:
         return await self.events.get()
 
     def kill_group(self) -> None:
-        self.killed = True
-        if self.job is not None:
-            self.job.cancel()
-        self.events.put_nowait({"ev": "exit", "rc": -9})
+        self._end(-9)
+
+    async def kill(self) -> None:
+        self._end(-9)
 
     async def close(self) -> None:
-        self.exited = True
+        self._end(0)
+
+    def _end(self, rc: int) -> None:
+        if self.killed or self.exited:
+            return
+        self.killed = self.exited = True
+        if self.job is not None:
+            self.job.cancel()
+        self.events.put_nowait(Exited(rc))
 
 
 # ── virtual time ──────────────────────────────────────────

@@ -26,6 +26,7 @@ from om2w_tui.benchmarks.site_keys import site_key
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.launch import open_run, preflight
 from om2w_tui.executors import local
+from om2w_tui.protocol.worker import Command, Event, Finished, Run
 
 GOAL_MS = 50.0
 
@@ -44,19 +45,19 @@ class Timing:
         send, next_event = w.send, w.next_event
         loop = asyncio.get_running_loop()
 
-        async def timed_send(cmd: dict[str, Any]) -> bool:
-            if cmd.get("cmd") == "run" and id(w) in self.free_at:
+        async def timed_send(cmd: Command) -> bool:
+            if isinstance(cmd, Run) and id(w) in self.free_at:
                 now = loop.time()
-                ready = self.sched.pacer.state(site_key(cmd["task"]["website"])).ready_at
+                ready = self.sched.pacer.state(site_key(cmd.task["website"])).ready_at
                 free = self.free_at[id(w)]
                 trigger, at = ("cooldown", ready) if ready > free else ("episode end", free)
                 self.samples.append((trigger, (now - at) * 1000))
-                self.worst = sorted([*self.worst, ((now - at) * 1000, cmd["task"]["task_id"], trigger)])[-3:]
+                self.worst = sorted([*self.worst, ((now - at) * 1000, cmd.task["task_id"], trigger)])[-3:]
             return await send(cmd)
 
-        async def timed_next() -> dict[str, Any]:
+        async def timed_next() -> Event:
             ev = await next_event()
-            if ev.get("ev") == "finished":
+            if isinstance(ev, Finished):
                 self.free_at[id(w)] = loop.time()
             return ev
 

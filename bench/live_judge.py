@@ -36,6 +36,7 @@ from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.events import EpisodeFinished, Event
 from om2w_tui.engine.scheduler import Scheduler
+from om2w_tui.protocol.worker import Command, Run
 
 GOAL = 0.99
 
@@ -106,32 +107,22 @@ class FolderExecutor(SimExecutor):
 
 
 class FolderWorker(SimWorker):
-    async def send(self, cmd: dict[str, Any]) -> bool:
-        if cmd["cmd"] == "run":
-            self.folder = Path(cmd["spec"]["folder"])
+    async def send(self, cmd: Command) -> bool:
+        if isinstance(cmd, Run) and (self.job is None or self.job.done()):   # a run it takes
+            self.folder = Path(cmd.spec.folder)
+            self.steps: list[str] = []
+            (self.folder / "trajectory").mkdir(parents=True, exist_ok=True)
         return await super().send(cmd)
 
-    async def _run(self, task: dict[str, Any]) -> None:
-        folder, steps = self.folder, []
-        (folder / "trajectory").mkdir(parents=True, exist_ok=True)
-        real = self.events.put_nowait
-
-        def put(ev: dict[str, Any]) -> None:
-            if ev.get("ev") == "step":      # the step's screenshot and its line, on disk when it ends
-                i = len(steps)
-                pics = FolderExecutor.pictures
-                os.link(pics[i % len(pics)], folder / "trajectory" / f"{i}_full_screenshot.png")
-                steps.append(ev["actions"][0])
-                (folder / "result.json").write_text(json.dumps({
-                    "task_id": task["task_id"], "task": task["confirmed_task"], "final_result_response": "x",
-                    "action_history": steps, "thoughts": ["a thought"] * len(steps)}))
-            real(ev)
-
-        self.events.put_nowait = put       # type: ignore[method-assign]
-        try:
-            await super()._run(task)
-        finally:
-            self.events.put_nowait = real  # type: ignore[method-assign]
+    def step(self, task: dict[str, Any], i: int) -> None:
+        """The step's screenshot and its line on disk when it ends, as a real worker writes them."""
+        pics = FolderExecutor.pictures
+        os.link(pics[i % len(pics)], self.folder / "trajectory" / f"{i}_full_screenshot.png")
+        self.steps.append(f'<a id="r{i}"> result {i} -> CLICK')
+        (self.folder / "result.json").write_text(json.dumps({
+            "task_id": task["task_id"], "task": task["confirmed_task"], "final_result_response": "x",
+            "action_history": self.steps, "thoughts": ["a thought"] * len(self.steps)}))
+        super().step(task, i)
 
 
 class Ends:

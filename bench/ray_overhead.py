@@ -41,10 +41,11 @@ os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"   # before Ray is imported
 
 from _common import pct, verdict  # noqa: E402
 
-from om2w_tui.benchmarks.sites import site_key  # noqa: E402
+from om2w_tui.benchmarks.site_keys import site_key  # noqa: E402
 from om2w_tui.engine.config import RunConfig  # noqa: E402
 from om2w_tui.engine.launch import open_run, preflight  # noqa: E402
 from om2w_tui.executors import local, ray  # noqa: E402
+from om2w_tui.protocol.worker import Command, Run  # noqa: E402
 
 THROUGHPUT_GOAL = 0.95
 LATENCY_GOAL_MS = 50.0
@@ -150,10 +151,10 @@ class SendTimer:
         send = w.send
         loop = asyncio.get_running_loop()
 
-        async def timed(cmd: dict[str, Any]) -> bool:
+        async def timed(cmd: Command) -> bool:
             ok = await send(cmd)
-            if cmd.get("cmd") == "run" and self.sched is not None:
-                ready = self.sched.pacer.state(site_key(cmd["task"]["website"])).ready_at
+            if isinstance(cmd, Run) and self.sched is not None:
+                ready = self.sched.pacer.state(site_key(cmd.task["website"])).ready_at
                 if ready > 0:   # 0: the site's first episode, which no cooldown held back
                     self.samples.append((loop.time() - ready) * 1000)
             return bool(ok)

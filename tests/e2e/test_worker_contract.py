@@ -1,6 +1,6 @@
-"""One contract, two workers: the stand-in the scheduler's unit tests use (tests/fakes.py) and the real worker
-process (`WorkerProcess`: Chromium, the offline sites, the oracle, the protocol's pipe), each held to the same
-promises the scheduler builds on:
+"""One contract, three workers: the stand-in the scheduler's unit tests use (tests/fakes.py), the one the
+benchmarks simulate with (bench/_common.py's SimExecutor) and the real worker process (`WorkerProcess`: Chromium,
+the offline sites, the oracle, the protocol's pipe), each held to the same promises the scheduler builds on:
 
 - a run says started, then its steps, then finished with the outcome (steps kept, the record's part);
 - a stop mid-episode ends it with the stop's reason, its finished steps kept;
@@ -8,13 +8,15 @@ promises the scheduler builds on:
 - a pause before any run is ignored (nothing said, nothing changed), and the next run is not paused;
 - a second run while one runs is refused with a log line, and the first goes on to its end.
 
-If the stand-in and the real process disagree, the scheduler's unit tests prove something about a worker that does
-not exist; this file is where they are made to agree."""
+If a stand-in and the real process disagree, the scheduler's unit tests (or a benchmark's figures) are about a
+worker that does not exist; this file is where they are made to agree."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -69,7 +71,31 @@ async def fake_worker(tmp_path: Path) -> AsyncIterator[tuple[Any, Callable[[str]
         await worker.kill()
 
 
+def bench_common() -> Any:
+    """bench/_common.py, which the benchmarks import by its folder (bench/ is no package)."""
+    path = Path(__file__).resolve().parents[2] / "bench" / "_common.py"
+    spec = importlib.util.spec_from_file_location("bench_common", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("bench_common", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+@contextlib.asynccontextmanager
+async def bench_worker(tmp_path: Path) -> AsyncIterator[tuple[Any, Callable[[str], Run]]]:
+    ex = bench_common().SimExecutor({TASK_ID: 7.0}, step_s=1.0)
+    worker = await ex.start_worker(0)
+    cfg = RunConfig(out=tmp_path, max_steps=12, chromium="/bin/true")
+    try:
+        yield worker, lambda tid: Run({"task_id": tid, "confirmed_task": "x", "website": "x.test"},
+                                      cfg.worker_spec(tmp_path / tid))
+    finally:
+        await worker.kill()
+
+
 WORKERS = pytest.mark.parametrize("make", [pytest.param(fake_worker, id="stand-in"),
+                                           pytest.param(bench_worker, id="bench"),
                                            pytest.param(real_worker, id="real", marks=pytest.mark.e2e)])
 
 
