@@ -123,9 +123,13 @@ class RunConfig:
             max_completion_tokens=self.max_completion_tokens, vision=self.vision, llm_timeout=self.llm_timeout,
             llm_retries=self.llm_retries, arm=self.arm, arm_options=self.arm_options(),
             schema="v2" if self.trajectory_schema == "v2" else "v1",
-            coordinates=_coordinates(self.coordinates), instruction_template=self.instruction_template,
+            coordinates=self.coordinates_mode, instruction_template=self.instruction_template,
             record_rows=self.record_rows, hint_field=self.hint_field, mend_thinking=self.mend_thinking,
             browser=self.browser_settings())
+
+    @property
+    def coordinates_mode(self) -> Literal["off", "pixels", "normalized"]:
+        return _coordinates(self.coordinates)
 
     def browser_settings(self) -> BrowserSettings:
         """The pinned browser: viewport, user agent, locale and timezone (what a worker's Chromium is started with)."""

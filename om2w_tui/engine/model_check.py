@@ -22,11 +22,14 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from om2w_tui.engine.config import RunConfig
+from om2w_tui.protocol.codec import to_json
 from om2w_tui.protocol.model import LABELS, classify_error, context_limit, describe, remedy, reply_problem, short
+from om2w_tui.protocol.probe import ProbeQuestion
+from om2w_tui.protocol.worker import BrowserSettings
 
 WARNING: Literal["warning"] = "warning"   # a check row's third state: the run can start; the row says what will fail
 CheckState = bool | Literal["warning"]
@@ -55,15 +58,23 @@ class ProbeSpec:
     temperature: float = 0.0
     max_completion_tokens: int = DEFAULT_MAX_COMPLETION_TOKENS
     vision: bool = True
-    coordinates: str = "normalized"
+    coordinates: Literal["off", "pixels", "normalized"] = "normalized"
     max_steps: int = 30
     llm_timeout: float = 120.0
     llm_retries: int = DEFAULT_LLM_RETRIES
-    chromium: str | None = None
-    browser: dict[str, Any] = field(default_factory=dict)
+    chromium: str = ""
+    browser: BrowserSettings | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
+
+    def question(self, api_key: str) -> ProbeQuestion:
+        """What the probe process is asked (the key added only now, on its way to the probe's stdin)."""
+        return ProbeQuestion(model=self.model, base_url=self.base_url, api_key=api_key, instruction=self.instruction,
+                             temperature=self.temperature, max_completion_tokens=self.max_completion_tokens,
+                             vision=self.vision, coordinates=self.coordinates, max_steps=self.max_steps,
+                             llm_timeout=self.llm_timeout, llm_retries=self.llm_retries, chromium=self.chromium,
+                             browser=self.browser)
 
     @property
     def timeout(self) -> float:
@@ -76,20 +87,21 @@ def probe_spec(cfg: RunConfig, base_url: str, tasks: list[dict[str, Any]]) -> Pr
 
     task = tasks[0] if tasks else {"confirmed_task": SAMPLE_TASK, "website": "the shop"}
     return ProbeSpec(model=cfg.model, base_url=base_url, api_key_env=cfg.api_key_env, temperature=cfg.temperature,
-                     max_completion_tokens=cfg.max_completion_tokens, vision=cfg.vision, coordinates=cfg.coordinates,
+                     max_completion_tokens=cfg.max_completion_tokens, vision=cfg.vision,
+                     coordinates=cfg.coordinates_mode,
                      instruction=instruction(task, cfg.instruction_template, cfg.hint_field),
                      max_steps=cfg.max_steps, llm_timeout=cfg.llm_timeout, llm_retries=cfg.llm_retries,
-                     chromium=cfg.chromium, browser=cfg.browser_settings().as_dict())
+                     chromium=cfg.chromium or "", browser=cfg.browser_settings())
 
 
 # ── asking ───────────────────────────────────────────────
-def ask(spec: ProbeSpec) -> dict[str, Any]:
+def ask(spec: ProbeSpec, api_key: str) -> dict[str, Any]:
     """The probe's answer (see episode/model_probe.py); a probe that fails, hangs or says nothing is said so. Its whole
     process group (Chromium too) is ended on a timeout."""
     from om2w_tui.executors.local import worker_environment  # the workers' allow-list: the probe's Chromium too
 
     # the key travels on the probe's stdin only, as a worker's does in its spec: never in its (Chromium's) environment
-    question = json.dumps({**asdict(spec), "api_key": os.environ.get(spec.api_key_env, "")})
+    question = json.dumps(to_json(spec.question(api_key)))
     process = subprocess.Popen([sys.executable, "-m", PROBE_MODULE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, start_new_session=True,
                                env=worker_environment(os.environ))
@@ -166,7 +178,7 @@ def _ask_and_judge(cfg: RunConfig, spec: ProbeSpec, tasks: list[dict[str, Any]])
 
 
 def _judged(spec: ProbeSpec, api_key: str) -> tuple[list[Check], bool]:
-    outcome = ask(spec)
+    outcome = ask(spec, api_key)
     limit = served_model_len(spec.base_url, spec.model, api_key)
     return verdicts(outcome, limit, spec), bool(outcome.get("ok")) and outcome.get("status") is not None
 

@@ -1,7 +1,8 @@
 """The preflight's one model call: the agent's first step, built by browser-use itself, sent to the run's model.
 
-Run as `python -m om2w_tui.episode.model_probe` with a JSON spec on stdin (engine/model_check.py builds it from the
-run's settings); prints one JSON line: what was sent and what came back. It runs apart from the console because
+Run as `python -m om2w_tui.episode.model_probe` with its question on stdin (protocol/probe.py's `ProbeQuestion`, the
+run's settings as engine/model_check.py put them, through the one codec); prints one JSON line: what was sent and
+what came back. It runs apart from the console because
 browser-use costs a second to import and a Chromium to run: the console's process never loads either.
 
 The step is the real one a worker's first step makes: a fresh browser pinned to the run's browser settings on a
@@ -26,10 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.episode.browser import browser_use_env
+from om2w_tui.protocol.codec import CodecError, from_json
 from om2w_tui.protocol.model import split_thinking
+from om2w_tui.protocol.probe import ProbeQuestion
 
 TEXT_KEPT = 4000          # of a reply's content or an error body: enough to name the problem and show its end
-DEFAULT_MAX_COMPLETION_TOKENS = 4096   # browser-use 0.13's ChatOpenAI default
 
 
 class Answers:
@@ -45,7 +47,11 @@ class Answers:
 
 
 def main() -> int:
-    spec = json.loads(sys.stdin.read() or "{}")
+    try:
+        spec = from_json(ProbeQuestion, json.loads(sys.stdin.read()))
+    except (ValueError, CodecError) as e:   # not asked by this version's preflight: said, nothing started
+        print(json.dumps({"ok": False, "stage": "probe", "error": f"the question: {e}"[:TEXT_KEPT]}), flush=True)
+        return 0
     with tempfile.TemporaryDirectory(prefix="om2w-model-probe-") as scratch:
         os.environ.update(browser_use_env(Path(scratch) / "config"))
         os.environ["TMPDIR"] = tempfile.tempdir = scratch   # browser-use's and Chromium's leftovers go with it
@@ -57,7 +63,7 @@ def main() -> int:
     return 0
 
 
-async def probe(spec: dict[str, Any], scratch: Path) -> dict[str, Any]:
+async def probe(spec: ProbeQuestion, scratch: Path) -> dict[str, Any]:
     from om2w_tui.offline.serving import BackgroundServer  # the stand-in page, served only here
     from om2w_tui.offline.sites import SITE_HANDLERS  # as above
 
@@ -75,24 +81,25 @@ async def probe(spec: dict[str, Any], scratch: Path) -> dict[str, Any]:
         page.stop()
 
 
-async def _open_browser(spec: dict[str, Any], scratch: Path, url: str) -> tuple[Any, dict[str, Any] | None]:
+async def _open_browser(spec: ProbeQuestion, scratch: Path, url: str) -> tuple[Any, dict[str, Any] | None]:
     from om2w_tui.episode.browser import make_session, start_session  # browser-use only in this process
 
-    session = make_session(spec["chromium"], scratch / "downloads", scratch / "profile", spec.get("browser"))
+    browser = spec.browser.as_dict() if spec.browser is not None else None
+    session = make_session(spec.chromium, scratch / "downloads", scratch / "profile", browser)
     try:
-        await asyncio.wait_for(start_session(session, spec.get("browser")), 60)
+        await asyncio.wait_for(start_session(session, browser), 60)
         await asyncio.wait_for(session.navigate_to(url), 30)
     except Exception as e:
         return session, {"ok": False, "stage": "browser", "error": f"{type(e).__name__}: {e}"[:TEXT_KEPT]}
     return session, None
 
 
-async def _first_step(spec: dict[str, Any], session: Any) -> dict[str, Any]:
+async def _first_step(spec: ProbeQuestion, session: Any) -> dict[str, Any]:
     from browser_use.agent.views import AgentStepInfo  # browser-use only in this process
 
     answers = Answers()
     agent = _agent(spec, session, answers)
-    await agent._prepare_context(AgentStepInfo(step_number=0, max_steps=int(spec.get("max_steps") or 30)))
+    await agent._prepare_context(AgentStepInfo(step_number=0, max_steps=spec.max_steps))
     messages = agent._message_manager.get_messages()
     agent._process_messsages_and_replace_long_urls_shorter_ones(messages)   # as the agent's get_model_output does
     sent = _what_was_sent(messages, spec, agent)
@@ -100,14 +107,14 @@ async def _first_step(spec: dict[str, Any], session: Any) -> dict[str, Any]:
     failure = ""
     try:
         await asyncio.wait_for(agent.llm.ainvoke(messages, output_format=agent.AgentOutput),
-                               float(spec.get("llm_timeout") or 120) * (1 + int(spec.get("llm_retries") or 0)))
+                               spec.llm_timeout * (1 + spec.llm_retries))
     except Exception as e:   # browser-use refuses what it cannot parse: the answers below say what came
         failure = f"{type(e).__name__}: {e}"
     latency = time.monotonic() - started
     return {"ok": True, "sent": sent, "latency_s": round(latency, 3), **_answer(answers, failure, agent)}
 
 
-def _agent(spec: dict[str, Any], session: Any, answers: Answers) -> Any:
+def _agent(spec: ProbeQuestion, session: Any, answers: Answers) -> Any:
     from browser_use import ChatOpenAI  # browser-use only in this process
     from openai import DefaultAsyncHttpxClient  # the client browser-use's ChatOpenAI wraps
 
@@ -116,20 +123,17 @@ def _agent(spec: dict[str, Any], session: Any, answers: Answers) -> Any:
     async def nothing(*_args: Any) -> None:
         return None
 
-    cap = spec.get("max_completion_tokens") or DEFAULT_MAX_COMPLETION_TOKENS
-    llm = ChatOpenAI(model=spec["model"], base_url=spec["base_url"], api_key=spec.get("api_key") or "EMPTY",
-                     temperature=float(spec.get("temperature") or 0.0),
-                     timeout=float(spec.get("llm_timeout") or 120), max_retries=int(spec.get("llm_retries") or 0),
-                     max_completion_tokens=int(cap),
+    llm = ChatOpenAI(model=spec.model, base_url=spec.base_url, api_key=spec.api_key or "EMPTY",
+                     temperature=spec.temperature, timeout=spec.llm_timeout, max_retries=spec.llm_retries,
+                     max_completion_tokens=spec.max_completion_tokens,
                      http_client=DefaultAsyncHttpxClient(event_hooks={"response": [answers]}))
-    ctx = ArmContext(task={}, instruction=spec["instruction"], session=session, model=spec["model"],
-                     base_url=spec["base_url"], api_key="", temperature=float(spec.get("temperature") or 0.0),
-                     max_steps=int(spec.get("max_steps") or 30), step_done=nothing,
-                     vision=bool(spec.get("vision", True)), coordinates=spec.get("coordinates", "normalized"))
+    ctx = ArmContext(task={}, instruction=spec.instruction, session=session, model=spec.model,
+                     base_url=spec.base_url, api_key="", temperature=spec.temperature,
+                     max_steps=spec.max_steps, step_done=nothing, vision=spec.vision, coordinates=spec.coordinates)
     return new_agent(ctx, ctx.instruction, llm)
 
 
-def _what_was_sent(messages: list[Any], spec: dict[str, Any], agent: Any) -> dict[str, Any]:
+def _what_was_sent(messages: list[Any], spec: ProbeQuestion, agent: Any) -> dict[str, Any]:
     from browser_use.llm.openai.serializer import OpenAIMessageSerializer  # browser-use only in this process
 
     serialised: list[dict[str, Any]] = [dict(m) for m in OpenAIMessageSerializer.serialize_messages(messages)]
@@ -139,8 +143,7 @@ def _what_was_sent(messages: list[Any], spec: dict[str, Any], agent: Any) -> dic
     chars += sum(len(str(p.get("text", ""))) for p in parts if p.get("type") == "text")
     return {"messages": len(serialised), "images": sum(1 for p in parts if p.get("type") == "image_url"),
             "text_chars": chars, "schema": agent.AgentOutput.__name__,
-            "max_completion_tokens": int(spec.get("max_completion_tokens") or DEFAULT_MAX_COMPLETION_TOKENS),
-            "temperature": float(spec.get("temperature") or 0.0)}
+            "max_completion_tokens": spec.max_completion_tokens, "temperature": spec.temperature}
 
 
 def _answer(answers: Answers, failure: str, agent: Any) -> dict[str, Any]:

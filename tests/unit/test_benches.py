@@ -35,7 +35,7 @@ def test_every_benchmark_script_imports() -> None:
 def makespan() -> ModuleType:
     sys.path.insert(0, str(BENCH))
     try:
-        import makespan as module   # bench/makespan.py (it imports bench/_common.py by that name)
+        import makespan as module  # bench/makespan.py (it imports bench/_common.py by that name)
     finally:
         sys.path.remove(str(BENCH))
     return module

@@ -171,4 +171,28 @@ def test_the_spec_is_the_runs_first_step(tmp_path):
         "qwen3-vl", "http://h/v1", 0.3, False, "pixels", 7, 45.0, "MY_KEY", 4096)
     assert spec.instruction == ("Buy a kettle.\n\nThe task starts on https://shop.example/ (already open in the "
                                 "browser).")
-    assert "MY_KEY" in spec.to_json() and spec.browser == cfg.browser_settings().as_dict()
+    assert "MY_KEY" in spec.to_json() and spec.browser == cfg.browser_settings()
+
+
+def test_the_probes_question_crosses_through_the_codec_with_the_runs_values_and_no_key_shown():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from om2w_tui.protocol.codec import from_json, to_json
+    from om2w_tui.protocol.probe import ProbeQuestion
+
+    cfg = RunConfig(out=Path("/tmp/x"), model="qwen", temperature=0.7, max_steps=9, llm_retries=4, vision=False,
+                    coordinates="pixels", viewport="1024x768")
+    question = probe_spec(cfg, "http://127.0.0.1:9/v1", []).question("sk-planted-secret")
+    back = from_json(ProbeQuestion, json.loads(json.dumps(to_json(question))))
+    assert back == question and back.api_key == "sk-planted-secret"
+    assert (back.temperature, back.max_steps, back.llm_retries, back.vision, back.coordinates) == \
+        (0.7, 9, 4, False, "pixels")
+    assert back.browser is not None and back.browser.viewport == "1024x768"
+    assert "sk-planted-secret" not in repr(back) and "127.0.0.1" not in repr(back)
+    # a question this version did not ask is refused by the probe before it starts anything
+    run = subprocess.run([sys.executable, "-m", "om2w_tui.episode.model_probe"], input='{"model": "qwen"}',
+                         capture_output=True, text=True, timeout=60)
+    answer = json.loads(run.stdout.strip().splitlines()[-1])
+    assert answer["ok"] is False and answer["stage"] == "probe" and "missing fields" in answer["error"]
