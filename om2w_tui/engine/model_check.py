@@ -26,9 +26,9 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from om2w_tui.engine.config import RunConfig
-from om2w_tui.protocol.codec import to_json
+from om2w_tui.protocol.codec import CodecError, from_json, to_json
 from om2w_tui.protocol.model import LABELS, classify_error, context_limit, describe, remedy, reply_problem, short
-from om2w_tui.protocol.probe import ProbeQuestion
+from om2w_tui.protocol.probe import ActionCheck, ProbeAnswer, ProbeQuestion, not_asked
 from om2w_tui.protocol.worker import BrowserSettings
 
 WARNING: Literal["warning"] = "warning"   # a check row's third state: the run can start; the row says what will fail
@@ -95,7 +95,7 @@ def probe_spec(cfg: RunConfig, base_url: str, tasks: list[dict[str, Any]]) -> Pr
 
 
 # ── asking ───────────────────────────────────────────────
-def ask(spec: ProbeSpec, api_key: str) -> dict[str, Any]:
+def ask(spec: ProbeSpec, api_key: str) -> ProbeAnswer:
     """The probe's answer (see episode/model_probe.py); a probe that fails, hangs or says nothing is said so. Its whole
     process group (Chromium too) is ended on a timeout."""
     from om2w_tui.executors.local import worker_environment  # the workers' allow-list: the probe's Chromium too
@@ -109,16 +109,13 @@ def ask(spec: ProbeSpec, api_key: str) -> dict[str, Any]:
         out, err = process.communicate(question, timeout=spec.timeout)
     except subprocess.TimeoutExpired:
         _end_group(process)
-        return {"ok": False, "stage": "probe", "error": f"no answer within {spec.timeout:g} s"}
+        return not_asked("probe", f"no answer within {spec.timeout:g} s")
     lines = out.strip().splitlines()
     try:
-        answer = json.loads(lines[-1]) if lines else None
-    except ValueError:
-        answer = None
-    if not isinstance(answer, dict):
-        return {"ok": False, "stage": "probe", "error": short(err.strip().splitlines()[-1] if err.strip() else
-                                                              f"it ended with code {process.returncode}")}
-    return answer
+        return from_json(ProbeAnswer, json.loads(lines[-1]))
+    except (IndexError, ValueError, CodecError):   # no answer, or not this version's: its last words say why
+        return not_asked("probe", short(err.strip().splitlines()[-1] if err.strip() else
+                                        f"it ended with code {process.returncode}"))
 
 
 def _end_group(process: subprocess.Popen[str]) -> None:
@@ -180,21 +177,21 @@ def _ask_and_judge(cfg: RunConfig, spec: ProbeSpec, tasks: list[dict[str, Any]])
 def _judged(spec: ProbeSpec, api_key: str) -> tuple[list[Check], bool]:
     outcome = ask(spec, api_key)
     limit = served_model_len(spec.base_url, spec.model, api_key)
-    return verdicts(outcome, limit, spec), bool(outcome.get("ok")) and outcome.get("status") is not None
+    return verdicts(outcome, limit, spec), outcome.ok and outcome.status is not None
 
 
 # ── verdicts ─────────────────────────────────────────────
-def verdicts(outcome: dict[str, Any], max_model_len: int | None, spec: ProbeSpec) -> list[Check]:
+def verdicts(outcome: ProbeAnswer, max_model_len: int | None, spec: ProbeSpec) -> list[Check]:
     """The probe's answer as two rows: the reply (images, schema, action, latency) and the context."""
     return [reply_verdict(outcome, spec), context_verdict(outcome, max_model_len, spec)]
 
 
-def reply_verdict(outcome: dict[str, Any], spec: ProbeSpec) -> Check:
+def reply_verdict(outcome: ProbeAnswer, spec: ProbeSpec) -> Check:
     what = "model reply"
-    if not outcome.get("ok"):
-        return what, WARNING, (f"not asked: the first step could not be built ({outcome.get('stage', 'probe')}: "
-                               f"{short(str(outcome.get('error', '')))})")
-    if outcome.get("status") != 200:
+    if not outcome.ok:
+        return what, WARNING, (f"not asked: the first step could not be built ({outcome.stage or 'probe'}: "
+                               f"{short(outcome.error)})")
+    if outcome.status != 200:
         kind, message = _refusal(outcome)
         if kind == "bad_request" and _SCHEMA_REFUSED.search(message):
             return what, WARNING, (f"the server refuses the action schema (response_format): {message} → serve "
@@ -202,23 +199,23 @@ def reply_verdict(outcome: dict[str, Any], spec: ProbeSpec) -> Check:
                                    f"--structured-outputs-config.backend guidance; older: --guided-decoding-backend "
                                    f"guidance)")
         return what, WARNING, f"the first step was refused: {describe(kind, message)} → {remedy(kind, message)}"
-    content, finish = outcome.get("content"), outcome.get("finish_reason")
-    action = outcome.get("action") or {}
+    content, finish = outcome.content, outcome.finish_reason
+    action = outcome.action or ActionCheck(valid=False, problem="the reply is not a chat completion")
     said = _how_it_went(outcome, spec)
     problem = reply_problem(content, finish, structured=True)
     if problem is not None:
         kind, message = problem
-        mended = f"; the JSON {action['how']} is a valid action" if action.get("valid") else ""
+        mended = f"; the JSON {action.how} is a valid action" if action.valid else ""
         seen = f": {short(repr(content), 90)}" if content else ""
         return what, WARNING, f"{said}; but {_WORDS.get(_shape(kind, message), LABELS[kind])}{seen}{mended} → " \
                               f"{remedy(kind, message)}"
-    if not action.get("valid"):
-        return what, WARNING, (f"{said}; but the reply is JSON the action schema refuses ({action.get('problem', '')})"
+    if not action.valid:
+        return what, WARNING, (f"{said}; but the reply is JSON the action schema refuses ({action.problem})"
                                f" → {remedy('unparseable')}")
-    detail = f"{said}; the reply is a valid action ({', '.join(action.get('actions') or [])})"
-    if outcome.get("reasoning_field"):
-        detail += f", its thought in `{outcome['reasoning_field']}` (kept as the step's thought)"
-    latency = float(outcome.get("latency_s") or 0)
+    detail = f"{said}; the reply is a valid action ({', '.join(action.actions)})"
+    if outcome.reasoning_field:
+        detail += f", its thought in `{outcome.reasoning_field}` (kept as the step's thought)"
+    latency = outcome.latency_s
     if latency > SLOW_SHARE * spec.llm_timeout:
         return what, WARNING, (f"{detail}; but it took {latency:.1f} s of --llm-timeout {spec.llm_timeout:g} → "
                                f"{remedy('timeout')}")
@@ -244,9 +241,9 @@ def _shape(kind: str, message: str) -> str:
     return message.split(":", 1)[0] if kind == "unparseable" else kind
 
 
-def _refusal(outcome: dict[str, Any]) -> tuple[str, str]:
+def _refusal(outcome: ProbeAnswer) -> tuple[str, str]:
     """The kind and the server's words of a refused (or unanswered) first step."""
-    status, text = outcome.get("status"), str(outcome.get("error") or "")
+    status, text = outcome.status, outcome.error
     try:
         body: Any = json.loads(text)
     except ValueError:
@@ -257,30 +254,28 @@ def _refusal(outcome: dict[str, Any]) -> tuple[str, str]:
     return kind, message
 
 
-def _how_it_went(outcome: dict[str, Any], spec: ProbeSpec) -> str:
-    sent = outcome.get("sent") or {}
-    images = ("the screenshot and the action schema accepted" if sent.get("images") else
+def _how_it_went(outcome: ProbeAnswer, spec: ProbeSpec) -> str:
+    images = ("the screenshot and the action schema accepted" if outcome.sent and outcome.sent.images else
               "the action schema accepted (no screenshot sent: --no-vision)")
-    retried = outcome.get("retried") or []
-    waits = "".join(f", after HTTP {r.get('status')}" + (f" (Retry-After {r['retry_after']} s)"
-                                                        if r.get("retry_after") else "") for r in retried)
-    return f"answered in {float(outcome.get('latency_s') or 0):.1f} s{waits}: {images}"
+    waits = "".join(f", after HTTP {r.status}" + (f" (Retry-After {r.retry_after} s)" if r.retry_after else "")
+                    for r in outcome.retried)
+    return f"answered in {outcome.latency_s:.1f} s{waits}: {images}"
 
 
-def context_verdict(outcome: dict[str, Any], max_model_len: int | None, spec: ProbeSpec) -> Check:
+def context_verdict(outcome: ProbeAnswer, max_model_len: int | None, spec: ProbeSpec) -> Check:
     what = "model context"
     cap = spec.max_completion_tokens
-    refused = outcome.get("ok") and outcome.get("status") not in (200, None)
+    refused = outcome.ok and outcome.status not in (200, None)
     kind, message = _refusal(outcome) if refused else ("ok", "")
     limit = max_model_len or (context_limit(message) if kind == "context_length" else None)
     if kind == "context_length":
         return what, WARNING, (f"max_model_len {limit or '?'}: the first step alone does not fit with "
                                f"{cap} completion tokens → {remedy('context_length')}")
-    prompt = (outcome.get("usage") or {}).get("prompt_tokens")
+    prompt = outcome.prompt_tokens
     if limit is None:
-        told = f"; the first step took {prompt:,} prompt tokens" if isinstance(prompt, int) else ""
+        told = f"; the first step took {prompt:,} prompt tokens" if prompt is not None else ""
         return what, True, f"the server lists no max_model_len (GET /v1/models){told}"
-    if not isinstance(prompt, int):
+    if prompt is None:
         return what, True, f"max_model_len {limit:,}; the first step's tokens are not known (no usage in the reply)"
     room = limit - prompt - cap
     told = f"first step: {prompt:,} prompt + {cap:,} completion tokens of max_model_len {limit:,}"

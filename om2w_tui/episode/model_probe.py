@@ -23,13 +23,14 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from om2w_tui.episode.browser import browser_use_env
-from om2w_tui.protocol.codec import CodecError, from_json
+from om2w_tui.protocol.codec import CodecError, from_json, to_json
 from om2w_tui.protocol.model import split_thinking
-from om2w_tui.protocol.probe import ProbeQuestion
+from om2w_tui.protocol.probe import ActionCheck, ProbeAnswer, ProbeQuestion, Retried, Sent, not_asked
 
 TEXT_KEPT = 4000          # of a reply's content or an error body: enough to name the problem and show its end
 
@@ -50,7 +51,7 @@ def main() -> int:
     try:
         spec = from_json(ProbeQuestion, json.loads(sys.stdin.read()))
     except (ValueError, CodecError) as e:   # not asked by this version's preflight: said, nothing started
-        print(json.dumps({"ok": False, "stage": "probe", "error": f"the question: {e}"[:TEXT_KEPT]}), flush=True)
+        print(json.dumps(to_json(not_asked("probe", f"the question: {e}"[:TEXT_KEPT]))), flush=True)
         return 0
     with tempfile.TemporaryDirectory(prefix="om2w-model-probe-") as scratch:
         os.environ.update(browser_use_env(Path(scratch) / "config"))
@@ -58,12 +59,12 @@ def main() -> int:
         try:
             outcome = asyncio.run(probe(spec, Path(scratch)))
         except Exception as e:   # the probe's own failure: said, never a traceback on the console
-            outcome = {"ok": False, "stage": "probe", "error": f"{type(e).__name__}: {e}"[:TEXT_KEPT]}
-    print(json.dumps(outcome), flush=True)
+            outcome = not_asked("probe", f"{type(e).__name__}: {e}"[:TEXT_KEPT])
+    print(json.dumps(to_json(outcome)), flush=True)
     return 0
 
 
-async def probe(spec: ProbeQuestion, scratch: Path) -> dict[str, Any]:
+async def probe(spec: ProbeQuestion, scratch: Path) -> ProbeAnswer:
     from om2w_tui.offline.serving import BackgroundServer  # the stand-in page, served only here
     from om2w_tui.offline.sites import SITE_HANDLERS  # as above
 
@@ -81,7 +82,7 @@ async def probe(spec: ProbeQuestion, scratch: Path) -> dict[str, Any]:
         page.stop()
 
 
-async def _open_browser(spec: ProbeQuestion, scratch: Path, url: str) -> tuple[Any, dict[str, Any] | None]:
+async def _open_browser(spec: ProbeQuestion, scratch: Path, url: str) -> tuple[Any, ProbeAnswer | None]:
     from om2w_tui.episode.browser import make_session, start_session  # browser-use only in this process
 
     browser = spec.browser.as_dict() if spec.browser is not None else None
@@ -90,11 +91,11 @@ async def _open_browser(spec: ProbeQuestion, scratch: Path, url: str) -> tuple[A
         await asyncio.wait_for(start_session(session, browser), 60)
         await asyncio.wait_for(session.navigate_to(url), 30)
     except Exception as e:
-        return session, {"ok": False, "stage": "browser", "error": f"{type(e).__name__}: {e}"[:TEXT_KEPT]}
+        return session, not_asked("browser", f"{type(e).__name__}: {e}"[:TEXT_KEPT])
     return session, None
 
 
-async def _first_step(spec: ProbeQuestion, session: Any) -> dict[str, Any]:
+async def _first_step(spec: ProbeQuestion, session: Any) -> ProbeAnswer:
     from browser_use.agent.views import AgentStepInfo  # browser-use only in this process
 
     answers = Answers()
@@ -111,7 +112,7 @@ async def _first_step(spec: ProbeQuestion, session: Any) -> dict[str, Any]:
     except Exception as e:   # browser-use refuses what it cannot parse: the answers below say what came
         failure = f"{type(e).__name__}: {e}"
     latency = time.monotonic() - started
-    return {"ok": True, "sent": sent, "latency_s": round(latency, 3), **_answer(answers, failure, agent)}
+    return replace(_answer(answers, failure, agent), sent=sent, latency_s=round(latency, 3))
 
 
 def _agent(spec: ProbeQuestion, session: Any, answers: Answers) -> Any:
@@ -133,7 +134,7 @@ def _agent(spec: ProbeQuestion, session: Any, answers: Answers) -> Any:
     return new_agent(ctx, ctx.instruction, llm)
 
 
-def _what_was_sent(messages: list[Any], spec: ProbeQuestion, agent: Any) -> dict[str, Any]:
+def _what_was_sent(messages: list[Any], spec: ProbeQuestion, agent: Any) -> Sent:
     from browser_use.llm.openai.serializer import OpenAIMessageSerializer  # browser-use only in this process
 
     serialised: list[dict[str, Any]] = [dict(m) for m in OpenAIMessageSerializer.serialize_messages(messages)]
@@ -141,35 +142,40 @@ def _what_was_sent(messages: list[Any], spec: ProbeQuestion, agent: Any) -> dict
     parts: list[Any] = [p for c in contents if isinstance(c, list) for p in c if isinstance(p, dict)]
     chars = sum(len(c) for c in contents if isinstance(c, str))
     chars += sum(len(str(p.get("text", ""))) for p in parts if p.get("type") == "text")
-    return {"messages": len(serialised), "images": sum(1 for p in parts if p.get("type") == "image_url"),
-            "text_chars": chars, "schema": agent.AgentOutput.__name__,
-            "max_completion_tokens": spec.max_completion_tokens, "temperature": spec.temperature}
+    return Sent(messages=len(serialised), images=sum(1 for p in parts if p.get("type") == "image_url"),
+                text_chars=chars, schema=agent.AgentOutput.__name__,
+                max_completion_tokens=spec.max_completion_tokens, temperature=spec.temperature)
 
 
-def _answer(answers: Answers, failure: str, agent: Any) -> dict[str, Any]:
+def _answer(answers: Answers, failure: str, agent: Any) -> ProbeAnswer:
     """The last HTTP answer (those before it were retried: 429s, 5xx), its reply read apart, and the reply checked
     against the step's action model."""
     if not answers.seen:
-        return {"status": None, "error": failure[:TEXT_KEPT], "retried": []}
+        return ProbeAnswer(ok=True, error=failure[:TEXT_KEPT])
     last = answers.seen[-1]
-    retried = [{"status": a["status"], "retry_after": a["retry_after"]} for a in answers.seen[:-1]]
-    out: dict[str, Any] = {"status": last["status"], "server": last["server"], "retried": retried}
+    retried = [Retried(a["status"], a["retry_after"]) for a in answers.seen[:-1]]
+    out = ProbeAnswer(ok=True, status=last["status"], server=last["server"], retried=retried)
     if last["status"] != 200:
-        return {**out, "error": last["text"][:TEXT_KEPT]}
+        return replace(out, error=last["text"][:TEXT_KEPT])
     try:
-        choice = json.loads(last["text"])["choices"][0]
+        body = json.loads(last["text"])
+        choice = body["choices"][0]
         message = choice.get("message") or {}
-        usage = json.loads(last["text"]).get("usage") or {}
+        usage = body.get("usage") or {}
+        content = message.get("content")
+        finish = choice.get("finish_reason")
+        prompt = usage.get("prompt_tokens")
+        if not (content is None or isinstance(content, str)) or not (finish is None or isinstance(finish, str)):
+            raise TypeError("not a chat completion's message")
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-        return {**out, "status": 200, "error": "", "unreadable": last["text"][:TEXT_KEPT]}
-    content = message.get("content")
+        return replace(out, unreadable=last["text"][:TEXT_KEPT])
     reasoning = next((f for f in ("reasoning_content", "reasoning") if message.get(f)), None)
-    return {**out, "content": _kept(content), "content_chars": len(content or ""),
-            "finish_reason": choice.get("finish_reason"), "usage": usage, "reasoning_field": reasoning,
-            "action": check_action(content or "", agent.AgentOutput)}
+    return replace(out, content=_kept(content), content_chars=len(content or ""), finish_reason=finish,
+                   prompt_tokens=prompt if isinstance(prompt, int) and not isinstance(prompt, bool) else None,
+                   reasoning_field=reasoning, action=check_action(content or "", agent.AgentOutput))
 
 
-def check_action(content: str, action_model: Any) -> dict[str, Any]:
+def check_action(content: str, action_model: Any) -> ActionCheck:
     """Whether `content` is the step's action as sent, or once a <think> block or a code fence is taken off; the
     actions it names, or the first thing the action model refuses."""
     tried = [("as sent", content)]
@@ -185,8 +191,8 @@ def check_action(content: str, action_model: Any) -> dict[str, Any]:
             problem = problem or _first_error(e)
             continue
         names = [next(iter(a.model_dump(exclude_none=True)), "?") for a in parsed.action]
-        return {"valid": True, "how": how, "actions": names}
-    return {"valid": False, "problem": problem[:300]}
+        return ActionCheck(valid=True, how=how, actions=names)
+    return ActionCheck(valid=False, problem=problem[:300])
 
 
 def _first_error(e: Exception) -> str:

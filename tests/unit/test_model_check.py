@@ -11,6 +11,8 @@ import pytest
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.model_check import PAGE_TOKENS, WARNING, ProbeSpec, probe_spec, verdicts
 from om2w_tui.offline import vllm_answers as vllm
+from om2w_tui.protocol.codec import from_json
+from om2w_tui.protocol.probe import ProbeAnswer
 
 SPEC = ProbeSpec(model="qwen", base_url="http://127.0.0.1:9/v1", instruction="Buy a kettle.")
 GOOD = '{"thinking": "t", "next_goal": "search", "action": [{"input": {"index": 2, "text": "kettle"}}]}'
@@ -19,23 +21,24 @@ VALID = {"valid": True, "how": "as sent", "actions": ["input"]}
 
 def answered(content: str | None, *, finish: str = "stop", action: dict | None = None, prompt: int = 7923,
              images: int = 1, latency: float = 0.8, retried: list | None = None, reasoning: str | None = None) -> dict:
-    """The probe's report of an HTTP 200 (episode/model_probe.py's keys)."""
+    """The probe's report of an HTTP 200, as its JSON line says it (read through the codec by `rows`)."""
     return {"ok": True, "sent": {"messages": 2, "images": images, "text_chars": 26000, "schema": "AgentOutput",
                                  "max_completion_tokens": 4096, "temperature": 0.0},
             "latency_s": latency, "status": 200, "server": "uvicorn", "retried": retried or [],
             "content": content, "content_chars": len(content or ""), "finish_reason": finish,
-            "usage": {"prompt_tokens": prompt, "completion_tokens": 70, "total_tokens": prompt + 70},
-            "reasoning_field": reasoning, "action": action or VALID}
+            "prompt_tokens": prompt, "reasoning_field": reasoning, "action": action or VALID}
 
 
 def refused(status: int | None, body: object, retried: list | None = None) -> dict:
     text = body if isinstance(body, str) else json.dumps(body)
-    return {"ok": True, "sent": {"images": 1}, "latency_s": 0.1, "status": status, "retried": retried or [],
+    return {"ok": True, "sent": {"messages": 2, "images": 1, "text_chars": 26000, "schema": "AgentOutput",
+                                 "max_completion_tokens": 4096, "temperature": 0.0}, "latency_s": 0.1, "status": status, "retried": retried or [],
             "error": text}
 
 
 def rows(outcome: dict, limit: int | None = 32768, spec: ProbeSpec = SPEC) -> dict[str, tuple[object, str]]:
-    return {what: (state, detail) for what, state, detail in verdicts(outcome, limit, spec)}
+    answer = from_json(ProbeAnswer, json.loads(json.dumps(outcome)))    # as the preflight reads the probe's line
+    return {what: (state, detail) for what, state, detail in verdicts(answer, limit, spec)}
 
 
 def test_a_good_first_step_passes_both_rows():
