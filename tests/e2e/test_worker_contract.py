@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib.util
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -59,10 +60,19 @@ async def real_worker(tmp_path: Path) -> AsyncIterator[tuple[Any, Callable[[str]
             await worker.kill()
 
 
-@contextlib.asynccontextmanager
-async def fake_worker(tmp_path: Path) -> AsyncIterator[tuple[Any, Callable[[str], Run]]]:
+def fake_worker(tmp_path: Path) -> contextlib.AbstractAsyncContextManager[tuple[Any, Callable[[str], Run]]]:
     ex = FakeExecutor({TASK_ID: Behaviour(steps=7, step_s=1.0)}, start_s=0.2, exit_seen_s=0.3)
-    worker = await ex.start_worker(0)
+    return started(ex, tmp_path)
+
+
+def bench_worker(tmp_path: Path) -> contextlib.AbstractAsyncContextManager[tuple[Any, Callable[[str], Run]]]:
+    return started(bench_common().SimExecutor({TASK_ID: 7.0}, step_s=1.0), tmp_path)
+
+
+@contextlib.asynccontextmanager
+async def started(executor: Any, tmp_path: Path) -> AsyncIterator[tuple[Any, Callable[[str], Run]]]:
+    """A stand-in's worker for slot 0 and how to make a run of a task for it."""
+    worker = await executor.start_worker(0)
     cfg = RunConfig(out=tmp_path, max_steps=12, chromium="/bin/true")
     try:
         yield worker, lambda tid: Run({"task_id": tid, "confirmed_task": "x", "website": "http://x/"},
@@ -71,27 +81,15 @@ async def fake_worker(tmp_path: Path) -> AsyncIterator[tuple[Any, Callable[[str]
         await worker.kill()
 
 
+@functools.cache
 def bench_common() -> Any:
     """bench/_common.py, which the benchmarks import by its folder (bench/ is no package)."""
     path = Path(__file__).resolve().parents[2] / "bench" / "_common.py"
     spec = importlib.util.spec_from_file_location("bench_common", path)
     assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_common", module)
+    module = sys.modules["bench_common"] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-@contextlib.asynccontextmanager
-async def bench_worker(tmp_path: Path) -> AsyncIterator[tuple[Any, Callable[[str], Run]]]:
-    ex = bench_common().SimExecutor({TASK_ID: 7.0}, step_s=1.0)
-    worker = await ex.start_worker(0)
-    cfg = RunConfig(out=tmp_path, max_steps=12, chromium="/bin/true")
-    try:
-        yield worker, lambda tid: Run({"task_id": tid, "confirmed_task": "x", "website": "x.test"},
-                                      cfg.worker_spec(tmp_path / tid))
-    finally:
-        await worker.kill()
 
 
 WORKERS = pytest.mark.parametrize("make", [pytest.param(fake_worker, id="stand-in"),

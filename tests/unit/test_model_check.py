@@ -32,8 +32,8 @@ def answered(content: str | None, *, finish: str = "stop", action: dict | None =
 def refused(status: int | None, body: object, retried: list | None = None) -> dict:
     text = body if isinstance(body, str) else json.dumps(body)
     return {"ok": True, "sent": {"messages": 2, "images": 1, "text_chars": 26000, "schema": "AgentOutput",
-                                 "max_completion_tokens": 4096, "temperature": 0.0}, "latency_s": 0.1, "status": status, "retried": retried or [],
-            "error": text}
+                                 "max_completion_tokens": 4096, "temperature": 0.0},
+            "latency_s": 0.1, "status": status, "retried": retried or [], "error": text}
 
 
 def rows(outcome: dict, limit: int | None = 32768, spec: ProbeSpec = SPEC) -> dict[str, tuple[object, str]]:
