@@ -1,9 +1,9 @@
 """The preflight's one model call: the agent's first step, built by browser-use itself, sent to the run's model.
 
 Run as `python -m om2w_tui.episode.model_probe` with its question on stdin (protocol/probe.py's `ProbeQuestion`, the
-run's settings as engine/model_check.py put them, through the one codec); prints one JSON line: what was sent and
-what came back. It runs apart from the console because
-browser-use costs a second to import and a Chromium to run: the console's process never loads either.
+run's settings as engine/model_check.py put them); prints its `ProbeAnswer` as one JSON line, both through the one
+codec: what was sent and what came back. It runs apart from the console because browser-use costs a second to
+import and a Chromium to run: the console's process never loads either.
 
 The step is the real one a worker's first step makes: a fresh browser pinned to the run's browser settings on a
 stand-in page (the offline shop, served here on 127.0.0.1: a preflight never visits the sites a run paces), the
