@@ -136,6 +136,16 @@ class RunFolder:
         return [p for p in [self.out / "run.json", *sorted(self.out.glob("run.shard*.json"))] if p.is_file()]
 
 
+LOCKS_GLOB = ".om2w-run*.lock"          # every run's and shard's lock in a folder
+# a socket name a lock may name: `.om2w-control<X>.sock`, a plain name inside the folder (no separator, bounded)
+SOCKET_NAMES = re.compile(r"\.om2w-control[A-Za-z0-9._-]{0,80}\.sock")
+
+
+def run_locks(out: Path) -> list[Path]:
+    """The run locks in `out` (held or not), in name order."""
+    return sorted(Path(out).glob(LOCKS_GLOB))
+
+
 def socket_for_lock(lock_name: str) -> str:
     """The socket's file name for a run holding the lock file `lock_name` (`.om2w-run<X>.lock` ->
     `.om2w-control<X>.sock`): one socket per run in a folder."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import re
 import socket
 import stat
 import struct
@@ -23,8 +22,7 @@ from pathlib import Path
 
 from om2w_tui.engine.runlock import holder
 from om2w_tui.files import open_own
-
-SOCKET_PATTERN = re.compile(r"\.om2w-control[A-Za-z0-9._-]{0,80}\.sock")
+from om2w_tui.run_folder import SOCKET_NAMES, run_locks
 
 
 @dataclass(frozen=True)
@@ -61,20 +59,20 @@ def listeners(out: Path) -> list[Listener]:
     """The runs listening in `out`, one per socket, as their held locks name them (a shard's range holds several
     locks naming one socket)."""
     found: dict[str, Listener] = {}
-    for path in sorted(Path(out).glob(".om2w-run*.lock")):
+    for path in run_locks(out):
         uid = _held(path)
         if uid is None:
             continue
         info = holder(path)
         name, pid = info.get("socket"), info.get("pid")
-        if isinstance(name, str) and SOCKET_PATTERN.fullmatch(name) and isinstance(pid, int):
+        if isinstance(name, str) and SOCKET_NAMES.fullmatch(name) and isinstance(pid, int):
             found.setdefault(name, Listener(name, pid, str(info.get("host", "")), path, uid))
     return list(found.values())
 
 
 def held_without_socket(out: Path) -> bool:
     """Whether a run holds the folder but names no socket (an om2w-tui from before `ctl` and `attach`)."""
-    return any(_held(p) is not None and "socket" not in holder(p) for p in Path(out).glob(".om2w-run*.lock"))
+    return any(_held(p) is not None and "socket" not in holder(p) for p in run_locks(out))
 
 
 def check_socket_file(out: Path, lst: Listener) -> None:
