@@ -8,7 +8,13 @@ a space probe while the disk is full (`.om2w-space-probe`), and the labellers' f
 Each is a file, never a folder: the official evaluator takes every subfolder of a run's folder as a task.
 
 Readers of a whole run (resume, `report`, `label`) read every shard's files: `results_files`, `manifests`.
-No I/O here but the globs of those two; the module sits below the engine, the executors and evaluation."""
+
+What a run's folder is, the one rule every command that reads a run asks (`what_is(folder)`): a folder with a run's
+results (`results*.jsonl`) or manifest (`run.json`, a shard's), or, from another harness, a folder of task folders
+in the benchmark's layout (a subfolder with a `result.json`). Anything else is not a run: an empty folder, or a
+folder that holds runs (`label` on it would take each run for a task); the readers refuse it with `Found.problem`,
+which names the runs inside. No I/O here but globs and one listing; the module sits below the engine, the
+executors and evaluation."""
 
 from __future__ import annotations
 
@@ -134,6 +140,60 @@ class RunFolder:
     def manifests(self) -> list[Path]:
         """The run's manifest, or every shard's."""
         return [p for p in [self.out / "run.json", *sorted(self.out.glob("run.shard*.json"))] if p.is_file()]
+
+
+@dataclass(frozen=True)
+class Found:
+    """What a folder given as a run is: `is_run`, and the subfolders that are runs themselves (by name)."""
+
+    folder: Path
+    is_run: bool
+    exists: bool
+    runs_inside: tuple[str, ...] = ()
+
+    def problem(self, hint: str = "give a run's --out folder") -> str:
+        """Why it is not a run, naming the folder and the runs inside it ('' for a run)."""
+        if self.is_run:
+            return ""
+        if not self.exists:
+            return f"{self.folder}: no such folder ({hint})"
+        if self.runs_inside:
+            shown = ", ".join(self.runs_inside[:8]) + (f" and {len(self.runs_inside) - 8} more"
+                                                       if len(self.runs_inside) > 8 else "")
+            return (f"{self.folder}: not a run but a folder of runs ({len(self.runs_inside)}: {shown}); give one "
+                    f"of them, e.g. {self.folder / self.runs_inside[0]}")
+        return (f"{self.folder}: not a run (no results*.jsonl, no run.json, no task folder with a result.json); "
+                f"{hint}")
+
+
+def _own_files(folder: Path) -> bool:
+    return bool(RunFolder(folder).results_files()) or bool(RunFolder(folder).manifests())
+
+
+def _has_task_folders(subs: list[Path]) -> bool:
+    return any((d / "result.json").is_file() for d in subs)
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    try:
+        return sorted(d for d in folder.iterdir() if d.is_dir())
+    except OSError:
+        return []
+
+
+def what_is(folder: Path) -> Found:
+    """The rule: a run's own files (results*.jsonl, run.json), else another harness's task folders (a subfolder
+    with a result.json); a folder whose subfolders are runs is a folder of runs, not one."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return Found(folder, False, False)
+    if _own_files(folder):
+        return Found(folder, True, True)
+    subs = _subfolders(folder)
+    if _has_task_folders(subs):
+        return Found(folder, True, True)
+    inside = tuple(d.name for d in subs if _own_files(d) or _has_task_folders(_subfolders(d)))
+    return Found(folder, False, True, inside)
 
 
 LOCKS_GLOB = ".om2w-run*.lock"          # every run's and shard's lock in a folder

@@ -4,11 +4,13 @@ problem is (reading a run's folder exactly as the official evaluator does) is `b
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
 from om2w_tui import exits
 from om2w_tui.benchmarks.conformance import read_run
+from om2w_tui.run_folder import what_is
 
 
 def add_arguments(sub: Any) -> None:
@@ -20,6 +22,11 @@ def add_arguments(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     outs: list[Path] = args.outs
+    for out in outs:
+        problem = what_is(out).problem()
+        if problem:     # an empty folder or a folder of runs would "pass" or list its runs as bad tasks
+            print(f"om2w-tui check: {problem}", file=sys.stderr)
+            return exits.USAGE
     return run_check(outs)
 
 

@@ -22,6 +22,7 @@ from om2w_tui.evaluation.judge import (
     output_path,
 )
 from om2w_tui.evaluation.official import OfficialUsage, run_official
+from om2w_tui.run_folder import what_is
 
 
 def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -74,8 +75,9 @@ def _temperature(text: str) -> float | None:
 
 def run(args: argparse.Namespace) -> int:
     out: Path = args.out
-    if not out.is_dir():
-        print(f"om2w-tui judge: {out}: no such folder (give a run's --out folder)", file=sys.stderr)
+    problem = what_is(out).problem()
+    if problem:      # missing, empty, or a folder of runs (each run would be judged as a task)
+        print(f"om2w-tui judge: {problem}", file=sys.stderr)
         return EXIT_USAGE
     s = Settings(model=args.judge_model, mode=args.mode, score_threshold=args.score_threshold,
                  include_answer=args.include_answer, last_screenshots=args.last_screenshots, workers=args.workers,

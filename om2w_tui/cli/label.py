@@ -14,6 +14,7 @@ from om2w_tui.benchmarks.conformance import task_dirs
 from om2w_tui.benchmarks.episode_folder import load_result
 from om2w_tui.engine.results import read_results
 from om2w_tui.evaluation.labels import FINAL, LabelFileError, check_annotator, default_annotator, export_labels
+from om2w_tui.run_folder import what_is
 
 EXIT_USAGE = 2
 FILTERS = ("all", "unlabelled", "judge", "annotators", "notes")
@@ -105,8 +106,9 @@ def export(args: Any, out: Path) -> int:
 
 def run(args: Any) -> int:
     out: Path = args.out
-    if not out.is_dir():
-        return _fail(f"{out}: no such folder (give a run's --out folder)")
+    problem = what_is(out).problem()
+    if problem:      # a folder of runs, empty or missing: its subfolders would be taken for tasks
+        return _fail(problem)
     try:
         if args.annotator is not None and not (args.export and args.annotator == FINAL):
             check_annotator(args.annotator)
@@ -117,8 +119,12 @@ def run(args: Any) -> int:
         return _fail(str(e))
     if args.export is not None:
         return export(args, out)
-    if not run_tasks(out):
+    tasks = run_tasks(out)
+    if not tasks:
         return _fail(f"{out}: no task folders to label")
+    if args.task is not None and args.task not in tasks:
+        return _fail(f"--task {args.task}: no such task in {out} ({len(tasks)} tasks, e.g. "
+                     f"{', '.join(tasks[:3])})")
     if args.judge is not None and not args.judge.is_file() and not (out / args.judge).is_file():
         return _fail(f"--judge {args.judge}: no such file")
     if not sys.stdin.isatty() or not sys.stdout.isatty():

@@ -4,7 +4,8 @@ themselves are `evaluation/report.py` and their text `evaluation/report_text.py`
 
 Runs are read from their folders; an official `human_label.json` (`--labels`) gives one run per agent column, with
 no folder at all; several runs are compared against the first (task by task: McNemar and the paired interval), or
-with `--repeats` summed up as repeats of one configuration."""
+with `--repeats` summed up as repeats of one configuration, every run read by the one measure
+`evaluation/measure.py` chooses (or `--measure`)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from om2w_tui.evaluation.labels import LabelFileError, column, read_human_labels
-from om2w_tui.evaluation.report import compare, summarize, summarize_labels, task_file_meta
+from om2w_tui.evaluation.labels import FINAL, LabelFileError, check_annotator, column, read_human_labels
+from om2w_tui.evaluation.measure import KINDS, NoCommonMeasure
+from om2w_tui.evaluation.report import (
+    choose_measure,
+    compare,
+    summarize,
+    summarize_labels,
+    task_file_meta,
+    with_measure,
+)
 from om2w_tui.evaluation.report_text import to_csv, to_json, to_markdown
 from om2w_tui.evaluation.summary import RunReport
 from om2w_tui.resources import default_task_file
+from om2w_tui.run_folder import what_is
 
 EXIT_USAGE = 2
 
@@ -31,7 +41,12 @@ def add_arguments(sub: Any) -> None:
     p.add_argument("--format", choices=("table", "md", "csv", "json"), default="table", help="output format (table)")
     p.add_argument("--judge", type=Path, action="append", default=[],
                    help="the judge output file to take success from (default: the newest *_auto_eval_results.json "
-                        "in each folder); give it once per OUT, in order, or once for all")
+                        "in each folder; given, success is the judge's unless --measure says otherwise); give it "
+                        "once per OUT, in order, or once for all")
+    p.add_argument("--measure", choices=KINDS, default=None,
+                   help="what success is read from, the same for every run compared: humans (final labels), "
+                        "judge (one mode and model), reference (the offline suite's answers); default: the best "
+                        "every run has, in that order")
     p.add_argument("--labels", type=Path, default=None, metavar="FILE",
                    help="an official human_label.json: each agent column is a run (no run folder needed)")
     p.add_argument("--agent", action="append", default=[], metavar="NAME",
@@ -48,6 +63,8 @@ def add_arguments(sub: Any) -> None:
                         "sometimes, never")
     p.add_argument("--ui", action="store_true",
                    help="open the report in the console (one OUT): charts, failures and their episodes")
+    p.add_argument("--annotator", default=None, metavar="NAME",
+                   help="with --ui: who labels when `L` opens the label screen (asked once otherwise)")
     p.add_argument("--no-per-task", action="store_true", help=argparse.SUPPRESS)
 
 
@@ -60,8 +77,9 @@ def _run_summaries(outs: list[Path], judges: list[Path]) -> list[RunReport]:
     """Each run folder's summary; raises ValueError with the message to show."""
     summaries = []
     for i, out in enumerate(outs):
-        if not out.is_dir():
-            raise ValueError(f"{out}: no such folder")
+        problem = what_is(out).problem()
+        if problem:
+            raise ValueError(problem)
         judge = (judges[i] if len(judges) == len(outs) else judges[0]) if judges else None
         if judge is not None and not judge.is_file() and (out / judge).is_file():
             judge = out / judge
@@ -109,22 +127,38 @@ def run(args: Any) -> int:
         return _fail("--agent, --judged and --tasks go with --labels FILE")
     if judges and len(judges) not in (1, len(outs)):
         return _fail(f"--judge given {len(judges)} times for {len(outs)} runs; give it once per run or once")
-    if getattr(args, "ui", False) and (len(outs) != 1 or args.labels is not None):
+    ui = getattr(args, "ui", False)
+    if ui and (len(outs) != 1 or args.labels is not None):
         return _fail(f"--ui shows one run folder; {len(outs)} given" + (" and --labels" if args.labels else ""))
+    if ui and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return _fail("--ui opens the console, which needs a terminal: run it in one, or drop --ui for the report "
+                     "as text (--format table|md|csv|json)")
+    annotator = getattr(args, "annotator", None)
+    if annotator is not None and not ui:
+        return _fail("--annotator goes with --ui (the label screen `L` opens)")
+    # --judge FILE: success is that judge's (labels in the folder do not override it), unless --measure says
+    wanted = getattr(args, "measure", None) or ("judge" if judges else None)
     try:
+        if annotator is not None:
+            check_annotator(annotator)
+            if annotator == FINAL:
+                raise ValueError(f"--annotator {FINAL}: the reviewer's file; `om2w-tui label OUT --review` gives "
+                                 f"final labels")
         summaries = _run_summaries(outs, judges)
         if args.labels is not None:
             summaries += _label_summaries(args)
-    except ValueError as e:
+        measure = choose_measure(summaries, wanted)
+        summaries = [with_measure(s, measure) for s in summaries]
+    except (ValueError, LabelFileError, NoCommonMeasure) as e:
         return _fail(str(e))
-    if getattr(args, "ui", False):
+    if ui:
         from om2w_tui.frontends.console.app import run_console  # Textual only when the console is asked for
 
         judge = judges[0] if judges else None
         if judge is not None and not judge.is_file() and (outs[0] / judge).is_file():
             judge = outs[0] / judge
-        return run_console(None, report=outs[0], judge=judge)
-    comparison = compare(summaries, repeated=args.repeats) if len(summaries) > 1 else None
+        return run_console(None, report=outs[0], judge=judge, measure=wanted, annotator=annotator)
+    comparison = compare(summaries, repeated=args.repeats, measure=measure) if len(summaries) > 1 else None
     if args.format == "table":
         from om2w_tui.frontends.console.report_table import print_table  # rich only for a table
 

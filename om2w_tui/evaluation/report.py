@@ -32,6 +32,7 @@ from om2w_tui.engine.results import STATUSES, read_results
 from om2w_tui.evaluation.agreement import agreement, judge_outcomes, paired, repeats
 from om2w_tui.evaluation.judge import compare_readings, parse_output_name, read_judged
 from om2w_tui.evaluation.labels import HumanLabelFile, RunLabels, read_run_labels
+from om2w_tui.evaluation.measure import KIND_OF_SOURCE, Measure, NoCommonMeasure, choose
 from om2w_tui.evaluation.outcomes import RULE_ALL, RULES, Outcome, count, count_by, label_outcome, run_outcome
 from om2w_tui.evaluation.summary import (
     Agreement,
@@ -40,7 +41,7 @@ from om2w_tui.evaluation.summary import (
     Conformance,
     ErrorGroup,
     JudgeInfo,
-    Measure,
+    Measured,
     ModelReport,
     Paired,
     PairedTest,
@@ -197,12 +198,15 @@ def _group_order(key: str) -> Callable[[str, int], Any]:
     return lambda g, n: (-n, g)
 
 
-def measure(source: str, name: str, outcomes: Mapping[str, Outcome | None], per_task: Mapping[str, TaskRow]) \
-        -> Measure:
-    """One source's counts overall, per level and per site."""
-    return Measure(source, name, count(outcomes.values()),
-                   count_by(outcomes, lambda t: per_task[t].level, _group_order("level")),
-                   count_by(outcomes, lambda t: per_task[t].site, _group_order("site")))
+def measure(source: str, name: str, outcomes: Mapping[str, Outcome | None], per_task: Mapping[str, TaskRow],
+            judge: JudgeInfo | None = None) -> Measured:
+    """One source's counts overall, per level and per site (and which measure it is, its outcomes by task)."""
+    kind = KIND_OF_SOURCE[source]
+    which = Measure(kind, judge.mode, judge.model) if kind == "judge" and judge is not None else Measure(kind)
+    return Measured(source, name, count(outcomes.values()),
+                    count_by(outcomes, lambda t: per_task[t].level, _group_order("level")),
+                    count_by(outcomes, lambda t: per_task[t].site, _group_order("site")),
+                    measure=which, judge=judge if kind == "judge" else None, outcomes=dict(outcomes))
 
 
 def _verdicts(judged: Mapping[str, dict[str, Any]]) -> dict[str, bool]:
@@ -286,13 +290,13 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
                    if f.is_file() and (jpath is None or f.resolve() != jpath.resolve()))
     names = {"labels": _labels_name(labels), "judge": _judge_name(judge_info) if judge_info else "judge",
              "correct": "reference answers"}
-    measures = [measure(k, names[k], outcome_of[k], per_task) for k in sources]
+    measures = [measure(k, names[k], outcome_of[k], per_task, judge_info) for k in sources]
     for j in others:
         other = read_judge_file(Path(j.file))
         outcomes = {t: run_outcome(latest.get(t), v, keeps_records) for t, v in _verdicts(other).items()
                     if t in per_task}
         measures.append(measure("judge", f"{_judge_name(j)}, {Path(j.file).name}",
-                                {t: outcomes.get(t) for t in task_ids}, per_task))
+                                {t: outcomes.get(t) for t in task_ids}, per_task, j))
     success = Success(source=primary, judge=judge_info, other_judges=others)
     if primary:
         m0 = measures[0]
@@ -319,9 +323,10 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
         measures=tuple(measures),
         agreement=agree,
         annotators=_annotator_agreements(labels, task_ids, per_task),
-        labelled=len(labels.labelled() & set(task_ids)),
+        labelled=sum(1 for t in task_ids if labels.consensus(t) is not None),   # final labels: no dispute left
         disputed=tuple(labels.unresolved(task_ids)),
         model_health=model_report(log.records, latest),
+        measure=measures[0].measure if measures else None,
     )
 
 
@@ -447,7 +452,7 @@ def summarize_labels(file: HumanLabelFile, agent: str, meta: Mapping[str, dict[s
         has_manifest=False, tasks=len(per_task), attempts=0, success=success, status={},
         metrics={k: stats([]) for k in METRICS}, errors=(), conformance=Conformance(0, ()),
         warnings=tuple(warnings), per_task=per_task, measures=(m0,), agreement=agree, labelled=len(labels),
-        kind="labels")
+        kind="labels", measure=m0.measure)
 
 
 _LEVELS = {"easy": 0, "medium": 1, "hard": 2}
@@ -481,12 +486,43 @@ def _deltas(values: list[Rate | None]) -> tuple[float | None, ...]:
                            for v in values[1:])
 
 
-def compare(summaries: list[RunReport], repeated: bool = False) -> Comparison:
-    """Several runs side by side; every difference is against the first run (the baseline), in percentage points.
-    `paired` compares the runs on the tasks they all have an outcome for; `tests` compares each run with the
-    baseline task by task (McNemar, the paired interval), under both rules. `repeated`: the runs are repeats of one
-    configuration (the leaderboard averages three): their mean and spread, and each task solved always, sometimes
-    or never."""
+def choose_measure(summaries: list[RunReport], wanted: str | None = None) -> Measure | None:
+    """The one measure every run of `summaries` is read by (`evaluation/measure.py`'s rule: `wanted`, else the best
+    they all have); raises NoCommonMeasure naming the run that lacks it."""
+    return choose([(s.out, s.available()) for s in summaries], wanted)
+
+
+def with_measure(s: RunReport, m: Measure | None) -> RunReport:
+    """The run read by `m`: its success, each task's outcome, and its measures with `m`'s first. Raises
+    NoCommonMeasure when the run does not have it."""
+    if m is None or s.measure == m:
+        return s
+    found = next((x for x in s.measures if x.measure == m), None)
+    if found is None:
+        raise NoCommonMeasure(f"{s.out} has no {m.name}")
+    per_task = {t: replace(row, outcome=found.outcomes.get(t),
+                           success=None if found.outcomes.get(t) is None else found.outcomes.get(t) == "success")
+                for t, row in s.per_task.items()}
+    judges = [j for j in (s.success.judge, *s.success.other_judges) if j is not None]
+    judge = found.judge or s.success.judge
+    success = Success(source=found.source, judge=judge, other_judges=tuple(j for j in judges if j is not judge),
+                      overall=found.counts.overall, by_level={k: v.overall for k, v in found.by_level.items()},
+                      by_site={k: v.overall for k, v in found.by_site.items()}, counts=found.counts,
+                      level_counts=found.by_level, site_counts=found.by_site)
+    return replace(s, success=success, per_task=per_task, measure=m,
+                   measures=(found, *(x for x in s.measures if x is not found)))
+
+
+def compare(summaries: list[RunReport], repeated: bool = False, measure: Measure | None = None,
+            wanted: str | None = None) -> Comparison:
+    """Several runs side by side, every one read by the same measure (`measure`, else `choose_measure(summaries,
+    wanted)`: raises NoCommonMeasure where they share none); every difference is against the first run (the
+    baseline), in percentage points. `paired` compares the runs on the tasks they all have an outcome for; `tests`
+    compares each run with the baseline task by task (McNemar, the paired interval), under both rules. `repeated`:
+    the runs are repeats of one configuration (the leaderboard averages three): their mean and spread, and each
+    task solved always, sometimes or never."""
+    chosen = measure if measure is not None else choose_measure(summaries, wanted)
+    summaries = [with_measure(s, chosen) for s in summaries]
     names = unique_names(summaries)
 
     def cell(s: RunReport, group: str, key: str | None) -> Rate | None:
@@ -526,7 +562,11 @@ def compare(summaries: list[RunReport], repeated: bool = False) -> Comparison:
         paired=Paired(len(common), tuple(paired_values), _deltas(paired_values)),
         status={k: tuple(s.status.get(k, 0) for s in summaries) for k in statuses},
         median={k: tuple(s.metrics[k].median for s in summaries) for k in METRICS},
-        tests=() if repeated else _tests(summaries, names), repeats=_repeats(summaries, names) if repeated else ())
+        tests=tuple(replace(t, measure=chosen.name if chosen else "") for t in
+                    (() if repeated else _tests(summaries, names))),
+        repeats=tuple(replace(r, measure=chosen.name if chosen else "") for r in
+                      (_repeats(summaries, names) if repeated else ())),
+        measure=chosen)
 
 
 def _outcomes(s: RunReport) -> dict[str, Outcome | None]:

@@ -21,7 +21,7 @@ from om2w_tui.evaluation.summary import (
     Comparison,
     Counts,
     JudgeInfo,
-    Measure,
+    Measured,
     ModelReport,
     PairedTest,
     Rate,
@@ -116,7 +116,7 @@ def _source_line(s: RunReport) -> str:
     if succ.source == "labels":
         judged = "" if succ.judge is None else (f"; judged in {Path(succ.judge.file).name} ({_judge_words(succ.judge)}"
                                                 f", {succ.judge.judged} of {s.tasks} tasks)")
-        return f"success from the human labels ({s.labelled} of {s.tasks} tasks labelled{judged})"
+        return f"success from the human labels ({s.labelled} of {s.tasks} tasks with a final label{judged})"
     return ("no success measure: no human labels, no judge file in the folder (run `om2w-tui judge` or "
             "`om2w-tui label`) and no `correct` field")
 
@@ -131,7 +131,7 @@ def counts_row(group: str, c: Counts) -> list[str]:
 COUNTS_HEADER = ["group", RULE_HEADERS[RULE_ALL], RULE_HEADERS[RULE_EXECUTABLE], "not executable", "pending"]
 
 
-def measure_sections(m: Measure, site_limit: int | None = None) -> list[Section]:
+def measure_sections(m: Measured, site_limit: int | None = None) -> list[Section]:
     """One source's success under both rules: overall and per level, then per site."""
     rows = [counts_row("overall", m.counts)] + [counts_row(f"level {k}", v) for k, v in m.by_level.items()]
     out: list[Section] = [(f"success: {m.name}", COUNTS_HEADER, rows)]
@@ -214,11 +214,12 @@ def test_sections(tests: tuple[PairedTest, ...], limit: int = 20) -> list[Sectio
     if not tests:
         return []
     out: list[Section] = [("task by task against the baseline (paired)",
-                           ["arm", "baseline", "rule", "tasks", "arm's rate", "baseline's rate", "difference",
-                            "McNemar p", "only the arm", "only the baseline"],
-                           [[t.a, t.b, RULE_HEADERS.get(t.rule, t.rule), str(t.difference.n), fmt_rate(t.a_rate),
-                             fmt_rate(t.b_rate), _difference(t.difference), fmt_p(t.difference.p),
-                             str(t.difference.only_a), str(t.difference.only_b)] for t in tests])]
+                           ["arm", "baseline", "measure", "rule", "tasks", "arm's rate", "baseline's rate",
+                            "difference", "McNemar p", "only the arm", "only the baseline"],
+                           [[t.a, t.b, t.measure, RULE_HEADERS.get(t.rule, t.rule), str(t.difference.n),
+                             fmt_rate(t.a_rate), fmt_rate(t.b_rate), _difference(t.difference),
+                             fmt_p(t.difference.p), str(t.difference.only_a), str(t.difference.only_b)]
+                            for t in tests])]
     for t in tests:
         if t.rule != RULE_ALL:
             continue
@@ -233,7 +234,7 @@ def test_sections(tests: tuple[PairedTest, ...], limit: int = 20) -> list[Sectio
         if rest:
             rows.append([f"... {rest} more sites" + (" (the same result on each task)" if len(split) <= limit
                                                      else ""), "", "", "", "", "", "", ""])
-        out.append((f"per site where they differ: {t.a} / {t.b} ({RULE_HEADERS[RULE_ALL]})",
+        out.append((f"per site where they differ: {t.a} / {t.b} ({t.measure}, {RULE_HEADERS[RULE_ALL]})",
                     ["site", "tasks", "both", f"only {t.a}", f"only {t.b}", "neither", "difference", "McNemar p"],
                     rows))
     return out
@@ -245,19 +246,26 @@ def repeats_sections(reps: tuple[Repeats, ...], limit: int = 20) -> list[Section
     rows = []
     for r in reps:
         sp = r.spread
-        rows.append([RULE_HEADERS.get(r.rule, r.rule), str(len(r.runs)), "; ".join(fmt_rate(x, False) for x in r.rates),
+        rows.append([r.measure, RULE_HEADERS.get(r.rule, r.rule), str(len(r.runs)),
+                     "; ".join(fmt_rate(x, False) for x in r.rates),
                      "-" if sp.mean is None else f"{100 * sp.mean:.1f}%",
                      "-" if sp.stdev is None else f"{100 * sp.stdev:.1f} pp",
                      "-" if sp.low is None or sp.high is None else f"{100 * sp.low:.1f}-{100 * sp.high:.1f}%",
                      str(r.tasks), str(r.always), str(r.sometimes), str(r.never)])
-    out: list[Section] = [("repeats of one configuration", ["rule", "runs", "rates", "mean", "sd", "range",
-                                                             "tasks", "always", "sometimes", "never"], rows)]
+    out: list[Section] = [("repeats of one configuration", ["measure", "rule", "runs", "rates", "mean", "sd",
+                                                             "range", "tasks", "always", "sometimes", "never"],
+                           rows)]
     first = reps[0]
     if first.sometimes_tasks:
         more = " ..." if len(first.sometimes_tasks) > limit else ""
         out.append(("solved sometimes", ["", "tasks"],
                     [[RULE_HEADERS.get(first.rule, first.rule), ", ".join(first.sometimes_tasks[:limit]) + more]]))
     return out
+
+
+def measure_words(c: Comparison) -> str:
+    """The one measure every side of a comparison is read by, for a title."""
+    return c.measure.name if c.measure is not None else "no measure (no run has one)"
 
 
 def compare_sections(c: Comparison) -> list[Section]:
@@ -271,7 +279,8 @@ def compare_sections(c: Comparison) -> list[Section]:
     p = c.paired
     rows.append([f"paired ({p.tasks} common tasks)"] + [fmt_rate(v) for v in p.values]
                 + [fmt_delta(d) for d in p.delta_pp[1:]])
-    out: list[Section] = [(f"success ({RULE_HEADERS[RULE_ALL]}), against {c.baseline}", header, rows)]
+    out: list[Section] = [(f"success by {measure_words(c)} ({RULE_HEADERS[RULE_ALL]}), against {c.baseline}",
+                           header, rows)]
     out += test_sections(c.tests)
     out += repeats_sections(c.repeats)
     statuses = [[k] + [str(x) for x in v] for k, v in c.status.items() if any(v)]
@@ -328,8 +337,8 @@ def notes(s: RunReport) -> list[str]:
         line = readings_line(j)
         if line:
             out.append(line)
-    if s.labelled and s.kind == "run":
-        out.append(f"human labels: {s.labelled} of {s.tasks} tasks labelled"
+    if (s.labelled or s.disputed) and s.kind == "run":
+        out.append(f"human labels: {s.labelled} of {s.tasks} tasks with a final label"
                    + (f"; {len(s.disputed)} disputed, not reviewed (`om2w-tui label {s.out} --review`)"
                       if s.disputed else ""))
     out += model_notes(s.model_health)
@@ -392,15 +401,16 @@ def to_csv(summaries: list[RunReport], comparison: Comparison | None) -> str:
         for e in s.errors:
             w.writerow([name, s.out, "errors", f"{e.status}/{e.kind}: {e.message}", "count", e.count])
     if comparison is not None:
+        by = measure_words(comparison)    # every compared row names the measure both sides are read by
         for r in [*comparison.rows, comparison.paired.as_row()]:
             for name, d in zip(comparison.runs[1:], r.delta_pp[1:]):
-                w.writerow([name, "", "delta_pp", r.group, f"vs {comparison.baseline}", _cell(d)])
+                w.writerow([name, "", "delta_pp", r.group, f"vs {comparison.baseline} by {by}", _cell(d)])
         for t in comparison.tests:
             for metric, value in test_cells(t):
-                w.writerow([t.a, "", f"paired vs {t.b}", t.rule, metric, _cell(value)])
+                w.writerow([t.a, "", f"paired vs {t.b} by {by}", t.rule, metric, _cell(value)])
         for rep in comparison.repeats:
             for metric, value in repeat_cells(rep):
-                w.writerow([" + ".join(rep.runs), "", "repeats", rep.rule, metric, _cell(value)])
+                w.writerow([" + ".join(rep.runs), "", f"repeats by {by}", rep.rule, metric, _cell(value)])
     return buf.getvalue()
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from om2w_tui.evaluation.measure import Measure
 from om2w_tui.evaluation.stats import PairedDifference, Spread, wilson
 
 # what a task came to (evaluation/outcomes.py); None: no outcome yet
@@ -82,15 +83,19 @@ class Counts:
 
 
 @dataclass(frozen=True)
-class Measure:
+class Measured:
     """Success from one source (`labels`: human labels, `judge`: a judge's verdicts, `correct`: reference answers),
-    named for the reader, with its counts overall, per level and per site."""
+    named for the reader, with its counts overall, per level and per site. `measure`: which measure it is
+    (`evaluation/measure.py`), `judge`: its judge file, `outcomes`: each task's outcome under it."""
 
     source: str
     name: str
     counts: Counts
     by_level: Mapping[str, Counts] = field(default_factory=dict)
     by_site: Mapping[str, Counts] = field(default_factory=dict)
+    measure: Measure | None = None
+    judge: JudgeInfo | None = None
+    outcomes: Mapping[str, Outcome | None] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"source": self.source, "name": self.name, "counts": self.counts.to_json(),
@@ -184,9 +189,10 @@ class PairedTest:
     only_b_tasks: tuple[str, ...]
     by_site: Mapping[str, PairedDifference]
     left_out: int = 0
+    measure: str = ""             # the measure both sides are read by (Measure.name)
 
     def to_json(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "rule": self.rule, "a_rate": self.a_rate.to_json(),
+        return {"a": self.a, "b": self.b, "rule": self.rule, "measure": self.measure, "a_rate": self.a_rate.to_json(),
                 "b_rate": self.b_rate.to_json(), **_paired_json(self.difference),
                 "only_a_tasks": list(self.only_a_tasks), "only_b_tasks": list(self.only_b_tasks),
                 "by_site": {k: _paired_json(v) for k, v in self.by_site.items()}, "left_out": self.left_out}
@@ -206,10 +212,12 @@ class Repeats:
     sometimes: int
     never: int
     sometimes_tasks: tuple[str, ...]
+    measure: str = ""             # the measure every run is read by (Measure.name)
 
     def to_json(self) -> dict[str, Any]:
         sp = self.spread
-        return {"runs": list(self.runs), "rule": self.rule, "rates": [r.to_json() for r in self.rates],
+        return {"runs": list(self.runs), "rule": self.rule, "measure": self.measure,
+                "rates": [r.to_json() for r in self.rates],
                 "mean": sp.mean, "stdev": sp.stdev, "lowest": sp.low, "highest": sp.high, "tasks": self.tasks,
                 "always": self.always, "sometimes": self.sometimes, "never": self.never,
                 "sometimes_tasks": list(self.sometimes_tasks)}
@@ -406,13 +414,18 @@ class RunReport:
     conformance: Conformance
     warnings: tuple[str, ...]
     per_task: Mapping[str, TaskRow]
-    measures: tuple[Measure, ...] = ()          # every success measure there is (the first is `success`'s)
+    measures: tuple[Measured, ...] = ()         # every success measure there is (the first is `success`'s)
     agreement: tuple[Agreement, ...] = ()       # the judge against the human labels, under each rule
     annotators: tuple[Agreement, ...] = ()      # each pair of annotators
     labelled: int = 0                           # tasks with at least one human label
     disputed: tuple[str, ...] = ()              # tasks whose annotators split evenly, not reviewed yet
     kind: str = "run"                           # "run": a run's folder; "labels": a human_label.json's column
     model_health: ModelReport | None = None     # the model's calls and failures (None: no record says)
+    measure: Measure | None = None              # the measure `success` and each task's outcome are read by
+
+    def available(self) -> list[Measure]:
+        """The measures this run has, in its order of preference (its newest judge file first)."""
+        return [m.measure for m in self.measures if m.measure is not None]
 
     def to_json(self, per_task: bool = True) -> dict[str, Any]:
         """JSON-ready; `per_task=False` leaves the per-task rows out (the key too)."""
@@ -425,6 +438,7 @@ class RunReport:
             "warnings": list(self.warnings), "measures": [m.to_json() for m in self.measures],
             "agreement": [a.to_json() for a in self.agreement], "annotators": [a.to_json() for a in self.annotators],
             "labelled": self.labelled, "disputed": list(self.disputed), "kind": self.kind,
+            "measure": None if self.measure is None else self.measure.to_json(),
         }
         if self.model_health is not None:
             out["model_health"] = self.model_health.to_json()
@@ -464,8 +478,8 @@ class Paired:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Several runs side by side, against the first (the baseline): `runs` are their unique names; `status` and
-    `median` hold one value per run for each status and metric."""
+    """Several runs side by side, against the first (the baseline), every one read by the same `measure`: `runs` are
+    their unique names; `status` and `median` hold one value per run for each status and metric."""
 
     runs: tuple[str, ...]
     outs: tuple[str, ...]
@@ -478,6 +492,7 @@ class Comparison:
     median: Mapping[str, tuple[float | None, ...]]
     tests: tuple[PairedTest, ...] = ()      # each run against the baseline, task by task, under each rule
     repeats: tuple[Repeats, ...] = ()       # the runs as repeats of one configuration, under each rule
+    measure: Measure | None = None          # the one measure every run is read by (None: no run has one)
 
     def to_json(self) -> dict[str, Any]:
         return {"runs": list(self.runs), "outs": list(self.outs), "baseline": self.baseline,
@@ -485,4 +500,5 @@ class Comparison:
                 "site_rows": [r.to_json() for r in self.site_rows], "paired": self.paired.to_json(),
                 "status": {k: list(v) for k, v in self.status.items()},
                 "median": {k: list(v) for k, v in self.median.items()},
-                "tests": [t.to_json() for t in self.tests], "repeats": [r.to_json() for r in self.repeats]}
+                "tests": [t.to_json() for t in self.tests], "repeats": [r.to_json() for r in self.repeats],
+                "measure": None if self.measure is None else self.measure.to_json()}

@@ -13,9 +13,10 @@ import pytest
 
 from om2w_tui.cli.main import main as cli_main
 from om2w_tui.evaluation.labels import LabelFile, read_label_file, read_run_labels
+from om2w_tui.frontends.console.app import make_app
 from om2w_tui.frontends.console.screens import label as label_screen
 from om2w_tui.frontends.console.screens.label import FilterPicker, LabelApp, LabelScreen, LabelSession, NoteEditor
-from om2w_tui.frontends.console.screens.report import ReportScreen
+from om2w_tui.frontends.console.screens.report import AskAnnotator, ReportScreen
 
 from .test_report_screen import RUN, finished_run, report_app
 from .test_report_screen import settle as settle_report
@@ -220,6 +221,8 @@ async def test_the_report_opens_the_label_screen_on_the_disagreements(tmp_path):
         report = app.screen
         assert isinstance(report, ReportScreen) and report.data.summary.agreement
         await pilot.press("L")
+        await pilot.pause()
+        await pilot.press(*"alice", "enter")       # who labels: asked once
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, LabelScreen) and screen.session.filter == "judge"
@@ -227,6 +230,58 @@ async def test_the_report_opens_the_label_screen_on_the_disagreements(tmp_path):
         await pilot.press("escape")
         await settle_report(pilot)
         assert app.screen is report
+
+
+async def test_the_report_asks_who_labels_once_and_never_labels_as_the_system_user(tmp_path):
+    out = finished_run(tmp_path)
+    app = report_app(out)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle_report(pilot)
+        report = app.screen
+        assert "measure: reference answers" in str(report.query_one("#report-summary").render())
+        await pilot.press("L")
+        await pilot.pause()
+        assert isinstance(app.screen, AskAnnotator)
+        await pilot.press(*"final", "enter")                 # the reviewer's file: refused, asked again
+        await pilot.pause()
+        assert isinstance(app.screen, AskAnnotator) and "reviewer" in str(app.screen.query_one("#ask-why").render())
+        await pilot.press(*["backspace"] * 5, *"carol", "enter")
+        await settle(pilot)
+        screen = screen_of(app)
+        assert screen.session.annotator == "carol" and "carol" in text(screen, "#label-title")
+        await pilot.press("1")
+        await settle(pilot)
+        await pilot.press("escape")
+        await settle_report(pilot)
+        assert app.screen is report
+        await pilot.press("L")                               # asked once: the same annotator again
+        await settle(pilot)
+        assert screen_of(app).session.annotator == "carol"
+    assert sorted(p.name for p in out.glob("labels.*")) == ["labels.carol.json"]
+
+
+async def test_the_report_labels_as_the_annotator_given(tmp_path):
+    out = finished_run(tmp_path)
+    app = make_app(None, report=out, last_launch=None, image_renderer="unicode", start_engine=False,
+                   cursor_blink=False, annotator="dave")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle_report(pilot)
+        await pilot.press("L")
+        await settle(pilot)
+        assert screen_of(app).session.annotator == "dave"
+
+
+def test_review_counts_the_final_labels(tmp_path):
+    out = finished_run(tmp_path)
+    for who, label in (("alice", "0"), ("bob", "1")):
+        f = LabelFile.open(out, who)
+        f.set("booking_cancel_07", label)                   # split: no final label until reviewed
+        f.set("amazon_kettle_price_01", "1")                # agreed: final without a review
+    review = LabelSession(out, "x", review=True)
+    assert review.labelled == 1
+    review.go("booking_cancel_07")
+    review.give("0")
+    assert review.labelled == 2
 
 
 def test_the_command_needs_a_terminal_and_a_folder(tmp_path, capsys):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -276,6 +277,8 @@ def test_report_ui_opens_the_console_on_the_report(tmp_path, monkeypatch):
         return self.return_code or 0
 
     monkeypatch.setattr(ConsoleApp, "run", run)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)      # as in a terminal (the console needs one)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     assert cli_main(["report", str(out), "--ui"]) == 0
     assert seen == [(ReportScreen, out, 8)]
     assert cli_main(["report", str(out), str(out), "--ui"]) == 2

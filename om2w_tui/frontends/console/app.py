@@ -63,12 +63,15 @@ class ConsoleApp(App[int]):
                  checks_fn: ChecksFn | None = None, image_renderer: str = "auto",
                  start_engine: bool = True, last_launch: Path | None = None, sinks: Iterable[Sink] = (),
                  auto_check: bool = True, cursor_blink: bool = True, report: Path | None = None,
-                 judge: Path | None = None, attach: RemoteRun | None = None):
+                 judge: Path | None = None, attach: RemoteRun | None = None, measure: str | None = None,
+                 annotator: str | None = None):
         super().__init__()
         self.pre = pre
         self.attach = attach
         self.report_out = report
         self.judge = judge
+        self.measure = measure           # the report's measure asked for (evaluation/measure.py; None: the best)
+        self.annotator = annotator       # who labels from the report (`L`): asked once when not given
         self.clock: Clock = clock or time.time
         self.checks_fn: ChecksFn = checks_fn or run_checks
         self.image_renderer = image_renderer
@@ -97,7 +100,8 @@ class ConsoleApp(App[int]):
         elif self.pre is not None:
             self.start_run(self.pre, None)
         elif self.report_out is not None:
-            self.push_screen(ReportScreen(self.report_out, judge=self.judge, standalone=True))
+            self.push_screen(ReportScreen(self.report_out, judge=self.judge, standalone=True,
+                                          measure=self.measure))
         else:
             self.push_screen(LaunchScreen(load_values(self.last_launch), auto_check=self.auto_check,
                                           cursor_blink=self.cursor_blink))
@@ -137,10 +141,10 @@ class ConsoleApp(App[int]):
         """The report of the run going on (or just ended); it follows the run's finished episodes."""
         if self.pre is not None:
             self.push_screen(ReportScreen(self.pre.config.out, live=True, total=len(self.pre.tasks),
-                                          judge=self.judge))
+                                          judge=self.judge, measure=self.measure))
         elif self.attach is not None and self.dashboard is not None:
             self.push_screen(ReportScreen(self.attach.out, live=True, total=self.dashboard.state.total,
-                                          judge=self.judge))
+                                          judge=self.judge, measure=self.measure))
 
     def open_episode(self, task_id: str, record: EpisodeRecord | None) -> None:
         out = Path(self.pre.config.out) if self.pre is not None else self.report_out
@@ -331,7 +335,8 @@ class ConsoleApp(App[int]):
 def make_app(pre: Preflight | None, *, clock: Clock | None = None, checks_fn: ChecksFn | None = None,
              image_renderer: str = "auto", start_engine: bool = True, last_launch: Path | None | bool = True,
              sinks: Iterable[Sink] = (), auto_check: bool = True, cursor_blink: bool = True,
-             report: Path | None = None, judge: Path | None = None, attach: RemoteRun | None = None) -> ConsoleApp:
+             report: Path | None = None, judge: Path | None = None, attach: RemoteRun | None = None,
+             measure: str | None = None, annotator: str | None = None) -> ConsoleApp:
     """The console app, built the same way for the command line and tests.
 
     pre: a checked run to open on the dashboard, or None for the launch form. clock: epoch seconds (tests freeze
@@ -341,18 +346,20 @@ def make_app(pre: Preflight | None, *, clock: Clock | None = None, checks_fn: Ch
     auto_check, cursor_blink: the form checks as you type; the text cursor blinks (tests turn both off).
     report: with no `pre`, a finished run's folder to open the report of. judge: the judge file the report takes
     success from (default: the newest in the folder). attach: with no `pre`, a run going on elsewhere to follow
-    and steer through its control socket (`make_app(None, attach=RemoteRun(out))`)."""
+    and steer through its control socket (`make_app(None, attach=RemoteRun(out))`). measure: the report's measure
+    (humans, judge, reference; None: the best the run has). annotator: who labels from the report (None: asked once)."""
     path = last_launch_path() if last_launch is True else (last_launch or None)
     return ConsoleApp(pre, clock=clock, checks_fn=checks_fn, image_renderer=image_renderer,
                       start_engine=start_engine, last_launch=path, sinks=sinks, auto_check=auto_check,
-                      cursor_blink=cursor_blink, report=report, judge=judge, attach=attach)
+                      cursor_blink=cursor_blink, report=report, judge=judge, attach=attach,
+                      measure=measure, annotator=annotator)
 
 
 def run_console(pre: Preflight | None, *, report: Path | None = None, judge: Path | None = None,
-                attach: RemoteRun | None = None) -> int:
+                attach: RemoteRun | None = None, measure: str | None = None, annotator: str | None = None) -> int:
     """The console on `pre`'s run, on the report of the finished run in `report`, on a run going on elsewhere
     (`attach`), or on the launch form."""
-    app = make_app(pre, report=report, judge=judge, attach=attach)
+    app = make_app(pre, report=report, judge=judge, attach=attach, measure=measure, annotator=annotator)
     result = app.run()
     if result is None:
         return int(app.return_code or 0)

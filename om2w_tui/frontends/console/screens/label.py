@@ -133,6 +133,10 @@ class LabelSession:
 
     @property
     def labelled(self) -> int:
+        """Tasks this annotator labelled; in review, tasks with a final label (the reviewer's, else the annotators'
+        consensus), so that a dispute left counts as not labelled."""
+        if self.review:
+            return sum(1 for t in self.tasks if (self.value_of(t) or majority(self.other_values(t).values())))
         return sum(1 for t in self.tasks if self.value_of(t) is not None)
 
     # ── filters ──

@@ -1,14 +1,16 @@
 """The report of a run: success by level and by site as bar charts, the status counts, the medians per episode, the
 grouped errors and the tasks that did not succeed, from which `enter` opens the episode view.
 
-The numbers are `report.summarize(out)`'s, computed in a thread (a large run's folder takes a while to read). For
-the live run it is computed again when episodes finish, at most once every `throttle_s` seconds."""
+The numbers are `report.summarize(out)`'s, computed in a thread (a large run's folder takes a while to read), read
+by the measure `evaluation/measure.py` chooses (the one asked for with `--measure`, else the best the run has), named
+on the screen. For the live run it is computed again when episodes finish, at most once every `throttle_s` seconds.
+`L` labels as the annotator given (`--annotator`) or asked once, never silently as the system's user."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -18,14 +20,15 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, VerticalScroll
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
-from textual.widgets import DataTable, Label, Static
+from textual.widgets import DataTable, Input, Label, Static
 
 from om2w_tui.benchmarks.episode_folder import read_answer
 from om2w_tui.engine.results import EpisodeRecord, read_results
-from om2w_tui.evaluation.labels import default_annotator
-from om2w_tui.evaluation.report import summarize
+from om2w_tui.evaluation.labels import FINAL, LabelFileError, annotator_files, check_annotator
+from om2w_tui.evaluation.measure import NoCommonMeasure
+from om2w_tui.evaluation.report import choose_measure, summarize, with_measure
 from om2w_tui.evaluation.report_text import fmt_num, fmt_rate, model_notes, notes, sections, title
 from om2w_tui.evaluation.summary import ErrorGroup, Rate, RunReport, TaskRow
 from om2w_tui.frontends.console.messages import EpisodeChange
@@ -71,6 +74,7 @@ class Computed:
     summary: RunReport
     latest: dict[str, EpisodeRecord]
     failures: list[Failure]
+    why: str = ""          # why the measure asked for is not the one read ('' when it is)
 
 
 def failed(task: TaskRow) -> bool:
@@ -85,9 +89,16 @@ def answer_of(folder: Path) -> str:
     return read_answer(folder)
 
 
-def compute(out: Path, judge: Path | None = None) -> Computed:
-    """The report's data: summarize()'s numbers, the latest record of each task and the failures."""
+def compute(out: Path, judge: Path | None = None, measure: str | None = None) -> Computed:
+    """The report's data: summarize()'s numbers read by the chosen measure (`measure`: the kind asked for, else the
+    best the run has), the latest record of each task and the failures."""
     summary = summarize(out, judge)
+    why = ""
+    try:
+        summary = with_measure(summary, choose_measure([summary], measure))
+    except NoCommonMeasure as e:   # asked for a measure the run lacks (yet): said, never another one in its place
+        why = str(e)
+        summary = replace(summary, success=replace(summary.success, source=None), measure=None)
     latest = {tid: EpisodeRecord.from_json(r) for tid, r in read_results(out).latest().items()}
     rows = []
     for tid, t in summary.per_task.items():
@@ -96,7 +107,7 @@ def compute(out: Path, judge: Path | None = None) -> Computed:
         rec = latest.get(tid)
         answer = (rec.answer if rec else "") or (answer_of(out / tid) if t.has_folder else "")
         rows.append(Failure(tid, t.status, t.success, rec, answer, t.outcome))
-    return Computed(summary, latest, rows)
+    return Computed(summary, latest, rows, why)
 
 
 def plural(n: int, word: str) -> str:
@@ -104,14 +115,16 @@ def plural(n: int, word: str) -> str:
 
 
 def source_text(summary: RunReport) -> str:
+    """The measure success is read by, named, and how much of the run it covers."""
     succ = summary.success
     if succ.source == "judge" and succ.judge is not None:
         j = succ.judge
-        return f"judge {j.mode or '?'}/{j.model or '?'}, {j.judged} of {summary.tasks} judged"
+        return f"measure: judge {j.mode or '?'}/{j.model or '?'}, {j.judged} of {summary.tasks} judged"
     if succ.source == "correct":
-        return "reference answers (correct)"
+        return "measure: reference answers (correct)"
     if succ.source == "labels":
-        return f"human labels, {summary.labelled} of {summary.tasks} labelled"
+        disputed = f", {len(summary.disputed)} disputed" if summary.disputed else ""
+        return f"measure: human labels (final), {summary.labelled} of {summary.tasks} labelled{disputed}"
     return "no success measure: run `om2w-tui judge` or `om2w-tui label`"
 
 
@@ -324,6 +337,46 @@ def rich_table(heading: str, header: list[str], rows: list[list[str]]) -> RichTa
     return t
 
 
+class AskAnnotator(ModalScreen["str | None"]):
+    """Who is labelling: asked once before the first label from the report (the labels file is named after it)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    DEFAULT_CSS = """
+    AskAnnotator { align: center middle; }
+    AskAnnotator > Container { width: 72; height: auto; border: round $accent; padding: 0 1; background: $panel; }
+    AskAnnotator #ask-why { color: $error; }
+    """
+
+    def __init__(self, known: list[str]):
+        super().__init__()
+        self.known = known
+
+    def compose(self) -> ComposeResult:
+        with Container():
+            yield Label("Who is labelling? (your labels go to labels.<name>.json)")
+            if self.known:
+                yield Label(Text(f"annotators of this run: {', '.join(self.known)}", style="dim"))
+            yield Input(placeholder="name", id="ask-name")
+            yield Label("", id="ask-why")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        name = event.value.strip()
+        try:
+            check_annotator(name)
+            if name == FINAL:
+                raise LabelFileError(f"{FINAL!r} is the reviewer's file: `om2w-tui label OUT --review`")
+        except LabelFileError as e:
+            self.query_one("#ask-why", Label).update(str(e).replace("--annotator ", ""))
+            return
+        self.dismiss(name)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
 class ReportScreen(Screen[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE, "-wide")]
     BINDINGS = [
@@ -336,12 +389,13 @@ class ReportScreen(Screen[None]):
     ]
 
     def __init__(self, out: Path, *, live: bool = False, total: int | None = None, judge: Path | None = None,
-                 standalone: bool = False, throttle_s: float = THROTTLE_S):
+                 standalone: bool = False, throttle_s: float = THROTTLE_S, measure: str | None = None):
         """out: the run's folder. live: the run is going on (recompute when episodes finish). total: the run's
         task count. judge: the judge file to take success from. standalone: the app opened on the report (escape
-        quits)."""
+        quits). measure: the measure's kind asked for (humans, judge, reference; None: the best the run has)."""
         super().__init__()
         self.out = Path(out)
+        self.measure = measure
         self.live = live
         self.total = total
         self.judge = judge
@@ -422,7 +476,7 @@ class ReportScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="report", exit_on_error=False)
     def _compute(self, generation: int) -> None:
         try:
-            data: Computed | None = compute(self.out, self.judge)
+            data: Computed | None = compute(self.out, self.judge, self.measure)
             problem = ""
         except Exception as e:   # a folder being written or gone; the report says so and keeps its last numbers
             data, problem = None, f"{type(e).__name__}: {e}"
@@ -457,7 +511,9 @@ class ReportScreen(Screen[None]):
                 dash = self.console_app.dashboard
                 phase = (dash.state.phase if dash is not None else "") if self.live else "finished"
                 title.append(f"  {phase}", style="green" if phase in ("starting", "running") else "dim")
-                if s.warnings:
+                if data.why:
+                    title.append(f"  {clip(data.why, 90)}", style="yellow")
+                elif s.warnings:
                     title.append(f"  {len(s.warnings)} warning(s): {clip(s.warnings[0], 60)}", style="yellow")
             if self.problem:
                 title.append(f"  cannot read: {clip(self.problem, 80)}", style="red")
@@ -469,7 +525,8 @@ class ReportScreen(Screen[None]):
                 return
             s = data.summary
             succ = s.success
-            why = "no success measure: no labels, no judge file and no `correct`" if not succ.source else ""
+            why = (data.why or "no success measure: no labels, no judge file and no `correct`") \
+                if not succ.source else ""
             self.query_one("#by-level", RateChart).show(succ.by_level, why)
             self.query_one("#by-site", RateChart).show(succ.by_site, why)
             self.query_one("#report-summary", Static).update(summary_text(s, wide))
@@ -533,11 +590,27 @@ class ReportScreen(Screen[None]):
             self.app.push_screen(ReportTables(self.data.summary))
 
     def action_label_tasks(self) -> None:
-        """The labelling screen on this run: on the selected task, walking the tasks where the judge and the humans
-        disagree when there are any (the report's list of them), else every task."""
+        """The labelling screen on this run as the annotator given (`--annotator`), or asked for once: a key press
+        never labels as the system's user."""
+        annotator = self.console_app.annotator
+        if annotator:
+            self._label_as(annotator)
+            return
+        known = [a for a in annotator_files(self.out) if a != FINAL]
+        self.app.push_screen(AskAnnotator(known), self._annotator_given)
+
+    def _annotator_given(self, name: str | None) -> None:
+        if not name:
+            return
+        self.console_app.annotator = name      # asked once: the console's annotator from now on
+        self._label_as(name)
+
+    def _label_as(self, annotator: str) -> None:
+        """On the selected task, walking the tasks where the judge and the humans disagree when there are any (the
+        report's list of them), else every task."""
         summary = self.data.summary if self.data is not None else None
         disagree = bool(summary and summary.agreement and summary.agreement[0].disagreements)
-        session = LabelSession(self.out, default_annotator(), judge=self.judge, flt="judge" if disagree else "all")
+        session = LabelSession(self.out, annotator, judge=self.judge, flt="judge" if disagree else "all")
         found = self._row_task(self.focused)
         if found is not None:
             session.go(found[0])
