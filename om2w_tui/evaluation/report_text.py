@@ -279,7 +279,7 @@ def compare_sections(c: Comparison) -> list[Section]:
     p = c.paired
     rows.append([f"paired ({p.tasks} common tasks)"] + [fmt_rate(v) for v in p.values]
                 + [fmt_delta(d) for d in p.delta_pp[1:]])
-    out: list[Section] = [(f"success by {measure_words(c)} ({RULE_HEADERS[RULE_ALL]}), against {c.baseline}",
+    out: list[Section] = [(f"success ({RULE_HEADERS[RULE_ALL]}) by {measure_words(c)}, against {c.baseline}",
                            header, rows)]
     out += test_sections(c.tests)
     out += repeats_sections(c.repeats)

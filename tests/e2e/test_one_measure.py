@@ -58,13 +58,13 @@ def test_a_comparison_reads_the_best_measure_every_run_has_and_names_it_everywhe
     assert {t["measure"] for t in data["compare"]["tests"]} == {JUDGE}
 
     md = cli("report", str(a), str(b), "--format", "md").stdout
-    assert f"success by {JUDGE} (over all), against base/qwen" in md
+    assert f"success (over all) by {JUDGE}, against base/qwen" in md
     assert f"| agent/qwen | base/qwen | {JUDGE} | over all |" in md
     rows = list(csv.DictReader(io.StringIO(cli("report", str(a), str(b), "--format", "csv").stdout)))
     compared = [r for r in rows if r["section"] == "delta_pp" or r["section"].startswith("paired vs")]
     assert compared and all(JUDGE in (r["section"] + r["metric"]) for r in compared)
     table = cli("report", str(a), str(b), env={"COLUMNS": "250"}).stdout
-    assert f"success by {JUDGE}" in table
+    assert f"success (over all) by {JUDGE}" in table
 
 
 def test_the_measure_can_be_chosen_and_a_run_lacking_it_is_named(tmp_path):

@@ -51,6 +51,7 @@ def test_1a_the_launch_form_remembers_no_credential_and_only_for_its_owner(tmp_p
 # ── 1b: no credential in any message ──────────────────────────────────────────────────────────────────────────
 def test_1b_judge_shows_its_endpoint_redacted(tmp_path, capsys):
     (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "results.jsonl").write_text("")      # a run (no task yet): an empty folder is refused first
     code = main(["judge", str(tmp_path / "run"), "--judge-model", "m", "--judge-url", SECRET_URL, "--retries", "0"])
     out = capsys.readouterr()
     assert code == 2 and "no task folders" in out.err
