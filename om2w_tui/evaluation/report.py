@@ -13,7 +13,8 @@ folders (steps = the length of the action history). Success comes from a judge o
 keeps; the newest, or the one given), else from the offline suite's `correct`; every other judge file in the folder
 is summed up beside it, so our judge's rate and the official one's are read side by side. A file's mode and model
 come from its lines (ours) or its name (the official evaluator's lines carry neither). Like the official
-evaluator, a success rate divides by every task of the run, judged or not.
+evaluator, a success rate divides by every task of the run, judged or not. Runs compared are every one read by the
+same measure (`evaluation/measure.py` chooses it; `with_measure` reads a run by it).
 """
 
 from __future__ import annotations

@@ -342,3 +342,24 @@ def test_episodes_that_ended_on_their_model_are_listed_apart_and_count_as_failur
 def test_a_run_whose_records_say_nothing_of_the_model_has_no_model_section(tmp_path):
     s = summarize(make_run(tmp_path / "run", [record("t1")]))
     assert s.model_health is None and "model errors" not in to_markdown([s], None)
+
+
+def test_the_measure_chosen_is_the_best_every_run_has():
+    from om2w_tui.evaluation.measure import Measure, NoCommonMeasure, choose
+
+    humans, ref = Measure("humans"), Measure("reference")
+    o4, gpt = Measure("judge", "webjudge", "o4-mini"), Measure("judge", "webjudge", "gpt-4o")
+    assert choose([("a", [humans, o4, ref]), ("b", [humans, ref])]) == humans
+    assert choose([("a", [humans, gpt, o4]), ("b", [o4, ref])]) == o4           # the judge both have, not a's first
+    with pytest.raises(NoCommonMeasure, match="a has no reference answers"):
+        choose([("a", [humans, gpt]), ("b", [o4, ref])], "reference")
+    assert choose([("a", [gpt, ref]), ("b", [o4, ref])]) == ref                 # two judges are two measures
+    assert choose([("a", [])]) is None                                           # one run without any: said so
+    with pytest.raises(NoCommonMeasure, match="b has no human labels"):
+        choose([("a", [humans]), ("b", [ref])], "humans")
+    with pytest.raises(NoCommonMeasure, match="a has human labels .final.; b has reference answers"):
+        choose([("a", [humans]), ("b", [ref])])
+    with pytest.raises(NoCommonMeasure, match="no judge of the same mode and model"):
+        choose([("a", [gpt]), ("b", [o4])], "judge")
+    with pytest.raises(NoCommonMeasure, match="a has no success measure"):
+        choose([("a", []), ("b", [])])
