@@ -44,8 +44,8 @@ def slot_room(slot_memory_gib: float, meminfo: Path = MEMINFO) -> Room | None:
     if slot_memory_gib <= 0 or available is None:
         return None
     slots = int(available // (slot_memory_gib * GIB))
-    return Room(slots, f"{available / GIB:.1f} GiB of memory available, {slot_memory_gib:g} GiB a slot (a worker and "
-                       f"its Chromium; --slot-memory)")
+    return Room(slots, f"{available / GIB:.1f} GiB of memory available at {slot_memory_gib:g} GiB a slot, a worker "
+                       f"with its Chromium (--slot-memory)")
 
 
 def too_many_workers(workers: int, slot_memory_gib: float, meminfo: Path = MEMINFO) -> str:
@@ -53,7 +53,7 @@ def too_many_workers(workers: int, slot_memory_gib: float, meminfo: Path = MEMIN
     room = slot_room(slot_memory_gib, meminfo)
     if room is None or workers <= room.slots:
         return ""
-    return (f"--workers {workers}: this machine holds {room.slots} ({room.why}); ask --workers {max(1, room.slots)} "
+    return (f"--workers {workers}: this machine holds {room.slots}: {room.why}; ask --workers {max(1, room.slots)} "
             f"or fewer, or give --slot-memory 0 if you know it holds more")
 
 

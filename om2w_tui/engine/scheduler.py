@@ -587,7 +587,7 @@ class Scheduler:
             # slots whose worker is not up yet take their memory soon: they count against what is available now
             fit = len(active) + max(0, room.slots - sum(1 for s in active if s.worker is None))
             if n > fit:
-                note = f"workers {n}: {fit} kept, as many as this machine holds ({room.why})"
+                note = f"workers {n}: {fit} kept, as many as this machine holds: {room.why}"
                 n = max(1, fit)
                 self.emit(Log("warning", note))
         self.target_workers = n

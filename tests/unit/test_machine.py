@@ -33,11 +33,11 @@ def meminfo(tmp_path: Path, gib: float) -> Path:
 def test_the_room_is_the_available_memory_over_a_slots_share(tmp_path):
     assert available_bytes(meminfo(tmp_path, 12)) == 12 << 30
     room = slot_room(0.5, meminfo(tmp_path, 12))
-    assert room is not None and room.slots == 24 and "12.0 GiB of memory available, 0.5 GiB a slot" in room.why
+    assert room is not None and room.slots == 24 and "12.0 GiB of memory available at 0.5 GiB a slot" in room.why
     assert slot_room(0, meminfo(tmp_path, 12)) is None              # --slot-memory 0: the user knows better
     assert slot_room(0.5, tmp_path / "no-such-file") is None        # a machine that does not say: no bound
     problem = too_many_workers(120, 0.5, meminfo(tmp_path, 12))
-    assert problem.startswith("--workers 120: this machine holds 24 (12.0 GiB") and "--workers 24 or fewer" in problem
+    assert problem.startswith("--workers 120: this machine holds 24: 12.0 GiB") and "--workers 24 or fewer" in problem
     assert too_many_workers(24, 0.5, meminfo(tmp_path, 12)) == ""
 
 
@@ -49,7 +49,7 @@ def test_a_run_asking_more_workers_than_memory_holds_is_refused(tmp_path):
                            "oracle", "--workers", "2", "--slot-memory", "1024", "--out", str(tmp_path / "run")],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
-    assert "--workers 2: this machine holds 0 (" in proc.stderr and "1024 GiB a slot" in proc.stderr
+    assert "--workers 2: this machine holds 0: " in proc.stderr and "at 1024 GiB a slot" in proc.stderr
     assert not (tmp_path / "run").exists()
 
 
@@ -58,15 +58,15 @@ async def test_slots_added_live_stop_at_what_the_memory_holds_and_say_why(tmp_pa
     """`ctl workers 120` (through the control socket's `apply`, as `ctl` and the console's + reach the run) on a
     machine with room for 10 more: 11 kept, the reply says why."""
     tasks = [Task(f"t{i}", "do", f"https://s{i}.com/", "easy") for i in range(40)]
-    room = Room(10, "5.0 GiB of memory available, 0.5 GiB a slot")
+    room = Room(10, "5.0 GiB of memory available at 0.5 GiB a slot")
     sched = Scheduler(RunConfig(out=tmp_path / "run", workers=1, pace_cooldown=0), tasks, FakeExecutor(),
                       slot_room=lambda: room)
     running = asyncio.ensure_future(sched.run())
     await asyncio.sleep(5)             # the first worker is up
     reply = apply(sched, Workers(120))
     assert isinstance(reply, Done) and reply.workers == 11 and sched.target_workers == 11
-    assert reply.message == "workers 120: 11 kept, as many as this machine holds (5.0 GiB of memory available, " \
-                            "0.5 GiB a slot)"
+    assert reply.message == "workers 120: 11 kept, as many as this machine holds: 5.0 GiB of memory available at " \
+                            "0.5 GiB a slot"
     assert sum(not s.retired for s in sched.slots.values()) == 11
     # the ten new workers are not up yet: they count against the memory still shown as available
     assert sched.set_workers(12) != "" and sched.target_workers == 11
