@@ -46,7 +46,7 @@ from om2w_tui.engine.redact import redact_argv
 from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.engine.runlock import OutFolderBusy
 from om2w_tui.engine.scheduler import Judge, Scheduler
-from om2w_tui.engine.settings import check_config, unpaced
+from om2w_tui.engine.settings import BY_KEY, check_config, unpaced
 from om2w_tui.engine.sharding import check_out_free, run_lock, select_shard
 from om2w_tui.engine.shared_pacing import check_pace_dir, check_pace_files, pace_names, ready_pace_dir
 from om2w_tui.engine.start_rate import PacedStarts
@@ -174,6 +174,14 @@ def _check_settings(cfg: RunConfig) -> str:
     return too_many_workers(cfg.workers, cfg.slot_memory) or _check_judge_settings(cfg)
 
 
+def _bench_default_note(cfg: RunConfig, key: str) -> str:
+    """` (the offline benchmark's default)` where the value is its benchmark's own default, not a run's."""
+    setting = BY_KEY[key]
+    value = getattr(cfg, key)
+    return f" (the {cfg.bench} benchmark's default)" if value == setting.default_for(cfg.bench) != setting.default \
+        else ""
+
+
 def _check_judge_settings(cfg: RunConfig) -> str:
     """Judging as the run goes needs both the endpoint and the model."""
     if bool(cfg.judge_url) != bool(cfg.judge_model):
@@ -249,7 +257,8 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True,
         return not problem
 
     add("settings", _check_settings(cfg), f"arm {cfg.arm}, {cfg.workers} workers, timeout {cfg.timeout:g} s, "
-        f"cooldown {cfg.pace_cooldown:g} s, {cfg.site_slots or 'any number of'} per site, {cfg.max_steps} steps"
+        f"cooldown {cfg.pace_cooldown:g} s{_bench_default_note(cfg, 'pace_cooldown')}, "
+        f"{cfg.site_slots or 'any number of'} per site, {cfg.max_steps} steps"
         + (" (unpaced)" if unpaced(cfg.site_slots, cfg.pace_cooldown) else "")
         + (f", on Ray actors ({cfg.ray_address or os.environ.get('RAY_ADDRESS') or 'auto'})"
            if cfg.executor == "ray" else ""))

@@ -108,5 +108,5 @@ def test_doctor_lists_only_the_flags_given(tmp_path):
                           env=env, capture_output=True, text=True, timeout=120)
     rows = [line for line in proc.stdout.splitlines() if line.startswith("│")]
     assert proc.returncode == 2 and "does not answer" in proc.stdout   # the endpoint: nothing listens there
-    assert "chromium       │ ok" in proc.stdout and "cooldown 0 s" in rows[0]
+    assert "chromium       │ ok" in proc.stdout and "cooldown 0 s (the offline benchmark's default)" in rows[0]
     assert rows[-1].split("│")[3].strip() == "--bench offline --model m --vllm http://127.0.0.1:9/v1"
