@@ -56,7 +56,7 @@ from om2w_tui.episode.instruction import check_template
 from om2w_tui.evaluation.judge import Settings as JudgeSettings
 from om2w_tui.evaluation.live_judge import JudgedRun, LiveJudge, sinks_emit
 from om2w_tui.executors.local import LocalExecutor
-from om2w_tui.executors.ray import check_address, ray_missing
+from om2w_tui.executors.ray import check_address, on_loopback, ray_missing
 from om2w_tui.files import holds_no_files, unsafe_entry, write_json_atomic
 from om2w_tui.json_input import InputError, load
 from om2w_tui.resources import data_dir, default_task_file
@@ -168,10 +168,18 @@ def _check_settings(cfg: RunConfig) -> str:
         return problem
     if cfg.arm not in arm_names():
         return f"--arm {cfg.arm}: no such arm (known: {', '.join(arm_names())})"
-    if cfg.executor == "ray":
-        return ray_missing() or check_address(cfg.ray_address) or _check_judge_settings(cfg)
-    # local workers: no more than this machine's memory holds (each about half a gigabyte with its Chromium)
-    return too_many_workers(cfg.workers, cfg.slot_memory) or _check_judge_settings(cfg)
+    if cfg.executor == "ray" and (problem := ray_missing() or check_address(cfg.ray_address)):
+        return problem
+    # workers on this machine (local, or a Ray node on its loopback): no more than its memory holds (each about
+    # half a gigabyte with its Chromium)
+    if (cfg.executor != "ray" or _ray_here(cfg)) and (problem := too_many_workers(cfg.workers, cfg.slot_memory)):
+        return problem
+    return _check_judge_settings(cfg)
+
+
+def _ray_here(cfg: RunConfig) -> bool:
+    """A Ray cluster on this machine's loopback: its actors, their workers and browsers share this machine."""
+    return on_loopback(cfg.ray_address or os.environ.get("RAY_ADDRESS") or "")
 
 
 def _bench_default_note(cfg: RunConfig, key: str) -> str:
@@ -442,7 +450,8 @@ async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = 
         live = live_judge(cfg, [*sinks, server])    # None unless the run judges as it goes (--judge-url)
         run = Scheduler(cfg, tasks, executor, [*sinks, server, *([live] if live else [])], judge=judge, probe=probe,
                         endpoint=endpoint.for_client(), guard_ends_run=guard_ends_run, site_names=local_names,
-                        slot_room=None if cfg.executor == "ray" else lambda: slot_room(cfg.slot_memory))
+                        slot_room=lambda: slot_room(cfg.slot_memory) if cfg.executor != "ray" or _ray_here(cfg)
+                        else None)
         async with contextlib.AsyncExitStack() as listening:
             try:
                 await listening.enter_async_context(server.serving(run))

@@ -92,3 +92,22 @@ async def test_workers_start_no_more_at_once_than_the_cores_take():
     await asyncio.gather(*(start(i) for i in range(6)))
     assert ready == [3.0, 3.0, 6.0, 6.0, 9.0, 9.0]
     assert inner.started == list(range(6))
+
+
+def test_a_ray_node_on_this_machine_is_held_to_its_memory_too(tmp_path, monkeypatch):
+    """`--executor ray` on this machine's loopback (a one-machine cluster): the actors' workers and browsers share
+    its memory, so the preflight refuses what does not fit, as for local workers; a cluster elsewhere is not."""
+    import socket
+
+    pytest.importorskip("ray")
+    from om2w_tui.engine.launch import _check_settings
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with socket.socket() as listening:   # stands for the head's GCS port: check_address only connects
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        here = f"127.0.0.1:{listening.getsockname()[1]}"
+        cfg = RunConfig(out=tmp_path / "run", executor="ray", ray_address=here, workers=2, slot_memory=1024)
+        assert _check_settings(cfg).startswith("--workers 2: this machine holds 0: ")
+        assert _check_settings(RunConfig(out=tmp_path / "run", executor="ray", ray_address="auto", workers=2,
+                                         slot_memory=1024)) == ""
