@@ -1,8 +1,13 @@
-"""What a website is, for pacing: the host (and port) of a task's start URL, without `www.`."""
+"""What a website is, for pacing: the host (and port) of a task's start URL, without `www.`; and the name a person
+reads for it (`site_name`), the same in the console's Sites panel and in the report."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from urllib.parse import urlsplit
+
+_TEMPLATE = re.compile(r"\{(\w+)\}.*")   # an offline suite task file's website: {shop}/...
 
 
 def site_key(url: str) -> str:
@@ -21,3 +26,13 @@ def site_key(url: str) -> str:
     if port in (None, 80, 443):
         return host
     return f"{host}:{port}"
+
+
+def site_name(website: str, local: Mapping[str, str] | None = None) -> str:
+    """A site as people read it: an offline task file's `{shop}/...` is `shop`; an address a run serves under a name
+    (`local`: site key -> name, the offline suite's `127.0.0.1:PORT` -> `shop`) is that name; else its site key."""
+    m = _TEMPLATE.fullmatch(website)
+    if m:
+        return m[1]
+    key = site_key(website)
+    return (local or {}).get(key, key)

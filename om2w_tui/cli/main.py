@@ -20,7 +20,7 @@ from om2w_tui.cli import tools as tools_cli
 from om2w_tui.cli.argtypes import number, setting_type
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.launch import WARNING, UsageError, preflight, run_checks
-from om2w_tui.engine.settings import BEYOND, SETTINGS, UNPACED, Choice, Switch, changed
+from om2w_tui.engine.settings import BEYOND, SETTINGS, UNPACED, Choice, Switch, bench_defaults, changed
 from om2w_tui.engine.sharding import shard_from_flags
 from om2w_tui.episode.instruction import TemplateError, read_template
 from om2w_tui.frontends.headless import run_headless
@@ -36,6 +36,8 @@ def add_run_flags(p: argparse.ArgumentParser, *, demo: bool = False) -> None:
             continue
         g = groups.get(st.group) or groups.setdefault(st.group, p.add_argument_group(st.group))
         default = st.demo_default if demo and st.demo_default is not None else st.default
+        if st.bench_defaults and not demo:   # unset: the benchmark's own default, filled in by config_from_args
+            default = None
         help_text = st.help_text(demo)
         if isinstance(st.kind, Switch):
             g.add_argument(st.flag, dest=st.key, action="store_true" if st.kind.sets else "store_false",
@@ -76,6 +78,27 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, parsed; an argument the subcommand does not know is refused with that subcommand's usage
+    (argparse hands a subcommand's unknown arguments up to the main parser, which printed the main usage)."""
+    ap = build_parser()
+    args, unknown = ap.parse_known_args(argv)
+    if unknown:
+        command_parser(ap, args).error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
+
+
+def command_parser(ap: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub)subcommand `args` chose: `tasks fetch`'s, `run`'s, or the main one."""
+    parser = ap
+    while True:
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        chosen = sub.choices.get(getattr(args, sub.dest, None) or "") if sub is not None else None
+        if not isinstance(chosen, argparse.ArgumentParser):
+            return parser
+        parser = chosen
+
+
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     """Every RunConfig field the command's flags name (flag dest == field name); the demo fixes the rest."""
     given = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig) if hasattr(args, f.name)}
@@ -84,6 +107,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
             given["shard"], given["workers"] = shard_from_flags(args.shard, args.slot_range, args.workers)
         except ValueError as e:
             raise SystemExit(str(e)) from None
+    for key, value in bench_defaults(given.get("bench") or RunConfig.bench).items():
+        if given.get(key, 0) is None:   # not given: the benchmark's default (engine/settings.py declares it)
+            given[key] = value
     if getattr(args, "no_pacing", False):
         given.update(UNPACED)
     if args.command == "demo":
@@ -112,8 +138,9 @@ def _fail(message: str) -> int:
 def doctor(cfg: RunConfig) -> int:
     """The preflight checks as a table; exit 0 when a run could start (warnings too: they say what will go wrong
     and its remedy), 2 when not."""
-    from rich.console import Console  # rich only for this table: the other commands start without it
-    from rich.table import Table  # rich only for this table
+    from rich.table import Table  # rich only for this table: the other commands start without it
+
+    from om2w_tui.frontends.console.report_table import printed_console  # as above
 
     pre, checks = run_checks(cfg)
     table = Table(title="om2w-tui doctor", show_lines=False)
@@ -124,12 +151,12 @@ def doctor(cfg: RunConfig) -> int:
         mark = "[yellow]warn[/]" if ok == WARNING else "[green]ok[/]" if ok else "[red]no[/]"
         table.add_row(name, mark, detail)
     table.add_row("settings", "", " ".join(changed(cfg)) or "every setting at its default")
-    Console(soft_wrap=False).print(table)
+    printed_console().print(table)   # a file or a pipe gets the whole rows, never folded at 80 columns
     return exits.OK if pre is not None else EXIT_USAGE
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     if args.command == "oracle":
         from om2w_tui.offline.oracle import main as oracle_main  # the oracle's modules only for this subcommand
 

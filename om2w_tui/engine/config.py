@@ -46,6 +46,7 @@ class RunConfig:
     site_slots: int = 1            # episodes at once on one site (0: no limit); with cooldown 0, no pacing at all
     workers: int = 4
     worker_start_rate: float = 8.0  # worker processes started per second at most (a run's first, and those added live)
+    slot_memory: float = 0.5       # GiB a slot takes (a worker, its Chromium): no more slots than memory holds (0: any)
     chromium: str | None = None
     vision: bool = True
     trajectory_schema: str = "v1"  # v1: the evaluator's result.json; v2: "online-mind2web-v2" steps

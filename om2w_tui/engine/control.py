@@ -35,8 +35,9 @@ class RunControl(Protocol):
         """End the episode on a slot now, keeping its steps: recorded as killed, or queued to run again."""
         ...
 
-    def set_workers(self, n: int) -> None:
-        """Run `n` slots: new ones start at once, surplus ones retire when their episode ends."""
+    def set_workers(self, n: int) -> str:
+        """Run `n` slots: new ones start at once, surplus ones retire when their episode ends; -> why fewer were
+        kept than asked (no more than the machine's memory holds), '' when as asked."""
         ...
 
     def retry_errors(self) -> int:
@@ -122,7 +123,9 @@ def _set_workers(control: RunControl, n: int) -> Reply:
     problem = BY_KEY["workers"].kind.check(n)   # the --workers setting's bounds
     if problem:
         return Refused(f"workers {str(n)[:40]}: {problem}")
-    control.set_workers(n)
+    note = control.set_workers(n)
+    if note:   # capped at what the machine holds: the reply says how many and why
+        return Done(note, workers=control.snapshot().target_workers)
     return Done(f"workers: {n}", workers=n)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import platform
@@ -22,6 +23,7 @@ from typing import Any
 
 from om2w_tui.benchmarks.dates import refresh_note
 from om2w_tui.benchmarks.episode_folder import unsafe_task_folder
+from om2w_tui.benchmarks.site_keys import site_key
 from om2w_tui.benchmarks.tasks import (
     Task,
     TaskFileError,
@@ -36,6 +38,7 @@ from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.control import Run
 from om2w_tui.engine.control_socket import ControlServer, ControlSocketError
 from om2w_tui.engine.events import Log, Sink
+from om2w_tui.engine.machine import slot_room, starts_at_once, too_many_workers
 from om2w_tui.engine.model_check import WARNING as WARNING  # re-exported: the front ends show the warning state
 from om2w_tui.engine.model_check import Check as Check  # re-exported: a check row, as the front ends show it
 from om2w_tui.engine.model_check import model_checks
@@ -43,7 +46,7 @@ from om2w_tui.engine.redact import redact_argv
 from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.engine.runlock import OutFolderBusy
 from om2w_tui.engine.scheduler import Judge, Scheduler
-from om2w_tui.engine.settings import check_config, unpaced
+from om2w_tui.engine.settings import BY_KEY, check_config, unpaced
 from om2w_tui.engine.sharding import check_out_free, run_lock, select_shard
 from om2w_tui.engine.shared_pacing import check_pace_dir, check_pace_files, pace_names, ready_pace_dir
 from om2w_tui.engine.start_rate import PacedStarts
@@ -53,7 +56,7 @@ from om2w_tui.episode.instruction import check_template
 from om2w_tui.evaluation.judge import Settings as JudgeSettings
 from om2w_tui.evaluation.live_judge import JudgedRun, LiveJudge, sinks_emit
 from om2w_tui.executors.local import LocalExecutor
-from om2w_tui.executors.ray import check_address, ray_missing
+from om2w_tui.executors.ray import check_address, on_loopback, ray_missing
 from om2w_tui.files import holds_no_files, unsafe_entry, write_json_atomic
 from om2w_tui.json_input import InputError, load
 from om2w_tui.resources import data_dir, default_task_file
@@ -67,13 +70,33 @@ class UsageError(ValueError):
     """Input the run cannot start with; the message names the file, line or flag and what to do."""
 
 
+@dataclass(frozen=True)
+class Resolved:
+    """What the checks found for the settings they leave to be found: the Chromium (`--chromium` unset) and the user
+    agent (`auto`). The checks never write them into the config they check (doctor lists only what was given)."""
+    chromium: str | None = None
+    user_agent: str | None = None
+
+
 @dataclass
 class Preflight:
-    config: RunConfig
+    config: RunConfig                                   # as given, never rewritten by the checks
     tasks: list[Task]
     task_file: Path
     settled: int
     checks: list[Check] = field(default_factory=list)   # (what, ok | WARNING, detail)
+    resolved: Resolved = field(default_factory=Resolved)
+
+    @property
+    def run_config(self) -> RunConfig:
+        """The config the run uses: the given one with what the checks resolved (the Chromium, the user agent)."""
+        return resolved_config(self.config, self.resolved)
+
+
+def resolved_config(cfg: RunConfig, resolved: Resolved) -> RunConfig:
+    """A copy of `cfg` with what the checks found put in (the given config is left as it is)."""
+    return dataclasses.replace(cfg, chromium=resolved.chromium or cfg.chromium,
+                               user_agent=resolved.user_agent or cfg.user_agent)
 
 
 def _stand_in(name: str) -> str:
@@ -145,9 +168,26 @@ def _check_settings(cfg: RunConfig) -> str:
         return problem
     if cfg.arm not in arm_names():
         return f"--arm {cfg.arm}: no such arm (known: {', '.join(arm_names())})"
-    if cfg.executor == "ray":
-        return ray_missing() or check_address(cfg.ray_address) or _check_judge_settings(cfg)
+    if cfg.executor == "ray" and (problem := ray_missing() or check_address(cfg.ray_address)):
+        return problem
+    # workers on this machine (local, or a Ray node on its loopback): no more than its memory holds (each about
+    # half a gigabyte with its Chromium)
+    if (cfg.executor != "ray" or _ray_here(cfg)) and (problem := too_many_workers(cfg.workers, cfg.slot_memory)):
+        return problem
     return _check_judge_settings(cfg)
+
+
+def _ray_here(cfg: RunConfig) -> bool:
+    """A Ray cluster on this machine's loopback: its actors, their workers and browsers share this machine."""
+    return on_loopback(cfg.ray_address or os.environ.get("RAY_ADDRESS") or "")
+
+
+def _bench_default_note(cfg: RunConfig, key: str) -> str:
+    """` (the offline benchmark's default)` where the value is its benchmark's own default, not a run's."""
+    setting = BY_KEY[key]
+    value = getattr(cfg, key)
+    return f" (the {cfg.bench} benchmark's default)" if value == setting.default_for(cfg.bench) != setting.default \
+        else ""
 
 
 def _check_judge_settings(cfg: RunConfig) -> str:
@@ -225,7 +265,8 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True,
         return not problem
 
     add("settings", _check_settings(cfg), f"arm {cfg.arm}, {cfg.workers} workers, timeout {cfg.timeout:g} s, "
-        f"cooldown {cfg.pace_cooldown:g} s, {cfg.site_slots or 'any number of'} per site, {cfg.max_steps} steps"
+        f"cooldown {cfg.pace_cooldown:g} s{_bench_default_note(cfg, 'pace_cooldown')}, "
+        f"{cfg.site_slots or 'any number of'} per site, {cfg.max_steps} steps"
         + (" (unpaced)" if unpaced(cfg.site_slots, cfg.pace_cooldown) else "")
         + (f", on Ray actors ({cfg.ray_address or os.environ.get('RAY_ADDRESS') or 'auto'})"
            if cfg.executor == "ray" else ""))
@@ -248,18 +289,21 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True,
     add("instruction", problem and f"--instruction-template {template}: {problem}",
         f"{template} template: {cfg.instruction_template!r}; coordinates {cfg.coordinates}")
     chromium_ok = False
+    chromium: str | None = None
     try:
-        given = cfg.chromium
-        cfg.chromium = find_chromium(cfg.chromium)
+        chromium = find_chromium(cfg.chromium)
         # it must start, headless, as a worker starts it: an executable that does not would fail every episode
-        chromium_ok = add("chromium", check_starts(cfg.chromium, "--chromium" if given else ""), cfg.chromium)
+        chromium_ok = add("chromium", check_starts(chromium, "--chromium" if cfg.chromium else ""), chromium)
     except BrowserNotFound as e:
         add("chromium", str(e), "")
     problem = check_browser_settings(cfg.browser_settings().as_dict())
-    if not problem and chromium_ok and cfg.chromium:
-        cfg.user_agent = resolve_browser(cfg.browser_settings().as_dict(), cfg.chromium)["user_agent"]
+    user_agent = cfg.user_agent
+    if not problem and chromium_ok and chromium:
+        user_agent = resolve_browser(cfg.browser_settings().as_dict(), chromium)["user_agent"]
+    # what was found goes beside the config, never into it: the checks leave what they check as it was given
+    resolved = Resolved(chromium, user_agent)
     add("browser", problem, f"viewport {cfg.viewport}, locale {cfg.locale}, timezone {cfg.timezone}, "
-        f"user agent {cfg.user_agent}")
+        f"user agent {user_agent}")
     endpoint_ok = False
     if cfg.builtin_oracle:
         endpoint_ok = add("model endpoint", "", f"{cfg.model}: the built-in oracle, started with the run")
@@ -267,7 +311,7 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True,
         endpoint_ok = add("model endpoint", check_endpoint(cfg.endpoint, cfg.model, cfg.api_key()),
                           f"{cfg.endpoint} serves {cfg.model}")
     if check_model and ask_model and endpoint_ok and chromium_ok:
-        checks.extend(model_checks(cfg, [t.to_dict() for t in chosen]))
+        checks.extend(model_checks(resolved_config(cfg, resolved), [t.to_dict() for t in chosen]))
     if cfg.judge_url and cfg.judge_model and check_model:
         add("judge endpoint", check_judge_endpoint(cfg), f"{cfg.judge_url} serves {cfg.judge_model}: each episode "
             f"judged as it ends ({cfg.judge_workers} calls at once)")
@@ -278,7 +322,7 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True,
         checks.append(("resume", True, f"{settled} of {len(chosen)} already done in {cfg.out}"))
     if not all(ok for _, ok, _ in checks) or task_file is None:
         return None, checks
-    return Preflight(cfg, chosen, task_file, settled, checks), checks
+    return Preflight(cfg, chosen, task_file, settled, checks, resolved), checks
 
 
 def preflight(cfg: RunConfig, *, check_model: bool = True) -> Preflight:
@@ -298,7 +342,7 @@ def versions() -> dict[str, str]:
 
 
 def write_manifest(pre: Preflight, extra: dict[str, Any] | None = None) -> None:
-    cfg = pre.config
+    cfg = pre.run_config   # what the run uses: the Chromium and the user agent it sends
     path = RunFolder(cfg.out, cfg.shard).manifest
     first = None
     if os.path.lexists(path):
@@ -339,8 +383,9 @@ def live_judge(cfg: RunConfig, sinks: list[Sink]) -> LiveJudge | None:
 def make_executor(cfg: RunConfig, stack: contextlib.ExitStack) -> Any:
     """The run's executor: local worker processes, or (--executor ray) Ray actors, ended with the run's stack;
     either starts its workers at most `--worker-start-rate` a second."""
-    if cfg.executor != "ray":
-        return PacedStarts(LocalExecutor(cfg.out, withhold=(cfg.api_key_env,)), cfg.worker_start_rate)
+    if cfg.executor != "ray":   # starting at most one a core at once: each imports browser-use, then a Chromium
+        return PacedStarts(LocalExecutor(cfg.out, withhold=(cfg.api_key_env,)), cfg.worker_start_rate,
+                           at_once=starts_at_once())
     from om2w_tui.executors.ray import (
         RayExecutor,  # Ray only when a run asks for it (an optional extra, slow to import)
     )
@@ -363,16 +408,18 @@ async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = 
     """Start the run's services and yield the run (its scheduler, as the front ends may hold it); everything started
     here is ended on the way out. `guard_ends_run`: the model guard ends the run (a front end with nobody to press
     resume) rather than holding dispatch until its user resumes."""
-    cfg = pre.config
+    cfg = pre.run_config
     tasks = pre.tasks
     judge: Judge | None = None
     stack = contextlib.ExitStack()
     try:
+        local_names: dict[str, str] = {}   # the sites served here, by the names the report gives them
         if cfg.bench == "offline":
             from om2w_tui.offline import OfflineSuite  # the offline suite only when a run uses it
 
             suite = stack.enter_context(OfflineSuite())
             tasks = [live_offline_task(t, suite.base_urls) for t in tasks]
+            local_names = {site_key(url): name for name, url in suite.base_urls.items()}
         if any("reference_answer" in t.raw for t in tasks):
             judge = reference_judge
         if cfg.builtin_oracle:
@@ -402,7 +449,9 @@ async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = 
         server = ControlServer(folder, max_steps=cfg.max_steps)
         live = live_judge(cfg, [*sinks, server])    # None unless the run judges as it goes (--judge-url)
         run = Scheduler(cfg, tasks, executor, [*sinks, server, *([live] if live else [])], judge=judge, probe=probe,
-                        endpoint=endpoint.for_client(), guard_ends_run=guard_ends_run)
+                        endpoint=endpoint.for_client(), guard_ends_run=guard_ends_run, site_names=local_names,
+                        slot_room=lambda: slot_room(cfg.slot_memory) if cfg.executor != "ray" or _ray_here(cfg)
+                        else None)
         async with contextlib.AsyncExitStack() as listening:
             try:
                 await listening.enter_async_context(server.serving(run))

@@ -20,11 +20,12 @@ import json
 import os
 import time
 from collections import deque
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from om2w_tui.benchmarks.site_keys import site_name
 from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.engine.attempt import Attempt
 from om2w_tui.engine.config import RunConfig
@@ -50,6 +51,7 @@ from om2w_tui.engine.events import (
 )
 from om2w_tui.engine.guards import Breaker, Probe, StorageGuard
 from om2w_tui.engine.ledger import Ledger
+from om2w_tui.engine.machine import Room
 from om2w_tui.engine.model_health import ModelGuard, ModelMeter
 from om2w_tui.engine.records import (
     Judge as Judge,  # re-exported: launch builds the run with it
@@ -133,9 +135,13 @@ class Scheduler:
 
     def __init__(self, config: RunConfig, tasks: list[Task], executor: Executor, sinks: Iterable[Sink] = (),
                  judge: Judge | None = None, endpoint: str | None = None, probe: Probe | None = None,
-                 guard_ends_run: bool = False):
+                 guard_ends_run: bool = False, site_names: Mapping[str, str] | None = None,
+                 slot_room: Callable[[], Room | None] | None = None):
         self.cfg = config
         self.tasks = list(tasks)
+        # site key -> the name people read (`site_name`, as the report names it: the offline suite's 127.0.0.1:PORT,
+        # given in `site_names`, is `shop`); what front ends are shown, never what paces
+        self.site_names = {t.site: site_name(t.website, site_names) for t in self.tasks}
         self.executor = executor
         self.sinks = list(sinks)
         self.judge = judge
@@ -149,6 +155,7 @@ class Scheduler:
         self.queue = self.dispatch.queue
         self.slots: dict[int, Slot] = {}
         self.target_workers = max(1, int(config.workers))
+        self.slot_room = slot_room          # how many more slots the machine holds now (engine/machine.py)
         self.user_paused = False
         self.breaker = Breaker(config.breaker_after, config.probe_interval, probe, self)
         # the out folder's guard (`self._space_ok` is looked up at each probe: tests replace it)
@@ -353,7 +360,7 @@ class Scheduler:
                                     timeout=self.cfg.timeout, grace=self.cfg.stop_grace, seat=slot,
                                     run=self)
         # said when decided, so that sinks see starts and ends in the order the pacer saw them
-        self.emit(EpisodeStarted(slot.id, task.task_id, task.site, task.level, attempt, ep.started_at,
+        self.emit(EpisodeStarted(slot.id, task.task_id, self.site_name(task.site), task.level, attempt, ep.started_at,
                                  step_budget(task.raw, self.cfg.max_steps)))
         self.emit(SlotChanged(slot.id, "starting", task.task_id))
         self.spawn(self._episode(slot, ep))
@@ -567,13 +574,23 @@ class Scheduler:
         ep = self.episode_on(slot_id)
         return ep is not None and ep.pause(paused)
 
-    def set_workers(self, n: int) -> None:
-        """Change the number of slots live: new slots start at once, surplus ones retire when their episode ends."""
+    def set_workers(self, n: int) -> str:
+        """Change the number of slots live: new slots start at once, surplus ones retire when their episode ends.
+        No more are added than the machine's memory holds: -> why fewer than asked ('' when as asked)."""
         if self._ended:
-            return
+            return ""
         n = clamp_workers(n)
-        self.target_workers = n
         active = sorted((s for s in self.slots.values() if not s.retired), key=lambda s: s.id)
+        note = ""
+        room = self.slot_room() if self.slot_room is not None and n > len(active) else None
+        if room is not None:
+            # slots whose worker is not up yet take their memory soon: they count against what is available now
+            fit = len(active) + max(0, room.slots - sum(1 for s in active if s.worker is None))
+            if n > fit:
+                note = f"workers {n}: {fit} kept, as many as this machine holds: {room.why}"
+                n = max(1, fit)
+                self.emit(Log("warning", note))
+        self.target_workers = n
         if n > len(active):
             for _ in range(n - len(active)):
                 self._add_slot(max(self.slots, default=-1) + 1)
@@ -584,6 +601,7 @@ class Scheduler:
                 if slot.episode is None:
                     self.spawn(self._retire(slot))
         self.wake()
+        return note
 
     def retry_errors(self) -> int:
         """Put the tasks whose latest attempt ended in error back in the queue."""
@@ -646,6 +664,10 @@ class Scheduler:
         await asyncio.gather(*(self._close_worker(s) for s in list(self.slots.values())), return_exceptions=True)
 
     # ── what front ends show ───────────────────────────────
+    def site_name(self, key: str) -> str:
+        """A site as front ends show it (its key where it has no other name)."""
+        return self.site_names.get(key, key)
+
     def summary(self) -> RunSummary:
         s = self.stats
         return RunSummary(total=s.total, settled_before=s.settled_before, finished=s.finished,
@@ -666,19 +688,20 @@ class Scheduler:
             if ep is None:
                 slots.append(SlotRow(s.id, "retiring" if s.retired else "idle"))
                 continue
-            slots.append(SlotRow(s.id, ep.state, ep.task.task_id, ep.task.site, ep.task.level, ep.steps,
+            slots.append(SlotRow(s.id, ep.state, ep.task.task_id, self.site_name(ep.task.site), ep.task.level, ep.steps,
                                  ep.started_at, ep.attempt, step_budget(ep.task.raw, self.cfg.max_steps),
                                  self.model.slot_error(s.id)))
         sites = []
         for name, c in self.ledger.sites.items():
             st = self.pacer.state(name)
             left = len(self.queue.get(name, ()))
+            # a site with no task left is done, whatever its cooldown: it waits for nothing
             state: SiteState = "running" if st.running else (
-                "cooling" if st.ready_at > now else ("free" if left else "done"))
+                "done" if not left else "cooling" if st.ready_at > now else "free")
             if state == "free" and self.pacer.held_elsewhere(name):
                 state = "held elsewhere"   # by another run pacing through the same --pace-dir
-            sites.append(SiteRow(name, state, st.ready_at, left, c.done, c.errors, c.total, st.cooldown, st.running,
-                                 st.limit))
+            sites.append(SiteRow(self.site_name(name), state, st.ready_at, left, c.done, c.errors, c.total,
+                                 st.cooldown, st.running, st.limit))
         return RunSnapshot(now=now, slots=slots, sites=sites, paused=self.dispatch_paused,
                            user_paused=self.user_paused, breaker=self.breaker_reason if self.breaker_open else "",
                            storage=self.storage_error, stopping=self.stopping,

@@ -272,6 +272,9 @@ class Setting:
     demo_default: Any = None    # the demo's default, where it differs from a run's
     form_default: str | None = None   # the form's first value, where it differs (a first launch runs offline)
     default_help: str = ""      # the default in words, where its value says too little (None: "found automatically")
+    # a benchmark's own default, where it differs from a run's: (bench, value) pairs (the offline suite's sites are
+    # local, so it paces with no cooldown); the flag given wins
+    bench_defaults: tuple[tuple[str, Any], ...] = ()
 
     @property
     def default(self) -> Any:
@@ -282,6 +285,10 @@ class Setting:
         if f.default_factory is not dataclasses.MISSING:
             return f.default_factory()
         return None
+
+    def default_for(self, bench: str) -> Any:
+        """The default on `bench`: its own where it has one, else the run's."""
+        return dict(self.bench_defaults).get(bench, self.default)
 
     @property
     def choices(self) -> tuple[str, ...]:
@@ -313,6 +320,8 @@ class Setting:
             said = ""
         else:
             said = self.text(default)
+        if self.bench_defaults and not demo:
+            said += "".join(f"; {bench}: {self.text(v)}" for bench, v in self.bench_defaults)
         bounds = self.kind.bounds_text()
         tail = "; ".join(x for x in (bounds, f"default: {said}" if said else "") if x)
         return f"{self.help} ({tail})" if tail else self.help
@@ -405,8 +414,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("worker_start_rate", "--worker-start-rate", "worker processes started per second at most (a run's "
             "first workers, and those the console's + or `ctl workers` add)", Number(0, 1000, above=True), PACING,
             metavar="N"),
+    Setting("slot_memory", "--slot-memory", "GiB of memory one slot takes (a worker process and its Chromium): more "
+            "--workers than the machine's available memory holds are refused, and slots added live (+, `ctl workers`) "
+            "stop there, saying why (0: no check)", Number(0, 1024), PACING, metavar="GIB"),
     Setting("pace_cooldown", "--pace-cooldown", "seconds from the end of one episode on a site to the start of the "
-            "next", Number(0, 86400), PACING, label="cooldown (s)", demo_default=0.0, form_default="0"),
+            "next", Number(0, 86400), PACING, label="cooldown (s)", demo_default=0.0, form_default="0",
+            bench_defaults=(("offline", 0.0),)),
     Setting("site_slots", "--site-slots", "episodes at once on one site (0: no limit)",
             Whole(0, MAX_WORKERS, empty_default=True), PACING, metavar="N", label="per site",
             placeholder="1 (0: no limit)"),
@@ -459,13 +472,18 @@ def check_config(cfg: RunConfig) -> str:
     return ""
 
 
+def bench_defaults(bench: str) -> dict[str, Any]:
+    """The settings whose default differs on `bench`, with that default (what a run on it gets unless given)."""
+    return {s.key: s.default_for(bench) for s in SETTINGS if s.bench_defaults}
+
+
 def changed(cfg: RunConfig) -> list[str]:
-    """The flags of a run's settings that differ from their defaults, as `--flag value` (what doctor lists; an
-    endpoint redacted)."""
+    """The flags of a run's settings that differ from their defaults (the benchmark's own, where it has one), as
+    `--flag value` (what doctor lists; an endpoint redacted)."""
     out = []
     for s in SETTINGS:
         value = getattr(cfg, s.key)
-        if value == s.default or (s.key == "out"):
+        if value == s.default_for(cfg.bench) or (s.key == "out"):
             continue
         if isinstance(s.kind, Switch):
             out.append(s.flag)

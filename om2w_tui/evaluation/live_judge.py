@@ -226,8 +226,8 @@ class JudgedRun:
     def kill(self, slot_id: int, requeue: bool = False) -> bool:
         return self.inner.kill(slot_id, requeue)
 
-    def set_workers(self, n: int) -> None:
-        self.inner.set_workers(n)
+    def set_workers(self, n: int) -> str:
+        return self.inner.set_workers(n)
 
     def retry_errors(self) -> int:
         return self.inner.retry_errors()

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.benchmarks.conformance import read_run
-from om2w_tui.benchmarks.site_keys import site_key
+from om2w_tui.benchmarks.site_keys import site_name
 from om2w_tui.engine.results import STATUSES, read_results
 from om2w_tui.evaluation.agreement import agreement, judge_outcomes, paired, repeats
 from om2w_tui.evaluation.judge import compare_readings, parse_output_name, read_judged
@@ -113,10 +113,7 @@ def _read_json(path: Path) -> Any:
 def site_of(website: str | None) -> str:
     if not website:
         return UNKNOWN
-    m = re.fullmatch(r"\{(\w+)\}.*", website)   # an offline suite template: {shop}/
-    if m:
-        return m[1]
-    return site_key(website) or UNKNOWN
+    return site_name(website) or UNKNOWN   # the console's Sites panel names sites the same way
 
 
 def task_meta(manifest: dict[str, Any] | None) -> dict[str, dict[str, Any]]:

@@ -312,7 +312,8 @@ class RayWorker:
         self._end_actor()
 
 
-def _loopback(address: str) -> bool:
+def on_loopback(address: str) -> bool:
+    """Whether a cluster address is this machine's loopback (a one-machine cluster: its actors share this memory)."""
     host = address.rsplit(":", 1)[0].strip("[]")
     return host in ("localhost", "::1") or host.startswith("127.")
 
@@ -332,7 +333,7 @@ class RayExecutor:
             address = address or os.environ.get("RAY_ADDRESS") or "auto"
             kwargs: dict[str, Any] = {"address": address, "log_to_driver": False,
                                       "logging_level": "WARNING", "configure_logging": False}
-            if _loopback(address):   # a one-machine cluster on loopback: the driver stays on loopback too
+            if on_loopback(address):   # a one-machine cluster on loopback: the driver stays on loopback too
                 kwargs["_node_ip_address"] = "127.0.0.1"
             ray.init(**kwargs)
             self._owns_connection = True

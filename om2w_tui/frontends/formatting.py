@@ -32,12 +32,3 @@ def clip_left(text: str | None, width: int) -> str:
 
 def per_hour(count: int, seconds: float) -> float | None:
     return count * 3600.0 / seconds if count and seconds > 0 else None
-
-
-def eta_seconds(done_this_run: int, left: int, elapsed: float) -> float | None:
-    """Time to finish `left` tasks at this run's pace so far; None before the first finish."""
-    if left <= 0:
-        return 0.0
-    if done_this_run <= 0 or elapsed <= 0:
-        return None
-    return left * elapsed / done_this_run

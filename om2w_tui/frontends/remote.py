@@ -155,8 +155,9 @@ class RemoteRun:
                    Requeue(slot=slot_id) if requeue else Kill(slot=slot_id))
         return True
 
-    def set_workers(self, n: int) -> None:
+    def set_workers(self, n: int) -> str:
         self._send(f"{n} workers", Workers(n))
+        return ""   # the run's reply says it, when it kept fewer (its memory)
 
     def retry_errors(self) -> int:
         self._send("to retry the errored tasks", Retry())

@@ -17,6 +17,7 @@ STEP_LINES_PER_TASK = 400
 TASKS_WITH_STEPS = 64      # the step lines of this many recent tasks are kept, for the selected-slot view
 RECORDS_KEPT = 2000        # the latest finished attempts kept (as many as the Episodes table shows)
 ACTIVE_STATES = ("starting", "running", "paused")
+ETA_EPISODES = 200         # the ETA's mean episode length is over the latest this many
 
 
 @dataclass
@@ -49,6 +50,7 @@ class SiteView:
     total: int = 0
     running: int = 0
     limit: int = 1                      # episodes at once allowed on the site (0: no limit)
+    cooldown: float = 0.0               # its cooldown now (the run's, unless widened after a bot wall)
 
 
 @dataclass
@@ -188,7 +190,7 @@ class RunState:
             v.state = site.state
             v.ready_at = taken_at + (site.ready_at - snap.now)
             v.left, v.done, v.errors, v.total = site.left, site.done, site.errors, site.total
-            v.running, v.limit = site.running, site.limit
+            v.running, v.limit, v.cooldown = site.running, site.limit, site.cooldown
         for name in list(self.sites):
             if name not in seen:
                 del self.sites[name]
@@ -243,6 +245,33 @@ class RunState:
     @property
     def running(self) -> int:
         return sum(1 for s in self.slots.values() if s.busy)
+
+    def eta(self, now: float) -> float | None:
+        """Seconds until the run's last task settles, as its pacing allows: the longer of the work left spread over
+        the slots and the longest chain of one site (its tasks `limit` at a time, each followed by the site's
+        cooldown), both from the mean length of the episodes seen; None before the first one finished."""
+        left = max(0, self.total - self.done)
+        if left == 0:
+            return 0.0
+        lengths = [r.duration_s for r in list(self.records)[-ETA_EPISODES:] if r.duration_s > 0]
+        if not lengths:
+            return None
+        mean = sum(lengths) / len(lengths)
+        busy = [s for s in self.slots.values() if s.busy]
+        rest = {s.slot: max(0.0, mean - (now - s.started_at)) if s.started_at else mean for s in busy}
+        queued = max(0, left - len(busy))
+        slots = max(1, self.target_workers, len(busy))
+        longest = (sum(rest.values()) + queued * mean) / slots
+        for v in self.sites.values():
+            here = [rest[s.slot] for s in busy if s.site == v.site]
+            if not v.left or not v.limit:   # nothing queued, or no limit: only the work spread over the slots
+                longest = max(longest, max(here, default=0.0))
+                continue
+            # its next start: when the first episode under way ends and cools down (all seats taken), else its cooldown
+            start = min(here) + v.cooldown if len(here) >= v.limit else max(0.0, v.ready_at - now)
+            rounds = -(-v.left // v.limit)
+            longest = max(longest, start + rounds * mean + (rounds - 1) * v.cooldown)
+        return longest
 
     def elapsed(self, now: float) -> float:
         if self.started_at is None:

@@ -292,3 +292,23 @@ async def test_the_model_line_and_the_guards_banner(tmp_path):
         assert "--max-model-len" in text and "p: go on" in text
         await pilot.press("p")                         # the run is paused: p resumes it, which lets the guard go
         assert stub.commands[-1] == ("pause_dispatch", False)
+
+
+async def test_plus_beyond_what_the_machine_holds_says_why_and_shows_the_slots_kept(tmp_path):
+    """`+` asks the run for one slot more; a machine with no memory left keeps what it has and says why (issue 26
+    item 13)."""
+    app, clock, stub = build(tmp_path)
+    note = "workers 3: 2 kept, as many as this machine holds: 0.9 GiB of memory available at 0.5 GiB a slot"
+
+    def full(n: int) -> str:
+        stub.commands.append(("set_workers", n))
+        return note if n > 2 else ""
+
+    stub.set_workers = full   # type: ignore[method-assign]
+    async with app.run_test(size=(160, 45)) as pilot:
+        await feed(pilot, app, clock)
+        await pilot.press("plus")
+        await pilot.pause()
+        assert stub.commands[-1] == ("set_workers", 3)
+        assert app.dashboard is not None and app.dashboard.state.target_workers == 2
+        assert any(n.message == note and n.severity == "warning" for n in app._notifications)

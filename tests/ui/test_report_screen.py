@@ -240,6 +240,24 @@ async def test_the_live_report_opens_from_the_dashboard_and_follows_finished_epi
         assert isinstance(app.screen, DashboardScreen)
 
 
+async def test_the_live_reports_pending_counts_the_queued_tasks(tmp_path):
+    """The live run's tasks not started yet have no record or folder: they are pending too (it said 0 with 14
+    queued, issue 26 item 10)."""
+    app, clock, _ = build(tmp_path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await feed(pilot, app, clock)
+        await pilot.press("R")
+        await settle(pilot)
+        report = app.screen
+        assert isinstance(report, ReportScreen) and report.live and report.data is not None
+        s = report.data.summary
+        assert report.total is not None and report.total > s.tasks
+        queued = report.total - s.tasks
+        counted = s.success.counts.pending if s.success.counts else 0
+        summary = str(report.query_one("#report-summary").render())
+        assert f"{queued + counted} pending" in summary
+
+
 async def test_the_command_palette_opens_the_report(tmp_path):
     app, clock, _ = build(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:

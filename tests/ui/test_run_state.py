@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from om2w_tui.engine.events import EpisodeFinished, RunStarted
-from om2w_tui.frontends.formatting import clip_left, clock_text, countdown_text, eta_seconds
+from om2w_tui.frontends.formatting import clip_left, clock_text, countdown_text
 from om2w_tui.frontends.run_state import RunState
 
 from . import recorded as R
@@ -58,7 +58,6 @@ def test_requeued_and_interrupted_attempts_do_not_count_as_done():
 def test_formatting():
     assert clock_text(65) == "1:05" and clock_text(3725) == "1:02:05" and clock_text(None) == "-"
     assert clip_left("127.0.0.1:41003", 10) == "…0.1:41003"
-    assert eta_seconds(2, 4, 100) == 200 and eta_seconds(0, 4, 100) is None and eta_seconds(3, 0, 9) == 0
 
 
 def test_a_console_attached_late_counts_from_the_runs_start_and_its_rate_from_every_task_it_settled():
@@ -76,3 +75,94 @@ def test_a_console_attached_late_counts_from_the_runs_start_and_its_rate_from_ev
     frozen = RunState()
     frozen.run_started(RunStarted(total=20, settled=0, workers=2, out="o", started_at=now), 1000.0)
     assert frozen.elapsed(1010.0) == 10
+
+
+# ── the ETA, against simulated paced runs ─────────────────────────────────────────────────────────────────────────
+def simulate(tasks: dict[str, int], slots: int, length: float, cooldown: float, upto: float,
+             limit: int = 1) -> tuple[RunState, float]:
+    """A paced run as the engine paces it (`limit` episodes at once a site, `cooldown` from one's end to the next
+    one's start there, the site with the most left first), every episode `length` seconds: -> (what the console
+    knows at `upto`, as its events and a snapshot tell it; the time the run ends)."""
+    from om2w_tui.engine.events import Pacing, RunSnapshot, SiteRow, SlotRow
+    from om2w_tui.engine.results import EpisodeRecord
+
+    left = dict(tasks)
+    ready = dict.fromkeys(tasks, 0.0)
+    running: dict[int, tuple[str, float]] = {}      # slot -> (site, start)
+    finished: list[tuple[float, str]] = []
+    t, state_at = 0.0, None
+    while True:
+        for slot in range(slots):
+            if slot in running:
+                continue
+            busy = {s: sum(1 for site, _ in running.values() if site == s) for s in tasks}
+            free = [s for s in tasks if left[s] and busy[s] < limit and ready[s] <= t]
+            if not free:
+                break
+            site = max(free, key=lambda s: left[s])
+            left[site] -= 1
+            running[slot] = (site, t)
+        ends = [start + length for _, start in running.values()]
+        waits = [ready[s] for s in tasks if left[s] and ready[s] > t]
+        nxt = min(ends + waits, default=None)
+        if state_at is None and (nxt is None or nxt > upto):
+            state_at = (dict(left), dict(ready), dict(running), list(finished))
+        if nxt is None:
+            end = t
+            break
+        t = nxt
+        for slot, (site, start) in list(running.items()):
+            if start + length <= t:
+                del running[slot]
+                finished.append((t, site))
+                ready[site] = t + cooldown
+    assert state_at is not None
+    left_then, ready_then, running_then, done_then = state_at
+    st = RunState(max_steps=30)
+    st.run_started(RunStarted(sum(tasks.values()), 0, slots, "o", started_at=1.0), upto)
+    for i, (_, site) in enumerate(done_then):
+        st.episode_finished(EpisodeFinished(0, EpisodeRecord(task_id=f"{site}-{i}", status="done", steps=3,
+                                                             duration_s=length), done=i + 1, errors=0))
+    snap = RunSnapshot(
+        now=upto, target_workers=slots, pacing=Pacing(limit, cooldown),
+        slots=[SlotRow(slot, "running", f"{site}-now", site, started_at=start)
+               for slot, (site, start) in sorted(running_then.items())],
+        sites=[SiteRow(s, "running" if any(site == s for site, _ in running_then.values()) else
+                       "cooling" if ready_then[s] > upto else "free" if left_then[s] else "done",
+                       ready_then[s], left_then[s], sum(1 for _, site in done_then if site == s), 0, tasks[s], cooldown,
+                       sum(1 for site, _ in running_then.values() if site == s), limit) for s in tasks])
+    st.apply_snapshot(snap, taken_at=upto)
+    return st, end
+
+
+OFFLINE = {"shop": 6, "wiki": 5, "booking": 4, "longpage": 2, "studio": 2}   # 19 tasks on five sites
+
+
+def test_the_eta_is_the_busiest_sites_chain_under_its_cooldown_not_the_rate_so_far():
+    """The offline suite on two slots with 120 s cooldowns and 8 s episodes: the first minute finishes a task on
+    every site, then the shop's chain (6 tasks, 120 s apart) sets the end. The rate so far (the old ETA) said a
+    fraction of what was left; the paced ETA is within 10% of it all along."""
+    for upto in (20.0, 150.0, 300.0, 500.0):
+        st, end = simulate(OFFLINE, slots=2, length=8.0, cooldown=120.0, upto=upto)
+        truth = end - upto
+        eta = st.eta(upto)
+        assert eta is not None and abs(eta - truth) <= 0.1 * truth + 8, (upto, eta, truth)
+        if upto == 20.0:   # what the rate so far gave: tasks left times the seconds per task so far
+            old = (st.total - st.done) * st.elapsed(upto) / st.finished_this_run
+            assert old < 0.2 * truth
+
+
+def test_the_eta_of_an_unpaced_run_is_the_work_spread_over_the_slots():
+    for upto in (10.0, 40.0):
+        st, end = simulate(OFFLINE, slots=2, length=8.0, cooldown=0.0, upto=upto, limit=19)
+        truth = end - upto
+        eta = st.eta(upto)
+        assert eta is not None and abs(eta - truth) <= 0.1 * truth + 8, (upto, eta, truth)
+
+
+def test_the_eta_waits_for_the_first_episode_and_is_nothing_when_all_is_done():
+    st = RunState()
+    st.run_started(RunStarted(3, 0, 2, "o", started_at=1.0), 10.0)
+    assert st.eta(10.0) is None
+    st.reported = (3, 0)
+    assert st.eta(10.0) == 0.0

@@ -256,3 +256,20 @@ def test_out_below_an_existing_file(work):
 
 def test_endpoint_url_with_a_bad_port(work):
     assert_usage_error(run_cli(work, "--tasks", "tasks.json", "--vllm", "http://[::1", model="qwen"), "--vllm")
+
+
+@pytest.mark.parametrize("argv, usage", [
+    (["run", "--wokers", "3", "--out", "x"], "om2w-tui run"),
+    (["report", "--formt", "md", "x"], "om2w-tui report"),
+    (["tasks", "fetch", "om2w", "--revison", "r"], "om2w-tui tasks fetch"),
+    (["doctor", "--pace-cooldwn", "3"], "om2w-tui doctor"),
+])
+def test_a_mistyped_flag_prints_its_subcommands_usage(work, argv, usage):
+    """argparse handed a subcommand's unknown flag to the main parser, which printed `usage: om2w-tui [-h]
+    {run,...}` (issue 26 item 10): the subcommand's own usage says which flags there are."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "-m", "om2w_tui", *argv], cwd=work, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith(f"usage: {usage} [-h]"), proc.stderr
+    assert f"{usage}: error: unrecognized arguments: {argv[1] if argv[0] != 'tasks' else argv[3]}" in proc.stderr

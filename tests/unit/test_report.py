@@ -363,3 +363,20 @@ def test_the_measure_chosen_is_the_best_every_run_has():
         choose([("a", [gpt]), ("b", [o4])], "judge")
     with pytest.raises(NoCommonMeasure, match="a has no success measure"):
         choose([("a", []), ("b", [])])
+
+
+def test_a_report_written_to_a_file_keeps_each_row_on_one_line(run_a, tmp_path):
+    """`report OUT > file`: rich takes 80 columns where stdout is no terminal, and folded every rate's interval onto
+    a second line; a file or a pipe gets the whole rows (issue 26 item 10)."""
+    import re
+
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    with open(tmp_path / "report.txt", "w") as f:
+        r = subprocess.run([sys.executable, "-m", "om2w_tui", "report", str(run_a)], cwd=REPO, env=env, stdout=f,
+                           stderr=subprocess.PIPE, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "report.txt").read_text()
+    rates = r"40\.0% \(2/5\) \[[\d.]+, [\d.]+\] +│ [\d.]+% \(\d/\d\) \[[\d.]+, [\d.]+\]"   # both rules, whole
+    assert re.search(r"overall +│ " + rates, text), text
+    assert "rates: over all = success / every task with an outcome (not executable counted as failure);" in text
+    assert max(len(line) for line in text.splitlines()) > 80

@@ -339,3 +339,32 @@ async def test_an_interrupt_stops_gracefully_and_a_second_ends_the_workers_now(t
     assert loop.time() < 20 + 5          # ended by the second interrupt, not after the grace
     assert {(r["status"], r["error"]) for r in records(tmp_path)} == {("killed", "interrupted")}
     assert sched.snapshot().stopping and sched.snapshot().running == 0
+
+
+async def test_a_site_with_no_task_left_is_done_not_cooling(tmp_path):
+    """a.com's one task ends at 30 s: its cooldown runs to 150 s, but it waits for nothing (issue 26 item 10)."""
+    sched = Scheduler(config(tmp_path, workers=2, pace_cooldown=120), make_tasks({"a.com": 1, "b.com": 3}),
+                      FakeExecutor())
+    seen = {}
+    loop = asyncio.get_running_loop()
+    loop.call_at(loop.time() + 40, lambda: seen.update(snap=sched.snapshot()))
+    await sched.run()
+    states = {s.site: (s.state, s.left) for s in seen["snap"].sites}
+    assert states["a.com"] == ("done", 0)
+    assert states["b.com"] == ("cooling", 2)
+
+
+async def test_sites_are_shown_by_the_name_the_report_gives_them(tmp_path):
+    """The offline suite's sites run on 127.0.0.1 ports; the events and the snapshot name them as the report does
+    (benchmarks/site_keys.site_name), never 127.0.0.1:PORT."""
+    rec = Recorder()
+    tasks = [Task("s-0", "buy", "http://127.0.0.1:41001/", "easy"), Task("w-0", "read", "http://127.0.0.1:41002/x")]
+    sched = Scheduler(config(tmp_path, workers=2), tasks, FakeExecutor(), [rec],
+                      site_names={"127.0.0.1:41001": "shop", "127.0.0.1:41002": "wiki"})
+    seen = {}
+    loop = asyncio.get_running_loop()
+    loop.call_at(loop.time() + 5, lambda: seen.update(snap=sched.snapshot()))
+    await sched.run()
+    assert sorted(s.site for s in seen["snap"].sites) == ["shop", "wiki"]
+    assert sorted(s.site for s in seen["snap"].slots) == ["shop", "wiki"]
+    assert sorted(e.site for e in rec.of(EpisodeStarted)) == ["shop", "wiki"]

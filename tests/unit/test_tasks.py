@@ -330,3 +330,13 @@ def test_parse_tasks_names_the_given_path():
 def test_select_negative_limit_is_an_error(pool):
     with pytest.raises(TaskFileError, match=r"^--limit -1: must be 0"):
         select(pool, limit=-1)
+
+
+def test_a_site_is_named_the_same_in_the_report_and_the_console():
+    from om2w_tui.benchmarks.site_keys import site_name
+    from om2w_tui.evaluation.report import site_of
+
+    served = {"127.0.0.1:41001": "shop"}
+    assert site_name("{shop}/cart") == site_of("{shop}/cart") == "shop"           # the task file's template
+    assert site_name("http://127.0.0.1:41001/cart", served) == "shop"             # the address the run serves
+    assert site_name("https://www.booking.com/x") == site_of("https://www.booking.com/x") == "booking.com"

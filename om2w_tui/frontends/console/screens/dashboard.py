@@ -567,7 +567,12 @@ class DashboardScreen(Screen[None]):
 
     def _set_workers(self, n: int) -> None:
         n = clamp_workers(n)
-        self._command().set_workers(n)
+        note = self._command().set_workers(n)
+        if note:   # fewer than asked: as many as the machine's memory holds
+            self.state.target_workers = self._command().snapshot().target_workers
+            self.notify(note, severity="warning", timeout=8)
+            self._after_command()
+            return
         self.state.target_workers = n   # until the next snapshot says so: a second press counts from here
         self._after_command(f"slots: {n}")
 

@@ -128,14 +128,22 @@ def source_text(summary: RunReport) -> str:
     return "no success measure: run `om2w-tui judge` or `om2w-tui label`"
 
 
-def rules_lines(summary: RunReport) -> list[tuple[str, str, str]]:
+def pending(summary: RunReport, total: int | None) -> int:
+    """Tasks with no outcome yet: those of the folder without one, and of a live run of `total` tasks, those still
+    queued (no record or folder yet, so not among the folder's tasks)."""
+    c = summary.success.counts
+    return (c.pending if c is not None else 0) + max(0, (total or 0) - summary.tasks)
+
+
+def rules_lines(summary: RunReport, total: int | None = None) -> list[tuple[str, str, str]]:
     """(label, value, style) lines of the success measure under both rules, and what is pending."""
     c = summary.success.counts
     if c is None:
         return [("overall", "-", "bold")]
     lines = [("over all", fmt_rate(c.overall), "bold"), ("executable", fmt_rate(c.executable), "")]
+    waiting = pending(summary, total)
     extra = [f"{c.not_executable} not executable"] if c.not_executable else []
-    extra += [f"{c.pending} pending (no outcome yet)"] if c.pending else []
+    extra += [f"{waiting} pending (queued, running or no outcome yet)"] if waiting else []
     if extra:
         lines.append(("", " · ".join(extra), "dim"))
     return lines
@@ -167,11 +175,12 @@ def short_rate(v: Rate) -> str:
     return f"{100 * v.rate:.1f}% {v.successes}/{v.tasks} [{100 * v.interval[0]:.0f}-{100 * v.interval[1]:.0f}]"
 
 
-def summary_text(summary: RunReport, wide: bool) -> Text:
-    """Overall success, statuses and medians: a column on a wide terminal, three lines on a narrow one."""
+def summary_text(summary: RunReport, wide: bool, total: int | None = None) -> Text:
+    """Overall success, statuses and medians: a column on a wide terminal, three lines on a narrow one. `total`: the
+    live run's task count (its queued tasks are pending too)."""
     statuses = [(k, v) for k, v in summary.status.items() if v]
     metrics = [(k, m) for k, m in summary.metrics.items() if m.n]
-    rules = rules_lines(summary)
+    rules = rules_lines(summary, total)
     agree = agreement_text(summary)
     t = Text(no_wrap=not wide, overflow="ellipsis")
     if not wide:
@@ -182,7 +191,8 @@ def summary_text(summary: RunReport, wide: bool) -> Text:
             t.append(" · executable ", style="bold cyan")
             t.append(short_rate(c.executable))
             t.append(f" · {c.not_executable} not exec." if c.not_executable else "", style="dim")
-            t.append(f" · {c.pending} pending" if c.pending else "", style="dim")
+            waiting = pending(summary, total)
+            t.append(f" · {waiting} pending" if waiting else "", style="dim")
         t.append("\nstatus  ", style="bold cyan")
         for i, (k, v) in enumerate(statuses):
             t.append(" · " if i else "", style="dim")
@@ -529,7 +539,7 @@ class ReportScreen(Screen[None]):
                 if not succ.source else ""
             self.query_one("#by-level", RateChart).show(succ.by_level, why)
             self.query_one("#by-site", RateChart).show(succ.by_site, why)
-            self.query_one("#report-summary", Static).update(summary_text(s, wide))
+            self.query_one("#report-summary", Static).update(summary_text(s, wide, self.total if self.live else None))
             failures = self.query_one(FailuresTable)
             failures.show(data.failures)
             failures.border_subtitle = f"{len(data.failures)} of {s.tasks} tasks"

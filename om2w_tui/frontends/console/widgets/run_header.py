@@ -14,7 +14,7 @@ from textual.widgets import Label, ProgressBar
 
 from om2w_tui.evaluation.live_judge import VerdictTail
 from om2w_tui.evaluation.summary import Rate
-from om2w_tui.frontends.formatting import clock_text, eta_seconds, per_hour
+from om2w_tui.frontends.formatting import clock_text, per_hour
 from om2w_tui.frontends.run_state import RunState
 
 
@@ -73,7 +73,7 @@ class RunHeader(Horizontal):
         self.query_one(ProgressBar).update(total=max(1, total), progress=min(done, total))
         elapsed = state.elapsed(now)
         finished = state.finished_this_run
-        eta = eta_seconds(finished, max(0, total - done), elapsed) if state.phase == "running" else None
+        eta = state.eta(now) if state.phase == "running" else None   # as the run's pacing allows
         rate = per_hour(finished, elapsed)
         rate_text = f"{rate:.0f}/h" if rate is not None else "-/h"
         eta_text = "-" if eta is None else clock_text(eta)
