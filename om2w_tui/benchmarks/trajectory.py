@@ -30,7 +30,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from om2w_tui.files import write_atomic, write_json_atomic
+from om2w_tui.files import SCREENSHOT_LIMIT, read_file, write_atomic, write_json_atomic
+from om2w_tui.json_input import InputError
 
 NOT_ACTIONS = {"done"}
 _KEEP_ATTRS = ("id", "aria-label", "name", "placeholder", "title", "href", "role", "type", "value", "alt")
@@ -260,8 +261,9 @@ class TrajectoryWriter:
 
     def _same_as_last(self, png: bytes) -> bool:
         try:
-            return self._last_written is not None and self._last_written.read_bytes() == png
-        except OSError:
+            return self._last_written is not None and \
+                read_file(self._last_written, SCREENSHOT_LIMIT, own=True) == png
+        except InputError:
             return False
 
     def finish(self, answer: str | None, final_png: bytes | None, histories: Iterable[Any] = (),

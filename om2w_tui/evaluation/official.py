@@ -25,13 +25,14 @@ from pathlib import Path
 from om2w_tui.benchmarks.conformance import read_run
 from om2w_tui.evaluation.judge import (
     FILE_MODES,
+    JUDGE_LIMIT,
     OFFICIAL_PREFIX,
     RESULTS_SUFFIX,
     Settings,
     read_judged,
     safe_model_name,
 )
-from om2w_tui.files import write_atomic
+from om2w_tui.files import read_file, write_atomic
 
 
 @dataclass
@@ -119,7 +120,7 @@ def run_official(out: Path, checkout: Path, python: str, s: Settings, judge_url:
                 os.killpg(proc.pid, signal.SIGTERM)
                 proc.wait()
         if produced.is_file():
-            write_atomic(keep, produced.read_bytes())
+            write_atomic(keep, read_file(produced, JUDGE_LIMIT, own=False, what="the official evaluator's output"))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     judged = read_judged(keep)
