@@ -13,10 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from om2w_tui.evaluation.labels import LabelFileError, column, read_human_labels
+from om2w_tui.evaluation.labels import LABELS_LIMIT, LabelFileError, column, read_human_labels
 from om2w_tui.evaluation.report import compare, summarize, summarize_labels, task_file_meta
 from om2w_tui.evaluation.report_text import to_csv, to_json, to_markdown
 from om2w_tui.evaluation.summary import RunReport
+from om2w_tui.files import given_file
 from om2w_tui.resources import default_task_file
 
 EXIT_USAGE = 2
@@ -75,8 +76,9 @@ def _run_summaries(outs: list[Path], judges: list[Path]) -> list[RunReport]:
 def _label_summaries(args: Any) -> list[RunReport]:
     """One summary per agent column of --labels; raises ValueError with the message to show."""
     path: Path = args.labels
-    if not path.is_file():
-        raise ValueError(f"--labels {path}: no such file")
+    problem = given_file(path, "--labels", LABELS_LIMIT)   # a FIFO, a device, a folder: said as what it is
+    if problem or not path.is_file():
+        raise ValueError(problem or f"--labels {path}: no such file")
     try:
         file = read_human_labels(path)
     except LabelFileError as e:

@@ -127,9 +127,9 @@ def test_1_2_a_human_label_json_given_to_labels_or_export_is_checked_before_use(
         given.write_text(DEEP)
     else:
         os.mkfifo(given)
-    if kind == "deep":   # a FIFO is "no such file" to --labels (not a file): the export is the case that hung
-        proc = cli("report", "--labels", str(given), cwd=tmp_path)
-        assert proc.returncode == 2 and str(given) in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    proc = cli("report", "--labels", str(given), cwd=tmp_path)
+    assert proc.returncode == 2 and f"--labels {given}" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert ("nested deeper" if kind == "deep" else "FIFO") in proc.stderr
     out = a_run(tmp_path)
     from om2w_tui.evaluation.labels import LabelFile
 
