@@ -22,8 +22,6 @@ answer.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import struct
 import zlib
 from collections.abc import Iterable
@@ -216,12 +214,9 @@ class TrajectoryWriter:
         if png:
             write_atomic(target, png, tmp_dir=self.folder)
         elif path and Path(path).exists():
-            tmp = self.folder / f".{target.name}.tmp"   # beside trajectory/: the evaluator reads every file in it
-            try:
-                shutil.copyfile(path, tmp)
-                os.replace(tmp, target)
-            except OSError:   # the screenshot went away meanwhile: a missing picture must not cost the step
-                tmp.unlink(missing_ok=True)
+            try:   # beside trajectory/ until whole: the evaluator reads every file in it
+                write_atomic(target, read_file(path, SCREENSHOT_LIMIT, own=False), tmp_dir=self.folder)
+            except (OSError, InputError):   # gone meanwhile: a missing picture must not cost the step
                 return False
         else:
             return False

@@ -174,7 +174,7 @@ def test_1_an_instruction_template_that_is_no_small_file_is_a_usage_error(tmp_pa
 
 # a plain open of a path, anywhere in the package but files.py and json_input.py (the one way to open a file)
 _PLAIN_OPEN = re.compile(r"(?<![\w.])(?<!def )open\(|\.read_text\(|\.read_bytes\(\)|\.write_text\(|\.write_bytes\("
-                         r"|Image\.open\((?!io\.BytesIO)|\bos\.open\(")
+                         r"|Image\.open\((?!io\.BytesIO)|\bos\.open\(|shutil\.copy")
 # os.open where it cannot follow a link or open a file of another kind: a folder, /dev/null, O_NOFOLLOW
 _OS_OPEN_OK = re.compile(r"O_DIRECTORY|os\.devnull|O_NOFOLLOW")
 
