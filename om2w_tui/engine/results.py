@@ -114,10 +114,12 @@ _KINDS: dict[str, type] = {
     "model_fault": str, "correct": bool,
 }
 _NAMES = set(_KINDS)
-# what a record read back may hold under each known key (null anywhere but the task's id: an older writer's)
+# what a record read back may hold under each known key: its own type, or what an older writer (the seed's) may
+# have put there and `from_json` reads (null anywhere but the task's id, 3.0 for a count, 1 for true)
+_READ_AS: dict[type, tuple[type, ...]] = {str: (str,), int: (int, float), float: (float,), bool: (bool, int),
+                                          dict: (dict,)}
 RECORD_SHAPE: dict[str, tuple[type, ...]] = {
-    k: ((str, int) if k == "task_id" else (float, type(None)) if kind is float else (kind, type(None)))
-    for k, kind in _KINDS.items()}
+    k: (str, int) if k == "task_id" else (*_READ_AS[kind], type(None)) for k, kind in _KINDS.items()}
 
 
 def _coerce(value: Any, kind: type) -> Any:
