@@ -49,7 +49,15 @@ from om2w_tui.benchmarks.conformance import task_dirs
 from om2w_tui.benchmarks.episode_folder import EpisodeFolder, episode_steps, read_episode
 from om2w_tui.engine.results import EpisodeRecord, read_manifest, read_results
 from om2w_tui.evaluation.judge import read_judged
-from om2w_tui.evaluation.labels import FINAL, REASONS, VALUE_WORDS, LabelFile, majority, read_run_labels
+from om2w_tui.evaluation.labels import (
+    FINAL,
+    REASONS,
+    VALUE_WORDS,
+    LabelFile,
+    LabelFileError,
+    majority,
+    read_run_labels,
+)
 from om2w_tui.evaluation.labels import Label as TaskLabel
 from om2w_tui.evaluation.report import LEVEL_NAMES, find_judge_file, site_of, task_meta
 from om2w_tui.files import write_atomic
@@ -806,7 +814,10 @@ class LabelScreen(Screen[None]):
             self._bindings_changed()
 
     def action_filter(self) -> None:
-        self.session.reload_others()
+        try:
+            self.session.reload_others()
+        except LabelFileError as e:   # another annotator's file went bad meanwhile: said, their labels as they were
+            self.notify(str(e), severity="warning")
         self.app.push_screen(FilterPicker(self.session.filters(), self.session.filter), self._filtered)
 
     def _filtered(self, flt: str | None) -> None:
