@@ -199,9 +199,12 @@ def load(path: Path | str, limit: int = LIMIT, *, follow_symlinks: bool = True, 
     return decode(read_bytes(path, limit, follow_symlinks=follow_symlinks, what=what), str(path))
 
 
+_WORDS: dict[type, str] = {dict: "an object", list: "a list", str: "a string", bool: "true/false",
+                           int: "a whole number", float: "a number", type(None): "null"}
+
+
 def _kind_name(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "true/false", int: "a whole number",
-            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+    return _WORDS.get(type(value), type(value).__name__)
 
 
 def wrong_fields(obj: Mapping[str, Any], shape: Mapping[str, tuple[type, ...]]) -> list[str]:
@@ -217,6 +220,6 @@ def wrong_fields(obj: Mapping[str, Any], shape: Mapping[str, tuple[type, ...]]) 
         if not ok and isinstance(value, int) and not isinstance(value, bool) and float in kinds:
             ok = True
         if not ok:
-            want = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+            want = " or ".join(_WORDS.get(k, k.__name__) for k in kinds)
             problems.append(f"{key}: {_kind_name(value)}, not {want}")
     return problems

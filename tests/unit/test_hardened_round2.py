@@ -201,18 +201,19 @@ def test_2_a_results_record_of_the_wrong_shape_is_named_and_read_past(tmp_path, 
     assert [r["task_id"] for r in log.records] == ["t1"]
     assert len(log.warnings) == 1 and f"{out / 'results.jsonl'}:2:" in log.warnings[0]
     assert log.settled() == {"t1"}
-    proc = cli("report", str(out), cwd=tmp_path)
+    proc = cli("report", str(out), "--format", "json", cwd=tmp_path)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    assert "results.jsonl:2" in proc.stdout + proc.stderr
+    assert any(w.startswith(f"{out / 'results.jsonl'}:2: ") for w in json.loads(proc.stdout)["runs"][0]["warnings"])
 
 
 def test_2_a_run_json_whose_task_file_is_not_what_was_written_is_named_and_ignored(tmp_path):
     out = a_run(tmp_path)
     manifest = json.loads((out / "run.json").read_text())
     (out / "run.json").write_text(json.dumps({**manifest, "task_file": "tasks.json", "first_started_at": "x"}))
-    proc = cli("report", str(out), cwd=tmp_path)
+    proc = cli("report", str(out), "--format", "json", cwd=tmp_path)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    assert "task_file: a string, not dict" in proc.stdout + proc.stderr
+    said = json.loads(proc.stdout)["runs"][0]["warnings"]
+    assert f"{out / 'run.json'}: task_file: a string, not an object; ignored" in said, said
 
 
 def test_2_a_reference_length_past_any_number_costs_the_estimate_not_the_run():
