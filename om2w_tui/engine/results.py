@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from om2w_tui.files import open_own
-from om2w_tui.json_input import InputError, decode, may_overflow, read_bytes, wrong_fields
+from om2w_tui.json_input import InputError, Shape, decode, may_overflow, read_bytes, wrong_fields
 from om2w_tui.protocol.worker import HARNESS_FAULTS as HARNESS_FAULTS  # re-exported: the readers of records
 from om2w_tui.protocol.worker import STATUSES as STATUSES
 from om2w_tui.run_folder import RunFolder
@@ -118,8 +118,8 @@ _NAMES = set(_KINDS)
 # have put there and `from_json` reads (null anywhere but the task's id, 3.0 for a count, 1 for true)
 _READ_AS: dict[type, tuple[type, ...]] = {str: (str,), int: (int, float), float: (float,), bool: (bool, int),
                                           dict: (dict,)}
-RECORD_SHAPE: dict[str, tuple[type, ...]] = {
-    k: (str, int) if k == "task_id" else (*_READ_AS[kind], type(None)) for k, kind in _KINDS.items()}
+RECORD_SHAPE = Shape({
+    k: (str, int) if k == "task_id" else (*_READ_AS[kind], type(None)) for k, kind in _KINDS.items()})
 
 
 def _coerce(value: Any, kind: type) -> Any:
@@ -227,11 +227,11 @@ def read_results(out: Path) -> ResultsLog:
 
 MANIFEST_LIMIT = 16 << 20   # bytes of a run.json read back
 # what a run.json read back may hold under the keys its readers use, and its `task_file` and `config` under theirs
-MANIFEST_SHAPE: dict[str, tuple[type, ...]] = {"config": (dict,), "task_file": (dict,), "started_at": (float,),
-                                               "first_started_at": (float,)}
-_PART_SHAPES: dict[str, dict[str, tuple[type, ...]]] = {
-    "task_file": {"path": (str,), "sha256": (str,), "selected": (int,)},
-    "config": {"arm": (str, type(None)), "model": (str, type(None)), "bench": (str, type(None))},
+MANIFEST_SHAPE = Shape({"config": (dict,), "task_file": (dict,), "started_at": (float,),
+                        "first_started_at": (float,)})
+_PART_SHAPES: dict[str, Shape] = {
+    "task_file": Shape({"path": (str,), "sha256": (str,), "selected": (int,)}),
+    "config": Shape({"arm": (str, type(None)), "model": (str, type(None)), "bench": (str, type(None))}),
 }
 
 

@@ -53,7 +53,7 @@ from om2w_tui import exits
 from om2w_tui.benchmarks.conformance import EvaluatorView, read_run
 from om2w_tui.evaluation.summary import Readings
 from om2w_tui.files import SCREENSHOT_LIMIT, append_own, read_file
-from om2w_tui.json_input import InputError, decode, may_overflow, wrong_fields
+from om2w_tui.json_input import InputError, Shape, decode, may_overflow, wrong_fields
 
 MODES = ("webjudge", "webvoyager")
 PARSINGS = ("official", "lenient")
@@ -207,11 +207,11 @@ def parse_output_name(name: str) -> OutputName | None:
 
 JUDGE_LIMIT = 1 << 30      # bytes of a judge output file read back (replies are capped: ~2 MiB a task at most)
 # what a judge output line read back may hold under the keys its readers use
-JUDGED_SHAPE: dict[str, tuple[type, ...]] = {
+JUDGED_SHAPE = Shape({
     "task_id": (str, int), "predicted_label": (int, type(None)), "image_judge_record": (list, type(None)),
     "attempt": (int, type(None)), "judge_model": (str, type(None)), "mode": (str, type(None)),
     "evaluation_details": (dict, type(None)), "kept_screenshots": (list, type(None)),
-}
+})
 
 
 def read_judged(path: Path, warn: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:

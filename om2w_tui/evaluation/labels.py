@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from om2w_tui.files import read_file, write_atomic
-from om2w_tui.json_input import InputError, decode, wrong_fields
+from om2w_tui.json_input import InputError, Shape, decode, wrong_fields
 from om2w_tui.run_folder import LABELS_PREFIX, RunFolder
 
 FORMAT = "om2w-tui-labels"
@@ -156,8 +156,8 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 LABELS_LIMIT = 64 << 20    # bytes of a labels file or a human_label.json read (the published one is 100 KiB)
 # what a label entry may hold under each key (an older writer's null anywhere)
-LABEL_SHAPE: dict[str, tuple[type, ...]] = {"label": (str, int, type(None)), "reason": (str, type(None)),
-                                            "note": (str, type(None)), "at": (float, type(None))}
+LABEL_SHAPE = Shape({"label": (str, int, type(None)), "reason": (str, type(None)),
+                                            "note": (str, type(None)), "at": (float, type(None))})
 
 
 def _load(path: Path, *, own: bool, what: str = "") -> Any:
