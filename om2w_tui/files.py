@@ -6,8 +6,14 @@ or with their dates moved, the official evaluator's output kept.
 The new content goes to a temporary file in the same folder (or in `tmp_dir`, on the same file system), is flushed
 to disk, and replaces the old with one `os.replace`; a failure midway leaves the old content and no temporary file.
 
-Files a run keeps in its folder and opens by name (its lock, its results) go through `open_own`: never through a
-symlink, never a FIFO, a device or a folder; `unsafe_entry` says the same before a run, for its preflight.
+Files a run keeps in its folder and opens by name (its lock, its results, the judge's output) go through `open_own`
+(`append_own` for a file of lines): never through a symlink, never a FIFO, a device or a folder; `unsafe_entry`
+says the same before a run, for its preflight.
+
+Every file the package reads goes through `read_file` (json_input's `read_bytes`): a regular file only (a FIFO is
+never waited on, `/dev/zero` never read), at most `limit` bytes, never through a symlink where the file is the
+run's own (`own=True`: in a run folder, in the config folder); a given path (`--tasks`, `--labels`, ...) may be a
+link to a regular file. `tests/unit/test_hardened_round2.py` holds the package to it: no plain `open` elsewhere.
 """
 
 from __future__ import annotations
@@ -18,6 +24,10 @@ import secrets
 import stat
 from pathlib import Path
 from typing import Any
+
+from om2w_tui.json_input import read_bytes, read_head
+
+SCREENSHOT_LIMIT = 64 << 20   # bytes of one screenshot read back (a full page of 1280 x 20,000 pixels is ~10 MiB)
 
 
 def write_atomic(path: Path, data: bytes | str, tmp_dir: Path | None = None, mode: int = 0o666,
@@ -72,6 +82,51 @@ def open_own(path: Path, flags: int, mode: int = 0o644) -> int:
         os.close(fd)
         raise UnsafeFile(f"{path}: is {kind} where the run keeps a file (move it away)")
     return fd
+
+
+def append_own(path: Path, data: bytes) -> None:
+    """Append `data` (whole lines) to a file of lines the run owns, in one write, synced: never through a symlink,
+    never to a FIFO or a device (UnsafeFile). A torn last line (a crash mid-write) is ended first, so the new line
+    starts on its own."""
+    fd = open_own(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
+        written = 0
+        while written < len(data):
+            written += os.write(fd, data[written:])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_file(path: Path | str, limit: int, *, own: bool, what: str = "") -> bytes:
+    """A regular file's bytes, at most `limit`; `own`: the run's own file (in its folder, the config folder), never
+    read through a symlink. Raises InputError naming the path (and `what` it is: `--labels`, ...)."""
+    return read_bytes(path, limit, follow_symlinks=not own, what=what)
+
+
+def read_start(path: Path | str, n: int, *, own: bool) -> bytes:
+    """The first `n` bytes of a regular file (a screenshot's magic number), as `read_file` opens it."""
+    return read_head(path, n, follow_symlinks=not own)
+
+
+def given_file(path: Path | str, what: str, limit: int) -> str:
+    """'' when a path the user gave (`--labels FILE`) names a regular file of at most `limit` bytes, or nothing yet;
+    else what is wrong, naming `what` and the path (for exit 2 before anything is done)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return ""
+    except OSError as e:
+        return f"{what} {path}: cannot be read ({e.strerror or e})"
+    kind = _kind(st.st_mode)
+    if kind:
+        return f"{what} {path}: is {kind}, not a file; give a file"
+    if st.st_size > limit:
+        return f"{what} {path}: is {st.st_size} bytes, more than the {limit} it may be"
+    return ""
 
 
 def _kind(mode: int) -> str:

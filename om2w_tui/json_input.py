@@ -8,9 +8,12 @@ here every one becomes an `InputError` whose message names the file (and line) a
 reader turns into its usual answer (a usage error and exit 2, a skipped line with a warning, a refused command).
 
     read_bytes(path, ...)   a regular file's bytes, at most `limit` (never a FIFO, a device, a folder; with
-                            `follow_symlinks=False`, never through a symlink)
+                            `follow_symlinks=False`, never through a symlink); `read_head`: its first bytes
     decode(data, where)     one JSON value: UTF-8, nested at most MAX_DEPTH deep, numbers finite and of sane size
+                            (floats finite, whole numbers within 64 bits)
     load(path, ...)         both
+    wrong_fields(obj, shape)  what in a decoded object is not of its declared shape (a reader names it and skips
+                            or refuses the value, rather than meet the wrong type later as a traceback)
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ import json
 import os
 import re
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 MAX_DEPTH = 64                 # deeper than anything the package or the benchmarks write (a record is 2 deep)
 MiB = 1 << 20
 LIMIT = 256 * MiB              # the largest file read whole unless the reader says otherwise
+MAX_INT = (1 << 63) - 1        # a whole number past 64 bits is no count, id or time any writer meant (10**400)
 
 
 class InputError(ValueError):
@@ -47,22 +52,28 @@ def _finite(text: str) -> float:
     return value
 
 
+def _sane_int(text: str) -> int:
+    value = int(text)
+    if not -MAX_INT <= value <= MAX_INT:
+        raise ValueError(f"the number {text[:20]}... ({len(text)} digits) is beyond 64 bits")
+    return value
+
+
 _INF = float("inf")
-_EXPONENT = re.compile(r"[eE][+-]?[0-9]{3}")
-_EXPONENT_B = re.compile(rb"[eE][+-]?[0-9]{3}")
+# what a number must hold to overflow a float or pass 64 bits: an exponent of 3 digits, or 19 digits in a row
+_EXPONENT = re.compile(r"[eE][+-]?[0-9]{3}|[0-9]{19}")
 # made once: json.loads with any option builds a new decoder at every call (a third of a record's reading time)
 _DECODER = json.JSONDecoder(parse_constant=_no_constant)
-_CHECKING_FLOATS = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
+_CHECKING_FLOATS = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite, parse_int=_sane_int)
 
 
 def _size(n: int) -> str:
     return f"{n / MiB:.0f} MiB" if n >= MiB else f"{n} bytes"
 
 
-def read_bytes(path: Path | str, limit: int = LIMIT, *, follow_symlinks: bool = True, what: str = "") -> bytes:
-    """A regular file's bytes; raises InputError for anything else (missing, a folder, a FIFO, a device, a symlink
-    when not followed, unreadable, larger than `limit`). Opened without blocking, so a FIFO cannot hang the read."""
-    name = f"{what + ' ' if what else ''}{path}"
+def _open_regular(path: Path | str, name: str, follow_symlinks: bool) -> tuple[int, os.stat_result]:
+    """A regular file open for reading, without blocking (a FIFO cannot hang it), and its stat; InputError for
+    anything else (missing, a folder, a FIFO, a device, a symlink when not followed, unreadable)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow_symlinks else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags)
@@ -78,6 +89,18 @@ def read_bytes(path: Path | str, limit: int = LIMIT, *, follow_symlinks: bool = 
             raise InputError(f"{name}: is a folder, not a file")
         if not stat.S_ISREG(st.st_mode):
             raise InputError(f"{name}: is not a regular file (a FIFO, a device or a socket); give a file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def read_bytes(path: Path | str, limit: int = LIMIT, *, follow_symlinks: bool = True, what: str = "") -> bytes:
+    """A regular file's bytes; raises InputError for anything else (missing, a folder, a FIFO, a device, a symlink
+    when not followed, unreadable, larger than `limit`). Opened without blocking, so a FIFO cannot hang the read."""
+    name = f"{what + ' ' if what else ''}{path}"
+    fd, st = _open_regular(path, name, follow_symlinks)
+    try:
         if st.st_size > limit:
             raise InputError(f"{name}: is {_size(st.st_size)}, more than the {_size(limit)} it may be")
         chunks, got = [], 0
@@ -90,6 +113,18 @@ def read_bytes(path: Path | str, limit: int = LIMIT, *, follow_symlinks: bool = 
         if got > limit:   # it grew while read
             raise InputError(f"{name}: more than the {_size(limit)} it may be")
         return b"".join(chunks)
+    except OSError as e:
+        raise InputError(f"{name}: cannot be read ({e.strerror or e})") from None
+    finally:
+        os.close(fd)
+
+
+def read_head(path: Path | str, n: int, *, follow_symlinks: bool = True, what: str = "") -> bytes:
+    """The first `n` bytes of a regular file (its magic number), whatever its size; InputError as `read_bytes`."""
+    name = f"{what + ' ' if what else ''}{path}"
+    fd, _ = _open_regular(path, name, follow_symlinks)
+    try:
+        return os.read(fd, n)
     except OSError as e:
         raise InputError(f"{name}: cannot be read ({e.strerror or e})") from None
     finally:
@@ -117,12 +152,24 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+# every digit read as 0 and every E as e: the marks of a number out of range are then plain substrings, found at
+# memchr speed (a regular expression over a 4 GiB results file costs seconds)
+_MARKS = bytes.maketrans(b"0123456789E", b"0000000000e")
+_SIGNS = (b"0" * 19, b"e000", b"e+000", b"e-000")
+_CHUNK = 1 << 22
+
+
 def may_overflow(data: bytes | str) -> bool:
-    """Whether `data` holds a number with an exponent of 3 digits, the only kind a float can overflow to infinity
-    with: a reader of many lines asks once for the whole file, not once a line."""
-    if isinstance(data, bytes):
-        return _EXPONENT_B.search(data) is not None
-    return _EXPONENT.search(data) is not None
+    """Whether `data` may hold a number out of range: an exponent of 3 digits (the only way a float overflows to
+    infinity besides 309 digits in a row) or 19 digits in a row (a whole number past 64 bits): a reader of many
+    lines asks once for the whole file, not once a line."""
+    if isinstance(data, str):
+        return _EXPONENT.search(data) is not None
+    for i in range(0, len(data), _CHUNK):   # overlapping by a mark's length, so none is cut in two
+        part = data[i:i + _CHUNK + 18].translate(_MARKS)
+        if any(sign in part for sign in _SIGNS):
+            return True
+    return False
 
 
 def decode(data: bytes | str, where: str, *, line: int | None = None, max_depth: int = MAX_DEPTH,
@@ -134,7 +181,7 @@ def decode(data: bytes | str, where: str, *, line: int | None = None, max_depth:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
         if text.startswith("\ufeff"):
             text = text[1:]
-        # a float can only overflow with an exponent of 3 digits: the (slower) check only where one is
+        # a number can only be out of range with an exponent of 3 digits or 19 digits: the (slower) check only there
         floats = may_overflow(text) if check_floats is None else check_floats
         value = (_CHECKING_FLOATS if floats else _DECODER).decode(text)
     except UnicodeDecodeError as e:
@@ -160,3 +207,34 @@ def _place(where: str, line: int | None) -> str:
 def load(path: Path | str, limit: int = LIMIT, *, follow_symlinks: bool = True, what: str = "") -> Any:
     """A JSON file's value: `read_bytes`, then `decode`; InputError for either."""
     return decode(read_bytes(path, limit, follow_symlinks=follow_symlinks, what=what), str(path))
+
+
+_WORDS: dict[type, str] = {dict: "an object", list: "a list", str: "a string", bool: "true/false",
+                           int: "a whole number", float: "a number", type(None): "null"}
+
+
+def _kind_name(value: Any) -> str:
+    return _WORDS.get(type(value), type(value).__name__)
+
+
+class Shape:
+    """What a decoded object may hold under each key: the types its value may have (`float` takes a whole number
+    too, `int` never takes true/false); keys it does not name are not checked. Checked by the value's exact type
+    (a decoded value is never a subclass): a record costs a set lookup a key."""
+
+    def __init__(self, fields: Mapping[str, tuple[type, ...]]):
+        self.fields = dict(fields)
+        self._exact = {k: frozenset(kinds) | ({int} if float in kinds else set()) for k, kinds in fields.items()}
+
+    def wrong(self, obj: Mapping[str, Any]) -> list[str]:
+        exact = self._exact
+        if all(type(v) in exact[k] for k, v in obj.items() if k in exact):
+            return []
+        return [f"{k}: {_kind_name(v)}, not {' or '.join(_WORDS.get(t, t.__name__) for t in self.fields[k])}"
+                for k, v in obj.items() if k in exact and type(v) not in exact[k]]
+
+
+def wrong_fields(obj: Mapping[str, Any], shape: Shape) -> list[str]:
+    """What in `obj` is not of its declared `shape` -> `["status: a whole number, not a string", ...]`, empty when
+    all is well (keys `obj` lacks are not checked)."""
+    return shape.wrong(obj)

@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.benchmarks.episode_folder import load_result
+from om2w_tui.files import read_start
+from om2w_tui.json_input import InputError
 
 V2 = "online-mind2web-v2"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -81,10 +83,9 @@ def first_int(name: str) -> int | None:
 
 
 def _is_image(path: Path) -> bool:
-    try:
-        with open(path, "rb") as f:
-            head = f.read(12)
-    except OSError:
+    try:   # the run's own file: a FIFO (never waited on), a device, a symlink is no image
+        head = read_start(path, 12, own=True)
+    except InputError:
         return False
     return head.startswith(IMAGE_MAGICS) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP")
 

@@ -27,8 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from om2w_tui.benchmarks.tasks import TaskFileError, file_sha256, parse_tasks
+from om2w_tui.benchmarks.tasks import TASK_FILE_LIMIT, TaskFileError, file_sha256, parse_tasks
 from om2w_tui.files import write_atomic
+from om2w_tui.json_input import InputError, decode, load, read_bytes
+
+NOTE_LIMIT = 1 << 20   # bytes of a refresh note read back
 
 DEFAULT_SITES = ("Booking", "Google Flights")
 _MONTH_NAMES = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
@@ -360,7 +363,10 @@ def refresh_file(src: Path, dst: Path, today: dt.date, sites: Iterable[str] = DE
         raise RefreshError(f"--out {dst} is the input file; write the refreshed copy to another path")
     if dst.is_dir():
         raise RefreshError(f"--out {dst} is a folder; give a file path")
-    raw = src.read_bytes()
+    try:
+        raw = read_bytes(src, TASK_FILE_LIMIT)   # a regular file, bounded: never a FIFO, never /dev/zero
+    except InputError as e:
+        raise RefreshError(str(e)) from None
     lines = raw.split(b"\n")
     rows: list[Any] = []
     for n, line in enumerate(lines, 1):
@@ -368,8 +374,8 @@ def refresh_file(src: Path, dst: Path, today: dt.date, sites: Iterable[str] = DE
             rows.append(None)
             continue
         try:
-            rows.append(json.loads(line))
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            rows.append(decode(line, str(src), line=n))
+        except InputError as e:
             hint = " (only JSON lines files, one task a line, are supported)" if n == 1 else ""
             raise RefreshError(f"{src}:{n}: not a JSON line: {e}{hint}") from None
     chosen_ids = list(task_ids)
@@ -411,7 +417,7 @@ def refresh_note(task_file: Path) -> dict[str, Any] | None:
     """The note `refresh-dates` left beside a task file it wrote, if it still describes that file."""
     path = refresh_note_path(task_file)
     try:
-        note = json.loads(path.read_text())
-    except (OSError, ValueError):
+        note = load(path, NOTE_LIMIT)
+        return note if isinstance(note, dict) and note.get("sha256") == file_sha256(task_file) else None
+    except InputError:
         return None
-    return note if note.get("sha256") == file_sha256(task_file) else None

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from om2w_tui.benchmarks.tasks import TaskFileError, parse_tasks
+from om2w_tui.benchmarks.tasks import TASK_FILE_LIMIT, TaskFileError, parse_tasks
 from om2w_tui.files import write_atomic
+from om2w_tui.json_input import InputError, read_bytes
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,10 @@ def fetch(bench: str, revision: str | None = None, to: Path = Path("data"), *, b
     if target.exists():
         if target.is_dir():
             raise FetchError(f"{target} is a folder; choose another --to")
-        old = hashlib.sha256(target.read_bytes()).hexdigest()
+        try:
+            old = hashlib.sha256(read_bytes(target, TASK_FILE_LIMIT, what="--to")).hexdigest()
+        except InputError as e:
+            raise FetchError(str(e)) from None
         if old == got:
             return Fetched(target, url, got, len(tasks), expected is not None, known, unchanged=True)
         if not force:

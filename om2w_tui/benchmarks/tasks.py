@@ -58,11 +58,8 @@ class Task:
 
 
 def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    """The task file's digest; InputError (naming it) for what is no regular file of at most TASK_FILE_LIMIT."""
+    return hashlib.sha256(read_bytes(path, TASK_FILE_LIMIT)).hexdigest()
 
 
 def _normalise(row: Any, where: str) -> dict[str, Any]:

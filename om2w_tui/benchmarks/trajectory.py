@@ -22,15 +22,14 @@ answer.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import struct
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from om2w_tui.files import write_atomic, write_json_atomic
+from om2w_tui.files import SCREENSHOT_LIMIT, read_file, write_atomic, write_json_atomic
+from om2w_tui.json_input import InputError
 
 NOT_ACTIONS = {"done"}
 _KEEP_ATTRS = ("id", "aria-label", "name", "placeholder", "title", "href", "role", "type", "value", "alt")
@@ -215,12 +214,9 @@ class TrajectoryWriter:
         if png:
             write_atomic(target, png, tmp_dir=self.folder)
         elif path and Path(path).exists():
-            tmp = self.folder / f".{target.name}.tmp"   # beside trajectory/: the evaluator reads every file in it
-            try:
-                shutil.copyfile(path, tmp)
-                os.replace(tmp, target)
-            except OSError:   # the screenshot went away meanwhile: a missing picture must not cost the step
-                tmp.unlink(missing_ok=True)
+            try:   # beside trajectory/ until whole: the evaluator reads every file in it
+                write_atomic(target, read_file(path, SCREENSHOT_LIMIT, own=False), tmp_dir=self.folder)
+            except (OSError, InputError):   # gone meanwhile: a missing picture must not cost the step
                 return False
         else:
             return False
@@ -260,8 +256,9 @@ class TrajectoryWriter:
 
     def _same_as_last(self, png: bytes) -> bool:
         try:
-            return self._last_written is not None and self._last_written.read_bytes() == png
-        except OSError:
+            return self._last_written is not None and \
+                read_file(self._last_written, SCREENSHOT_LIMIT, own=True) == png
+        except InputError:
             return False
 
     def finish(self, answer: str | None, final_png: bytes | None, histories: Iterable[Any] = (),

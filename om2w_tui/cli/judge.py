@@ -22,6 +22,8 @@ from om2w_tui.evaluation.judge import (
     output_path,
 )
 from om2w_tui.evaluation.official import OfficialUsage, run_official
+from om2w_tui.files import UnsafeFile
+from om2w_tui.json_input import InputError
 from om2w_tui.run_folder import what_is
 
 
@@ -106,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
           f"{s.workers} workers -> {output_path(out, s).name}", flush=True)
     try:
         res = asyncio.run(go())
-    except JudgeFatal as e:
+    except (JudgeFatal, InputError, UnsafeFile) as e:   # InputError, UnsafeFile: the output file is no file of ours
         print(f"om2w-tui judge: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from om2w_tui.evaluation.labels import FINAL, LabelFileError, check_annotator, column, read_human_labels
+from om2w_tui.evaluation.labels import FINAL, LABELS_LIMIT, LabelFileError, check_annotator, column, read_human_labels
 from om2w_tui.evaluation.measure import KINDS, NoCommonMeasure
 from om2w_tui.evaluation.report import (
     choose_measure,
@@ -26,6 +26,7 @@ from om2w_tui.evaluation.report import (
 )
 from om2w_tui.evaluation.report_text import to_csv, to_json, to_markdown
 from om2w_tui.evaluation.summary import RunReport
+from om2w_tui.files import given_file
 from om2w_tui.resources import default_task_file
 from om2w_tui.run_folder import what_is
 
@@ -93,8 +94,9 @@ def _run_summaries(outs: list[Path], judges: list[Path]) -> list[RunReport]:
 def _label_summaries(args: Any) -> list[RunReport]:
     """One summary per agent column of --labels; raises ValueError with the message to show."""
     path: Path = args.labels
-    if not path.is_file():
-        raise ValueError(f"--labels {path}: no such file")
+    problem = given_file(path, "--labels", LABELS_LIMIT)   # a FIFO, a device, a folder: said as what it is
+    if problem or not path.is_file():
+        raise ValueError(problem or f"--labels {path}: no such file")
     try:
         file = read_human_labels(path)
     except LabelFileError as e:

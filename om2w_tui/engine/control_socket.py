@@ -73,6 +73,8 @@ from om2w_tui.protocol.control import (
 from om2w_tui.run_folder import LOCK_NAME, RunFolder
 from om2w_tui.run_folder import SOCKET_NAME as SOCKET_NAME  # re-exported: the clients' default socket
 
+MAX_CLIENTS = 64            # connections served at once (a console, ctl, scripts): more are answered Refused and closed
+REQUEST_LIMIT = 64 * 1024   # the longest line the run reads from a client (asyncio's default)
 QUEUE_LIMIT = 2000          # messages waiting for one client; past it the client is dropped, the run goes on
 SNAPSHOT_EVERY_S = 1.0
 LINE_LIMIT = 64 * 1024 * 1024   # the longest line a client reads (a snapshot of a run with thousands of sites)
@@ -102,6 +104,31 @@ class _Client:
     subscribed: bool = False
     dropped: bool = False
     task: asyncio.Task[None] | None = None
+
+
+_TOO_LONG = Refused(f"a line longer than {REQUEST_LIMIT // 1024} KiB; a command is one short JSON line")
+
+
+async def _lines(reader: asyncio.StreamReader) -> AsyncIterator[bytes | None]:
+    """The lines a client sends, each whole; None for a line past the reader's limit (read past to its end, never
+    held: it is answered as refused, and the connection goes on). Ends at the client's end."""
+    too_long = False
+    while True:
+        try:
+            data = await reader.readuntil(b"\n")
+        except asyncio.IncompleteReadError as e:   # the end; a last line without its newline is a line
+            if too_long or e.partial.strip():
+                yield None if too_long else e.partial
+            return
+        except asyncio.LimitOverrunError as e:    # past the limit: drop what is buffered, read on to its newline
+            await reader.readexactly(e.consumed)
+            too_long = True
+            continue
+        if too_long:
+            too_long = False
+            yield None
+        else:
+            yield data
 
 
 class ControlServer:
@@ -207,7 +234,7 @@ class ControlServer:
             self._inode = os.stat(self.name, dir_fd=fd, follow_symlinks=False).st_ino
             sock.listen(16)
             sock.setblocking(False)
-            self._server = await asyncio.start_unix_server(self._serve, sock=sock)
+            self._server = await asyncio.start_unix_server(self._serve, sock=sock, limit=REQUEST_LIMIT)
         except BaseException:
             sock.close()
             self._unlink()
@@ -295,17 +322,23 @@ class ControlServer:
             self._drop(c)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self.clients) >= MAX_CLIENTS:
+            # bounded: a thousand connections held must not take the descriptors the run writes its results with
+            writer.write(line(Refused(f"the run serves at most {MAX_CLIENTS} connections at once; close one and "
+                                      f"try again")))
+            writer.close()   # after the answer is written; never waited on
+            return
         c = _Client(writer)
         c.task = asyncio.ensure_future(self._write(c))
         self.clients.add(c)
         try:
-            while not c.dropped:
-                data = await reader.readline()
-                if not data:
+            async for data in _lines(reader):
+                if c.dropped:
                     break
-                for msg in self._answer(data, c):   # the answer first; after subscribe, the replay and a snapshot
+                # the answer first; after subscribe, the replay and a snapshot
+                for msg in self._answer(data, c) if data is not None else [_TOO_LONG]:
                     self._offer(c, line(msg))
-        except (ConnectionError, ValueError):   # gone, or a line past the reader's limit
+        except ConnectionError:   # gone
             pass
         finally:
             self.clients.discard(c)

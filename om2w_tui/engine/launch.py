@@ -43,7 +43,7 @@ from om2w_tui.engine.model_check import WARNING as WARNING  # re-exported: the f
 from om2w_tui.engine.model_check import Check as Check  # re-exported: a check row, as the front ends show it
 from om2w_tui.engine.model_check import model_checks
 from om2w_tui.engine.redact import redact_argv
-from om2w_tui.engine.results import EpisodeRecord, read_results
+from om2w_tui.engine.results import EpisodeRecord, read_manifest, read_results
 from om2w_tui.engine.runlock import OutFolderBusy
 from om2w_tui.engine.scheduler import Judge, Scheduler
 from om2w_tui.engine.settings import BY_KEY, check_config, unpaced
@@ -54,16 +54,14 @@ from om2w_tui.episode.arms import arm_names
 from om2w_tui.episode.browser import BrowserNotFound, check_browser_settings, find_chromium, resolve_browser
 from om2w_tui.episode.instruction import check_template
 from om2w_tui.evaluation.judge import Settings as JudgeSettings
+from om2w_tui.evaluation.judge import output_path as judge_output_path
 from om2w_tui.evaluation.live_judge import JudgedRun, LiveJudge, sinks_emit
 from om2w_tui.executors.local import LocalExecutor
 from om2w_tui.executors.ray import check_address, on_loopback, ray_missing
 from om2w_tui.files import holds_no_files, unsafe_entry, write_json_atomic
-from om2w_tui.json_input import InputError, load
 from om2w_tui.resources import data_dir, default_task_file
 from om2w_tui.run_folder import RunFolder
 from om2w_tui.secret import EndpointURL
-
-MANIFEST_LIMIT = 16 << 20   # bytes of an earlier run.json read back
 
 
 class UsageError(ValueError):
@@ -279,6 +277,11 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True,
         add("tasks", str(e), "")
     out_ok = add("out folder", _check_out(cfg.out, cfg.shard, chosen),
                  str(cfg.out) + (f", shard {cfg.shard}" if cfg.shard else ""))
+    if out_ok and cfg.judge_url and cfg.judge_model:
+        # the live judge's file is appended to: a symlink or a FIFO there is refused as the run's own files are
+        problem = unsafe_entry(judge_output_path(cfg.out, JudgeSettings(model=cfg.judge_model)))
+        if problem:
+            out_ok = add("out folder", f"--out {cfg.out}: {problem}", "")
     if cfg.pace_dir is not None:
         names = pace_names(chosen)
         add("pace dir", check_pace_dir(cfg.pace_dir) or check_pace_files(cfg.pace_dir, names),
@@ -346,8 +349,7 @@ def write_manifest(pre: Preflight, extra: dict[str, Any] | None = None) -> None:
     path = RunFolder(cfg.out, cfg.shard).manifest
     first = None
     if os.path.lexists(path):
-        with contextlib.suppress(InputError, AttributeError):
-            first = load(path, MANIFEST_LIMIT, follow_symlinks=False).get("first_started_at")
+        first = (read_manifest(path)[0] or {}).get("first_started_at")
     now = time.time()
     write_json_atomic(path, {
         "config": cfg.to_json(),

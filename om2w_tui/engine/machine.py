@@ -9,6 +9,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from om2w_tui.files import read_file
+from om2w_tui.json_input import InputError
+
 SLOT_MEMORY_GIB = 0.5        # a worker (Python, browser-use) and its Chromium, measured on the offline suite
 MEMINFO = Path("/proc/meminfo")
 GIB = 1 << 30
@@ -25,8 +28,8 @@ class Room:
 def available_bytes(meminfo: Path = MEMINFO) -> int | None:
     """The kernel's MemAvailable in bytes; None where the file does not say (not Linux, a sandbox)."""
     try:
-        text = meminfo.read_text(encoding="ascii", errors="replace")
-    except OSError:
+        text = read_file(meminfo, 1 << 16, own=False).decode("ascii", errors="replace")
+    except InputError:
         return None
     for line in text.splitlines():
         name, _, value = line.partition(":")

@@ -12,12 +12,13 @@ import errno
 import json
 import logging
 import os
+import weakref
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, cast
 
 from om2w_tui.files import open_own
-from om2w_tui.json_input import InputError, decode, may_overflow, read_bytes
+from om2w_tui.json_input import InputError, Shape, decode, may_overflow, read_bytes, wrong_fields
 from om2w_tui.protocol.worker import HARNESS_FAULTS as HARNESS_FAULTS  # re-exported: the readers of records
 from om2w_tui.protocol.worker import STATUSES as STATUSES
 from om2w_tui.run_folder import RunFolder
@@ -113,6 +114,12 @@ _KINDS: dict[str, type] = {
     "model_fault": str, "correct": bool,
 }
 _NAMES = set(_KINDS)
+# what a record read back may hold under each known key: its own type, or what an older writer (the seed's) may
+# have put there and `from_json` reads (null anywhere but the task's id, 3.0 for a count, 1 for true)
+_READ_AS: dict[type, tuple[type, ...]] = {str: (str,), int: (int, float), float: (float,), bool: (bool, int),
+                                          dict: (dict,)}
+RECORD_SHAPE = Shape({
+    k: (str, int) if k == "task_id" else (*_READ_AS[kind], type(None)) for k, kind in _KINDS.items()})
 
 
 def _coerce(value: Any, kind: type) -> Any:
@@ -206,18 +213,60 @@ def read_results(out: Path) -> ResultsLog:
             except InputError:   # torn, not UTF-8, nested too deep, a number past any sane size
                 res.warnings.append(f"{path}:{n}: skipped a line that is not a whole JSON record (a torn write?)")
                 continue
-            if isinstance(rec, dict) and rec.get("task_id") is not None:
-                res.records.append(rec)
+            if not isinstance(rec, dict) or rec.get("task_id") is None:
+                continue
+            wrong = wrong_fields(rec, RECORD_SHAPE)
+            if wrong:   # `"status": 5` would be met later as a traceback of resume or report: named, read past
+                res.warnings.append(f"{path}:{n}: skipped a record of the wrong shape ({'; '.join(wrong[:3])})")
+                continue
+            res.records.append(rec)
     for w in res.warnings:
         log.warning(w)
     return res
 
 
+MANIFEST_LIMIT = 16 << 20   # bytes of a run.json read back
+# what a run.json read back may hold under the keys its readers use, and its `task_file` and `config` under theirs
+MANIFEST_SHAPE = Shape({"config": (dict,), "task_file": (dict,), "started_at": (float,),
+                        "first_started_at": (float,)})
+_PART_SHAPES: dict[str, Shape] = {
+    "task_file": Shape({"path": (str,), "sha256": (str,), "selected": (int,)}),
+    "config": Shape({"arm": (str, type(None)), "model": (str, type(None)), "bench": (str, type(None))}),
+}
+
+
+def read_manifest(path: Path) -> tuple[dict[str, Any] | None, list[str]]:
+    """A run.json read back (the run's own file: never through a symlink) -> (what of it is of the written shape,
+    warnings naming the file and each part left out); None when it cannot be read or is no JSON object."""
+    try:
+        data = decode(read_bytes(path, MANIFEST_LIMIT, follow_symlinks=False), str(path))
+    except InputError as e:
+        return None, [f"{e}; ignored"]
+    if not isinstance(data, dict):
+        return None, [f"{path}: not a JSON object; ignored"]
+    warnings = []
+    for problem in wrong_fields(data, MANIFEST_SHAPE):
+        warnings.append(f"{path}: {problem}; ignored")
+        data.pop(problem.split(":")[0])
+    for key, shape in _PART_SHAPES.items():
+        part = data.get(key)
+        wrong = wrong_fields(part, shape) if isinstance(part, dict) else []
+        if wrong:
+            warnings.append(f"{path}: {key}: {'; '.join(wrong)}; ignored")
+            data.pop(key)
+    return data, warnings
+
+
 class ResultsStore:
-    """Appends records to `<out>/results.jsonl`, each one whole line written, flushed and synced before the next."""
+    """Appends records to `<out>/results.jsonl`, each one whole line written, flushed and synced before the next.
+    The file stays open between records, and a spare descriptor is kept for reopening it: a process out of file
+    descriptors (a thousand connections held on the control socket) still writes its results."""
 
     def __init__(self, out: Path, name: str = "results.jsonl"):
         self.path = Path(out) / name   # a shard's own file is another `results*.jsonl`
+        self._fds: list[int | None] = [None, _spare()]   # [the results file, the spare]
+        self._id: tuple[int, int] | None = None
+        weakref.finalize(self, _close_all, self._fds)
         self._repair_torn_tail()
 
     def _repair_torn_tail(self) -> None:
@@ -229,28 +278,74 @@ class ResultsStore:
                     if f.read(1) != b"\n":
                         f.write(b"\n")
 
+    def _fd(self) -> int:
+        """The results file, open for appending: opened again when it is no longer the file at `path` (removed or
+        replaced), with the spare descriptor given up for it when the process has no other."""
+        fd = self._fds[0]
+        if fd is not None:
+            try:
+                st = os.stat(self.path, follow_symlinks=False)
+                same = (st.st_dev, st.st_ino) == self._id
+            except OSError:
+                same = False
+            if same:
+                return fd
+            self._fds[0] = None
+            os.close(fd)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        try:
+            fd = open_own(self.path, flags, 0o644)
+        except OSError as e:
+            spare = self._fds[1]
+            if e.errno not in (errno.EMFILE, errno.ENFILE) or spare is None:
+                raise
+            self._fds[1] = None
+            os.close(spare)
+            fd = open_own(self.path, flags, 0o644)
+        st = os.fstat(fd)
+        self._fds[0], self._id = fd, (st.st_dev, st.st_ino)
+        if self._fds[1] is None:
+            self._fds[1] = _spare()
+        return fd
+
+    def close(self) -> None:
+        _close_all(self._fds)
+
     def append(self, record: EpisodeRecord | dict[str, Any]) -> None:
         """Append one whole line or nothing: a short write (a nearly full disk returns one instead of raising) is
         cut back off and raised as the OSError it is, so a torn line is never counted as written."""
         line = record_line(record)
-        fd = open_own(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = self._fd()
+        size = os.fstat(fd).st_size
+        written = 0
         try:
-            size = os.fstat(fd).st_size
-            written = 0
-            try:
-                while written < len(line):
-                    n = os.write(fd, line[written:])
-                    if n <= 0:
-                        raise OSError(errno.ENOSPC, "No space left on device (short write)", str(self.path))
-                    written += n
-                os.fsync(fd)
-            except OSError:
-                if written:
-                    with contextlib.suppress(OSError):
-                        os.ftruncate(fd, size)
-                raise
-        finally:
-            os.close(fd)
+            while written < len(line):
+                n = os.write(fd, line[written:])
+                if n <= 0:
+                    raise OSError(errno.ENOSPC, "No space left on device (short write)", str(self.path))
+                written += n
+            os.fsync(fd)
+        except OSError:
+            if written:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)
+            raise
+
+
+def _spare() -> int | None:
+    """A descriptor held in reserve, given up to open the results file when the process has no other."""
+    try:
+        return os.open(os.devnull, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+
+
+def _close_all(fds: list[int | None]) -> None:
+    for i, fd in enumerate(fds):
+        if fd is not None:
+            fds[i] = None
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def record_line(record: EpisodeRecord | dict[str, Any]) -> bytes:

@@ -9,10 +9,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from om2w_tui.files import read_file
+from om2w_tui.json_input import InputError, text_of
+
 # the seed's shape: the task, then the site it starts on (the browser is already there)
 DEFAULT_TEMPLATE = "{task}\n\nThe task starts on {website} (already open in the browser)."
 FIELDS = ("task", "website")
 MAX_STEPS = 10_000      # the most steps an episode may be given (--max-steps, a task's own max_steps)
+TEMPLATE_LIMIT = 1 << 20   # bytes of an --instruction-template read (a prompt of a million characters is no prompt)
 MAX_WIDTH = 10_000      # the widest a `{task:>N}` may pad (a width of 10**9 would fill memory in every episode)
 _SAMPLE: dict[str, Any] = {"task_id": "sample", "confirmed_task": "Find the opening hours.",
                            "website": "https://www.example.com/"}
@@ -50,10 +54,11 @@ def check_template(text: str, tasks: Iterable[dict[str, Any]] = (), hint_field: 
 
 def read_template(path: Path) -> str:
     """A user's template file; raises TemplateError naming the file."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise TemplateError(f"--instruction-template {path}: cannot be read ({type(e).__name__}: {e})") from None
+    try:   # a regular file of at most TEMPLATE_LIMIT: /dev/zero is never read, a FIFO never waited on
+        text = text_of(read_file(path, TEMPLATE_LIMIT, own=False, what="--instruction-template"),
+                       f"--instruction-template {path}")
+    except InputError as e:
+        raise TemplateError(str(e)) from None
     problem = check_template(text)
     if problem:
         raise TemplateError(f"--instruction-template {path}: {problem}")

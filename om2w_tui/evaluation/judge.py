@@ -52,7 +52,8 @@ from typing import Any
 from om2w_tui import exits
 from om2w_tui.benchmarks.conformance import EvaluatorView, read_run
 from om2w_tui.evaluation.summary import Readings
-from om2w_tui.json_input import InputError, decode
+from om2w_tui.files import SCREENSHOT_LIMIT, append_own, read_file
+from om2w_tui.json_input import InputError, Shape, decode, may_overflow, wrong_fields
 
 MODES = ("webjudge", "webvoyager")
 PARSINGS = ("official", "lenient")
@@ -175,7 +176,10 @@ def adopt_legacy_output(out: Path, s: Settings, log: Callable[[str], None] = pri
     legacy, ours = Path(out) / official_file_name(s), output_path(out, s)
     if ours.exists() or not legacy.is_file():
         return
-    first = next(iter(read_judged(legacy).values()), None)
+    try:
+        first = next(iter(read_judged(legacy).values()), None)
+    except InputError:   # not a file of ours to rename (a symlink, a FIFO): left where it is
+        return
     if first is not None and "judge_model" in first:
         os.replace(legacy, ours)
         log(f"renamed {legacy.name} to {ours.name}: the official evaluator resumes from a file of its own name")
@@ -201,37 +205,46 @@ def parse_output_name(name: str) -> OutputName | None:
     return OutputName(m["mode"], m["model"], int(m["threshold"]), bool(m["official"]), bool(m["ours"]))
 
 
-def read_judged(path: Path) -> dict[str, dict[str, Any]]:
-    """task_id -> its line in a judge output file (the last one wins); a torn line (a crash mid-write) is skipped."""
+JUDGE_LIMIT = 1 << 30      # bytes of a judge output file read back (replies are capped: ~2 MiB a task at most)
+# what a judge output line read back may hold under the keys its readers use
+JUDGED_SHAPE = Shape({
+    "task_id": (str, int), "predicted_label": (int, type(None)), "image_judge_record": (list, type(None)),
+    "attempt": (int, type(None)), "judge_model": (str, type(None)), "mode": (str, type(None)),
+    "evaluation_details": (dict, type(None)), "kept_screenshots": (list, type(None)),
+})
+
+
+def read_judged(path: Path, warn: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
+    """task_id -> its line in a judge output file (the last one wins). A line that is torn (a crash mid-write), not
+    JSON, holds NaN, or is of the wrong shape is skipped, and `warn` told so (the file and the line). The file is
+    the run's own: one that is a symlink, a FIFO or a device raises InputError naming it (never read through)."""
     got: dict[str, dict[str, Any]] = {}
-    if not path.exists():
+    if not os.path.lexists(path):
         return got
-    for line in path.read_bytes().split(b"\n"):
+    data = read_file(path, JUDGE_LIMIT, own=True, what="the judge's file")
+    floats = may_overflow(data)
+    for n, line in enumerate(data.split(b"\n"), 1):
         if not line.strip():
             continue
         try:
-            rec = decode(line, str(path))   # the one decoder: a torn or too deep line is skipped, not a crash
-        except InputError:
+            rec = decode(line, str(path), line=n, check_floats=floats)   # the one decoder: NaN, too deep, torn
+        except InputError as e:
+            if warn is not None:
+                warn(f"{e}; skipped that line")
             continue
-        if isinstance(rec, dict) and rec.get("task_id") is not None:
-            got[str(rec["task_id"])] = rec
+        wrong = wrong_fields(rec, JUDGED_SHAPE) if isinstance(rec, dict) else ["not a JSON object"]
+        if wrong or rec.get("task_id") is None:
+            if warn is not None:
+                warn(f"{path}:{n}: skipped a line of the wrong shape ({'; '.join(wrong) or 'no task_id'})")
+            continue
+        got[str(rec["task_id"])] = rec
     return got
 
 
 def append_line(path: Path, record: dict[str, Any]) -> None:
-    """One whole JSON line, appended in one write and synced (O_APPEND keeps it whole)."""
-    if path.exists() and path.stat().st_size:
-        with open(path, "rb+") as f:        # end a torn last line first, so the new record starts on its own line
-            f.seek(-1, os.SEEK_END)
-            if f.read(1) != b"\n":
-                f.write(b"\n")
-    data = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    """One whole JSON line, appended in one write and synced (O_APPEND keeps it whole), after ending a torn last
+    line; never through a symlink, never to a FIFO or a device (files.UnsafeFile)."""
+    append_own(path, (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode())
 
 
 # ---------------------------------------------------------------------------------------------------- replies
@@ -383,7 +396,7 @@ def compare_readings(records: Iterable[dict[str, Any]], threshold: int | None) -
 def jpeg_data_url(path: Path) -> str:
     """The screenshot as the official method sends it: re-encoded as JPEG (RGB) in a data URL. A file Pillow cannot
     read goes as it is (`check` reports it: the official evaluator crashes on it)."""
-    raw = Path(path).read_bytes()
+    raw = read_file(path, SCREENSHOT_LIMIT, own=True, what="screenshot")   # a FIFO, /dev/zero: InputError, named
     try:
         from PIL import Image  # Pillow comes with browser-use; imported here to keep the CLI's start light
 
@@ -617,7 +630,7 @@ async def judge_run(out: Path, s: Settings, client: Any, *, task_ids: list[str] 
     adopt_legacy_output(out, s, log)
     path = output_path(out, s)
     outcome = JudgeOutcome(path, len(run.task_dirs))
-    done = read_judged(path)
+    done = read_judged(path, log)   # InputError for a file that is a symlink, a FIFO: `judge` exits 2 naming it
     names = run.task_dirs if not task_ids else [t for t in run.task_dirs if t in set(task_ids)]
     for t in sorted(set(task_ids or ()) - set(run.task_dirs)):
         log(f"--task-ids: no task folder {t} in {out}")

@@ -24,9 +24,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from om2w_tui.files import write_atomic
+from om2w_tui.files import read_file, write_atomic
+from om2w_tui.json_input import InputError, Shape, decode, wrong_fields
 from om2w_tui.run_folder import LABELS_PREFIX, RunFolder
 
 FORMAT = "om2w-tui-labels"
@@ -153,14 +154,24 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
+LABELS_LIMIT = 64 << 20    # bytes of a labels file or a human_label.json read (the published one is 100 KiB)
+# what a label entry may hold under each key (an older writer's null anywhere)
+LABEL_SHAPE = Shape({"label": (str, int, type(None)), "reason": (str, type(None)),
+                                            "note": (str, type(None)), "at": (float, type(None))})
+
+
+def _load(path: Path, *, own: bool, what: str = "") -> Any:
+    """A labels file (the run's own: never through a symlink) or a given human_label.json, through the one decoder:
+    a regular file of at most LABELS_LIMIT, nested at most 64 deep; LabelFileError naming it otherwise."""
+    try:
+        return decode(read_file(path, LABELS_LIMIT, own=own, what=what), str(path))
+    except InputError as e:
+        raise LabelFileError(f"{e}; fix or remove the file") from None
+
+
 def read_label_file(path: Path) -> dict[str, Label]:
     """task_id -> Label from one annotator's file; raises LabelFileError naming the file and the entry."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise LabelFileError(f"{path}: cannot read it ({e})") from None
-    except json.JSONDecodeError as e:
-        raise LabelFileError(f"{path}: line {e.lineno}: not JSON ({e.msg}); fix or remove the file") from None
+    data = _load(path, own=True)
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("labels"), dict):
         raise LabelFileError(f"{path}: not an om2w-tui labels file (a JSON object with format {FORMAT!r} and "
                              f"`labels`)")
@@ -168,6 +179,9 @@ def read_label_file(path: Path) -> dict[str, Label]:
     for tid, entry in data["labels"].items():
         if not isinstance(entry, dict):
             raise LabelFileError(f"{path}: labels[{tid!r}]: not an object")
+        wrong = wrong_fields(entry, LABEL_SHAPE)
+        if wrong:   # `"at": "abc"` met later as a traceback: named here
+            raise LabelFileError(f"{path}: labels[{tid!r}]: {'; '.join(wrong)}; fix or remove the file")
         value = entry.get("label")
         value = None if value is None else str(value)
         if value is not None and value not in VALUES:
@@ -259,12 +273,10 @@ def column(agent: str) -> str:
 def read_human_labels(path: Path) -> HumanLabelFile:
     """The official file's rows; raises LabelFileError naming the file and the row for what it cannot be."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise LabelFileError(f"{path}: cannot read it ({e})") from None
-    except json.JSONDecodeError as e:
-        raise LabelFileError(f"{path}: line {e.lineno}: not JSON ({e.msg})") from None
+    return _human_labels(path, _load(path, own=False))
+
+
+def _human_labels(path: Path, data: Any) -> HumanLabelFile:
     if not isinstance(data, list):
         raise LabelFileError(f"{path}: not a human_label.json (a JSON list of {{task_id, confirmed_task, "
                              f"<Agent>{COLUMN_SUFFIX}}} rows)")
@@ -323,9 +335,9 @@ def write_human_labels(path: Path, rows: list[dict[str, Any]]) -> None:
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """An existing human_label.json's rows (checked as `read_human_labels` checks them)."""
-    read_human_labels(path)
-    rows: list[dict[str, Any]] = json.loads(Path(path).read_text(encoding="utf-8"))
-    return rows
+    rows = _load(Path(path), own=False)
+    _human_labels(Path(path), rows)
+    return cast(list[dict[str, Any]], rows)
 
 
 # ── a run's labels out as the official file ──────────────────────────────────────────────────────────────────

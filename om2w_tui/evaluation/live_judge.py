@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +40,10 @@ from om2w_tui.evaluation.judge import (
     output_path,
     read_judged,
 )
+from om2w_tui.files import open_own
+from om2w_tui.json_input import InputError, decode
+
+READ_LIMIT = 16 << 20   # bytes of the judge file read at one look (the rest at the next)
 
 Emit = Callable[[Event], None]
 
@@ -94,7 +98,12 @@ class LiveJudge:
     async def start(self) -> None:
         """Read what the file holds, queue what the folder settled and it lacks, start the workers."""
         await asyncio.to_thread(adopt_legacy_output, self.out, self.s, self._log)
-        already = await asyncio.to_thread(read_judged, self.path)
+        try:
+            already = await asyncio.to_thread(read_judged, self.path, lambda m: self._log(m, "warning"))
+        except InputError as e:   # a symlink, a FIFO by the judge file's name: never read or written through
+            self.fatal = str(e)
+            self._log(f"the judge stops: {e}", "error")
+            return
         self.judged = {t: int(r.get("attempt") or 0) for t, r in already.items()}
         self.counts.skipped = len(already)
         latest = await asyncio.to_thread(lambda: read_results(self.out).latest())
@@ -276,17 +285,17 @@ class VerdictTail:
                 self.verdicts, self._offset, self._rest = {}, 0, b""
             if size == self._offset:
                 return
-            with open(self.path, "rb") as f:
+            with os.fdopen(open_own(self.path, os.O_RDONLY), "rb") as f:   # never through a symlink, never a FIFO
                 f.seek(self._offset)
-                data = f.read(size - self._offset)
+                data = f.read(min(size - self._offset, READ_LIMIT))
         except OSError:
             return
         self._offset += len(data)
         *lines, self._rest = (self._rest + data).split(b"\n")
         for line in lines:
             try:
-                rec = json.loads(line)
-            except (ValueError, UnicodeDecodeError):
+                rec = decode(line, str(self.path))   # the one decoder: NaN, deep or huge numbers are no verdict
+            except InputError:
                 continue
             if isinstance(rec, dict) and rec.get("task_id") is not None and rec.get("predicted_label") in (0, 1):
                 self.verdicts[str(rec["task_id"])] = rec["predicted_label"] == 1

@@ -25,13 +25,15 @@ from pathlib import Path
 from om2w_tui.benchmarks.conformance import read_run
 from om2w_tui.evaluation.judge import (
     FILE_MODES,
+    JUDGE_LIMIT,
     OFFICIAL_PREFIX,
     RESULTS_SUFFIX,
     Settings,
     read_judged,
     safe_model_name,
 )
-from om2w_tui.files import write_atomic
+from om2w_tui.files import read_file, write_atomic
+from om2w_tui.json_input import InputError
 
 
 @dataclass
@@ -95,8 +97,11 @@ def run_official(out: Path, checkout: Path, python: str, s: Settings, judge_url:
     try:
         produced = scratch / official_name(mode, s.model, s.score_threshold)
         produced.parent.mkdir(parents=True, exist_ok=True)   # a model `org/name` writes into a subfolder
-        if keep.is_file():
-            shutil.copyfile(keep, produced)                  # the evaluator skips the tasks already in its file
+        if os.path.lexists(keep):   # the evaluator skips the tasks already in its file (ours: never through a link)
+            try:
+                write_atomic(produced, read_file(keep, JUDGE_LIMIT, own=True, what="the kept output"))
+            except InputError as e:
+                raise OfficialUsage(str(e)) from None
         args = ["--mode", mode, "--model", s.model, "--trajectories_dir", str(out), "--output_path", str(scratch),
                 "--score_threshold", str(s.score_threshold), "--num_worker", str(workers)]
         log(f"official: {python} {script} {' '.join(args)} --api_key ***")
@@ -119,7 +124,7 @@ def run_official(out: Path, checkout: Path, python: str, s: Settings, judge_url:
                 os.killpg(proc.pid, signal.SIGTERM)
                 proc.wait()
         if produced.is_file():
-            write_atomic(keep, produced.read_bytes())
+            write_atomic(keep, read_file(produced, JUDGE_LIMIT, own=False, what="the official evaluator's output"))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     judged = read_judged(keep)

@@ -29,7 +29,7 @@ from typing import Any
 
 from om2w_tui.benchmarks.conformance import read_run
 from om2w_tui.benchmarks.site_keys import site_name
-from om2w_tui.engine.results import STATUSES, read_results
+from om2w_tui.engine.results import STATUSES, read_manifest, read_results
 from om2w_tui.evaluation.agreement import agreement, judge_outcomes, paired, repeats
 from om2w_tui.evaluation.judge import compare_readings, parse_output_name, read_judged
 from om2w_tui.evaluation.labels import HumanLabelFile, RunLabels, read_run_labels
@@ -53,7 +53,7 @@ from om2w_tui.evaluation.summary import (
     Success,
     TaskRow,
 )
-from om2w_tui.json_input import InputError, decode, load, read_bytes, text_of
+from om2w_tui.json_input import InputError, decode, read_bytes, text_of
 from om2w_tui.run_folder import RunFolder
 
 JUDGE_GLOB = "*_auto_eval_results.json"
@@ -103,13 +103,6 @@ def rate(successes: int, tasks: int) -> Rate:
     return Rate.of(successes, tasks)
 
 
-def _read_json(path: Path) -> Any:
-    try:   # the one decoder: a file nested past any sane depth is unreadable, not a crash
-        return load(path)
-    except InputError:
-        return None
-
-
 def site_of(website: str | None) -> str:
     if not website:
         return UNKNOWN
@@ -157,8 +150,10 @@ def find_judge_file(out: Path) -> Path | None:
     return max(files, key=lambda p: (p.stat().st_mtime, p.name)) if files else None
 
 
-def read_judge_file(path: Path) -> dict[str, dict[str, Any]]:
-    return read_judged(path)
+def read_judge_file(path: Path, warnings: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """A judge file's lines; a line skipped is said in `warnings` (file and line). Raises InputError for a file
+    that is a symlink, a FIFO or a device."""
+    return read_judged(path, None if warnings is None else warnings.append)
 
 
 def judge_file_info(path: Path, judged: dict[str, dict[str, Any]], task_ids: Iterable[str]) -> JudgeInfo:
@@ -228,10 +223,10 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
     warnings: list[str] = []
     # a run split into shards has one manifest per shard (run.shard-K-of-N.json); any of them names the task file
     found = RunFolder(out).manifests()
-    manifest = _read_json(found[0]) if found else None
-    if manifest is not None and not isinstance(manifest, dict):
-        warnings.append("run.json is not a JSON object; ignored")
-        manifest = None
+    manifest = None
+    if found:
+        manifest, said = read_manifest(found[0])
+        warnings += said
     log = read_results(out)
     warnings += log.warnings
     latest = log.latest()
@@ -250,7 +245,7 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
     if jpath is not None:
         if not jpath.is_file():
             raise FileNotFoundError(f"{jpath}: no such judge file")
-        judged = read_judge_file(jpath)
+        judged = read_judge_file(jpath, warnings)
         judge_info = judge_file_info(jpath, judged, task_ids)
         stray = sorted(set(judged) - set(task_ids))
         if stray:

@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.executors.local import EXIT_TIMEOUT_S, WorkerDied, WorkerProcess, run_tag
-from om2w_tui.files import write_atomic
+from om2w_tui.files import read_file, write_atomic
+from om2w_tui.json_input import LIMIT, InputError
 from om2w_tui.protocol.worker import Command, Event, Exited, Finished, Run, WorkerLog
 from om2w_tui.run_folder import RunFolder
 
@@ -105,9 +106,9 @@ class SlotActor:
         import ray  # in the actor's process, which Ray started: it is there
 
         self.env = env
-        try:
-            self.shared = (Path(out) / probe).read_text() == token
-        except OSError:
+        try:   # the run's own probe file: never through a symlink, never a FIFO
+            self.shared = read_file(Path(out) / probe, 4096, own=True) == token.encode()
+        except InputError:
             self.shared = False
         if self.shared:
             log = RunFolder(Path(out)).worker_log(self.slot)
@@ -157,8 +158,8 @@ class SlotActor:
                 key = (st.st_size, st.st_mtime_ns)
                 if self.seen.get(str(rel)) == key:
                     continue
-                data = p.read_bytes()
-            except OSError:
+                data = read_file(p, LIMIT, own=True)   # an episode's own file: a symlink or a FIFO is not shipped
+            except (OSError, InputError):
                 continue
             self.seen[str(rel)] = key
             out.append(ShippedFile(str(rel), data))

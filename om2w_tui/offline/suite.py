@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from om2w_tui.json_input import load
 from om2w_tui.offline.serving import BackgroundServer
 from om2w_tui.offline.sites import SITE_HANDLERS
 from om2w_tui.offline.sites.common import DATA_DIR
@@ -15,7 +15,7 @@ SITE_NAMES: tuple[str, ...] = tuple(SITE_HANDLERS)
 
 
 def load_task_templates(path: Path = TASKS_TEMPLATE) -> list[dict[str, Any]]:
-    tasks: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))   # the shipped file: a list of rows
+    tasks: list[dict[str, Any]] = load(path)   # the shipped file: a list of rows
     return tasks
 
 

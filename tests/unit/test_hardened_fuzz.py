@@ -5,6 +5,7 @@ only well-formed commands reaching the run (the control socket). Never a traceba
 
 from __future__ import annotations
 
+import contextlib
 import json
 import string
 import tempfile
@@ -179,3 +180,65 @@ def test_known_hard_lines_are_answered(bad):
     server = ControlServer(Path(tempfile.gettempdir()))
     server._control = FakeRun()
     assert isinstance(server._answer(bad, SimpleNamespace(subscribed=False))[0], Refused)
+
+
+# ── the files a run reads back (issue 30): results records, run.json, labels, human_label.json, judge files ───────
+RECORD_KEYS = ("error", "attempt", "finished_at", "steps", "duration_s", "agent_done",
+               "model_calls", "level", "website", "correct", "answer")
+odd_values = st.sampled_from(["error", "infra", ["infra"], "done", 5, 10 ** 30, "abc", {"a": 1}]) | json_value
+records = st.fixed_dictionaries({"task_id": odd_text | json_value, "status": odd_values, "error_kind": odd_values},
+                                optional={k: odd_values for k in RECORD_KEYS})
+label_entries = st.fixed_dictionaries({}, optional={"label": json_value | st.sampled_from(["0", "1", "2", 1]),
+                                                    "reason": json_value, "note": json_value, "at": json_value})
+human_rows = st.fixed_dictionaries({"task_id": odd_text | json_value},
+                                   optional={"confirmed_task": json_value, "A_human_label": json_value | st.just("1")})
+judged_lines = st.fixed_dictionaries({"task_id": odd_text | json_value},
+                                     optional={"predicted_label": json_value | st.sampled_from([0, 1]),
+                                               "image_judge_record": json_value, "attempt": json_value,
+                                               "judge_model": json_value, "mode": json_value})
+hard_text = st.sampled_from(["[" * 3000, "{" * 70, "NaN", '{"a": 1e999}', '{"n": ' + "9" * 4000 + "}", "\xff", ""])
+
+
+def _lines(values: list, extra: str) -> bytes:
+    return ("\n".join(json.dumps(v) for v in values) + "\n" + extra).encode("utf-8", "surrogatepass")
+
+
+@FUZZ
+@given(st.lists(records, max_size=4), hard_text,
+       st.fixed_dictionaries({}, optional={"task_file": json_value | st.fixed_dictionaries({"path": json_value}),
+                                           "config": json_value, "first_started_at": json_value}),
+       st.dictionaries(odd_text, label_entries | json_value, max_size=3), st.lists(human_rows, max_size=3),
+       st.lists(judged_lines, max_size=3), hard_text)
+def test_every_reader_of_a_run_s_files_reads_them_or_names_what_is_wrong(recs, extra, manifest, labels, rows, judged,
+                                                                         hard):
+    from om2w_tui.engine.results import EpisodeRecord, read_manifest, read_results
+    from om2w_tui.evaluation.judge import read_judged
+    from om2w_tui.evaluation.labels import LabelFileError, read_human_labels, read_label_file
+    from om2w_tui.evaluation.report import summarize, task_meta
+    from om2w_tui.json_input import InputError
+
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d)
+        (out / "results.jsonl").write_bytes(_lines(recs, extra))
+        (out / "run.json").write_text(json.dumps(manifest) if hard == "" else hard)
+        (out / "labels.bob.json").write_text(json.dumps({"format": "om2w-tui-labels", "labels": labels}))
+        (out / "labels.eve.json").write_text(hard)
+        (out / "human_label.json").write_text(json.dumps(rows))
+        judge = out / "om2w-tui_WebJudge_Online_Mind2Web_eval_m_score_threshold_3_auto_eval_results.json"
+        judge.write_bytes(_lines(judged, hard))
+        log = read_results(out)   # resume: whatever the lines, it reads past them
+        log.latest(), log.settled(), log.attempts()
+        for rec in log.records:
+            assert EpisodeRecord.from_json(rec).settles in (True, False)
+        data, _ = read_manifest(out / "run.json")
+        task_meta(data)
+        said: list[str] = []
+        read_judged(judge, said.append)
+        assert all(w.startswith(str(judge)) for w in said)
+        for path in (out / "labels.bob.json", out / "labels.eve.json"):
+            with contextlib.suppress(LabelFileError):
+                read_label_file(path)
+        with contextlib.suppress(LabelFileError):
+            read_human_labels(out / "human_label.json")
+        with contextlib.suppress(LabelFileError, InputError):   # report's exit 2, naming the file
+            summarize(out)

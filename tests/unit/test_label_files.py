@@ -60,7 +60,7 @@ def test_every_label_is_on_disk_at_once_and_a_new_session_resumes(tmp_path):
 
 
 @pytest.mark.parametrize("text,says", [
-    ("{not json", "line 1: not JSON"),
+    ("{not json", ":1:2: invalid JSON"),
     ('{"labels": {}}', "not an om2w-tui labels file"),
     ('{"format": "om2w-tui-labels", "labels": {"t1": {"label": "5"}}}', "labels['t1']: label '5'"),
 ])

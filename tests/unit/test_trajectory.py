@@ -431,7 +431,7 @@ def test_a_screenshot_write_cut_short_leaves_nothing_in_trajectory(tmp_path, mon
     def crash(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(tr.os, "replace", crash)
+    monkeypatch.setattr("os.replace", crash)   # what write_atomic ends with
     with pytest.raises(OSError):
         w.add_screenshot(png=b"\x89PNG\r\n\x1a\n" + b"x" * 100)
     only, = (tmp_path / "t" / "trajectory").iterdir()       # the blank stand-in, whole, and nothing else

@@ -5,7 +5,6 @@ variable NAME only; an endpoint URL without its credentials). No Textual here, s
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,6 +16,9 @@ from om2w_tui.engine.settings import BY_KEY as SETTING
 from om2w_tui.engine.settings import Choice, Setting, on_the_form
 from om2w_tui.episode.instruction import TemplateError, read_template
 from om2w_tui.files import write_json_atomic
+from om2w_tui.json_input import InputError, load
+
+VALUES_LIMIT = 1 << 20   # bytes of the launch form's memory read back
 
 
 @dataclass(frozen=True)
@@ -67,9 +69,9 @@ def load_values(path: Path | None) -> dict[str, str]:
     values = dict(DEFAULTS)
     if path is None:
         return values
-    try:
-        saved = json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError):
+    try:   # the config folder's own file: never through a symlink, never a FIFO, bounded, the one decoder
+        saved = load(path, VALUES_LIMIT, follow_symlinks=False)
+    except InputError:
         return values
     if isinstance(saved, dict):
         values.update({k: remembered(k, str(v)) for k, v in saved.items() if k in DEFAULTS and v is not None})

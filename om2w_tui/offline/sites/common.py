@@ -7,7 +7,6 @@ fault tests of page-load timeouts.
 
 from __future__ import annotations
 
-import json
 import re
 from functools import cache
 from html import escape
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from om2w_tui.json_input import load, read_bytes, text_of
 from om2w_tui.offline.serving import QuietHandler
 
 DATA_DIR = Path(str(resources.files("om2w_tui.offline").joinpath("data")))
@@ -23,12 +23,12 @@ DATA_DIR = Path(str(resources.files("om2w_tui.offline").joinpath("data")))
 
 @cache
 def load_data(name: str) -> Any:
-    return json.loads((DATA_DIR / name).read_text(encoding="utf-8"))
+    return load(DATA_DIR / name)
 
 
 @cache
 def _stylesheet() -> str:
-    return (DATA_DIR / "site.css").read_text(encoding="utf-8")
+    return text_of(read_bytes(DATA_DIR / "site.css"), "site.css")
 
 
 def money(amount: float) -> str:

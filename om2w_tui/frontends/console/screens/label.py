@@ -17,7 +17,6 @@ shows at once."""
 from __future__ import annotations
 
 import html
-import json
 import sys
 import tempfile
 import time
@@ -48,17 +47,27 @@ from textual_image.renderable import halfcell
 
 from om2w_tui.benchmarks.conformance import task_dirs
 from om2w_tui.benchmarks.episode_folder import EpisodeFolder, episode_steps, read_episode
-from om2w_tui.engine.results import EpisodeRecord, read_results
+from om2w_tui.engine.results import EpisodeRecord, read_manifest, read_results
 from om2w_tui.evaluation.judge import read_judged
-from om2w_tui.evaluation.labels import FINAL, REASONS, VALUE_WORDS, LabelFile, majority, read_run_labels
+from om2w_tui.evaluation.labels import (
+    FINAL,
+    REASONS,
+    VALUE_WORDS,
+    LabelFile,
+    LabelFileError,
+    majority,
+    read_run_labels,
+)
 from om2w_tui.evaluation.labels import Label as TaskLabel
 from om2w_tui.evaluation.report import LEVEL_NAMES, find_judge_file, site_of, task_meta
+from om2w_tui.files import write_atomic
 from om2w_tui.frontends.console.collector import Collector
 from om2w_tui.frontends.console.screens.episode import history_text
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
 from om2w_tui.frontends.console.widgets.panels import STATUS_STYLE
 from om2w_tui.frontends.console.widgets.screenshot import ShotWidget, fit_cells, load_screenshot, screenshot_widget
 from om2w_tui.frontends.formatting import clip
+from om2w_tui.json_input import InputError
 from om2w_tui.resources import styles_dir
 from om2w_tui.run_folder import RunFolder
 
@@ -101,8 +110,12 @@ class LabelSession:
         meta = task_meta(_manifest(self.out))
         self.info = {t: _task_info(t, latest.get(t), meta.get(t, {})) for t in self.tasks}
         self.judge_path = judge or find_judge_file(self.out)
-        self.verdicts = {t: r.get("predicted_label") == 1 for t, r in read_judged(self.judge_path).items()
-                         if r.get("predicted_label") in (0, 1)} if self.judge_path else {}
+        try:   # a judge file that is a symlink or a FIFO is not read: no verdicts shown
+            judged = read_judged(self.judge_path) if self.judge_path else {}
+        except InputError:
+            judged = {}
+        self.verdicts = {t: r.get("predicted_label") == 1 for t, r in judged.items()
+                         if r.get("predicted_label") in (0, 1)}
         self.others: dict[str, dict[str, TaskLabel]] = {}
         self.reload_others()
         self.filter = "all"
@@ -234,11 +247,8 @@ class LabelSession:
 
 def _manifest(out: Path) -> dict[str, Any] | None:
     for p in RunFolder(out).manifests():
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict):
+        data, _ = read_manifest(p)   # the one reader: what is of the wrong shape is left out
+        if data is not None:
             return data
     return None
 
@@ -808,7 +818,10 @@ class LabelScreen(Screen[None]):
             self._bindings_changed()
 
     def action_filter(self) -> None:
-        self.session.reload_others()
+        try:
+            self.session.reload_others()
+        except LabelFileError as e:   # another annotator's file went bad meanwhile: said, their labels as they were
+            self.notify(str(e), severity="warning")
         self.app.push_screen(FilterPicker(self.session.filters(), self.session.filter), self._filtered)
 
     def _filtered(self, flt: str | None) -> None:
@@ -879,8 +892,8 @@ def write_shots_page(task: str, folder: EpisodeFolder, info: TaskInfo, where: Pa
                      + "".join(f"<div><code>{html.escape(a)}</code></div>" for a in acts)
                      + f'<img src="{shot.resolve().as_uri()}" style="max-width:100%;border:1px solid #888">')
     page = where / f"{task}.html"
-    page.write_text("<!doctype html><meta charset=utf-8><title>" + html.escape(task) + "</title>"
-                    + "".join(parts), encoding="utf-8")
+    write_atomic(page, "<!doctype html><meta charset=utf-8><title>" + html.escape(task) + "</title>"
+                 + "".join(parts))
     return page
 
 

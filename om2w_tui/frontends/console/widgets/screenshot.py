@@ -8,12 +8,15 @@ first, rather than a ZeroDivisionError at the console's start."""
 
 from __future__ import annotations
 
+import io
 import sys
 from typing import Any
 
 from PIL import Image as PILImage
 from textual_image import _terminal
 from textual_image._posix import get_tiocgwinsz  # what _terminal asks the terminal with, on Linux
+
+from om2w_tui.files import SCREENSHOT_LIMIT, read_file
 
 
 def _size_a_sizeless_terminal() -> None:
@@ -49,8 +52,9 @@ def screenshot_widget(renderer: str, **kw: Any) -> ShotWidget:
 
 
 def load_screenshot(path: Any, renderer: str) -> PILImage.Image:
-    """Read a PNG and scale it down to what the renderer can use (in a thread: it is the slow part)."""
-    with PILImage.open(path) as png:
+    """Read a PNG and scale it down to what the renderer can use (in a thread: it is the slow part). A screenshot
+    that is a symlink, a FIFO or a device is refused (InputError), never read or waited on."""
+    with PILImage.open(io.BytesIO(read_file(path, SCREENSHOT_LIMIT, own=True, what="screenshot"))) as png:
         im = png.convert("RGB")
     im.thumbnail(MAX_PIXELS.get(renderer, MAX_PIXELS["auto"]))
     return im
