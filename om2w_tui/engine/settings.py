@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from om2w_tui.engine.config import BENCHES, COORDINATES, DEFAULT_VLLM, EXECUTORS, SCHEMAS, RunConfig
 from om2w_tui.episode.browser import DEFAULT_LOCALE, DEFAULT_TIMEZONE, DEFAULT_VIEWPORT
 from om2w_tui.episode.instruction import MAX_STEPS
-from om2w_tui.secret import EndpointURL, URLError, check_http_url
+from om2w_tui.secret import EndpointURL, URLError, check_endpoint_url
 
 WHAT, AGENT, ARMS, BROWSER, PACING, FAULTS, WHERE, BEYOND = (
     "what to run", "the agent", "arms and training rows", "the browser (the same on every host)", "pacing and slots",
@@ -257,7 +257,7 @@ class Endpoint(Kind):
             return ""
         if not isinstance(value, EndpointURL):
             return "must be an endpoint URL"
-        problem = check_http_url(value.for_client())
+        problem = check_endpoint_url(value.for_client())
         return f"{value}: {problem}" if problem else ""
 
     def remember(self, text: str) -> str:

@@ -5,15 +5,23 @@ when the task file and the settings are read."""
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from om2w_tui.benchmarks.tasks import TASK_ID_RULE
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.launch import make_executor
 from om2w_tui.engine.model_check import probe_spec
 from om2w_tui.engine.settings import SETTINGS, KeyVariable, key_variables
+from om2w_tui.evaluation.labels import LabelFileError, check_annotator
 from om2w_tui.executors.local import WorkerProcess, python_module, worker_environment
 from om2w_tui.executors.ray import ActorWorkerProcess
+from tests.unit.test_cli_errors import assert_usage_error, good_rows, run_cli
 
 ENV = {"PATH": "/usr/bin", "HOME": "/home/u", "OM2W_MODEL_KEY": "sk-model", "OM2W_JUDGE_KEY": "sk-judge",
        "OM2W_CHROMIUM": "/usr/bin/chromium", "BROWSER_USE_API_KEY": "bu-cloud", "RAY_REDIS_PASSWORD": "pw",
@@ -64,3 +72,108 @@ def test_children_start_without_the_users_folder_on_their_import_path(tmp_path):
     cmd = [*python_module("json.tool"), "--help"]
     r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env=worker_environment(ENV), timeout=60)
     assert r.returncode == 0 and "planted" not in r.stderr
+
+
+# ── what cannot succeed, refused at load through the real command line (exit 2, named, nothing written) ──────────
+def test_the_agents_limits_are_browser_uses_own():
+    from browser_use.agent import cloud_events
+
+    from om2w_tui.benchmarks.tasks import MAX_WEBSITE_CHARS
+    from om2w_tui.episode.instruction import MAX_INSTRUCTION_CHARS
+
+    assert MAX_INSTRUCTION_CHARS == cloud_events.MAX_TASK_LENGTH
+    assert MAX_WEBSITE_CHARS == cloud_events.MAX_URL_LENGTH
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    w = tmp_path / "work"
+    w.mkdir()
+    (w / "tasks.json").write_text(json.dumps(good_rows()))
+    return w
+
+
+def _jsonl(work: Path, row: dict[str, Any], raw_tail: str = "") -> Path:
+    """A one-task JSONL file (its second line the task); `raw_tail` is spliced into the object as written."""
+    text = json.dumps(row)
+    if raw_tail:
+        text = text[:-1] + ", " + raw_tail + "}"
+    p = work / "bad.jsonl"
+    p.write_text(json.dumps(good_rows()[1]) + "\n" + text + "\n")
+    return p
+
+
+@pytest.mark.parametrize("tid", [5, "-rf", "café", ".hidden", "a\n"])
+def test_task_ids_are_refused_by_the_rule_the_message_states(work, tid):
+    p = _jsonl(work, {**good_rows()[0], "task_id": tid})
+    assert_usage_error(run_cli(work, "--tasks", str(p)), f"{p}:2: task id", TASK_ID_RULE)
+
+
+def test_a_website_with_credentials_is_refused_without_showing_them(work):
+    p = _jsonl(work, {**good_rows()[0], "website": "https://user:pw-in-a-task-4411@shop.example/"})
+    proc = run_cli(work, "--tasks", str(p))
+    assert_usage_error(proc, f"{p}:2: website", "carries credentials")
+    assert "pw-in-a-task-4411" not in proc.stderr
+
+
+@pytest.mark.parametrize("port", [6000, 10080, 6666, 25])
+def test_a_website_on_a_port_chromium_refuses_is_refused(work, port):
+    p = _jsonl(work, {**good_rows()[0], "website": f"http://127.0.0.1:{port}/"})
+    assert_usage_error(run_cli(work, "--tasks", str(p)), f"{p}:2: website", f"port {port}", "Chromium refuses")
+
+
+def test_a_task_text_longer_than_the_agent_takes_is_refused(work):
+    p = _jsonl(work, {**good_rows()[0], "confirmed_task": "x" * 150_000})
+    assert_usage_error(run_cli(work, "--tasks", str(p)), f"{p}:2: the text of task a is 150,000 characters",
+                       "at most 100,000")
+
+
+@pytest.mark.parametrize("tail,says", [
+    ('"reference_length": 1' + "0" * 400, "reference_length of task a must be a whole number from 0 to 10000"),
+    ('"max_steps": 1' + "0" * 400, "max_steps of task a must be a whole number from 1 to 10000"),
+    ('"extra": {"n": [-1' + "0" * 400 + "]}", "extra.n[0] of task a is a number of 401 digits"),
+    ('"reference_length": "many"', "reference_length of task a must be a whole number"),
+])
+def test_numbers_beyond_their_range_anywhere_in_a_task_are_refused(work, tail, says):
+    p = _jsonl(work, good_rows()[0], tail)
+    assert_usage_error(run_cli(work, "--tasks", str(p)), f"{p}:2: {says}")
+
+
+@pytest.mark.parametrize("flag,url", [("--vllm", "http://127.0.0.1:9/v1?x=1"),
+                                      ("--vllm", "http://127.0.0.1:9/v1?api_key=sk-in-a-query-93"),
+                                      ("--vllm", "http://127.0.0.1:9/v1#frag"),
+                                      ("--judge-url", "http://127.0.0.1:9/v1?x=1")])
+def test_an_endpoint_with_a_query_or_a_fragment_is_refused(work, flag, url):
+    proc = run_cli(work, "--tasks", "tasks.json", flag, url, "--judge-model", "j", model="qwen")
+    assert_usage_error(proc, flag, "/chat/completions")
+    assert "sk-in-a-query-93" not in proc.stderr
+
+
+def test_an_instruction_longer_than_the_agent_takes_is_refused(work):
+    long = work / "long.txt"
+    long.write_text("{task}" + "x" * 100_000)
+    assert_usage_error(run_cli(work, "--tasks", "tasks.json", "--instruction-template", str(long)),
+                       f"--instruction-template {long}", "at most 100,000")
+    fills = work / "fills.txt"
+    fills.write_text("{task}" + "x" * 99_990)   # itself short enough; filled with task a's 100 characters it is not
+    p = _jsonl(work, {**good_rows()[0], "confirmed_task": "y" * 100})
+    assert_usage_error(run_cli(work, "--tasks", str(p), "--instruction-template", str(fills)),
+                       f"--instruction-template {fills}", "filled with task a it is 100,090", "at most 100,000")
+
+
+def test_a_symlinked_worker_log_is_refused_before_the_run_starts(work, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "worker_3.log").symlink_to(tmp_path / "victim")
+    assert_usage_error(run_cli(work, "--tasks", "tasks.json", out=out), "worker_3.log", "symbolic link")
+    assert not (tmp_path / "victim").exists() and sorted(p.name for p in out.iterdir()) == ["worker_3.log"]
+
+
+@pytest.mark.parametrize("name", ["bob\n", "bob\nx", ""])
+def test_an_annotator_name_is_matched_whole(tmp_path, name):
+    (tmp_path / "run").mkdir()
+    proc = subprocess.run([sys.executable, "-m", "om2w_tui", "label", str(tmp_path / "run"), "--annotator", name],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2 and "--annotator" in proc.stderr, proc.stderr
+    with pytest.raises(LabelFileError):
+        check_annotator(name)
