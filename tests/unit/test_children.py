@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -177,3 +178,16 @@ def test_an_annotator_name_is_matched_whole(tmp_path, name):
     assert proc.returncode == 2 and "--annotator" in proc.stderr, proc.stderr
     with pytest.raises(LabelFileError):
         check_annotator(name)
+
+
+def test_a_checkout_run_from_its_own_folder_still_finds_the_package(monkeypatch):
+    """`python -m om2w_tui` from an uninstalled checkout found the package only in the folder it started in, which
+    `-P` leaves off the worker's path: the package's own folder is then given explicitly (and only then)."""
+    from om2w_tui.executors import local
+
+    root = str(local._PACKAGE_ROOT)
+    monkeypatch.setattr(sys, "path", [root, "/usr/lib/python3.11"])
+    assert worker_environment({"PATH": "/bin"})["PYTHONPATH"] == root
+    assert worker_environment({"PYTHONPATH": "/x"})["PYTHONPATH"] == os.pathsep.join((root, "/x"))
+    monkeypatch.setattr(sys, "path", ["/elsewhere", root])   # found through PYTHONPATH or the install: nothing added
+    assert "PYTHONPATH" not in worker_environment({"PATH": "/bin"})
