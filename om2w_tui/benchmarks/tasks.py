@@ -35,13 +35,14 @@ _SAFE_ID = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.\- ]{0,126}[A-Za-z0-9_.\-])?"
 # named like a results file would break every later launch)
 _RUN_FILES = re.compile(r"run(\..+)?\.json|results.*\.jsonl|worker_.*\.log|.*_auto_eval_results\.json", re.I)
 TASK_FILE_LIMIT = 256 << 20   # bytes: the official files are well under 1 MiB
-# the ports Chromium will not open (ERR_UNSAFE_PORT): net/base/port_util.cc's kRestrictedPorts, the Fetch
-# standard's "bad ports"; a website on one would fail every attempt before its first page
+# the ports Chromium will not open (ERR_UNSAFE_PORT): net/base/port_util.cc's kRestrictedPorts, each one checked
+# against Chromium 156 (the Fetch standard's later 4190 and 6679 it still opens); a website on one would fail every
+# attempt before its first page
 CHROMIUM_REFUSED_PORTS = frozenset((
     1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102, 103, 104, 109,
     110, 111, 113, 115, 117, 119, 123, 135, 137, 139, 143, 161, 179, 389, 427, 465, 512, 513, 514, 515, 526, 530,
-    531, 532, 540, 548, 554, 556, 563, 587, 601, 636, 989, 990, 993, 995, 1719, 1720, 1723, 2049, 3659, 4045, 4190,
-    5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679, 6697, 10080))
+    531, 532, 540, 548, 554, 556, 563, 587, 601, 636, 989, 990, 993, 995, 1719, 1720, 1723, 2049, 3659, 4045, 5060,
+    5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6697, 10080))
 MAX_WEBSITE_CHARS = 100_000   # browser-use's MAX_URL_LENGTH (browser_use/agent/cloud_events.py) for a step's URL
 MAX_EXACT_INT = 2 ** 53       # a number anywhere in a task beyond this is no float exactly (reference_length 10**400
                               # overflowed the dispatcher's float after run.json was written)

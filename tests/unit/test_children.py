@@ -191,3 +191,12 @@ def test_a_checkout_run_from_its_own_folder_still_finds_the_package(monkeypatch)
     assert worker_environment({"PYTHONPATH": "/x"})["PYTHONPATH"] == os.pathsep.join((root, "/x"))
     monkeypatch.setattr(sys, "path", ["/elsewhere", root])   # found through PYTHONPATH or the install: nothing added
     assert "PYTHONPATH" not in worker_environment({"PATH": "/bin"})
+
+
+def test_the_refused_ports_are_chromiums_own_not_the_fetch_standards_later_ones(tmp_path):
+    """4190 and 6679 are on the Fetch standard's list but Chromium 156 opens them: a site there is not refused."""
+    from om2w_tui.benchmarks.tasks import CHROMIUM_REFUSED_PORTS, parse_tasks
+
+    assert {6000, 6665, 6669, 6697, 10080} <= CHROMIUM_REFUSED_PORTS and not {4190, 6679} & CHROMIUM_REFUSED_PORTS
+    rows = [{**good_rows()[0], "website": "http://127.0.0.1:4190/"}]
+    assert parse_tasks(tmp_path / "t.json", json.dumps(rows))[0].website.endswith(":4190/")
