@@ -26,7 +26,7 @@ LOCK_NAME = ".om2w-run.lock"
 SOCKET_NAME = ".om2w-control.sock"
 RESULTS_GLOB = "results*.jsonl"        # every shard's results, and the seed runner's results_<slot>.jsonl
 LABELS_PREFIX = "labels."
-_SPEC = re.compile(r"^(\d+)(?::(\d+))?/(\d+)$")
+_SPEC = re.compile(r"(\d+)(?::(\d+))?/(\d+)")
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def parse_spec(spec: str) -> Shard | None:
     """RunConfig.shard -> Shard (None for '': the whole task file). Raises ValueError for a malformed one."""
     if not spec:
         return None
-    m = _SPEC.match(spec)
+    m = _SPEC.fullmatch(spec)
     if not m:
         raise ValueError(f"shard {spec!r}: not K/N or a:b/N")
     lo, hi, n = int(m[1]), int(m[2]) if m[2] else int(m[1]) + 1, int(m[3])
@@ -129,7 +129,9 @@ class RunFolder:
     def own_files(self) -> list[Path]:
         """The files it keeps by name: each must be absent or a regular file (the preflight refuses a symlink, a
         folder or a device there)."""
-        return [self.results, self.manifest, self.folder_lock, *self.shard_locks]
+        # the worker logs already there (any slot's: the console may add workers up to the bound) are appended to
+        return [self.results, self.manifest, self.folder_lock, *self.shard_locks,
+                *sorted(self.out.glob("worker_*.log"))]
 
     # ── what a reader of the whole run reads ──────────────
     def results_files(self) -> list[Path]:

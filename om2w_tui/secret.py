@@ -1,5 +1,6 @@
-"""Endpoint URLs, which may carry credentials (`https://user:pass@host/v1`, `?api_key=...`), kept out of every file
-and message by construction.
+"""Endpoint URLs, which may carry credentials (`https://user:pass@host/v1`), kept out of every file and message by
+construction. An endpoint takes no query or fragment (`check_endpoint_url`); one in any other URL (`?api_key=...`, in
+an error message, a page) is redacted wherever a URL is shown.
 
 `EndpointURL` holds such a URL. Everything that shows it (`str`, `repr`, an f-string, `json.dumps(default=str)`, a
 log line, a dataclass's repr) gets the redacted form: user:password and credential-like query values replaced by
@@ -127,6 +128,21 @@ def check_http_url(url: str) -> str:
     return ""
 
 
+def check_endpoint_url(url: str) -> str:
+    """'' when `url` can be an endpoint's base URL, else what is wrong with it: `check_http_url`, and no query or
+    fragment (the model and judge clients append `/chat/completions` to the URL as text: `/v1?x=1` would be asked
+    as `/v1?x=1/chat/completions`, failing every call). The one check of every endpoint flag and field."""
+    if problem := check_http_url(url):
+        return problem
+    parts = urlsplit(url)
+    if parts.query or "?" in url:
+        return ("has a query (?...): the client appends /chat/completions to the URL, so an endpoint carries none; "
+                "give the key in the variable --api-key-env names, not in the URL")
+    if parts.fragment or "#" in url:
+        return "has a fragment (#...): the client appends /chat/completions to the URL, so an endpoint carries none"
+    return ""
+
+
 class EndpointURL:
     """An endpoint's URL that shows only its redacted form; `for_client()` gives the URL to open."""
 
@@ -139,7 +155,7 @@ class EndpointURL:
     def parse(cls, text: str) -> EndpointURL:
         """A checked endpoint URL; raises URLError saying what is wrong (the message shows the redacted URL)."""
         text = text.strip()
-        problem = check_http_url(text)
+        problem = check_endpoint_url(text)
         if problem:
             raise URLError(f"{ascii(redact_url(text))[1:-1]}: {problem}")
         return cls(text)

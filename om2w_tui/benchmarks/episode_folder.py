@@ -26,7 +26,7 @@ from typing import Any, Literal
 from om2w_tui.benchmarks.trajectory import V2_JOIN
 from om2w_tui.json_input import InputError, decode, read_bytes
 
-SHOT = re.compile(r"^(\d+)_full_screenshot\.png$")
+SHOT = re.compile(r"(\d+)_full_screenshot\.png")   # matched whole (fullmatch)
 CLOSING = ("TASK_COMPLETE", "TASK_INCOMPLETE")     # a v2 history's closing entry: the last state, no action
 ATTEMPTS = "attempts"
 RESULT_LIMIT = 64 << 20   # bytes of a result.json read back (a long episode's is well under 1 MiB)
@@ -101,7 +101,7 @@ def screenshots(folder: Path) -> list[Path]:
     """`trajectory/<i>_full_screenshot.png` in the order of <i> (other files there are not ours: left out)."""
     traj = Path(folder) / "trajectory"
     try:
-        found = [(int(m.group(1)), p) for p in traj.iterdir() if (m := SHOT.match(p.name))]
+        found = [(int(m.group(1)), p) for p in traj.iterdir() if (m := SHOT.fullmatch(p.name))]
     except OSError:   # no trajectory/ yet, or gone with a moved attempt
         return []
     return [p for _, p in sorted(found)]

@@ -2,9 +2,12 @@
 
 Every loader rejects what cannot be a task with a `TaskFileError` that names the file, the line (for JSONL or
 a JSON syntax error) and what to do; nothing else in the package has to re-check a task. A task that could never
-run is refused here rather than failed in every attempt: an id that is no safe folder name (matched whole: `"a\n"`
-is none), a lone surrogate in any of its text, a website that is no http(s) URL with a host and a port in range, a
-`max_steps` out of range. The file is read through `json_input` (a regular file of bounded size, nesting bounded).
+run is refused here rather than failed in every attempt: an id not by `TASK_ID_RULE` (matched whole: `"a\n"` is
+none), a lone surrogate in any of its text, a task text longer than the agent takes, a website that is no http(s)
+URL with a host and a port in range, on a port Chromium refuses, or that carries credentials (`user:pw@`, which the
+result files, the logs and the prompt would copy), a number anywhere beyond what a float holds exactly, and a
+`max_steps` or `reference_length` out of range. The file is read through `json_input` (a regular file of bounded
+size, nesting bounded).
 """
 
 from __future__ import annotations
@@ -16,19 +19,33 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 from om2w_tui.benchmarks.site_keys import site_key
-from om2w_tui.episode.instruction import MAX_STEPS
+from om2w_tui.episode.instruction import MAX_INSTRUCTION_CHARS, MAX_STEPS
 from om2w_tui.json_input import InputError, decode, read_bytes, text_of
-from om2w_tui.secret import check_http_url
+from om2w_tui.secret import check_http_url, redact_url
 
-# a task id becomes a folder name under --out: letters, digits and a few safe marks, not starting with a dot;
-# spaces inside are fine (WebVoyager's ids are like "BBC News--0"), not at either end
-_SAFE_ID = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9_.\- ]{0,126}[A-Za-z0-9_.\-])?$")
+# a task id becomes a folder name under --out (and an argument of commands): the rule, said as it is enforced.
+# Spaces inside are fine (WebVoyager's ids are like "BBC News--0"), not at either end
+TASK_ID_RULE = ("a JSON string of 1 to 128 ASCII letters, digits, '_', '-', '.' or inner spaces, not starting "
+                "with '-' or '.'")
+_SAFE_ID = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.\- ]{0,126}[A-Za-z0-9_.\-])?")   # matched whole (fullmatch)
 # the run's own files beside the task folders: a task folder of one of these names would shadow it (and a folder
 # named like a results file would break every later launch)
-_RUN_FILES = re.compile(r"^(run(\..+)?\.json|results.*\.jsonl|worker_.*\.log|.*_auto_eval_results\.json)$", re.I)
+_RUN_FILES = re.compile(r"run(\..+)?\.json|results.*\.jsonl|worker_.*\.log|.*_auto_eval_results\.json", re.I)
 TASK_FILE_LIMIT = 256 << 20   # bytes: the official files are well under 1 MiB
+# the ports Chromium will not open (ERR_UNSAFE_PORT): net/base/port_util.cc's kRestrictedPorts, each one checked
+# against Chromium 156 (the Fetch standard's later 4190 and 6679 it still opens); a website on one would fail every
+# attempt before its first page
+CHROMIUM_REFUSED_PORTS = frozenset((
+    1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102, 103, 104, 109,
+    110, 111, 113, 115, 117, 119, 123, 135, 137, 139, 143, 161, 179, 389, 427, 465, 512, 513, 514, 515, 526, 530,
+    531, 532, 540, 548, 554, 556, 563, 587, 601, 636, 989, 990, 993, 995, 1719, 1720, 1723, 2049, 3659, 4045, 5060,
+    5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6697, 10080))
+MAX_WEBSITE_CHARS = 100_000   # browser-use's MAX_URL_LENGTH (browser_use/agent/cloud_events.py) for a step's URL
+MAX_EXACT_INT = 2 ** 53       # a number anywhere in a task beyond this is no float exactly (reference_length 10**400
+                              # overflowed the dispatcher's float after run.json was written)
 
 
 class TaskFileError(ValueError):
@@ -76,17 +93,18 @@ def _normalise(row: Any, where: str) -> dict[str, Any]:
             f"WebVoyager rows need id, ques and web)")
     tid = row["task_id"]
     if not isinstance(tid, str) or not _SAFE_ID.fullmatch(tid):
-        raise TaskFileError(
-            f"{where}: task id {str(tid)[:80]!r} cannot be a folder name: use 1-128 letters, digits, '_', '-', '.' "
-            f"or inner spaces, not starting with '.'")
-    if _RUN_FILES.match(tid):
+        shown = ascii(tid[:80]) if isinstance(tid, str) else f"{json.dumps(tid, default=str)[:80]} (not a string)"
+        raise TaskFileError(f"{where}: task id {shown}: a task id is {TASK_ID_RULE} (it names the task's folder)")
+    if _RUN_FILES.fullmatch(tid):
         raise TaskFileError(f"{where}: task id {tid!r} is the name of one of the run's own files in the out folder "
                             f"(run*.json, results*.jsonl, worker_*.log, *_auto_eval_results.json): rename the task")
     _check_types(row, tid, where)
     _check_text(row, tid, where)
-    problem = check_http_url(row["website"])
-    if problem:
-        raise TaskFileError(f"{where}: website {row['website'][:120]!r} of task {tid} {problem}")
+    _check_numbers(row, tid, where)
+    _check_website(row["website"], tid, where)
+    if len(row["confirmed_task"]) > MAX_INSTRUCTION_CHARS:
+        raise TaskFileError(f"{where}: the text of task {tid} is {len(row['confirmed_task']):,} characters; the "
+                            f"agent (browser-use) takes an instruction of at most {MAX_INSTRUCTION_CHARS:,}")
     if row.get("level") is not None:
         row = {**row, "level": str(row["level"])}
     return cast(dict[str, Any], row)   # a JSON object (checked above): its keys are strings
@@ -110,6 +128,42 @@ def _check_types(row: dict[str, Any], tid: str, where: str) -> None:
     steps = row.get("max_steps")
     if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS):
         raise bad("max_steps", f"a whole number from 1 to {MAX_STEPS}")
+    ref_len = row.get("reference_length")
+    if ref_len is not None and (isinstance(ref_len, bool) or not isinstance(ref_len, int)
+                                or not 0 <= ref_len <= MAX_STEPS):
+        raise bad("reference_length", f"a whole number from 0 to {MAX_STEPS}")
+
+
+def _check_numbers(value: Any, tid: str, where: str, path: str = "") -> None:
+    """No number anywhere in the row beyond what a float holds exactly: one the harness (or a reader of its files)
+    turns into a float would overflow or round far from the file."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_numbers(v, tid, where, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_numbers(v, tid, where, f"{path}[{i}]")
+    elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_EXACT_INT:
+        raise TaskFileError(f"{where}: {path} of task {tid} is a number of {len(str(abs(value)))} digits; numbers in "
+                            f"a task file are at most 2**53 ({MAX_EXACT_INT:,}) either way")
+
+
+def _check_website(url: str, tid: str, where: str) -> None:
+    """A website Chromium can open and that can be copied where the run copies it (results, logs, the prompt)."""
+    shown = ascii((redact_url(url) or "")[:120])   # redacted before it is cut: no half of a password
+    if len(url) > MAX_WEBSITE_CHARS:
+        raise TaskFileError(f"{where}: website of task {tid} is {len(url):,} characters; the agent (browser-use) "
+                            f"takes a URL of at most {MAX_WEBSITE_CHARS:,}")
+    if problem := check_http_url(url):
+        raise TaskFileError(f"{where}: website {shown} of task {tid} {problem}")
+    parts = urlsplit(url)
+    if parts.username is not None or parts.password is not None:
+        raise TaskFileError(f"{where}: website {shown} of task {tid} carries credentials (user:password@): a website "
+                            f"is copied into the results, the logs and the agent's prompt; remove them (a task that "
+                            f"needs a login says so in its text)")
+    if parts.port in CHROMIUM_REFUSED_PORTS:
+        raise TaskFileError(f"{where}: website {shown} of task {tid} is on port {parts.port}, which Chromium refuses "
+                            f"to open (ERR_UNSAFE_PORT); serve the site on another port")
 
 
 def _check_text(row: dict[str, Any], tid: str, where: str) -> None:

@@ -54,7 +54,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def check_filter(text: str) -> str:
-    if text in FILTERS or re.match(r"^(site|level):\S+$", text):
+    if text in FILTERS or re.fullmatch(r"(site|level):\S+", text):
         return text
     raise ValueError(f"--filter {text}: one of {', '.join(FILTERS)}, site:HOST or level:LEVEL")
 

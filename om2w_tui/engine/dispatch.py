@@ -38,7 +38,7 @@ def task_units(task: Task) -> float | None:
     """A task's expected length in units: its reference length (Online-Mind2Web's human step count), if it has one."""
     try:
         ref = float((task.raw or {}).get("reference_length") or 0)
-    except (TypeError, ValueError, OverflowError):   # 10**400 is no length: the task has none
+    except (TypeError, ValueError, OverflowError):   # a Task built in code (a file's is checked at load)
         return None
     return ref if ref > 0 else None
 

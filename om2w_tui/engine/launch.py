@@ -46,7 +46,7 @@ from om2w_tui.engine.redact import redact_argv
 from om2w_tui.engine.results import EpisodeRecord, read_manifest, read_results
 from om2w_tui.engine.runlock import OutFolderBusy
 from om2w_tui.engine.scheduler import Judge, Scheduler
-from om2w_tui.engine.settings import BY_KEY, check_config, unpaced
+from om2w_tui.engine.settings import BY_KEY, check_config, key_variables, unpaced
 from om2w_tui.engine.sharding import check_out_free, run_lock, select_shard
 from om2w_tui.engine.shared_pacing import check_pace_dir, check_pace_files, pace_names, ready_pace_dir
 from om2w_tui.engine.start_rate import PacedStarts
@@ -386,14 +386,14 @@ def make_executor(cfg: RunConfig, stack: contextlib.ExitStack) -> Any:
     """The run's executor: local worker processes, or (--executor ray) Ray actors, ended with the run's stack;
     either starts its workers at most `--worker-start-rate` a second."""
     if cfg.executor != "ray":   # starting at most one a core at once: each imports browser-use, then a Chromium
-        return PacedStarts(LocalExecutor(cfg.out, withhold=(cfg.api_key_env,)), cfg.worker_start_rate,
+        return PacedStarts(LocalExecutor(cfg.out, withhold=key_variables(cfg)), cfg.worker_start_rate,
                            at_once=starts_at_once())
     from om2w_tui.executors.ray import (
         RayExecutor,  # Ray only when a run asks for it (an optional extra, slow to import)
     )
 
     try:   # the key travels in each episode's spec, never in an actor's or a worker's environment
-        ex = RayExecutor(cfg.out, cfg.ray_address, cfg.ray_cpus, withhold=(cfg.api_key_env,))
+        ex = RayExecutor(cfg.out, cfg.ray_address, cfg.ray_cpus, withhold=key_variables(cfg))
     except ConnectionError as e:
         raise UsageError(f"--ray-address {cfg.ray_address or os.environ.get('RAY_ADDRESS') or 'auto'}: no Ray "
                          f"cluster there ({e}); start one with `ray start --head --resources '{{\"browser\": 4}}'`"

@@ -19,13 +19,13 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.settings import key_variables
 from om2w_tui.protocol.codec import CodecError, from_json, to_json
 from om2w_tui.protocol.model import LABELS, classify_error, context_limit, describe, remedy, reply_problem, short
 from om2w_tui.protocol.probe import ActionCheck, ProbeAnswer, ProbeQuestion, not_asked
@@ -64,6 +64,7 @@ class ProbeSpec:
     llm_retries: int = DEFAULT_LLM_RETRIES
     chromium: str = ""
     browser: BrowserSettings | None = None
+    withhold: tuple[str, ...] = ()   # the run's key variables (settings.key_variables): not in the probe's environment
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -91,20 +92,21 @@ def probe_spec(cfg: RunConfig, base_url: str, tasks: list[dict[str, Any]]) -> Pr
                      coordinates=cfg.coordinates_mode,
                      instruction=instruction(task, cfg.instruction_template, cfg.hint_field),
                      max_steps=cfg.max_steps, llm_timeout=cfg.llm_timeout, llm_retries=cfg.llm_retries,
-                     chromium=cfg.chromium or "", browser=cfg.browser_settings())
+                     chromium=cfg.chromium or "", browser=cfg.browser_settings(), withhold=key_variables(cfg))
 
 
 # ── asking ───────────────────────────────────────────────
 def ask(spec: ProbeSpec, api_key: str) -> ProbeAnswer:
     """The probe's answer (see episode/model_probe.py); a probe that fails, hangs or says nothing is said so. Its whole
     process group (Chromium too) is ended on a timeout."""
-    from om2w_tui.executors.local import worker_environment  # the workers' allow-list: the probe's Chromium too
+    # the workers' allow-list and start (the user's folder off the import path): the probe's Chromium too
+    from om2w_tui.executors.local import python_module, worker_environment
 
     # the key travels on the probe's stdin only, as a worker's does in its spec: never in its (Chromium's) environment
     question = json.dumps(to_json(spec.question(api_key)))
-    process = subprocess.Popen([sys.executable, "-m", PROBE_MODULE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    process = subprocess.Popen(python_module(PROBE_MODULE), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, start_new_session=True,
-                               env=worker_environment(os.environ))
+                               env=worker_environment(os.environ, withhold=spec.withhold))
     try:
         out, err = process.communicate(question, timeout=spec.timeout)
     except subprocess.TimeoutExpired:

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from om2w_tui.engine.config import BENCHES, COORDINATES, DEFAULT_VLLM, EXECUTORS, SCHEMAS, RunConfig
 from om2w_tui.episode.browser import DEFAULT_LOCALE, DEFAULT_TIMEZONE, DEFAULT_VIEWPORT
 from om2w_tui.episode.instruction import MAX_STEPS
-from om2w_tui.secret import EndpointURL, URLError, check_http_url
+from om2w_tui.secret import EndpointURL, URLError, check_endpoint_url
 
 WHAT, AGENT, ARMS, BROWSER, PACING, FAULTS, WHERE, BEYOND = (
     "what to run", "the agent", "arms and training rows", "the browser (the same on every host)", "pacing and slots",
@@ -146,6 +146,17 @@ class Text(Kind):
 
 
 @dataclass(frozen=True)
+class KeyVariable(Text):
+    """The name of an environment variable holding a key the run uses (the model's, the judge's, any later one):
+    every setting of this kind is withheld from the run's children by `key_variables`, so a new key is withheld
+    by its declaration alone."""
+
+    required: bool = True
+    pattern: str | None = _ENV_NAME.pattern
+    what: str = "not an environment variable's name (letters, digits and _, not starting with a digit)"
+
+
+@dataclass(frozen=True)
 class PathKind(Kind):
     def parse(self, text: str) -> Any:
         text = text.strip()
@@ -246,7 +257,7 @@ class Endpoint(Kind):
             return ""
         if not isinstance(value, EndpointURL):
             return "must be an endpoint URL"
-        problem = check_http_url(value.for_client())
+        problem = check_endpoint_url(value.for_client())
         return f"{value}: {problem}" if problem else ""
 
     def remember(self, text: str) -> str:
@@ -355,9 +366,7 @@ SETTINGS: tuple[Setting, ...] = (
             "written", Endpoint(), label="endpoint", placeholder=f"default {DEFAULT_VLLM}", demo=False,
             default_help=f"{DEFAULT_VLLM}; with an oracle model, the oracle om2w-tui serves itself"),
     Setting("api_key_env", "--api-key-env", "the environment variable holding the API key (never written anywhere)",
-            Text(required=True, pattern=_ENV_NAME.pattern, what="not an environment variable's name (letters, "
-                 "digits and _, not starting with a digit)"),
-            label="API key variable", placeholder="name of the env variable", demo=False),
+            KeyVariable(), label="API key variable", placeholder="name of the env variable", demo=False),
     Setting("temperature", "--temperature", "sampling temperature", Number(0, 2), demo=False),
     Setting("vision", "--no-vision", "send no screenshots to the model (text-only models)", Switch(False), demo=False),
     Setting("instruction_template_file", "--instruction-template", "a file with the agent's instruction, {task} and "
@@ -453,14 +462,20 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("judge_workers", "--judge-workers", "judge calls at once (as `judge --workers`); the run's slots never "
             "wait for them", Whole(1, 64), JUDGING, demo=False),
     Setting("judge_api_key_env", "--judge-api-key-env", "the environment variable holding the judge's API key",
-            Text(required=True, pattern=_ENV_NAME.pattern, what="not an environment variable's name (letters, "
-                 "digits and _, not starting with a digit)"), JUDGING, demo=False),
+            KeyVariable(), JUDGING, demo=False),
 )
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}
 
 
 def on_the_form() -> Iterator[Setting]:
     return (s for s in SETTINGS if s.label)
+
+
+def key_variables(cfg: RunConfig) -> tuple[str, ...]:
+    """The environment variables `cfg` reads its keys from (every `KeyVariable` setting): what no worker, probe or
+    Chromium of the run inherits; a key reaches a child only in what it is sent on its stdin."""
+    return tuple(dict.fromkeys(getattr(cfg, s.key) for s in SETTINGS
+                               if isinstance(s.kind, KeyVariable) and getattr(cfg, s.key)))
 
 
 def check_config(cfg: RunConfig) -> str:

@@ -31,8 +31,8 @@ from om2w_tui.files import open_own
 from om2w_tui.run_folder import LOCK_NAME, RunFolder, Shard
 from om2w_tui.run_folder import parse_spec as parse_spec  # re-exported: the shard's spec read with its naming
 
-_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
-_RANGE = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*$")
+_SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
+_RANGE = re.compile(r"\s*(\d+)\s*:\s*(\d+)\s*")
 
 
 def shard_from_flags(shard: str | None, slot_range: str | None, workers: int) -> tuple[str, int]:
@@ -42,7 +42,7 @@ def shard_from_flags(shard: str | None, slot_range: str | None, workers: int) ->
         raise ValueError(f"--shard {shard} and --slot-range {slot_range}: give one of them (--slot-range a:b is "
                          f"the seed's way to say shards a..b-1 of --workers)")
     if shard:
-        m = _SHARD.match(shard)
+        m = _SHARD.fullmatch(shard)
         if not m:
             raise ValueError(f"--shard {shard}: expected K/N, this node's shard K of N (K counts from 0)")
         k, n = int(m[1]), int(m[2])
@@ -52,7 +52,7 @@ def shard_from_flags(shard: str | None, slot_range: str | None, workers: int) ->
             raise ValueError(f"--shard {shard}: K must be 0..{n - 1} (shards count from 0)")
         return Shard(k, k + 1, n).spec, workers
     if slot_range:
-        m = _RANGE.match(slot_range)
+        m = _RANGE.fullmatch(slot_range)
         if not m:
             raise ValueError(f"--slot-range {slot_range}: expected a:b, slots a..b-1 of --workers")
         a, b = int(m[1]), int(m[2])

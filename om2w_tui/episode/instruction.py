@@ -18,6 +18,10 @@ FIELDS = ("task", "website")
 MAX_STEPS = 10_000      # the most steps an episode may be given (--max-steps, a task's own max_steps)
 TEMPLATE_LIMIT = 1 << 20   # bytes of an --instruction-template read (a prompt of a million characters is no prompt)
 MAX_WIDTH = 10_000      # the widest a `{task:>N}` may pad (a width of 10**9 would fill memory in every episode)
+# the longest instruction browser-use's Agent runs: its CreateAgentTaskEvent (browser_use/agent/cloud_events.py,
+# MAX_TASK_LENGTH, built at the start of every run) refuses a longer `task` with `string_too_long`, failing every
+# episode as the agent's fault; tests/unit/test_children.py holds this to browser-use's own constant
+MAX_INSTRUCTION_CHARS = 100_000
 _SAMPLE: dict[str, Any] = {"task_id": "sample", "confirmed_task": "Find the opening hours.",
                            "website": "https://www.example.com/"}
 
@@ -28,8 +32,12 @@ class TemplateError(ValueError):
 
 def check_template(text: str, tasks: Iterable[dict[str, Any]] = (), hint_field: str | None = None) -> str:
     """'' for a usable template, else what is wrong with it (`{task}` missing, an unknown `{field}`, a stray brace,
-    a format the fields cannot take). It is filled, as an episode fills it, with each of `tasks` (the run's own, so a
-    `{task:d}` or a width no text has fails here, not in every episode), or with a sample task without any."""
+    a format the fields cannot take, an instruction longer than the agent takes). It is filled, as an episode fills
+    it, with each of `tasks` (the run's own, so a `{task:d}` or a width no text has fails here, not in every
+    episode), or with a sample task without any."""
+    if len(text) > MAX_INSTRUCTION_CHARS:
+        return (f"it is {len(text):,} characters; the agent (browser-use) takes an instruction of at most "
+                f"{MAX_INSTRUCTION_CHARS:,}")
     try:
         parsed = list(string.Formatter().parse(text))
     except ValueError as e:
@@ -44,11 +52,14 @@ def check_template(text: str, tasks: Iterable[dict[str, Any]] = (), hint_field: 
         if spec and any(int(d) > MAX_WIDTH for d in re.findall(r"[0-9]+", spec)):
             return f"{{{name}:{spec}}} asks for more than {MAX_WIDTH} characters"
     for task in list(tasks) or [_SAMPLE]:
+        which = f"task {task.get('task_id')}" if task is not _SAMPLE else "a task"
         try:
-            instruction(task, text, hint_field)
+            filled = instruction(task, text, hint_field)
         except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError) as e:
-            which = f"task {task.get('task_id')}" if task is not _SAMPLE else "a task"
             return f"cannot be filled with {which}'s fields ({type(e).__name__}: {e})"
+        if task is not _SAMPLE and len(filled) > MAX_INSTRUCTION_CHARS:   # the run's own tasks decide
+            return (f"filled with {which} it is {len(filled):,} characters; the agent (browser-use) takes an "
+                    f"instruction of at most {MAX_INSTRUCTION_CHARS:,}: shorten the template or the task")
     return ""
 
 

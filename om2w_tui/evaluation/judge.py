@@ -68,9 +68,9 @@ FILE_MODES = {"webjudge": "WebJudge_Online_Mind2Web_eval", "webjudge-answer": "W
               "webvoyager": "WebVoyager_eval"}
 OFFICIAL_MODES = ("WebJudge_Online_Mind2Web_eval_answer", "WebJudge_Online_Mind2Web_eval", "WebJudge_general_eval",
                   "WebVoyager_eval", "Autonomous_eval", "AgentTrek_eval")
-_OUTPUT_NAME = re.compile(rf"^(?:(?P<official>{OFFICIAL_PREFIX})|(?P<ours>{OURS_PREFIX}))?"
+_OUTPUT_NAME = re.compile(rf"(?:(?P<official>{OFFICIAL_PREFIX})|(?P<ours>{OURS_PREFIX}))?"
                           rf"(?P<mode>{'|'.join(OFFICIAL_MODES)}|webjudge-answer|"
-                          rf"webjudge|webvoyager)_(?P<model>.+)_score_threshold_(?P<threshold>-?\d+){re.escape(RESULTS_SUFFIX)}$")
+                          rf"webjudge|webvoyager)_(?P<model>.+)_score_threshold_(?P<threshold>-?\d+){re.escape(RESULTS_SUFFIX)}")
 
 # The reply formats the prompts ask for; the oracle's judge mode (offline/oracle.py) recognises a request by them.
 KEY_POINTS_FORMAT = "Key points:\n1. <first key point>\n2. <second key point>\n..."
@@ -199,7 +199,7 @@ def parse_output_name(name: str) -> OutputName | None:
     """`WebJudge_Online_Mind2Web_eval_o4-mini_score_threshold_3_auto_eval_results.json` -> its parts (the official
     evaluator's name, ours with `om2w-tui_` before it, an `official_` copy, or our older `webjudge_...` name); None
     for another name."""
-    m = _OUTPUT_NAME.match(name)
+    m = _OUTPUT_NAME.fullmatch(name)
     if m is None:
         return None
     return OutputName(m["mode"], m["model"], int(m["threshold"]), bool(m["official"]), bool(m["ours"]))

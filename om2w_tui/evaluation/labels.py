@@ -38,7 +38,7 @@ VALUES = ("1", "0", "2")
 VALUE_WORDS = {"1": "success", "0": "failure", "2": "not executable"}
 REASONS = {"captcha": "CAPTCHA / bot wall", "site_down": "site down", "outdated": "task outdated", "other": "other"}
 COLUMN_SUFFIX = "_human_label"
-_ANNOTATOR = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_ANNOTATOR = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")   # matched whole: `bob\n` is no name
 
 
 class LabelFileError(ValueError):
@@ -67,7 +67,7 @@ class Label:
 
 def check_annotator(name: str) -> str:
     """The annotator's name as it stands in a file name; raises LabelFileError for one that cannot."""
-    if not _ANNOTATOR.match(name or ""):
+    if not isinstance(name, str) or not _ANNOTATOR.fullmatch(name):
         raise LabelFileError(f"--annotator {name!r}: use letters, digits, '.', '_' or '-' (at most 64), "
                              f"starting with a letter or digit")
     return name
@@ -197,7 +197,7 @@ def annotator_files(out: Path) -> dict[str, Path]:
     found = {}
     for p in sorted(Path(out).glob(f"{PREFIX}*.json")):
         name = p.name[len(PREFIX):-len(".json")]
-        if p.is_file() and _ANNOTATOR.match(name):
+        if p.is_file() and _ANNOTATOR.fullmatch(name):
             found[name] = p
     return found
 

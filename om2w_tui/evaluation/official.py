@@ -111,6 +111,8 @@ def run_official(out: Path, checkout: Path, python: str, s: Settings, judge_url:
         env = {**os.environ, "OPENAI_BASE_URL": judge_url, "OPENAI_API_KEY": key, KEY_VARIABLE: key,
                "PYTHONUNBUFFERED": "1"}
         crashed = 0
+        # run in the checkout's src/: `-c` puts that folder (the evaluator's own) first on its import path, never the
+        # folder the user started from (`-P` is not used: the evaluator's Python may be older than 3.11)
         proc = subprocess.Popen(cmd, cwd=script.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, errors="replace", start_new_session=True)
         try:

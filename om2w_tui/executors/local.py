@@ -3,8 +3,10 @@
 
 Each worker leads a process group of its own (its Chromium included), so `kill()` ends everything it started. Its
 environment is built from an allow-list (`worker_environment`): what Python, Chromium and the network need, never
-the console's secrets (the model's key travels in the episode's spec, to the model client alone), since a worker's
-environment is its Chromium's, readable in /proc by the same user."""
+the console's secrets (the run's keys travel in the episode's spec, to the model client alone), since a worker's
+environment is its Chromium's, readable in /proc by the same user. A worker (and the preflight's probe) starts with
+`python_module` (`-P`): the folder the user started from is never on its import path, so a `bisect.py` there is
+never run inside a process that holds a key."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+import om2w_tui
 from om2w_tui.files import open_own
 from om2w_tui.protocol.codec import CodecError
 from om2w_tui.protocol.worker import COMMANDS, EVENTS, Command, Event, Exit, Exited, Ready, WorkerLog
@@ -33,16 +36,44 @@ _ALLOWED = re.compile(
     r"PYTHON(PATH|HOME|UNBUFFERED|HASHSEED|DONTWRITEBYTECODE|WARNINGS|FAULTHANDLER|UTF8)|VIRTUAL_ENV|"
     r"SSL_CERT_FILE|SSL_CERT_DIR|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|"
     r"(HTTP|HTTPS|ALL|NO)_PROXY|(http|https|all|no)_proxy|"
-    r"OM2W_[A-Z0-9_]+|CHROME_PATH|PLAYWRIGHT_BROWSERS_PATH|BROWSER_USE_[A-Z0-9_]+|ANONYMIZED_TELEMETRY|"
+    r"OM2W_CHROMIUM|CHROME_PATH|PLAYWRIGHT_BROWSERS_PATH|BROWSER_USE_[A-Z0-9_]+|ANONYMIZED_TELEMETRY|"
     r"COVERAGE_[A-Z_]+|RAY_[A-Z0-9_]+")
+# a name the prefixes above let through that still reads as a credential's (BROWSER_USE_API_KEY, RAY_..._PASSWORD)
+_CREDENTIAL = re.compile(r".*(KEY|TOKEN|SECRET|PASSW(OR)?D|CREDENTIAL).*", re.I)
+# the package's own folder (holding om2w_tui/): given on a worker's import path where the parent found the package
+# only in the folder it was started from (a checkout run as `python -m om2w_tui`, not installed)
+_PACKAGE_ROOT = Path(om2w_tui.__file__).resolve().parent.parent
+
+
+def python_module(module: str) -> tuple[str, ...]:
+    """The command that runs one of the package's modules in a child: `-P`, so the folder the user started from is
+    not on its import path (`-I` would also drop PYTHONPATH, which a source checkout's run may need)."""
+    return (sys.executable, "-P", "-m", module)
+
+
+def _import_path(base: Mapping[str, str]) -> dict[str, str]:
+    """PYTHONPATH for a `python_module` child: the parent's, with the package's folder added where the parent found
+    the package only through its first sys.path entry (the folder it started in), which `-P` leaves out."""
+    def same(entry: str) -> bool:
+        try:
+            return Path(entry or ".").resolve() == _PACKAGE_ROOT
+        except OSError:
+            return False
+
+    started_in = not sys.flags.safe_path and sys.path   # under -P, sys.path[0] is no started-from folder
+    if started_in and same(sys.path[0]) and not any(same(p) for p in sys.path[1:]):
+        return {"PYTHONPATH": os.pathsep.join(x for x in (str(_PACKAGE_ROOT), base.get("PYTHONPATH")) if x)}
+    return {}
 
 
 def worker_environment(base: Mapping[str, str], extra: Mapping[str, str] | None = None,
                        withhold: Iterable[str] = ()) -> dict[str, str]:
-    """The environment a worker starts with: `base`'s allowed variables but those in `withhold` (the variable the
-    run's key is read from, whatever its name: `--api-key-env OM2W_KEY` is allowed by name), then `extra`."""
+    """The environment a worker (or the preflight's probe) starts with: `base`'s allowed variables but those in
+    `withhold` (the variables the run's keys are read from, whatever their names: `settings.key_variables`) and any
+    whose name reads as a credential's, then `extra`."""
     held = set(withhold)
-    return {**{k: v for k, v in base.items() if _ALLOWED.fullmatch(k) and k not in held}, **(extra or {})}
+    env = {k: v for k, v in base.items() if _ALLOWED.fullmatch(k) and k not in held and not _CREDENTIAL.fullmatch(k)}
+    return {**env, **_import_path(env), **(extra or {})}
 
 
 class WorkerDied(RuntimeError):
@@ -52,7 +83,7 @@ class WorkerDied(RuntimeError):
 class WorkerProcess:
     """One worker process. `events` yields its events; an `exit` event (with the return code) ends the stream."""
 
-    command: tuple[str, ...] = (sys.executable, "-m", "om2w_tui.episode.worker")
+    command: tuple[str, ...] = python_module("om2w_tui.episode.worker")
 
     def __init__(self, slot: int, log_path: Path, env: dict[str, str] | None = None, withhold: Iterable[str] = ()):
         self.slot = slot

@@ -1,5 +1,5 @@
 """The Ray executor: each slot is a Ray actor, placed anywhere in a cluster, that runs ONE worker process exactly as
-the local executor does (`WorkerProcess`: `python -m om2w_tui.episode.worker`, JSON lines, its own process group
+the local executor does (`WorkerProcess`: `python -P -m om2w_tui.episode.worker`, JSON lines, its own process group
 with its Chromium). The scheduler stays in the console process and sees the same worker surface as locally.
 
 - Each actor asks `num_cpus` and one unit of the custom resource `browser`, so a node says how many browsers it
@@ -85,7 +85,7 @@ class ActorWorkerProcess(WorkerProcess):
     shell is killed and the worker lives on long enough to see its stdin close and end its whole group (the orphan
     rule of episode/worker.py). `sh` leads the group, so `kill_group` still ends everything."""
 
-    command = ("sh", "-c", '"$0" -m om2w_tui.episode.worker; exit $?', sys.executable)
+    command = ("sh", "-c", '"$0" -P -m om2w_tui.episode.worker; exit $?', sys.executable)   # -P: python_module
 
 
 class SlotActor:

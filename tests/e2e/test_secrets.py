@@ -40,14 +40,37 @@ def test_the_api_key_is_nowhere_on_disk_or_in_the_output(tmp_path):
 
 PLANTED_PW = "pw-planted-never-written-7b31"
 PLANTED_KEY = "sk-planted-never-written-0c9e"
+PLANTED_JUDGE_KEY = "sk-planted-judge-never-written-5d2a"
+# modules every Python child imports (json directly, bisect through random): planted in the folder the user starts
+# from, each writes a marker when imported
+PLANTED_MODULES = ("json", "bisect")
 
 
-def run_watching_environments(args: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str],
-                                                                              dict[str, str]]:
-    """Run the command line, reading the environment of every process it starts while it runs; -> its result and
-    {"<pid> <name>": environment}."""
-    proc = subprocess.Popen([sys.executable, "-m", "om2w_tui", *args], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, **env})
+def plant_modules(folder: Path, marker: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in PLANTED_MODULES:
+        (folder / f"{name}.py").write_text(
+            f"import os, sys\nwith open({str(marker)!r}, 'a') as f:\n"
+            f"    f.write(f'{name} imported by {{os.getpid()}} {{sys.argv}}\\n')\n")
+
+
+def cli_from(folder: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The command line started from `folder` as the installed `om2w-tui` starts (its own folder, not the user's,
+    on its import path: `-P`; the package through PYTHONPATH or the install)."""
+    return subprocess.run([sys.executable, "-P", "-m", "om2w_tui", *args], cwd=folder, capture_output=True,
+                          text=True, timeout=600, env={**os.environ, **_importable(), **env})
+
+
+def _importable() -> dict[str, str]:
+    return {"PYTHONPATH": os.pathsep.join(x for x in (str(REPO), os.environ.get("PYTHONPATH")) if x)}
+
+
+def run_watching_environments(args: list[str], env: dict[str, str],
+                              cwd: Path = REPO) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
+    """Run the command line (from `cwd`), reading the environment of every process it starts while it runs; -> its
+    result and {"<pid> <name>": environment}."""
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "om2w_tui", *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, **_importable(), **env})
     seen: dict[str, str] = {}
     done = threading.Event()
 
@@ -73,19 +96,25 @@ def run_watching_environments(args: list[str], env: dict[str, str]) -> tuple[sub
 
 def _leaks(root: Path, *outputs: str) -> list[str]:
     """Every file under `root`, and every output given, that holds a planted secret."""
-    planted = (PLANTED_PW.encode(), PLANTED_KEY.encode())
+    planted = (PLANTED_PW.encode(), PLANTED_KEY.encode(), PLANTED_JUDGE_KEY.encode())
     found = [str(p) for p in root.rglob("*") if p.is_file() and any(s in p.read_bytes() for s in planted)]
     return found + [f"output {i}" for i, text in enumerate(outputs) if any(s.decode() in text for s in planted)]
 
 
 def test_a_planted_secret_is_in_no_file_a_run_or_a_judge_writes_nor_in_anything_they_print(tmp_path):
-    """The endpoint's URL carries a password (`http://user:PW@host/v1`) and the key is in the variable named by
-    --api-key-env: the run, doctor and judge use both (the oracle answers), and neither is in any file written under
-    the out folder or the config home, nor in anything printed, nor in the environment of any process the run
-    starts (the key reaches the worker in its spec only, never Chromium's environment)."""
+    """The endpoint's URL carries a password (`http://user:PW@host/v1`), the model's key is in the variable named by
+    --api-key-env and the judge's in the one --judge-api-key-env names: the run (judging as it goes), doctor and judge
+    use them (the oracle answers), and none is in any file written under the out folder or the config home, nor in
+    anything printed, nor in the environment of any process the run starts (the keys reach a worker in its spec only,
+    never its or Chromium's environment). All start from a folder holding a `json.py` and a `bisect.py`: no process
+    they start imports them (the user's folder is never on a child's import path)."""
     home = tmp_path / "home"
-    # a name the workers' allow-list passes (OM2W_*, the harness's own): the key's variable is withheld by name
-    env = {"OM2W_PLANTED_API_KEY": PLANTED_KEY, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    here = tmp_path / "users-folder"
+    marker = tmp_path / "planted-imported"
+    plant_modules(here, marker)
+    # names the workers' allow-list passed by prefix (OM2W_*, the harness's own): withheld as the run's key variables
+    env = {"OM2W_PLANTED_API_KEY": PLANTED_KEY, "OM2W_PLANTED_JUDGE": PLANTED_JUDGE_KEY, "HOME": str(home),
+           "XDG_CONFIG_HOME": str(home / ".config")}
     with OfflineSuite() as suite, OracleServer(suite.tasks()) as oracle:
         picked = [t for t in suite.tasks() if t["task_id"] == "offline_booking_rates_11"]
         tasks = tmp_path / "tasks.json"
@@ -93,15 +122,18 @@ def test_a_planted_secret_is_in_no_file_a_run_or_a_judge_writes_nor_in_anything_
         url = oracle.url.replace("http://", f"http://user:{PLANTED_PW}@")
         out = tmp_path / "run"
         flags = ["--tasks", str(tasks), "--model", "oracle", "--vllm", url, "--api-key-env", "OM2W_PLANTED_API_KEY",
-                 "--record-rows", "--out", str(out)]
-        doctor = cli("doctor", *flags, env=env)
+                 "--record-rows", "--out", str(out), "--judge-url", url, "--judge-model", "oracle-judge",
+                 "--judge-api-key-env", "OM2W_PLANTED_JUDGE"]
+        doctor = cli_from(here, "doctor", *flags, env=env)
+        assert not marker.exists(), marker.read_text()   # doctor's probe did not import the user's folder's modules
         assert doctor.returncode == 0, doctor.stdout[-3000:]
-        run, environs = run_watching_environments(["run", "--no-ui", *flags], env)
+        run, environs = run_watching_environments(["run", "--no-ui", *flags], env, cwd=here)
+        assert not marker.exists(), marker.read_text()   # nor did a worker
         assert run.returncode == 0, run.stderr[-3000:]
         assert len(environs) >= 2   # a worker and its Chromium at least were seen while they ran
         assert records(out)[0]["correct"]
-        judge = cli("judge", str(out), "--judge-model", "oracle-judge", "--judge-url", url, "--api-key-env",
-                    "OM2W_PLANTED_API_KEY", "--backoff", "0", env=env)
+        judge = cli_from(here, "judge", str(out), "--judge-model", "oracle-judge", "--judge-url", url,
+                         "--api-key-env", "OM2W_PLANTED_API_KEY", "--backoff", "0", env=env)
         assert judge.returncode == 0, judge.stderr[-3000:]
     assert oracle.calls > 0
     written = {p.name for p in out.rglob("*") if p.is_file()}
@@ -109,5 +141,7 @@ def test_a_planted_secret_is_in_no_file_a_run_or_a_judge_writes_nor_in_anything_
     assert "***@127.0.0.1" in (out / "run.json").read_text()   # the URL is recorded, redacted
     assert _leaks(tmp_path, doctor.stdout, doctor.stderr, run.stdout, run.stderr, judge.stdout, judge.stderr) == []
     # nor in the environment of any process the run started (its workers, their Chromium and its helpers)
-    leaked = [name for name, environ in environs.items() if PLANTED_KEY in environ or PLANTED_PW in environ]
+    secrets = (PLANTED_KEY, PLANTED_PW, PLANTED_JUDGE_KEY)
+    leaked = [name for name, environ in environs.items() if any(s in environ for s in secrets)]
     assert leaked == []
+    assert not marker.exists()

@@ -115,17 +115,17 @@ async def test_typing_q_in_a_field_types_it_and_launch_opens_the_dashboard_and_r
 
 
 async def test_a_console_launch_keeps_no_credential_of_its_endpoint_anywhere(tmp_path, monkeypatch):
-    """The form's endpoint carries a password and a key (`http://user:PW@host/v1?api_key=KEY`), the API key
-    variable holds another: the real preflight checks the endpoint with them (the oracle answers), the launch opens
+    """The form's endpoint carries a password (`http://user:PW@host/v1`; a query is refused in an endpoint), the API
+    key variable holds a key: the real preflight checks the endpoint with them (the oracle answers), the launch opens
     the dashboard, and no file under the config home, nor the form's report, holds any of them."""
     from om2w_tui.offline import OracleServer
 
-    pw, key, env_key = "pw-form-planted-51c2", "k-form-planted-9d04", "sk-form-planted-e7aa"
+    pw, env_key = "pw-form-planted-51c2", "sk-form-planted-e7aa"
     monkeypatch.setenv("OM2W_FORM_KEY", env_key)
     path = remembered(tmp_path)
     with OracleServer([]) as oracle:
         plain = oracle.url
-        url = plain.replace("http://", f"http://user:{pw}@") + f"?api_key={key}"
+        url = plain.replace("http://", f"http://user:{pw}@")
         app = make_app(None, last_launch=path, start_engine=False, auto_check=False)
         async with app.run_test(size=(120, 40)) as pilot:
             for field, value in (("model", "oracle"), ("vllm", url), ("api_key_env", "OM2W_FORM_KEY"),
@@ -134,7 +134,7 @@ async def test_a_console_launch_keeps_no_credential_of_its_endpoint_anywhere(tmp
             await pilot.press("ctrl+r")
             report = await checked(pilot)
             assert "✔ model endpoint" in report and "***" in report, report
-            assert pw not in report and key not in report
+            assert pw not in report
             await pilot.press("ctrl+s")
             await checked(pilot)
             assert isinstance(app.screen, DashboardScreen)
@@ -142,5 +142,5 @@ async def test_a_console_launch_keeps_no_credential_of_its_endpoint_anywhere(tmp
     assert saved["vllm"] == plain and saved["api_key_env"] == "OM2W_FORM_KEY"
     assert path.stat().st_mode & 0o077 == 0
     leaks = [str(p) for p in tmp_path.rglob("*") if p.is_file()
-             and any(s.encode() in p.read_bytes() for s in (pw, key, env_key))]
+             and any(s.encode() in p.read_bytes() for s in (pw, env_key))]
     assert leaks == []

@@ -137,7 +137,7 @@ def test_duplicate_ids(work):
 
 def test_unsafe_id(work):
     p = task_file(work, json.dumps([{**good_rows()[0], "task_id": "../x"}]))
-    assert_usage_error(run_cli(work, "--tasks", str(p)), f"{p}: task #1", "'../x'", "cannot be a folder name")
+    assert_usage_error(run_cli(work, "--tasks", str(p)), f"{p}: task #1", "'../x'", "a task id is a JSON string")
     assert not (work.parent / "x").exists()
 
 

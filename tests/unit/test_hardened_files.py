@@ -283,7 +283,7 @@ def test_7_a_terminal_of_0_columns_opens_the_image_widget():
 
 # ── 8: refused at load, rather than failing in every attempt ─────────────────────────────────────────────────
 @pytest.mark.parametrize("row, says", [
-    ({"task_id": "abc\n"}, "cannot be a folder name"),
+    ({"task_id": "abc\n"}, "a task id is a JSON string"),
     ({"confirmed_task": "find \ud800 this"}, "lone surrogate"),
     ({"website": "https://a.com/\udfff"}, "lone surrogate"),
     ({"website": "http://a.com:99999/"}, "is not a URL"),

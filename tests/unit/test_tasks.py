@@ -293,7 +293,7 @@ def test_duplicate_ids_jsonl_names_both_lines(tmp_path):
 def test_unsafe_ids(tmp_path, tid):
     p = write(tmp_path, "t.json", json.dumps([om2w_row("ok"), om2w_row(tid)]))
     msg = error_of(p)
-    assert msg.startswith(f"{p}: task #2: task id") and "cannot be a folder name" in msg
+    assert msg.startswith(f"{p}: task #2: task id") and "a task id is a JSON string" in msg
 
 
 def test_empty_id_is_missing(tmp_path):
