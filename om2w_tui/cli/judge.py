@@ -90,11 +90,17 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         return run_official_cli(out, args.official, args.official_python, s, args.judge_url.for_client(), key,
                                 bool(task_ids))
-    from openai import AsyncOpenAI  # the model client only when a judge runs: the CLI starts light
+    from om2w_tui.endpoint import CHECK_DEADLINE_S, JUDGE_FLAGS, check_endpoint  # httpx only when a judge runs
+    from om2w_tui.evaluation.judge import judge_client  # as above: the openai client
+
+    # asked once before any task: a dead URL, one without its /v1, or a model not served is refused in seconds
+    problem = check_endpoint(args.judge_url, s.model, key, JUDGE_FLAGS, min(CHECK_DEADLINE_S, s.request_timeout))
+    if problem:
+        print(f"om2w-tui judge: {problem}", file=sys.stderr)
+        return EXIT_USAGE
 
     async def go() -> JudgeOutcome:
-        client = AsyncOpenAI(base_url=args.judge_url.for_client(), api_key=key, max_retries=0,
-                             timeout=s.request_timeout)
+        client = judge_client(args.judge_url.for_client(), key, s)
         try:
             return await judge_run(out, s, client, task_ids=task_ids, log=lambda m: print(m, flush=True))
         finally:

@@ -472,6 +472,14 @@ class Usage:
         return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "calls": self.calls}
 
 
+def judge_client(base_url: str, api_key: str, s: Settings) -> Any:
+    """The judge's AsyncOpenAI client: each call within --request-timeout in all (connect and the whole reply) and
+    a reply of at most endpoint.JUDGE_REPLY_BYTES; the retries are the Caller's own."""
+    from om2w_tui.endpoint import JUDGE_REPLY_BYTES, openai_client  # httpx and openai only when a judge calls
+
+    return openai_client(base_url, api_key, s.request_timeout, JUDGE_REPLY_BYTES, max_retries=0)
+
+
 class Caller:
     """Chat calls with bounded concurrency and retries with backoff on 5xx, 429, timeouts and connection errors."""
 
@@ -535,14 +543,29 @@ class Caller:
             except openai.APIStatusError as e:
                 raise RuntimeError(f"HTTP {e.status_code}: {_message(e)}") from None
             usage.calls += 1
-            if r.usage is not None:
-                usage.prompt_tokens += r.usage.prompt_tokens or 0
-                usage.completion_tokens += r.usage.completion_tokens or 0
-            content = r.choices[0].message.content if r.choices else None
-            return content or ""
+            return _reply_text(r, usage)
+
+
+def _reply_text(r: Any, usage: Usage) -> str:
+    """A chat completion's text, its usage counted; an answer that is not one (a server's own JSON, a bare string)
+    is the endpoint's failure, said as such."""
+    choices = getattr(r, "choices", None)
+    message = getattr(choices[0], "message", None) if isinstance(choices, list) and choices else None
+    if message is None:
+        seen = f"{r!s:.80}" if isinstance(r, str) else "JSON without choices"
+        raise RuntimeError(f"the endpoint answered {seen}, not a chat completion (not the OpenAI API)")
+    counts = getattr(r, "usage", None)
+    usage.prompt_tokens += int(getattr(counts, "prompt_tokens", 0) or 0)
+    usage.completion_tokens += int(getattr(counts, "completion_tokens", 0) or 0)
+    content = getattr(message, "content", None)
+    return content if isinstance(content, str) else ""
 
 
 def _message(e: Exception) -> str:
+    from om2w_tui.endpoint import reply_error  # loaded already by the client that raised
+
+    if (refused := reply_error(e)) is not None:   # the deadline, the reply cap, not the API: its own words
+        return str(refused)[:300]
     body = getattr(e, "body", None)
     if isinstance(body, dict):
         inner = body.get("error", body)
