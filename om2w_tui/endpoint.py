@@ -46,12 +46,24 @@ T = TypeVar("T")
 
 class EndpointReplyError(Exception):
     """A reply refused at the boundary: past its deadline, past its size cap, or not the OpenAI API's (JSON). The
-    message says which and what was seen. (Not an httpx error: the openai client, built on httpx or httpx2 by its
-    version, reports any failure of its transport as a connection error, with this one as its cause.)"""
+    message says which and what was seen. Raised as one of the client's own library's errors too (`_raised`), so the
+    openai client, on httpx or httpx2 by its version, reports it as its timeout or connection error, this its cause."""
 
     def __init__(self, message: str, problem: ReplyProblem):
         super().__init__(message)
         self.problem = problem
+
+
+_KINDS: dict[tuple[str, bool], type[EndpointReplyError]] = {}
+
+
+def _raised(lib: ModuleType, message: str, problem: ReplyProblem) -> EndpointReplyError:
+    """The refusal as an error of `lib` as well: its TimeoutException for the deadline, its TransportError else."""
+    key = (lib.__name__, problem == "deadline")
+    if key not in _KINDS:
+        base = lib.TimeoutException if problem == "deadline" else lib.TransportError
+        _KINDS[key] = type("EndpointReplyError", (EndpointReplyError, base), {})
+    return _KINDS[key](message, problem)
 
 
 def what_body_is(body: bytes, content_type: str) -> str:
@@ -110,8 +122,8 @@ class BoundedTransport:
                 finally:
                     await response.aclose()
         except TimeoutError:
-            raise EndpointReplyError(f"no whole reply within the deadline of {self.deadline:g} s (connect and the "
-                                     f"whole reply; {time.monotonic() - started:.1f} s spent)", "deadline") from None
+            raise _raised(self.lib, f"no whole reply within the deadline of {self.deadline:g} s (connect and the "
+                                    f"whole reply; {time.monotonic() - started:.1f} s spent)", "deadline") from None
         headers = [(k, v) for k, v in response.headers.multi_items()
                    if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
         body = _readable(body)
@@ -121,7 +133,7 @@ class BoundedTransport:
             except ValueError:
                 value = None
             if not isinstance(value, dict):
-                raise EndpointReplyError(not_api_message(response.status_code, response.headers.get(
+                raise _raised(self.lib, not_api_message(response.status_code, response.headers.get(
                     "content-type", ""), body), "not_api")
         return self.lib.Response(response.status_code, headers=headers, content=body, request=request,
                                  extensions=response.extensions)
@@ -129,8 +141,8 @@ class BoundedTransport:
     async def _read(self, response: Any) -> bytes:
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("identity", "gzip", "deflate", ""):
-            raise EndpointReplyError(f"the endpoint answered in a coding it was not asked for ({encoding})",
-                                     "not_api")
+            raise _raised(self.lib, f"the endpoint answered in a coding it was not asked for ({encoding})",
+                          "not_api")
         inflate = _Inflate(encoding) if encoding in ("gzip", "deflate") else None
         parts: list[bytes] = []
         size = 0
@@ -139,8 +151,8 @@ class BoundedTransport:
                 chunk = inflate.feed(chunk, self.max_bytes - size)
             size += len(chunk)
             if size > self.max_bytes:
-                raise EndpointReplyError(f"the reply passed {self.max_bytes:,} bytes (the cap on one reply): "
-                                         f"refused, not stored", "too_large")
+                raise _raised(self.lib, f"the reply passed {self.max_bytes:,} bytes (the cap on one reply): "
+                                        f"refused, not stored", "too_large")
             parts.append(chunk)
         return b"".join(parts)
 
