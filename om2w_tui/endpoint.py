@@ -6,9 +6,9 @@ AsyncOpenAI, browser-use's ChatOpenAI and the planner's client in a worker, the 
 a call has a total deadline (connect and the whole reply, however slowly it trickles in) and a cap on the reply's
 bytes (an endless or huge body is cut and refused, never stored), and a 2xx answer that is not JSON (an HTML page, a
 proxy's text) is refused as the endpoint's, named for what it is ("the endpoint answered HTML, not the OpenAI API").
-Its refusals are `EndpointReplyError`s (the openai client reports them as connection errors, with the refusal as
-their cause: the endpoint's fault, never the model's). A reply's bytes that are not UTF-8 are mended (U+FFFD) here, where
-replies are read.
+Its refusals are `EndpointReplyError`s (the openai client reports them as its timeout or connection errors, the
+refusal as their cause: the endpoint's fault, never the model's). A reply's bytes that are not UTF-8 are mended
+(U+FFFD) here, where replies are read.
 
 `check_endpoint` asks `GET {base}/models` once, within a deadline: reachable, speaking the OpenAI API, serving the
 model; and where `{base}/models` is 404 and `{base}/v1/models` answers, says to add `/v1`. Every command that takes an

@@ -255,18 +255,44 @@ _REASONING_LABEL = re.compile(_LINE_START + r"(?:reasoning|reason|thoughts?)\b[*
                               re.IGNORECASE | re.MULTILINE)
 
 
+# What a reply shows rather than says (the lenient reading skips it): fenced code blocks and quoted lines, where a
+# model copies the format it was asked for or the task's words; inline quotes too, for a label within a line.
+_FENCED = re.compile(r"^[ \t]*(?P<fence>```|~~~)[^\n]*\n.*?(?:^[ \t]*(?P=fence)[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
+_QUOTED_LINE = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
+_QUOTED_INLINE = re.compile(r"`[^`\n]*`|\"[^\"\n]*\"|“[^”\n]*”")
+
+
+def _own_words(text: str) -> tuple[str, str]:
+    """(the reply without its code blocks and quoted lines, that without its inline quotes too)."""
+    lines = _QUOTED_LINE.sub("", _FENCED.sub("", text or ""))
+    return lines, _QUOTED_INLINE.sub("", lines)
+
+
+def _first_read(text: str, read: Callable[[str, str], int | None]) -> int:
+    """`read(lines, inline)` on the reply's own words; on the whole reply only where they hold no reading (a model
+    that put its whole reply in a code block); 0 with none."""
+    found = read(*_own_words(text))
+    if found is None:
+        found = read(text or "", text or "")
+    return found or 0
+
+
 def parse_score(text: str) -> int:
     """A screenshot's score, 1-5, from the first `Score` label of a reply, as the official evaluator reads the first
     `Score` (so `Score: 5 ... Score: 2` is 5), but also in the forms it misreads: markdown (`**Score**: 4`,
     `- **Score:** 4`), a heading with the number below it, `Score (1-5): 4`, `4/5`; a score out of 1-5 (`10/10`)
     is not one. Without a label, the first number after the word `score` on its line. 0 when there is none (the
-    screenshot is then not kept, as in the official method)."""
-    for pattern in (_SCORE_LABEL, _SCORE_INLINE):
-        m = pattern.search(text or "")
-        if m:
-            value = m["n"]
-            return int(value) if value.isdigit() and 1 <= int(value) <= 5 else 0
-    return 0
+    screenshot is then not kept, as in the official method). Code blocks and quoted text are not the reply's own
+    words: they are read only when the reply has no score outside them."""
+    def read(lines: str, inline: str) -> int | None:
+        for pattern, where in ((_SCORE_LABEL, lines), (_SCORE_INLINE, inline)):
+            m = pattern.search(where)
+            if m:
+                value = m["n"]
+                return int(value) if value.isdigit() and 1 <= int(value) <= 5 else 0
+        return None
+
+    return _first_read(text, read)
 
 
 def _status_value(value: str) -> int | None:
@@ -284,13 +310,18 @@ def parse_status(text: str) -> int:
     """1 when the first `Status:` label of a reply says success, as the official evaluator reads the first
     `status:`; but by its first word only (`Status: "failure" (the agent never reached success)` is a failure,
     which the official evaluator reads as a success for the word further on), `partial success` is not a success,
-    and markdown (`**Status**: success`, which it misses) is read. No status counts as failure."""
-    for pattern in (_STATUS_LABEL, _STATUS_INLINE):
-        for m in pattern.finditer(text or ""):
-            value = _status_value(m["v"])
-            if value is not None:
-                return value
-    return 0
+    and markdown (`**Status**: success`, which it misses) is read. Code blocks and quoted text (an example of the
+    format, the task's words) are not the verdict: read only when the reply has none outside them. No status counts
+    as failure."""
+    def read(lines: str, inline: str) -> int | None:
+        for pattern, where in ((_STATUS_LABEL, lines), (_STATUS_INLINE, inline)):
+            for m in pattern.finditer(where):
+                value = _status_value(m["v"])
+                if value is not None:
+                    return value
+        return None
+
+    return _first_read(text, read)
 
 
 def official_score(text: str) -> int:
@@ -342,9 +373,14 @@ def parse_reasoning(text: str) -> str:
 
 
 def parse_webvoyager(text: str) -> int:
-    if re.search(r"NOT\s+SUCCESS", text):
-        return 0
-    return 1 if re.search(r"\bSUCCESS\b", text) else 0
+    """The lenient WebVoyager reading: `NOT SUCCESS` fails, `SUCCESS` succeeds, in the reply's own words (code
+    blocks and quoted text only where it has neither outside them)."""
+    def read(_lines: str, inline: str) -> int | None:
+        if re.search(r"NOT\s+SUCCESS", inline):
+            return 0
+        return 1 if re.search(r"\bSUCCESS\b", inline) else None
+
+    return _first_read(text, read)
 
 
 def compare_readings(records: Iterable[dict[str, Any]], threshold: int | None) -> Readings:
