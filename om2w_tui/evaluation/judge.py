@@ -225,7 +225,7 @@ def append_line(path: Path, record: dict[str, Any]) -> None:
             f.seek(-1, os.SEEK_END)
             if f.read(1) != b"\n":
                 f.write(b"\n")
-    data = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
+    data = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8", "backslashreplace")
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, data)
