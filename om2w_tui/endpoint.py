@@ -14,7 +14,7 @@ refusal as their cause: the endpoint's fault, never the model's). A reply's byte
 model; and where `{base}/models` is 404 and `{base}/v1/models` answers, says to add `/v1`. Every command that takes an
 endpoint (`run`/`doctor`'s `--vllm`, `judge`'s and a run's `--judge-url`) asks it before its work.
 
-httpx is imported at the top: importers load this module only when they call an endpoint.
+httpx is imported only when a call is made (its import loads rich where rich is installed: never the engine's).
 """
 
 from __future__ import annotations
@@ -29,8 +29,6 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal, TypeVar
-
-import httpx
 
 from om2w_tui.secret import EndpointURL
 
@@ -107,8 +105,13 @@ class BoundedTransport:
     reply of at most `max_bytes` (after inflating), read whole here; a 2xx reply must be JSON (`json_only`). `lib` is
     the httpx library of the client it serves (openai builds on httpx2 since its 3.x, on httpx before)."""
 
-    def __init__(self, deadline: float, max_bytes: int, *, json_only: bool = True, lib: ModuleType = httpx):
-        self.deadline, self.max_bytes, self.json_only, self.lib = deadline, max_bytes, json_only, lib
+    def __init__(self, deadline: float, max_bytes: int, *, json_only: bool = True, lib: ModuleType | None = None):
+        if lib is None:
+            import httpx  # the library of our own questions (openai's clients give theirs)
+
+            lib = httpx
+        self.lib: ModuleType = lib
+        self.deadline, self.max_bytes, self.json_only = deadline, max_bytes, json_only
         self.inner = lib.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: Any) -> Any:
@@ -178,8 +181,10 @@ def bounded_client(deadline: float, max_bytes: int, **kwargs: Any) -> Any:
     return DefaultAsyncHttpxClient(transport=transport, timeout=lib.Timeout(deadline), **kwargs)
 
 
-def _own_client(deadline: float, max_bytes: int) -> httpx.AsyncClient:
+def _own_client(deadline: float, max_bytes: int) -> Any:
     """A plain httpx client on a BoundedTransport, for the questions asked without openai (the console stays light)."""
+    import httpx  # see the module's docstring
+
     transport: Any = BoundedTransport(deadline, max_bytes)
     return httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(deadline))
 
@@ -219,7 +224,7 @@ JUDGE_FLAGS = Flags("--judge-url", "--judge-model", "--api-key-env")
 RUN_JUDGE_FLAGS = Flags("--judge-url", "--judge-model", "--judge-api-key-env")
 
 
-async def _get(client: httpx.AsyncClient, url: EndpointURL, api_key: str) -> httpx.Response:
+async def _get(client: Any, url: EndpointURL, api_key: str) -> Any:
     return await client.get(url.for_client(), headers={"Authorization": f"Bearer {api_key}"})
 
 
@@ -227,6 +232,8 @@ async def ask_endpoint(endpoint: EndpointURL, model: str, api_key: str, flags: F
                        deadline: float = CHECK_DEADLINE_S) -> str:
     """'' when `GET {endpoint}/models` answers the OpenAI API's list within `deadline` and it (or the model's own
     card) has `model`; else what is wrong and what to do, naming the command's flags (the URL shown redacted)."""
+    import httpx  # see the module's docstring
+
     shown = f"{flags.url} {endpoint}"
     async with _own_client(deadline, LIST_BYTES) as client:
         try:
@@ -262,8 +269,10 @@ async def ask_endpoint(endpoint: EndpointURL, model: str, api_key: str, flags: F
                 f"{', '.join(served[:8]) or 'nothing'}{' …' if len(served) > 8 else ''})")
 
 
-async def _answers_with_v1(client: httpx.AsyncClient, endpoint: EndpointURL, api_key: str) -> bool:
+async def _answers_with_v1(client: Any, endpoint: EndpointURL, api_key: str) -> bool:
     """Whether `{endpoint}/v1/models` is the OpenAI API's list (the URL given without its /v1)."""
+    import httpx  # see the module's docstring
+
     if endpoint.for_client().split("?")[0].rstrip("/").endswith("/v1"):
         return False
     try:
@@ -292,6 +301,8 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
 
 async def get_json(url: EndpointURL, api_key: str, deadline: float = CHECK_DEADLINE_S) -> Any:
     """GET a JSON answer of the API within `deadline` (None for anything else: an error status, a refusal)."""
+    import httpx  # see the module's docstring
+
     async with _own_client(deadline, LIST_BYTES) as client:
         try:
             r = await _get(client, url, api_key)
@@ -302,9 +313,11 @@ async def get_json(url: EndpointURL, api_key: str, deadline: float = CHECK_DEADL
 
 async def post_json(url: EndpointURL, api_key: str, body: dict[str, Any], deadline: float) -> int | None:
     """POST `body` within `deadline`: the status of the answer (None: none came, or not the API's)."""
+    import httpx  # see the module's docstring
+
     async with _own_client(deadline, MODEL_REPLY_BYTES) as client:
         try:
             r = await client.post(url.for_client(), json=body, headers={"Authorization": f"Bearer {api_key}"})
         except (httpx.HTTPError, httpx.InvalidURL, EndpointReplyError):
             return None
-        return r.status_code
+        return int(r.status_code)
