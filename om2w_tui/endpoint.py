@@ -130,7 +130,7 @@ class BoundedTransport:
         headers = [(k, v) for k, v in response.headers.multi_items()
                    if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
         body = _readable(body)
-        if self.json_only and 200 <= response.status_code < 300:
+        if self.json_only and 200 <= response.status_code < 300 and response.status_code != 204:
             try:
                 value = json.loads(body)
             except ValueError:

@@ -83,6 +83,13 @@ def run(args: argparse.Namespace) -> int:
                  temperature=args.temperature, max_tokens=args.max_tokens, parsing=args.parsing)
     task_ids = [t.strip() for t in args.task_ids.split(",") if t.strip()]
     key = os.environ.get(args.api_key_env, "") or "EMPTY"
+    from om2w_tui.endpoint import CHECK_DEADLINE_S, JUDGE_FLAGS, check_endpoint  # httpx only when a judge runs
+
+    # asked once before any task: a dead URL, one without its /v1, or a model not served is refused in seconds
+    problem = check_endpoint(args.judge_url, s.model, key, JUDGE_FLAGS, min(CHECK_DEADLINE_S, s.request_timeout))
+    if problem:
+        print(f"om2w-tui judge: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     if args.official is not None:
         if args.parsing != "official":
             print("om2w-tui judge: --parsing lenient cannot be used with --official (the official evaluator reads "
@@ -90,14 +97,7 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         return run_official_cli(out, args.official, args.official_python, s, args.judge_url.for_client(), key,
                                 bool(task_ids))
-    from om2w_tui.endpoint import CHECK_DEADLINE_S, JUDGE_FLAGS, check_endpoint  # httpx only when a judge runs
-    from om2w_tui.evaluation.judge import judge_client  # as above: the openai client
-
-    # asked once before any task: a dead URL, one without its /v1, or a model not served is refused in seconds
-    problem = check_endpoint(args.judge_url, s.model, key, JUDGE_FLAGS, min(CHECK_DEADLINE_S, s.request_timeout))
-    if problem:
-        print(f"om2w-tui judge: {problem}", file=sys.stderr)
-        return EXIT_USAGE
+    from om2w_tui.evaluation.judge import judge_client  # the openai client only when a judge runs
 
     async def go() -> JudgeOutcome:
         client = judge_client(args.judge_url.for_client(), key, s)

@@ -86,6 +86,16 @@ def test_a_trickling_endpoint_is_refused_by_the_question_within_its_deadline(run
     assert "no whole reply within the deadline of 5 s" in r.stderr
 
 
+def test_a_trickling_vllm_is_refused_by_the_runs_preflight_within_its_deadline(tmp_path):
+    with StubJudge(fault="trickle", fault_models=True) as stub:
+        started = time.monotonic()
+        r = cli("run", "--no-ui", "--vllm", stub.url, "--model", "stub-judge", "--bench", "offline", "--task-ids",
+                "offline_shop_search_01", "--out", str(tmp_path / "out"), timeout=QUICK_S * 3)
+        took = time.monotonic() - started
+    assert r.returncode == 2 and took < QUICK_S * 2, (took, r.stderr[-800:])
+    assert "--vllm" in r.stderr and "no whole reply within the deadline of 15 s" in r.stderr
+
+
 def test_judge_calls_have_a_total_deadline_not_a_timeout_per_read(run_dir):
     """The list answers; every chat call trickles one byte a second: each ends at its 5 s, the run in seconds."""
     with StubJudge(fault="trickle") as stub:
