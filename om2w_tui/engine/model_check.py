@@ -202,6 +202,9 @@ def reply_verdict(outcome: ProbeAnswer, spec: ProbeSpec) -> Check:
     action = outcome.action or ActionCheck(valid=False, problem="the reply is not a chat completion")
     said = _how_it_went(outcome, spec)
     problem = reply_problem(content, finish, structured=True)
+    mended = ""
+    if problem is not None and _shape(*problem) == "not_unicode" and action.valid:   # the run mends it: no warning
+        problem, mended = None, "; its text that is not Unicode (a lone surrogate) mended to U+FFFD, as the run does"
     if problem is not None:
         kind, message = problem
         mended = f"; the JSON {action.how} is a valid action" if action.valid else ""
@@ -211,7 +214,7 @@ def reply_verdict(outcome: ProbeAnswer, spec: ProbeSpec) -> Check:
     if not action.valid:
         return what, WARNING, (f"{said}; but the reply is JSON the action schema refuses ({action.problem})"
                                f" → {remedy('unparseable')}")
-    detail = f"{said}; the reply is a valid action ({', '.join(action.actions)})"
+    detail = f"{said}; the reply is a valid action ({', '.join(action.actions)}){mended}"
     if outcome.reasoning_field:
         detail += f", its thought in `{outcome.reasoning_field}` (kept as the step's thought)"
     latency = outcome.latency_s
@@ -229,6 +232,7 @@ _WORDS = {   # what is wrong with a reply, as a preflight row says it
     "prose": "the reply is prose, not the action schema",
     "fenced": "the reply's JSON is inside a code fence",
     "invalid_json": "the reply is not valid JSON",
+    "not_unicode": "the reply's JSON holds text that is not Unicode (a lone surrogate; the run mends it to U+FFFD)",
     "wrong_schema": "the reply is JSON but not an object",
     "truncated": "the reply was cut at the max tokens (finish_reason length)",
     "empty": "the reply is empty",

@@ -29,7 +29,7 @@ from typing import Any
 
 from om2w_tui.episode.browser import browser_use_env
 from om2w_tui.protocol.codec import CodecError, from_json, to_json
-from om2w_tui.protocol.model import split_thinking
+from om2w_tui.protocol.model import mend_text, split_thinking
 from om2w_tui.protocol.probe import ActionCheck, ProbeAnswer, ProbeQuestion, Retried, Sent, not_asked
 
 TEXT_KEPT = 4000          # of a reply's content or an error body: enough to name the problem and show its end
@@ -187,6 +187,9 @@ def check_action(content: str, action_model: Any) -> ActionCheck:
         tried.append(("after the <think> block", split[1]))
     if content.lstrip().startswith("```"):
         tried.append(("inside the code fence", content.strip().strip("`").removeprefix("json").strip()))
+    mended, changed = mend_text(content)
+    if changed:   # as the worker reads it (episode/model_watch.py): text that is not Unicode made U+FFFD
+        tried.append(("once its text that is not Unicode is mended", mended))
     problem = ""
     for how, text in tried:
         try:
