@@ -31,7 +31,7 @@ def test_the_last_step_is_answered_with_done_as_the_narrower_schema_asks(tmp_pat
     (rec,) = records(out)
     assert rec["model_calls"]["failures"] == {}, rec["model_calls"]          # was {"unparseable": 1}
     assert rec["model_calls"]["calls"] == rec["model_calls"]["ok"] == 3
-    assert rec["correct"] is False and rec["agent_done"] is True
+    assert rec["correct"] is False           # (whether a done forced by the budget is "out of steps": the outcome's)
     res = check_task_folder(out / MULTI_STEP)
     assert "only `done` is allowed at step 3" in res["final_result_response"]
 
