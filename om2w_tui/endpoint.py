@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal, TypeVar
 
-from om2w_tui.secret import EndpointURL
+from om2w_tui.secret import EndpointURL, redact_text
 
 MODEL_REPLY_BYTES = 4 << 20     # a model's chat reply: a long reasoning trace is ~0.5 MB; 4 MiB is never a real one
 JUDGE_REPLY_BYTES = 1 << 20     # a judge's reply (512 tokens asked): 1 MiB is already a server ignoring max_tokens
@@ -246,7 +246,8 @@ async def ask_endpoint(endpoint: EndpointURL, model: str, api_key: str, flags: F
                 return f"{shown}: {e}; {endpoint.join('v1')} answers: add /v1 to the URL"
             return f"{shown}: GET /models: {e}"
         except (httpx.HTTPError, httpx.InvalidURL) as e:
-            return (f"{shown}: the endpoint does not answer ({type(e).__name__}{': ' + str(e) if str(e) else ''}). "
+            said = redact_text(str(e))   # an error's words may quote the URL: never its credentials
+            return (f"{shown}: the endpoint does not answer ({type(e).__name__}{': ' + said if said else ''}). "
                     f"Start the server (vLLM: `vllm serve ... --served-model-name {model}`) or fix the URL")
         if r.status_code in (401, 403):
             return f"{shown}: refused the API key (HTTP {r.status_code}); set the variable named by {flags.key}"
