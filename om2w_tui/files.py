@@ -39,7 +39,8 @@ def write_atomic(path: Path, data: bytes | str, tmp_dir: Path | None = None, mod
     by others once complete). A symlink at `path` is replaced, never followed; the temporary file has a name no one
     can guess and is created exclusively."""
     path = Path(path)
-    raw = data.encode() if isinstance(data, str) else data
+    # text that cannot be UTF-8 (a lone surrogate from a model's reply) goes as its escape: the file is always written
+    raw = data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
     # not tempfile.mkstemp: its 0600 would make result.json and the screenshots unreadable to others (the evaluator
     # run by another user); 0666 less the umask, as for any file written plainly
     tmp = Path(tmp_dir or path.parent) / f".{path.name}.{secrets.token_hex(8)}.tmp"

@@ -22,7 +22,7 @@ from om2w_tui.evaluation.judge import (
     output_path,
 )
 from om2w_tui.evaluation.official import OfficialUsage, run_official
-from om2w_tui.files import UnsafeFile
+from om2w_tui.files import UnsafeFile, unsafe_entry
 from om2w_tui.json_input import InputError
 from om2w_tui.run_folder import what_is
 
@@ -87,6 +87,18 @@ def run(args: argparse.Namespace) -> int:
                  temperature=args.temperature, max_tokens=args.max_tokens, parsing=args.parsing)
     task_ids = [t.strip() for t in args.task_ids.split(",") if t.strip()]
     key = os.environ.get(args.api_key_env, "") or "EMPTY"
+    # the folder's own files before the network: a judge file that is a symlink, a FIFO or a device is refused at once
+    problem = "" if args.official is not None else unsafe_entry(output_path(out, s))
+    if problem:
+        print(f"om2w-tui judge: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    from om2w_tui.endpoint import CHECK_DEADLINE_S, JUDGE_FLAGS, check_endpoint  # httpx only when a judge runs
+
+    # asked once before any task: a dead URL, one without its /v1, or a model not served is refused in seconds
+    problem = check_endpoint(args.judge_url, s.model, key, JUDGE_FLAGS, min(CHECK_DEADLINE_S, s.request_timeout))
+    if problem:
+        print(f"om2w-tui judge: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     if args.official is not None:
         if args.parsing != "official":
             print("om2w-tui judge: --parsing lenient cannot be used with --official (the official evaluator reads "
@@ -94,11 +106,10 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         return run_official_cli(out, args.official, args.official_python, s, args.judge_url.for_client(), key,
                                 bool(task_ids))
-    from openai import AsyncOpenAI  # the model client only when a judge runs: the CLI starts light
+    from om2w_tui.evaluation.judge import judge_client  # the openai client only when a judge runs
 
     async def go() -> JudgeOutcome:
-        client = AsyncOpenAI(base_url=args.judge_url.for_client(), api_key=key, max_retries=0,
-                             timeout=s.request_timeout)
+        client = judge_client(args.judge_url.for_client(), key, s)
         try:
             return await judge_run(out, s, client, task_ids=task_ids, log=lambda m: print(m, flush=True))
         finally:

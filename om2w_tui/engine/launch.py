@@ -120,44 +120,23 @@ def live_offline_task(task: Task, base_urls: dict[str, str]) -> Task:
     return Task.from_dict(json.loads(raw))
 
 
-def check_endpoint(endpoint: EndpointURL, model: str, api_key: str, timeout: float = 10.0) -> str:
-    """'' when `GET <endpoint>/models` answers and lists `model`; else what is wrong and what to do (the endpoint
-    shown redacted: only the client below opens it)."""
-    import httpx  # slow to import: only when an endpoint is checked
+def check_endpoint(endpoint: EndpointURL, model: str, api_key: str) -> str:
+    """'' when the run's model endpoint answers the OpenAI API and serves `model` (endpoint.py's one question,
+    within its deadline); else what is wrong and what to do, naming --vllm and --model."""
+    from om2w_tui.endpoint import check_endpoint as ask  # httpx (slow to import) only when an endpoint is checked
 
-    url = endpoint.join("models").for_client()
-    base_url = str(endpoint)   # as shown in the messages below
-    try:
-        r = httpx.get(url, headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout)
-    except (httpx.HTTPError, httpx.InvalidURL) as e:
-        return (f"--vllm {base_url}: the endpoint does not answer ({type(e).__name__}). Start the model server "
-                f"(vLLM: `vllm serve ... --served-model-name {model}`) or fix the URL")
-    if r.status_code in (401, 403):
-        return f"--vllm {base_url}: refused the API key (HTTP {r.status_code}); set the variable named by --api-key-env"
-    if r.status_code != 200:
-        return f"--vllm {base_url}: GET /models answered HTTP {r.status_code}; is this an OpenAI-compatible endpoint?"
-    try:
-        served = [m.get("id") for m in r.json().get("data", [])]
-    except (ValueError, AttributeError):
-        return f"--vllm {base_url}: GET /models did not answer JSON; is this an OpenAI-compatible endpoint?"
-    if model not in served and httpx.get(f"{url}/{model}", headers={"Authorization": f"Bearer {api_key}"},
-                                         timeout=timeout).status_code != 200:
-        return f"--model {model}: not served by {base_url} (it serves: {', '.join(map(str, served[:8])) or 'nothing'})"
-    return ""
+    return ask(endpoint, model, api_key)
 
 
 def probe_endpoint(endpoint: EndpointURL, model: str, api_key: str, timeout: float = 30.0) -> bool:
-    """Whether the model answers a one-token chat completion (the circuit breaker's probe: a server can list its
-    models and still fail every completion)."""
-    import httpx  # slow to import: only when an endpoint is probed
+    """Whether the model answers a one-token chat completion within `timeout` in all (the circuit breaker's probe: a
+    server can list its models and still fail every completion)."""
+    from om2w_tui.endpoint import post_json, run_sync  # as above
 
-    try:
-        r = httpx.post(endpoint.join("chat/completions").for_client(), timeout=timeout,
-                       headers={"Authorization": f"Bearer {api_key}"},
-                       json={"model": model, "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1})
-    except (httpx.HTTPError, httpx.InvalidURL):
-        return False
-    return r.status_code == 200
+    status = run_sync(post_json(endpoint.join("chat/completions"), api_key,
+                                {"model": model, "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1},
+                                timeout))
+    return status == 200
 
 
 def _check_settings(cfg: RunConfig) -> str:
@@ -200,9 +179,10 @@ def check_judge_endpoint(cfg: RunConfig) -> str:
     """'' when the judge's endpoint serves --judge-model; the messages name the judge's flags."""
     if cfg.judge_url is None:
         return "--judge-url: not given"
-    problem = check_endpoint(cfg.judge_url, cfg.judge_model or "", cfg.judge_api_key())
-    return problem.replace("--vllm ", "--judge-url ").replace("--model ", "--judge-model ").replace(
-        "--api-key-env", "--judge-api-key-env")
+    from om2w_tui.endpoint import RUN_JUDGE_FLAGS
+    from om2w_tui.endpoint import check_endpoint as ask  # httpx (slow to import) only when an endpoint is checked
+
+    return ask(cfg.judge_url, cfg.judge_model or "", cfg.judge_api_key(), RUN_JUDGE_FLAGS)
 
 
 def _check_out(out: Path, shard: str = "", tasks: list[Task] | None = None) -> str:
@@ -374,11 +354,10 @@ def live_judge(cfg: RunConfig, sinks: list[Sink]) -> LiveJudge | None:
     """The background judge of a run with --judge-url (WebJudge, the official reading, as `om2w-tui judge`)."""
     if not cfg.judge_url or not cfg.judge_model:
         return None
-    from openai import AsyncOpenAI  # the judge's client only when a run judges as it goes
+    from om2w_tui.evaluation.judge import judge_client  # the judge's client only when a run judges as it goes
 
     settings = JudgeSettings(model=cfg.judge_model, workers=cfg.judge_workers)
-    client = AsyncOpenAI(base_url=cfg.judge_url.for_client(), api_key=cfg.judge_api_key(), max_retries=0,
-                         timeout=settings.request_timeout)
+    client = judge_client(cfg.judge_url.for_client(), cfg.judge_api_key(), settings)
     return LiveJudge(cfg.out, settings, client, sinks_emit(sinks))
 
 

@@ -30,6 +30,7 @@ from om2w_tui.protocol.codec import CodecError, from_json, to_json
 from om2w_tui.protocol.model import LABELS, classify_error, context_limit, describe, remedy, reply_problem, short
 from om2w_tui.protocol.probe import ActionCheck, ProbeAnswer, ProbeQuestion, not_asked
 from om2w_tui.protocol.worker import BrowserSettings
+from om2w_tui.secret import EndpointURL
 
 WARNING: Literal["warning"] = "warning"   # a check row's third state: the run can start; the row says what will fail
 CheckState = bool | Literal["warning"]
@@ -131,17 +132,15 @@ def _end_group(process: subprocess.Popen[str]) -> None:
 def served_model_len(base_url: str, model: str, api_key: str, timeout: float = 10.0) -> int | None:
     """The model's `max_model_len` as vLLM lists it in GET /v1/models (its card by `GET /models/<id>` where the list
     lacks it); None where the server lists none (not vLLM, or an adapter)."""
-    import httpx  # slow to import: only when a model is checked
+    from om2w_tui.endpoint import get_json, run_sync  # httpx (slow to import) only when a model is checked
 
-    headers = {"Authorization": f"Bearer {api_key}"}
-    url = base_url.rstrip("/") + "/models"
-    try:
-        cards = httpx.get(url, headers=headers, timeout=timeout).json().get("data") or []
-        card = next((c for c in cards if isinstance(c, dict) and c.get("id") == model), None)
-        if card is None:
-            card = httpx.get(f"{url}/{model}", headers=headers, timeout=timeout).json()
-    except (httpx.HTTPError, ValueError, AttributeError):
-        return None
+    url = EndpointURL(base_url).join("models")
+    listed = run_sync(get_json(url, api_key, timeout))
+    cards = listed.get("data") if isinstance(listed, dict) else None
+    card = next((c for c in cards if isinstance(c, dict) and c.get("id") == model), None) \
+        if isinstance(cards, list) else None
+    if card is None:
+        card = run_sync(get_json(url.join(model), api_key, timeout))
     value = card.get("max_model_len") if isinstance(card, dict) else None
     return value if isinstance(value, int) and value > 0 else None
 
@@ -205,6 +204,9 @@ def reply_verdict(outcome: ProbeAnswer, spec: ProbeSpec) -> Check:
     action = outcome.action or ActionCheck(valid=False, problem="the reply is not a chat completion")
     said = _how_it_went(outcome, spec)
     problem = reply_problem(content, finish, structured=True)
+    mended = ""
+    if problem is not None and _shape(*problem) == "not_unicode" and action.valid:   # the run mends it: no warning
+        problem, mended = None, "; its text that is not Unicode (a lone surrogate) mended to U+FFFD, as the run does"
     if problem is not None:
         kind, message = problem
         mended = f"; the JSON {action.how} is a valid action" if action.valid else ""
@@ -214,7 +216,7 @@ def reply_verdict(outcome: ProbeAnswer, spec: ProbeSpec) -> Check:
     if not action.valid:
         return what, WARNING, (f"{said}; but the reply is JSON the action schema refuses ({action.problem})"
                                f" → {remedy('unparseable')}")
-    detail = f"{said}; the reply is a valid action ({', '.join(action.actions)})"
+    detail = f"{said}; the reply is a valid action ({', '.join(action.actions)}){mended}"
     if outcome.reasoning_field:
         detail += f", its thought in `{outcome.reasoning_field}` (kept as the step's thought)"
     latency = outcome.latency_s
@@ -232,6 +234,7 @@ _WORDS = {   # what is wrong with a reply, as a preflight row says it
     "prose": "the reply is prose, not the action schema",
     "fenced": "the reply's JSON is inside a code fence",
     "invalid_json": "the reply is not valid JSON",
+    "not_unicode": "the reply's JSON holds text that is not Unicode (a lone surrogate; the run mends it to U+FFFD)",
     "wrong_schema": "the reply is JSON but not an object",
     "truncated": "the reply was cut at the max tokens (finish_reason length)",
     "empty": "the reply is empty",
@@ -251,8 +254,10 @@ def _refusal(outcome: ProbeAnswer) -> tuple[str, str]:
     except ValueError:
         body = text
     kind, message = classify_error(status, body)
-    if status is None and ("timeout" in text.lower() or "timed out" in text.lower()):
+    if status is None and ("timeout" in text.lower() or "timed out" in text.lower() or "deadline" in text):
         kind = "timeout"
+    if status is None and "not the OpenAI API" in text:   # endpoint.py's words for an answer that is not the API's
+        kind = "not_api"
     return kind, message
 
 

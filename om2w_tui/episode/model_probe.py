@@ -29,7 +29,7 @@ from typing import Any
 
 from om2w_tui.episode.browser import browser_use_env
 from om2w_tui.protocol.codec import CodecError, from_json, to_json
-from om2w_tui.protocol.model import split_thinking
+from om2w_tui.protocol.model import mend_text, split_thinking
 from om2w_tui.protocol.probe import ActionCheck, ProbeAnswer, ProbeQuestion, Retried, Sent, not_asked
 
 TEXT_KEPT = 4000          # of a reply's content or an error body: enough to name the problem and show its end
@@ -110,15 +110,18 @@ async def _first_step(spec: ProbeQuestion, session: Any) -> ProbeAnswer:
         await asyncio.wait_for(agent.llm.ainvoke(messages, output_format=agent.AgentOutput),
                                spec.llm_timeout * (1 + spec.llm_retries))
     except Exception as e:   # browser-use refuses what it cannot parse: the answers below say what came
-        failure = f"{type(e).__name__}: {e}"
+        from om2w_tui.endpoint import reply_error  # loaded with the client that raised
+
+        refused = reply_error(e)
+        failure = str(refused) if refused is not None else f"{type(e).__name__}: {e}"
     latency = time.monotonic() - started
     return replace(_answer(answers, failure, agent), sent=sent, latency_s=round(latency, 3))
 
 
 def _agent(spec: ProbeQuestion, session: Any, answers: Answers) -> Any:
     from browser_use import ChatOpenAI  # browser-use only in this process
-    from openai import DefaultAsyncHttpxClient  # the client browser-use's ChatOpenAI wraps
 
+    from om2w_tui.endpoint import MODEL_REPLY_BYTES, bounded_client  # the workers' bounded client, as a step's
     from om2w_tui.episode.arms.interface import ArmContext, new_agent
 
     async def nothing(*_args: Any) -> None:
@@ -127,7 +130,8 @@ def _agent(spec: ProbeQuestion, session: Any, answers: Answers) -> Any:
     llm = ChatOpenAI(model=spec.model, base_url=spec.base_url, api_key=spec.api_key or "EMPTY",
                      temperature=spec.temperature, timeout=spec.llm_timeout, max_retries=spec.llm_retries,
                      max_completion_tokens=spec.max_completion_tokens,
-                     http_client=DefaultAsyncHttpxClient(event_hooks={"response": [answers]}))
+                     http_client=bounded_client(spec.llm_timeout, MODEL_REPLY_BYTES,
+                                                event_hooks={"response": [answers]}))
     ctx = ArmContext(task={}, instruction=spec.instruction, session=session, model=spec.model,
                      base_url=spec.base_url, api_key="", temperature=spec.temperature,
                      max_steps=spec.max_steps, step_done=nothing, vision=spec.vision, coordinates=spec.coordinates)
@@ -183,6 +187,9 @@ def check_action(content: str, action_model: Any) -> ActionCheck:
         tried.append(("after the <think> block", split[1]))
     if content.lstrip().startswith("```"):
         tried.append(("inside the code fence", content.strip().strip("`").removeprefix("json").strip()))
+    mended, changed = mend_text(content)
+    if changed:   # as the worker reads it (episode/model_watch.py): text that is not Unicode made U+FFFD
+        tried.append(("once its text that is not Unicode is mended", mended))
     problem = ""
     for how, text in tried:
         try:

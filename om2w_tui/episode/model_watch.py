@@ -11,7 +11,10 @@ connection errors) happen inside one call: a call that failed is one that failed
 Mending: a `<think>...</think>` block before the reply (a reasoning model served without a reasoning parser) is
 split off before browser-use parses the reply, and `reasoning_content` is read; either is kept as the step's thought
 (`take_thought`) and in the row. `mend_thinking` False leaves replies as they came (and such a reply is then
-counted `unparseable`, shape `think`)."""
+counted `unparseable`, shape `think`). Text that is not Unicode (a lone surrogate, as a character or as a `\ud800`
+escape in the reply's JSON) is always mended to U+FFFD (`protocol.model.mend_text`): the answer is kept and every file
+it reaches can be written as UTF-8. What the endpoint answered that is not the API's (HTML, JSON without choices, past
+the reply cap or the deadline: endpoint.py) is `not_api` or `timeout`, the endpoint's fault."""
 
 from __future__ import annotations
 
@@ -23,7 +26,15 @@ from types import SimpleNamespace
 from typing import Any
 
 from om2w_tui.episode.rows import CallLog
-from om2w_tui.protocol.model import ModelCalls, classify_error, reply_problem, reply_shape, short, split_thinking
+from om2w_tui.protocol.model import (
+    ModelCalls,
+    classify_error,
+    mend_text,
+    reply_problem,
+    reply_shape,
+    short,
+    split_thinking,
+)
 from om2w_tui.protocol.worker import Event, ModelCall
 
 Emit = Callable[[Event], None]
@@ -58,6 +69,10 @@ def classify_exception(exc: BaseException) -> tuple[str, str]:
     while e is not None and e not in chain and len(chain) < 8:
         chain.append(e)
         e = e.__cause__ or e.__context__
+    from om2w_tui.endpoint import reply_error  # the bounded transport's refusals, loaded with the client
+
+    if (refused := reply_error(exc)) is not None:   # the endpoint's answer refused where replies are read
+        return ("timeout" if refused.problem == "deadline" else "not_api"), short(str(refused))
     for e in chain:
         if isinstance(e, openai.APIStatusError):
             return classify_error(e.status_code, e.body if e.body is not None else e.message)
@@ -68,7 +83,10 @@ def classify_exception(exc: BaseException) -> tuple[str, str]:
         if isinstance(e, ModelOutputTruncatedError):
             return "truncated", short(e.message)
         if isinstance(e, ValidationError):
-            return "unparseable", short(f"wrong_schema: {e.errors()[0].get('msg', e) if e.errors() else e}")
+            first: dict[str, Any] = dict(e.errors()[0]) if e.errors() else {}
+            shape = "invalid_json" if first.get("type") == "json_invalid" else "wrong_schema"
+            where = ".".join(str(p) for p in first.get("loc", ()))
+            return "unparseable", short(f"{shape}: {where + ': ' if where else ''}{first.get('msg', e)}")
     if isinstance(exc, ModelProviderError):
         return classify_error(exc.status_code, exc.message)
     return "bad_request", short(f"{type(exc).__name__}: {exc}")
@@ -80,7 +98,7 @@ def _reasoning(message: Any) -> str | None:
     for key in ("reasoning_content", "reasoning"):
         value = extra.get(key, getattr(message, key, None))
         if isinstance(value, str) and value.strip():
-            return value.strip()
+            return mend_text(value.strip())[0]
     return None
 
 
@@ -146,7 +164,9 @@ class ModelWatch:
         """A reply came, and browser-use refused it: say what it looked like."""
         kind, message = classify_exception(exc)
         if kind == "unparseable" and call.content is not None:
-            shape = reply_shape(call.content) or "wrong_schema"
+            shape = reply_shape(call.content)
+            if shape is None:   # JSON the schema's parser refused: its own words say why (a field, an escape)
+                return kind, short(f"{message}; the reply: {call.content[:120]}")
             return kind, short(f"{shape}: {call.content[:160]}")
         return kind, message
 
@@ -174,12 +194,19 @@ class ModelWatch:
         usage = getattr(reply, "usage", None)
         call.prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
         call.completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-        choice = reply.choices[0] if getattr(reply, "choices", None) else None
-        if choice is None:
-            call.kind, call.message = "empty", "the reply has no choices"
+        choices = getattr(reply, "choices", None)
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        if choice is None or getattr(choice, "message", None) is None:   # the endpoint's answer, not the model's
+            seen = reply if isinstance(reply, str) else "JSON without choices"
+            call.kind, call.message = "not_api", short(f"the endpoint answered {seen!s:.120}, not a chat completion")
             return
         message = choice.message
         content = message.content
+        if isinstance(content, str) and content:
+            content, mended = mend_text(content)
+            if mended:   # escapes or characters that are not Unicode: U+FFFD, the reply kept
+                message.content = content
+                self.calls.text_mended += 1
         thought = _reasoning(message)
         if thought:
             self.calls.reasoning_kept += 1

@@ -243,8 +243,9 @@ def read_judged(path: Path, warn: Callable[[str], None] | None = None) -> dict[s
 
 def append_line(path: Path, record: dict[str, Any]) -> None:
     """One whole JSON line, appended in one write and synced (O_APPEND keeps it whole), after ending a torn last
-    line; never through a symlink, never to a FIFO or a device (files.UnsafeFile)."""
-    append_own(path, (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode())
+    line; never through a symlink, never to a FIFO or a device (files.UnsafeFile); a lone
+    surrogate in a reply goes as its JSON escape."""
+    append_own(path, (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8", "backslashreplace"))
 
 
 # ---------------------------------------------------------------------------------------------------- replies
@@ -268,18 +269,44 @@ _REASONING_LABEL = re.compile(_LINE_START + r"(?:reasoning|reason|thoughts?)\b[*
                               re.IGNORECASE | re.MULTILINE)
 
 
+# What a reply shows rather than says (the lenient reading skips it): fenced code blocks and quoted lines, where a
+# model copies the format it was asked for or the task's words; inline quotes too, for a label within a line.
+_FENCED = re.compile(r"^[ \t]*(?P<fence>```|~~~)[^\n]*\n.*?(?:^[ \t]*(?P=fence)[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
+_QUOTED_LINE = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
+_QUOTED_INLINE = re.compile(r"`[^`\n]*`|\"[^\"\n]*\"|“[^”\n]*”")
+
+
+def _own_words(text: str) -> tuple[str, str]:
+    """(the reply without its code blocks and quoted lines, that without its inline quotes too)."""
+    lines = _QUOTED_LINE.sub("", _FENCED.sub("", text or ""))
+    return lines, _QUOTED_INLINE.sub("", lines)
+
+
+def _first_read(text: str, read: Callable[[str, str], int | None]) -> int:
+    """`read(lines, inline)` on the reply's own words; on the whole reply only where they hold no reading (a model
+    that put its whole reply in a code block); 0 with none."""
+    found = read(*_own_words(text))
+    if found is None:
+        found = read(text or "", text or "")
+    return found or 0
+
+
 def parse_score(text: str) -> int:
     """A screenshot's score, 1-5, from the first `Score` label of a reply, as the official evaluator reads the first
     `Score` (so `Score: 5 ... Score: 2` is 5), but also in the forms it misreads: markdown (`**Score**: 4`,
     `- **Score:** 4`), a heading with the number below it, `Score (1-5): 4`, `4/5`; a score out of 1-5 (`10/10`)
     is not one. Without a label, the first number after the word `score` on its line. 0 when there is none (the
-    screenshot is then not kept, as in the official method)."""
-    for pattern in (_SCORE_LABEL, _SCORE_INLINE):
-        m = pattern.search(text or "")
-        if m:
-            value = m["n"]
-            return int(value) if value.isdigit() and 1 <= int(value) <= 5 else 0
-    return 0
+    screenshot is then not kept, as in the official method). Code blocks and quoted text are not the reply's own
+    words: they are read only when the reply has no score outside them."""
+    def read(lines: str, inline: str) -> int | None:
+        for pattern, where in ((_SCORE_LABEL, lines), (_SCORE_INLINE, inline)):
+            m = pattern.search(where)
+            if m:
+                value = m["n"]
+                return int(value) if value.isdigit() and 1 <= int(value) <= 5 else 0
+        return None
+
+    return _first_read(text, read)
 
 
 def _status_value(value: str) -> int | None:
@@ -297,13 +324,18 @@ def parse_status(text: str) -> int:
     """1 when the first `Status:` label of a reply says success, as the official evaluator reads the first
     `status:`; but by its first word only (`Status: "failure" (the agent never reached success)` is a failure,
     which the official evaluator reads as a success for the word further on), `partial success` is not a success,
-    and markdown (`**Status**: success`, which it misses) is read. No status counts as failure."""
-    for pattern in (_STATUS_LABEL, _STATUS_INLINE):
-        for m in pattern.finditer(text or ""):
-            value = _status_value(m["v"])
-            if value is not None:
-                return value
-    return 0
+    and markdown (`**Status**: success`, which it misses) is read. Code blocks and quoted text (an example of the
+    format, the task's words) are not the verdict: read only when the reply has none outside them. No status counts
+    as failure."""
+    def read(lines: str, inline: str) -> int | None:
+        for pattern, where in ((_STATUS_LABEL, lines), (_STATUS_INLINE, inline)):
+            for m in pattern.finditer(where):
+                value = _status_value(m["v"])
+                if value is not None:
+                    return value
+        return None
+
+    return _first_read(text, read)
 
 
 def official_score(text: str) -> int:
@@ -355,9 +387,14 @@ def parse_reasoning(text: str) -> str:
 
 
 def parse_webvoyager(text: str) -> int:
-    if re.search(r"NOT\s+SUCCESS", text):
-        return 0
-    return 1 if re.search(r"\bSUCCESS\b", text) else 0
+    """The lenient WebVoyager reading: `NOT SUCCESS` fails, `SUCCESS` succeeds, in the reply's own words (code
+    blocks and quoted text only where it has neither outside them)."""
+    def read(_lines: str, inline: str) -> int | None:
+        if re.search(r"NOT\s+SUCCESS", inline):
+            return 0
+        return 1 if re.search(r"\bSUCCESS\b", inline) else None
+
+    return _first_read(text, read)
 
 
 def compare_readings(records: Iterable[dict[str, Any]], threshold: int | None) -> Readings:
@@ -485,6 +522,14 @@ class Usage:
         return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "calls": self.calls}
 
 
+def judge_client(base_url: str, api_key: str, s: Settings) -> Any:
+    """The judge's AsyncOpenAI client: each call within --request-timeout in all (connect and the whole reply) and
+    a reply of at most endpoint.JUDGE_REPLY_BYTES; the retries are the Caller's own."""
+    from om2w_tui.endpoint import JUDGE_REPLY_BYTES, openai_client  # httpx and openai only when a judge calls
+
+    return openai_client(base_url, api_key, s.request_timeout, JUDGE_REPLY_BYTES, max_retries=0)
+
+
 class Caller:
     """Chat calls with bounded concurrency and retries with backoff on 5xx, 429, timeouts and connection errors."""
 
@@ -548,14 +593,29 @@ class Caller:
             except openai.APIStatusError as e:
                 raise RuntimeError(f"HTTP {e.status_code}: {_message(e)}") from None
             usage.calls += 1
-            if r.usage is not None:
-                usage.prompt_tokens += r.usage.prompt_tokens or 0
-                usage.completion_tokens += r.usage.completion_tokens or 0
-            content = r.choices[0].message.content if r.choices else None
-            return content or ""
+            return _reply_text(r, usage)
+
+
+def _reply_text(r: Any, usage: Usage) -> str:
+    """A chat completion's text, its usage counted; an answer that is not one (a server's own JSON, a bare string)
+    is the endpoint's failure, said as such."""
+    choices = getattr(r, "choices", None)
+    message = getattr(choices[0], "message", None) if isinstance(choices, list) and choices else None
+    if message is None:
+        seen = f"{r!s:.80}" if isinstance(r, str) else "JSON without choices"
+        raise RuntimeError(f"the endpoint answered {seen}, not a chat completion (not the OpenAI API)")
+    counts = getattr(r, "usage", None)
+    usage.prompt_tokens += int(getattr(counts, "prompt_tokens", 0) or 0)
+    usage.completion_tokens += int(getattr(counts, "completion_tokens", 0) or 0)
+    content = getattr(message, "content", None)
+    return content if isinstance(content, str) else ""
 
 
 def _message(e: Exception) -> str:
+    from om2w_tui.endpoint import reply_error  # loaded already by the client that raised
+
+    if (refused := reply_error(e)) is not None:   # the deadline, the reply cap, not the API: its own words
+        return str(refused)[:300]
     body = getattr(e, "body", None)
     if isinstance(body, dict):
         inner = body.get("error", body)

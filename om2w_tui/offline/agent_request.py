@@ -137,6 +137,7 @@ class AgentRequest:
     step: int | None = None
     max_steps: int | None = None
     schema_properties: set[str] | None = None
+    schema_actions: set[str] | None = None   # the actions the response_format allows (at the last step: `done`)
     prompt_chars: int = 0
     screenshot: bytes | None = None   # the page as the model is shown it (the last image of the state message)
     grid: str | None = None           # the coordinates the system prompt asks for: normalized | pixels | None
@@ -167,6 +168,7 @@ class AgentRequest:
             step=int(step_match["step"]) if step_match else None,
             max_steps=int(step_match["maximum"]) if step_match else None,
             schema_properties=_schema_properties(body.get("response_format")),
+            schema_actions=schema_actions(body.get("response_format")),
             prompt_chars=sum(len(text) for text in texts),
             screenshot=last_image(state_messages[-1].get("content")) if state_messages else None,
             grid=_GRID.get(next((k for k in _GRID if k in system), ""), None),
@@ -192,3 +194,31 @@ def _schema_properties(response_format: Any) -> set[str] | None:
     except (KeyError, TypeError):
         return None
     return set(properties) if isinstance(properties, dict) else None
+
+
+def schema_actions(response_format: Any) -> set[str] | None:
+    """The action names the agent_output schema allows in its `action` list (each item one object named by its
+    action: one schema, or an `anyOf` of them, `$ref`s into `$defs` followed); None without such a schema."""
+    try:
+        schema = response_format["json_schema"]["schema"]
+        items = schema["properties"]["action"]["items"]
+    except (KeyError, TypeError):
+        return None
+    defs = schema.get("$defs") or schema.get("definitions") or {}
+
+    def names(node: Any, depth: int = 0) -> set[str]:
+        if not isinstance(node, dict) or depth > 8:
+            return set()
+        ref = node.get("$ref")
+        if isinstance(ref, str) and isinstance(defs, dict):
+            return names(defs.get(ref.rsplit("/", 1)[-1]), depth + 1)
+        found: set[str] = set()
+        for key in ("anyOf", "oneOf"):
+            for option in node.get(key) or []:
+                found |= names(option, depth + 1)
+        if isinstance(node.get("properties"), dict):
+            found |= set(node["properties"])
+        return found
+
+    found = names(items)
+    return found or None

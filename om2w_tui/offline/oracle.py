@@ -56,6 +56,8 @@ VLLM_MODES: dict[str, str] = {
     "oracle-fenced": "the right JSON inside a ```json fence",
     "oracle-truncated": "JSON cut at the max tokens: finish_reason length, usage.completion_tokens the cap",
     "oracle-empty": "an empty reply (content \"\", finish_reason stop)",
+    "oracle-surrogate": "the right JSON, its text holding an escape that is not Unicode (a lone \\ud800, as a model "
+                        "emitting half of a character's bytes writes it)",
     "oracle-text-only": f"a text-only model ({vllm.TEXT_ROOT}): HTTP 400 \"... is not a multimodal model\" to any "
                         f"request with an image, the solution to one without",
     "oracle-429": f"a rate-limiting proxy in front (LiteLLM's body): HTTP 429 with Retry-After: "
@@ -345,6 +347,8 @@ def vllm_answer(tasks: list[dict[str, Any]], mode: Mode, model: str, body: dict[
         return 200, vllm.completion(model, cut_reply(thought, budget), prompt, budget, finish_reason="length")
     elif mode.name == "oracle-empty":
         return 200, vllm.completion(model, "", prompt, 1)
+    elif mode.name == "oracle-surrogate":
+        content = json.dumps(with_lone_surrogate(json.loads(answer)))   # ASCII JSON: the surrogate as `\ud800`
     else:   # oracle-context (a step that fits), oracle-text-only without an image, oracle-429 let through
         content = answer
     field = "reasoning_content" if mode.name == "oracle-reasoning" else "reasoning"
@@ -377,6 +381,17 @@ def prose(decision: Decision) -> str:
             said = ", ".join(f"{key} {value}" for key, value in (args or {}).items()) if isinstance(args, dict) else ""
             steps.append(f"{name} ({said})" if said else name)
     return f"{decision.next_goal.rstrip('.')}. I will {'; then '.join(steps) or 'wait'}."
+
+
+def with_lone_surrogate(reply: dict[str, Any]) -> dict[str, Any]:
+    """The reply with half a character (U+D800, a lone surrogate) after its memory and each `done` text."""
+    half = "\ud800"
+    if isinstance(reply.get("memory"), str):
+        reply["memory"] += f" {half}"
+    for action in reply.get("action") or []:
+        if isinstance(action.get("done"), dict) and isinstance(action["done"].get("text"), str):
+            action["done"]["text"] += f" {half}"
+    return reply
 
 
 def cut_reply(thought: str, budget: int) -> str:

@@ -151,11 +151,38 @@ def give_up_or_scroll(request: AgentRequest, reason: str, *, allow_done: bool = 
 
 
 def decide(tasks: list[dict[str, Any]], request: AgentRequest, *, allow_done: bool = True) -> Decision:
-    """The next actions for this request. With allow_done=False every `done` becomes a scroll."""
+    """The next actions for this request, within the actions its schema allows (as a server with guided decoding
+    answers). With allow_done=False (the oracle-nodone fault) every `done` becomes a scroll, whatever the schema."""
     decision = _decide(tasks, request, allow_done=allow_done)
     if not allow_done:
         decision.actions = [SCROLL_DOWN if "done" in action else action for action in decision.actions]
-    return decision
+        return decision
+    return within_schema(decision, request)
+
+
+def within_schema(decision: Decision, request: AgentRequest) -> Decision:
+    """The decision as the request's schema allows it: the actions it allows, up to the first it does not; where
+    none is left and `done` is allowed (browser-use's last step asks for `done` only), a failed `done` that says
+    where the solution was."""
+    allowed = request.schema_actions
+    if allowed is None:
+        return decision
+    kept: list[dict[str, Any]] = []
+    for action in decision.actions:
+        if next(iter(action)) not in allowed:
+            break
+        kept.append(action)
+    if kept or "done" not in allowed:
+        decision.actions = kept or decision.actions
+        return decision
+    step = f" at step {request.step}" if request.step is not None else ""
+    return Decision(
+        actions=[{"done": {"text": f"oracle: only `done` is allowed{step}; the solution's next step was: "
+                                   f"{decision.next_goal}", "success": False}}],
+        thinking=f"Oracle: the step budget is spent{step}; reporting what is left.",
+        memory=decision.memory,
+        next_goal="Report failure: the step budget is spent.",
+    )
 
 
 def _decide(tasks: list[dict[str, Any]], request: AgentRequest, *, allow_done: bool) -> Decision:

@@ -25,7 +25,8 @@ CallKind = Literal[
     "rate_limited",      # HTTP 429, after the client's own retries (Retry-After honoured)
     "server_error",      # HTTP 5xx, after the client's retries
     "unreachable",       # the connection was refused, reset or never made
-    "timeout",           # no answer within --llm-timeout, after the client's retries
+    "timeout",           # no whole answer within --llm-timeout (the call's deadline), after the client's retries
+    "not_api",           # an answer that is not the OpenAI API's: HTML, text, JSON without choices, past the size cap
     "unparseable",       # a reply that is not the action schema: prose, fenced, invalid JSON, other JSON
     "truncated",         # finish_reason "length": the reply was cut at the max-tokens cap
     "empty",             # a reply with no content at all
@@ -34,13 +35,14 @@ KINDS: tuple[CallKind, ...] = get_args(CallKind)
 FAILURES: tuple[CallKind, ...] = tuple(k for k in KINDS if k != "ok")
 # the endpoint's fault, not the model's: the server is down or overloaded, and the same request may pass later (the
 # episode is the harness's failure, retried; the circuit breaker counts them)
-ENDPOINT_KINDS: frozenset[CallKind] = frozenset({"rate_limited", "server_error", "unreachable", "timeout"})
+ENDPOINT_KINDS: frozenset[CallKind] = frozenset({"rate_limited", "server_error", "unreachable", "timeout",
+                                                  "not_api"})
 # the model's (or its serving's) fault: the same request fails again, so an episode that ended on one is settled as
 # a failure and never retried; the model guard counts them
 MODEL_KINDS: frozenset[CallKind] = frozenset(k for k in FAILURES if k not in ENDPOINT_KINDS)
 
 # the shape of a reply that is not the action schema (the `unparseable` kind's detail)
-Shape = Literal["think", "fenced", "invalid_json", "wrong_schema", "prose"]
+Shape = Literal["think", "fenced", "invalid_json", "not_unicode", "wrong_schema", "prose"]
 
 LABELS: dict[str, str] = {
     "ok": "answered",
@@ -52,6 +54,7 @@ LABELS: dict[str, str] = {
     "server_error": "server error (HTTP 5xx)",
     "unreachable": "endpoint unreachable",
     "timeout": "timed out",
+    "not_api": "not the OpenAI API's answer",
     "unparseable": "reply not the action schema",
     "truncated": "reply cut at max tokens",
     "empty": "empty reply",
@@ -61,13 +64,14 @@ COUNTED: dict[str, str] = {
     "ok": "answered", "context_length": "context length", "images_refused": "images refused",
     "model_not_found": "model not served", "bad_request": "requests refused", "rate_limited": "rate limited",
     "server_error": "server errors", "unreachable": "unreachable", "timeout": "timeouts",
+    "not_api": "answers not the API's",
     "unparseable": "unparseable replies", "truncated": "truncated replies", "empty": "empty replies",
 }
 # a word each, where a table cell has room for one (a slot whose last call failed: `running !context`)
 SHORT: dict[str, str] = {
     "ok": "ok", "context_length": "context", "images_refused": "images", "model_not_found": "404",
     "bad_request": "4xx", "rate_limited": "429", "server_error": "5xx", "unreachable": "down", "timeout": "timeout",
-    "unparseable": "parse", "truncated": "cut", "empty": "empty",
+    "not_api": "not-api", "unparseable": "parse", "truncated": "cut", "empty": "empty",
 }
 _REMEDIES: dict[str, str] = {
     "context_length": "the prompt outgrew the model's context: raise vLLM's --max-model-len (as far as the model "
@@ -81,6 +85,8 @@ _REMEDIES: dict[str, str] = {
     "server_error": "the model server fails: see its log; the run retries these episodes",
     "unreachable": "the model server does not answer: start it or fix --vllm; the run retries these episodes",
     "timeout": "the model server is too slow: raise --llm-timeout, or give the server more capacity",
+    "not_api": "the URL answers, but not as the OpenAI API (an HTML page, a proxy's text): give --vllm the "
+               "server's OpenAI base URL (…/v1); the run retries these episodes",
     "unparseable": "the model does not follow the action schema (response_format): turn on guided decoding "
                    "(structured outputs) on the server, or use a model that follows JSON schemas",
     "truncated": "replies hit the max-tokens cap: raise --max-completion-tokens",
@@ -162,6 +168,7 @@ def context_limit(message: str) -> int | None:
 
 
 SHAPES: dict[str, str] = {"think": "a <think> block", "fenced": "fenced JSON", "invalid_json": "invalid JSON",
+                          "not_unicode": "JSON whose text is not Unicode (a lone surrogate)",
                           "wrong_schema": "JSON of another shape", "prose": "prose"}
 
 
@@ -219,15 +226,16 @@ def reply_problem(content: str | None, finish_reason: str | None, structured: bo
 
 
 def reply_shape(text: str) -> Shape | None:
-    """Why `text` is not a JSON object, or None when it is one."""
+    """Why `text` is not a JSON object, or None when it is one (of text that is Unicode: a lone surrogate, which
+    Python's JSON reader takes and a schema's parser refuses, is `not_unicode`)."""
     try:
         value = json.loads(text)
     except ValueError:
         value = None
     else:
-        if isinstance(value, dict):
-            return None
-        return "wrong_schema"
+        if not isinstance(value, dict):
+            return "wrong_schema"
+        return "not_unicode" if _has_surrogate(value) else None
     if _THINK_CLOSE.search(text) or _THINK_OPEN.match(text):
         return "think"
     if _FENCE.match(text):
@@ -235,6 +243,49 @@ def reply_shape(text: str) -> Shape | None:
     if text.lstrip()[:1] in ("{", "["):
         return "invalid_json"
     return "prose"
+
+
+def _has_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return any(0xD800 <= ord(c) <= 0xDFFF for c in value)
+    if isinstance(value, dict):
+        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_surrogate(v) for v in value)
+    return False
+
+
+_U_ESCAPE = re.compile(r"(\\+)u([0-9a-fA-F]{4})")
+
+
+def mend_text(text: str) -> tuple[str, bool]:
+    """`text` as Unicode that can be written as UTF-8, and whether anything was mended: a lone surrogate (a
+    character, or a `\\uD800` escape of the JSON a reply holds) becomes U+FFFD; a surrogate pair written as two
+    characters becomes the one character it stands for. Valid text comes back as it is."""
+    mended = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace") if _has_surrogate(text) else text
+    if "\\u" not in mended:
+        return mended, mended != text
+    out: list[str] = []
+    last = 0
+    escapes = [m for m in _U_ESCAPE.finditer(mended) if len(m[1]) % 2 == 1]   # an odd run: the last \\ escapes u
+    skip = False
+    for i, m in enumerate(escapes):
+        if skip:
+            skip = False
+            continue
+        unit = int(m[2], 16)
+        if not 0xD800 <= unit <= 0xDFFF:
+            continue
+        following = escapes[i + 1] if i + 1 < len(escapes) else None
+        if (unit < 0xDC00 and following is not None and following.start() == m.end() and len(following[1]) == 1
+                and 0xDC00 <= int(following[2], 16) <= 0xDFFF):
+            skip = True   # a pair: one character, as it stands
+            continue
+        out.append(mended[last:m.end() - 6] + "\\ufffd")
+        last = m.end()
+    out.append(mended[last:])
+    result = "".join(out)
+    return result, result != text
 
 
 # ── the counts an episode's outcome carries ───────────────
@@ -250,6 +301,7 @@ class ModelCalls:
     first: dict[str, str] = field(default_factory=dict)
     thinking_stripped: int = 0     # replies whose <think> block was split off (the thought kept)
     reasoning_kept: int = 0        # replies whose reasoning_content was kept as the step's thought
+    text_mended: int = 0           # replies whose text was not Unicode (a lone surrogate): mended to U+FFFD, kept
     latency_s: float = 0.0         # seconds spent waiting for replies, all calls
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -289,6 +341,8 @@ class ModelCalls:
             out["thinking_stripped"] = self.thinking_stripped
         if self.reasoning_kept:
             out["reasoning_kept"] = self.reasoning_kept
+        if self.text_mended:
+            out["text_mended"] = self.text_mended
         return out
 
     def ended_on(self, give_up_after: int) -> str | None:

@@ -11,6 +11,10 @@ at least two screenshots were shown and the text carries a reasoning for each of
 kept screenshots' reasoning, or keeps others than the official method keeps, gives other verdicts.
 
 Every request is recorded (`requests`), with what it was and which screenshot it scored.
+
+`StubJudge(fault=...)` answers chat requests (and GET /models too with `fault_models=True`) as a broken endpoint does:
+`trickle` sends a 200 and then one byte a second, never ending; `endless` a 200 JSON body that never ends, as fast as
+it can; `huge` a whole chat completion of 50 MB; `html` a 200 HTML page (a proxy's login page, a web server's index).
 """
 
 from __future__ import annotations
@@ -93,20 +97,62 @@ def send_json(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, A
     handler.wfile.write(data)
 
 
+FAULTS = ("trickle", "endless", "huge", "html")
+HUGE_BYTES = 50 << 20
+
+
+def send_fault(handler: BaseHTTPRequestHandler, fault: str, stopping: threading.Event) -> None:
+    """One of FAULTS as the answer; a trickle or an endless body goes on until the client leaves or the stub stops."""
+    if fault == "html":
+        page = b"<!DOCTYPE html><html><head><title>Welcome to nginx!</title></head><body>It works</body></html>"
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/html")
+        handler.send_header("Content-Length", str(len(page)))
+        handler.end_headers()
+        handler.wfile.write(page)
+        return
+    if fault == "huge":
+        content = "Status: success " * (HUGE_BYTES // 16)
+        send_json(handler, 200, {"id": "stub", "object": "chat.completion", "created": 0, "model": "stub-judge",
+                                 "choices": [{"index": 0, "finish_reason": "stop",
+                                              "message": {"role": "assistant", "content": content}}]})
+        return
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.end_headers()
+    handler.wfile.write(b'{"id": "stub", "choices": [{"message": {"content": "')
+    chunk = b"x" if fault == "trickle" else b"y" * 65536
+    try:
+        while not stopping.wait(1.0 if fault == "trickle" else 0):
+            handler.wfile.write(chunk)
+            handler.wfile.flush()
+    except OSError:   # the client left: what a bounded client does
+        pass
+
+
 class StubJudge:
     """`with StubJudge() as judge:` -> judge.url (an OpenAI base URL) and judge.requests."""
 
-    def __init__(self) -> None:
+    def __init__(self, fault: str = "", fault_models: bool = False) -> None:
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.stopping = threading.Event()
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:   # noqa: N802
+                if fault and fault_models:
+                    send_fault(self, fault, stub.stopping)
+                    return
                 send_json(self, 200, {"object": "list", "data": [{"id": "stub-judge", "object": "model"}]})
 
             def do_POST(self) -> None:   # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                if fault:
+                    with stub.lock:
+                        stub.requests.append({"kind": fault, "model": body.get("model")})
+                    send_fault(self, fault, stub.stopping)
+                    return
                 text, seen = reply(body)
                 seen.update({"model": body.get("model"), "temperature": body.get("temperature"),
                              "max_tokens": body.get("max_tokens")})
@@ -129,6 +175,7 @@ class StubJudge:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self.stopping.set()
         self.server.shutdown()
         self.server.server_close()
 

@@ -166,7 +166,7 @@ def test_a_server_that_keeps_failing_costs_the_task_not_the_file(run_dir, judge_
 
 def test_an_unknown_model_stops_the_run_at_once(run_dir, judge_server, capsys):
     assert judge(run_dir, judge_server, model="gpt-nope") == 2
-    assert "does not serve --judge-model gpt-nope" in capsys.readouterr().err
+    assert "--judge-model gpt-nope: not served by" in capsys.readouterr().err
     assert not list(run_dir.glob("*auto_eval_results.json"))
 
 

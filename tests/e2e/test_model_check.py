@@ -60,6 +60,13 @@ def test_replies_a_run_would_lose_are_warnings_and_the_run_can_start(tmp_path, m
     assert ("is a valid action" in detail) == mendable, detail
 
 
+def test_a_reply_whose_text_is_not_unicode_is_mended_as_the_run_mends_it(tmp_path):
+    code, rows = doctor(tmp_path, "--model", "oracle-surrogate")
+    mark, detail = rows["model reply"]
+    assert (code, mark) == (0, "ok"), detail
+    assert "is a valid action" in detail and "mended to U+FFFD" in detail and "another shape" not in detail
+
+
 def test_a_text_only_model_and_the_no_vision_remedy(tmp_path):
     code, rows = doctor(tmp_path, "--model", "oracle-text-only")
     mark, detail = rows["model reply"]

@@ -47,6 +47,11 @@ SCORES = [
      "the official reads after the first 'Score' anywhere, here inside the reasoning"),
     ("reasoning: the order confirmation.\nscore: 5", 5, 0, "the official looks for 'Score' in that case only"),
     ("Reasoning: fine.\nScore: 10/10", 0, 1, "out of 1-5: not a score (the official takes the 1 of 10)"),
+    ("The format asked:\n```\nReasoning: ...\nScore: 5\n```\nReasoning: only the home page.\nScore: 1", 1, 5,
+     "a code block is an example, not the reply's score (the official reads the first 'Score' anywhere)"),
+    ("> Score: 5 would need the price shown.\n\nReasoning: the price is cut off.\nScore: 2", 2, 5,
+     "quoted text is not the reply's own (the official reads the first 'Score' anywhere)"),
+    ("```\nReasoning: the cart page.\nScore: 4\n```", 4, 4, ""),   # a reply all in a block is read inside it
     ("I cannot see the image.", 0, 0, ""),
 ]
 
@@ -65,6 +70,13 @@ STATUSES = [
      "the official finds 'success' anywhere after 'status:'"),
     ("Thoughts: one of two items added.\nStatus: partial success", 0, 1, "a partial success is not a success"),
     ("Thoughts: no result page.\nStatus: unsuccessful", 0, 1, "'unsuccessful' holds 'success'"),
+    ("Thoughts: a success would look like this:\n```\nStatus: success\n```\nBut the filter is wrong.\n"
+     "Status: failure", 0, 1, "a code block is an example, not the verdict (the official reads the first one)"),
+    ("Thoughts: the task says\n> Status: success only when the item is in the cart\nIt is not.\nStatus: failure",
+     0, 1, "quoted text is not the verdict (the official reads the first 'status:')"),
+    ('Thoughts: the agent wrote "status: success" in its answer, but the page shows no booking. Verdict below.\n'
+     "**Status**: failure", 0, 1, "quoted inline text is not the verdict"),
+    ("```\nThoughts: all met.\nStatus: success\n```", 1, 1, ""),   # a reply all in a block is read inside it
 ]
 
 

@@ -180,3 +180,70 @@ def test_an_episode_ends_on_its_model_only_when_the_agent_gave_up_on_it():
     for kind in ("ok", "ok", "server_error"):            # the endpoint failed the last step: the attempt is tainted
         down.add(kind, "boom")
     assert down.ended_on(3) == "server_error"
+
+
+# ── text that is not Unicode (issue 26 item 6) ─────────────
+@pytest.mark.parametrize("text, mended", [
+    ("plain ✓ text", "plain ✓ text"),
+    ("half \ud800 a character", "half \ufffd a character"),
+    ("\ud83d\ude00 as two halves", "😀 as two halves"),
+    (r'{"t": "half \ud800 a character"}', r'{"t": "half \ufffd a character"}'),
+    (r'{"t": "\udc00\ud800"}', r'{"t": "\ufffd\ufffd"}'),
+    (r'{"t": "a pair \ud83d\ude00 stays"}', r'{"t": "a pair \ud83d\ude00 stays"}'),
+    (r'{"t": "an escaped backslash \\ud800 is text"}', r'{"t": "an escaped backslash \\ud800 is text"}'),
+])
+def test_text_that_is_not_unicode_is_mended_and_the_rest_kept(text, mended):
+    import json
+
+    from om2w_tui.protocol.model import mend_text
+
+    got, changed = mend_text(text)
+    assert got == mended and changed == (text != mended)
+    got.encode("utf-8")                                       # writable as UTF-8
+    if got.startswith("{"):
+        value = json.loads(got)
+        json.dumps(value, ensure_ascii=False).encode("utf-8")   # and so is what it holds
+
+
+def test_json_holding_a_lone_surrogate_is_named_for_it_not_another_shape():
+    assert reply_shape(r'{"action": [{"done": {"text": "x \ud800"}}]}') == "not_unicode"
+    assert describe("unparseable", "not_unicode: {...}").startswith(
+        "reply not the action schema (JSON whose text is not Unicode (a lone surrogate))")
+
+
+def test_a_reply_with_no_choices_is_the_endpoints_not_the_models():
+    from types import SimpleNamespace
+
+    from om2w_tui.episode.model_watch import ModelWatch, _Call
+
+    watch = ModelWatch(lambda e: None)
+    for reply in ("<html>It works</html>", SimpleNamespace(choices=None, usage=None)):
+        call = _Call()
+        watch._read_reply(reply, call, {})
+        assert call.kind == "not_api" and call.kind in ENDPOINT_KINDS and "not a chat completion" in call.message
+
+
+def test_a_reply_with_a_lone_surrogate_is_mended_where_the_worker_reads_it():
+    from types import SimpleNamespace
+
+    from om2w_tui.episode.model_watch import ModelWatch, _Call
+
+    watch = ModelWatch(lambda e: None)
+    message = SimpleNamespace(content='{"action": [{"done": {"text": "x \\ud800"}}]}', model_extra={})
+    reply = SimpleNamespace(choices=[SimpleNamespace(message=message, finish_reason="stop")], usage=None)
+    call = _Call()
+    watch._read_reply(reply, call, {"response_format": {"type": "json_schema"}})
+    assert call.kind is None and message.content == '{"action": [{"done": {"text": "x \\ufffd"}}]}'
+    assert watch.calls.text_mended == 1
+
+
+def test_files_and_judge_lines_are_written_whatever_text_they_hold(tmp_path):
+    import json
+
+    from om2w_tui.evaluation.judge import append_line, read_judged
+    from om2w_tui.files import write_json_atomic
+
+    write_json_atomic(tmp_path / "result.json", {"final_result_response": "half \ud800"})
+    assert json.loads((tmp_path / "result.json").read_bytes())["final_result_response"] == "half \ud800"
+    append_line(tmp_path / "judged.json", {"task_id": "t", "response": "Status: success \udfff"})
+    assert read_judged(tmp_path / "judged.json")["t"]["response"].startswith("Status: success")

@@ -64,8 +64,25 @@ def make_run(out: Path, *tids: str) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def endpoint():
+    """A judge endpoint that answers `judge`'s question before the work (the stand-in evaluator calls nothing)."""
+    from tests.e2e.judge_stub import StubJudge
+
+    with StubJudge() as stub:
+        yield stub.url
+
+
+URL: list[str] = []
+
+
+@pytest.fixture(autouse=True)
+def _the_endpoint(endpoint):
+    URL[:] = [endpoint]
+
+
 def official(out: Path, checkout: Path, *extra: str, model: str = "org/judge-model") -> int:
-    return cli_main(["judge", str(out), "--judge-model", model, "--judge-url", "http://127.0.0.1:9/v1",
+    return cli_main(["judge", str(out), "--judge-model", model, "--judge-url", URL[0],
                      "--official", str(checkout), "--official-python", sys.executable, *extra])
 
 
@@ -82,7 +99,7 @@ def test_it_runs_with_a_safe_worker_count_the_endpoint_and_keeps_its_file(tmp_pa
     assert "sk-secret-123" not in " ".join(call["cmdline"])            # ... never on the command line others read
     assert argv[argv.index("--mode") + 1] == "WebJudge_Online_Mind2Web_eval"
     assert argv[argv.index("--model") + 1] == "org/judge-model"
-    assert call["base_url"] == "http://127.0.0.1:9/v1" and call["key"] == "sk-secret-123"
+    assert call["base_url"] == URL[0] and call["key"] == "sk-secret-123"
     kept = out / "official_WebJudge_Online_Mind2Web_eval_org-judge-model_score_threshold_3_auto_eval_results.json"
     assert [json.loads(x)["task_id"] for x in kept.read_text().splitlines()] == ["a", "b", "c"]
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["a", "b", "c"]   # nothing beside the tasks

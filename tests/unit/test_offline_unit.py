@@ -487,3 +487,31 @@ def test_standalone_oracle_reports_a_busy_port(capsys):
         busy.listen()
         assert main(["--port", str(busy.getsockname()[1])]) == 1
     assert "cannot listen on 127.0.0.1:" in capsys.readouterr().err
+
+
+def _action_schema(*names: str) -> dict:
+    """A response_format as browser-use's ChatOpenAI sends it: one object per action (an anyOf when several)."""
+    options = [{"type": "object", "properties": {n: {"type": "object"}}, "required": [n]} for n in names]
+    items = options[0] if len(options) == 1 else {"anyOf": options}
+    return {"type": "json_schema", "json_schema": {"name": "agent_output", "strict": True, "schema": {
+        "type": "object", "properties": {"memory": {"type": "string"}, "action": {"type": "array", "items": items}}}}}
+
+
+def test_the_oracle_answers_within_the_schema_it_is_sent():
+    """browser-use's last step allows `done` only: the oracle answers `done`, never an action it was not offered."""
+    from om2w_tui.offline.agent_request import schema_actions
+    from om2w_tui.offline.oracle import agent_reply
+    from om2w_tui.offline.suite import load_task_templates
+
+    tasks = load_task_templates()
+    task = next(t for t in tasks if t["task_id"] == "offline_shop_cart_05")
+    state = ("<user_request>" + task["confirmed_task"] + "</user_request>\n<browser_state>Current tab: AB12\n"
+             "Tab AB12: http://shop.example/ - Shop\n</browser_state>\n<step_info>Step 1 maximum: 3</step_info>")
+    body = {"model": "oracle", "messages": [{"role": "user", "content": state}]}
+    assert schema_actions(_action_schema("done", "click", "scroll")) == {"done", "click", "scroll"}
+    free = json.loads(agent_reply(tasks, AgentRequest.from_body({**body, "response_format": _action_schema(
+        "done", "click", "scroll", "navigate", "input")})))
+    assert "done" not in free["action"][0]                   # mid-script, an action of the solution
+    last = json.loads(agent_reply(tasks, AgentRequest.from_body({**body, "response_format": _action_schema("done")})))
+    ((name, params),) = last["action"][0].items()
+    assert name == "done" and params["success"] is False and "only `done` is allowed at step 1" in params["text"]

@@ -48,17 +48,20 @@ class ArmContext:
         """browser-use's ChatOpenAI for `model` (the run's, by default) on the run's endpoint, its calls watched."""
         from browser_use import ChatOpenAI  # browser-use (slow to import) only inside a worker
 
+        from om2w_tui.endpoint import MODEL_REPLY_BYTES, bounded_client  # every call within its deadline and cap
+
         llm = ChatOpenAI(model=model or self.model, base_url=self.base_url, api_key=self.api_key,
                          temperature=self.temperature, timeout=self.llm_timeout, max_retries=self.llm_retries,
-                         max_completion_tokens=self.max_completion_tokens)
+                         max_completion_tokens=self.max_completion_tokens,
+                         http_client=bounded_client(self.llm_timeout, MODEL_REPLY_BYTES))
         return self.watch.watch(llm) if self.watch is not None else llm
 
     def openai_client(self) -> Any:
         """A bare OpenAI client on the run's endpoint (`chat.completions.create`), its calls watched."""
-        from openai import AsyncOpenAI  # only when an arm asks for one
+        from om2w_tui.endpoint import MODEL_REPLY_BYTES, openai_client  # only when an arm asks for one
 
-        client = AsyncOpenAI(base_url=self.base_url, api_key=self.api_key, timeout=self.llm_timeout,
-                             max_retries=self.llm_retries)
+        client = openai_client(self.base_url, self.api_key, self.llm_timeout, MODEL_REPLY_BYTES,
+                               max_retries=self.llm_retries)
         return self.watch.client(client) if self.watch is not None else client
 
 
