@@ -29,6 +29,7 @@
     // filters from the address (#failure=loop&site=shop), as the index links them
     location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
       var p = kv.split("=");
+      if (["status", "site", "level", "verdict", "failure", "q"].indexOf(p[0]) < 0) { return; }
       var el = form.querySelector("[data-filter='" + p[0] + "']");
       if (el && p.length === 2) { el.value = decodeURIComponent(p[1]); }
     });
