@@ -1,5 +1,5 @@
 """`om2w-tui report OUT --html DIR` in a real browser: a site built from a real offline run (the oracle on the
-offline sites) and from a two-run comparison, every page opened in Chromium (Playwright, as the episodes drive it):
+offline sites) and from a two-run comparison (with each task side by side), every page opened in Chromium (Playwright, as the episodes drive it):
 no console error, no failed request, no request outside the site's folder, every image loads, the index's numbers
 are `report --format json`'s, the task list's filters and sorting and the task page's keyboard work."""
 
@@ -157,6 +157,8 @@ def test_a_comparison_of_two_runs_opens_clean_and_names_the_task_only_one_solved
     assert cli_main(["report", str(out), str(other), "--html", str(site), "--link"]) == 0
     pages = open_every_page(site)
     assert "compare.html" in pages and sum(1 for p in pages if p.startswith("r2/t/")) == 6
+    assert sum(1 for p in pages if p.startswith("pair/")) == 6 and all(pages[p]["images"] for p in pages
+                                                                      if p.startswith("pair/"))
     for name, got in pages.items():
         assert (got["errors"], got["failed"], got["broken"]) == ([], [], []), name
     # --link: the full screenshots are the run's own files, nothing copied

@@ -145,3 +145,18 @@ def test_slugs_are_safe_names_and_unique():
     assert web_site.slug("a/b", taken) == "a_b"
     assert web_site.slug("a:b", taken) == "a_b-2"
     assert web_site.slug("../..", taken) == "task"
+
+
+def test_several_runs_get_a_comparison_and_each_task_side_by_side_with_the_first_different_step(tmp_path):
+    a, b = make_run(tmp_path / "a"), make_run(tmp_path / "b")
+    # run b's looping task clicks something else at its second step
+    result = json.loads((b / "loop_2" / "result.json").read_text())
+    result["action_history"][1]["action"] = "SCROLL DOWN"
+    (b / "loop_2" / "result.json").write_text(json.dumps(result))
+    assert report(str(a), str(b), "--html", str(tmp_path / "site")) == 0
+    site = tmp_path / "site"
+    pair = (site / "pair" / "loop_2.html").read_text()
+    assert '<tr id="row-2" class="diverge">' in pair and "go different ways at" in pair
+    assert "the same actions throughout" in (site / "pair" / "ok_1.html").read_text()
+    assert 'href="pair/loop_2.html"' in (site / "compare.html").read_text()
+    assert 'href="../../pair/ok_1.html"' in (site / "r2" / "t" / "ok_1.html").read_text()

@@ -11,6 +11,8 @@ asks for nothing outside itself (no CDN, no web font), from the same typed repor
     DIR/r<k>/t/<task>.html       one task: the verdicts, the labels, the trajectory step by step beside each
                                  screenshot (j/k or the arrow keys move between steps), the record
     DIR/r<k>/s/<task>/<i>.t.jpg  thumbnails; <i>.jpg (or the original) the full image, unless --link
+    DIR/pair/<task>.html         with several runs, a task's trajectories side by side, step by step, the first
+                                 step where they go different ways marked
     DIR/assets/                  the CSS and the JavaScript
 
 The site is built in a folder beside DIR and renamed into place, so a failed build leaves no half site; DIR must be
@@ -26,6 +28,7 @@ import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -162,7 +165,7 @@ class RunView:
     failures: dict[str, int]
     cost: Cost
 
-    @property
+    @cached_property
     def by_id(self) -> dict[str, TaskView]:
         return {t.task_id: t for t in self.tasks}
 
@@ -372,12 +375,22 @@ def _render(root: Path, runs: list[RunView], comparison: Comparison | None, link
     assets.mkdir()
     for name in ASSETS:
         (assets / name).write_text(env.loader.get_source(env, name)[0])   # type: ignore[union-attr]
-    common = {"runs": runs, "comparison": comparison, "link": link, "priced": bool(prices),
-              "built": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    shared = _shared_tasks(runs) if len(runs) > 1 else []
+    common: dict[str, Any] = {"runs": runs, "comparison": comparison, "link": link, "priced": bool(prices),
+                              "built": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                              "paired": {tid: runs[0].by_id[tid].slug for tid in shared}}
     _write(root / "index.html", env.get_template("index.html").render(root="", **common))
     if comparison is not None and len(runs) > 1:
         only = _only_solved(runs, comparison)
         _write(root / "compare.html", env.get_template("compare.html").render(root="", only=only, **common))
+    if shared:
+        (root / "pair").mkdir()
+        pair_page = env.get_template("pair.html")
+        for tid in shared:
+            views = [r.by_id[tid] for r in runs]
+            rows = max(len(v.steps) for v in views)
+            _write(root / "pair" / f"{views[0].slug}.html",
+                   pair_page.render(root="../", views=views, rows=rows, first=first_divergence(views), **common))
     task_page = env.get_template("task.html")
     for run in runs:
         (root / run.prefix / "t").mkdir(parents=True, exist_ok=True)
@@ -388,6 +401,25 @@ def _render(root: Path, runs: list[RunView], comparison: Comparison | None, link
             nxt = run.tasks[i + 1] if i + 1 < len(run.tasks) else None
             _write(root / run.prefix / "t" / f"{task.slug}.html",
                    task_page.render(root="../../", run=run, task=task, prev=prev, next=nxt, **common))
+
+
+def _shared_tasks(runs: list[RunView]) -> list[str]:
+    """The tasks every run has, in the first run's order."""
+    if not runs:
+        return []
+    ids = [set(r.by_id) for r in runs[1:]]
+    return [t.task_id for t in runs[0].tasks if all(t.task_id in i for i in ids)]
+
+
+def first_divergence(views: Sequence[TaskView]) -> int | None:
+    """The number of the first step where the runs' trajectories of one task go different ways (their action lines
+    differ, or one has ended); None where they are the same throughout."""
+    longest = max((len(v.steps) for v in views), default=0)
+    for i in range(longest):
+        acts = {v.steps[i].actions if i < len(v.steps) else None for v in views}
+        if len(acts) > 1:
+            return i + 1
+    return None
 
 
 def _only_solved(runs: list[RunView], comparison: Comparison) -> list[dict[str, Any]]:
@@ -406,4 +438,4 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-__all__ = ["MARKER", "SiteError", "build_site", "check_destination", "gather", "slug"]
+__all__ = ["MARKER", "SiteError", "build_site", "check_destination", "first_divergence", "gather", "slug"]
