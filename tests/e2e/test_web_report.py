@@ -1,7 +1,8 @@
 """`om2w-tui report OUT --html DIR` in a real browser: a site built from a real offline run (the oracle on the
-offline sites) and from a two-run comparison (with each task side by side), every page opened in Chromium (Playwright, as the episodes drive it):
-no console error, no failed request, no request outside the site's folder, every image loads, the index's numbers
-are `report --format json`'s, the task list's filters and sorting and the task page's keyboard work."""
+offline sites) and from a two-run comparison (with each task side by side), every page opened in Chromium
+(Playwright, as the episodes drive it): no console error, no failed request, no request outside the site's folder,
+every image loads, the index's numbers are `report --format json`'s, the task list's filters and sorting and the
+task page's keyboard work."""
 
 from __future__ import annotations
 
