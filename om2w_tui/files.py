@@ -62,6 +62,16 @@ def write_json_atomic(path: Path, obj: Any, mode: int = 0o666) -> None:
     write_atomic(path, json.dumps(obj, indent=1, ensure_ascii=False, default=str), mode=mode)
 
 
+def write_new(path: Path, data: bytes | str) -> None:
+    """A new file in a folder this process has just made and owns (a web report being built beside its place):
+    created exclusively, so never through a symlink nor over another file, and not synced one by one (the folder
+    takes its place whole, by one rename, once every file is in it)."""
+    raw = data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o666)
+    with os.fdopen(fd, "wb") as f:
+        f.write(raw)
+
+
 class UnsafeFile(OSError):
     """A file the run would write in its folder is a symlink, a folder, a FIFO or a device; the message says which."""
 

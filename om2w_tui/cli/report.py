@@ -27,6 +27,7 @@ from om2w_tui.evaluation.report import (
 from om2w_tui.evaluation.report_text import to_csv, to_json, to_markdown
 from om2w_tui.evaluation.summary import RunReport
 from om2w_tui.files import given_file
+from om2w_tui.frontends.web import command as web
 from om2w_tui.resources import default_task_file
 from om2w_tui.run_folder import what_is
 
@@ -67,6 +68,7 @@ def add_arguments(sub: Any) -> None:
     p.add_argument("--annotator", default=None, metavar="NAME",
                    help="with --ui: who labels when `L` opens the label screen (asked once otherwise)")
     p.add_argument("--no-per-task", action="store_true", help=argparse.SUPPRESS)
+    web.add_arguments(p)
 
 
 def _fail(message: str) -> int:
@@ -135,6 +137,8 @@ def run(args: Any) -> int:
     if ui and not (sys.stdin.isatty() and sys.stdout.isatty()):
         return _fail("--ui opens the console, which needs a terminal: run it in one, or drop --ui for the report "
                      "as text (--format table|md|csv|json)")
+    if problem := web.problem(args):
+        return _fail(problem)
     annotator = getattr(args, "annotator", None)
     if annotator is not None and not ui:
         return _fail("--annotator goes with --ui (the label screen `L` opens)")
@@ -161,6 +165,8 @@ def run(args: Any) -> int:
             judge = outs[0] / judge
         return run_console(None, report=outs[0], judge=judge, measure=wanted, annotator=annotator)
     comparison = compare(summaries, repeated=args.repeats, measure=measure) if len(summaries) > 1 else None
+    if getattr(args, "html", None) is not None:
+        return web.write_site(args, summaries, comparison)
     if args.format == "table":
         from om2w_tui.frontends.console.report_table import print_table  # rich only for a table
 

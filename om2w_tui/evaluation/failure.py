@@ -1,0 +1,189 @@
+"""Why an episode failed: one failure class per task that did not succeed, by stated rules from its latest record
+(`EpisodeRecord`) and its trajectory (read through `benchmarks/episode_folder.py`).
+
+The classes, in their order of precedence (the first rule that holds names the class):
+
+  1. bot_wall       the record's status is `blocked` (a CAPTCHA or bot wall met the agent)
+  2. harness_error  status `error` of kind infra, endpoint or storage (the harness or its services failed)
+  3. site_error     the site failed: the record's error names an HTTP or network failure (net::ERR_..., HTTP 4xx/5xx,
+                    connection refused or reset, name not resolved), the last step's URL is a browser error page
+                    (chrome-error://) or its thought reads an HTTP error page (404 / 500 / 502 / 503 Not Found ...),
+                    or the episode never got a screenshot of a page and took no step (an empty page)
+  4. model_error    status `error` of kind model, or a record with `model_fault` (the call kind it ended on is the
+                    class's detail: schema, context, refusal ...)
+  5. loop           the same action on the same page three or more steps in a row (a step's action lines and its
+                    URL; a v1 trajectory keeps no URL: the action lines alone)
+  6. timeout        status `timeout`
+  7. out_of_steps   status `out_of_steps`, or `done` without the agent saying it was done after the step budget
+                    (run.json's max_steps) was used up
+  8. stopped        status `killed` (its user ended it, and it was not run again)
+  9. gave_up        it ended without an answer, with an answer that says it failed ("could not", "unable to",
+                    "cannot" ...), or on an error of the agent's own
+ 10. answered_wrong it ended with an answer that the measure (the judge, the humans or the reference answers) calls a
+                    failure
+
+A loop goes before the timeout and the step budget because it is what used them up. A task that succeeded, or whose
+outcome is not known yet (not judged, still running), has no class. Pure functions but `classify_run`, which reads
+the run's folders."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from om2w_tui.benchmarks.episode_folder import EpisodeFolder, read_episode
+from om2w_tui.engine.results import HARNESS_FAULTS, EpisodeRecord, read_results
+from om2w_tui.evaluation.summary import Outcome
+from om2w_tui.json_input import InputError, load
+from om2w_tui.run_folder import RunFolder
+
+CLASSES: tuple[str, ...] = ("bot_wall", "harness_error", "site_error", "model_error", "loop", "timeout",
+                            "out_of_steps", "stopped", "gave_up", "answered_wrong")
+WORDS: dict[str, str] = {
+    "bot_wall": "bot wall", "harness_error": "harness error", "site_error": "site error", "model_error": "model error",
+    "loop": "loop", "timeout": "timeout", "out_of_steps": "step budget used up", "stopped": "stopped by its user",
+    "gave_up": "gave up", "answered_wrong": "answered wrong",
+}
+LOOP_REPEATS = 3
+
+_NET = re.compile(r"net::ERR_|\bERR_(?:NAME_NOT_RESOLVED|CONNECTION_\w+|ADDRESS_UNREACHABLE|EMPTY_RESPONSE|"
+                  r"TIMED_OUT|SSL_\w+|CERT_\w+)|\bconnection (?:refused|reset)|name (?:or service )?not "
+                  r"(?:resolved|known)|\bHTTP(?: error| status)?[ :]*[45]\d\d\b|\b[45]\d\d (?:Not Found|Forbidden|"
+                  r"Internal Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out)\b", re.IGNORECASE)
+_ERROR_PAGE = re.compile(r"\b(?:404|500|502|503|504)\b[^.\n]{0,40}\b(?:not found|error|unavailable|bad gateway|"
+                         r"gateway)|\berror page\b|\bpage (?:did not|didn't|does not|won't) load\b|\bsite is down\b",
+                         re.IGNORECASE)
+_BROWSER_ERROR_URL = ("chrome-error://",)
+_GAVE_UP = re.compile(r"\b(?:could ?n[o']t|can ?n[o']t|cannot|unable to|not able to|failed to|impossible|"
+                      r"not possible|no (?:results?|information) (?:found|available)|TASK_INCOMPLETE)\b",
+                      re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failure class (one of CLASSES), its detail (a model error's call kind, the repeated action) and the rule
+    that gave it, in words."""
+
+    cls: str
+    why: str
+    detail: str = ""
+
+    @property
+    def words(self) -> str:
+        return WORDS[self.cls] + (f" ({self.detail})" if self.detail else "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"class": self.cls, "detail": self.detail, "why": self.why}
+
+
+def loop_of(episode: EpisodeFolder | None, repeats: int = LOOP_REPEATS) -> str:
+    """The action repeated on the same page `repeats` or more steps in a row ('' when there is none)."""
+    if episode is None:
+        return ""
+    run, last = 0, None
+    for step in episode.steps:
+        key = (step.actions, step.url) if step.actions else None
+        run = run + 1 if key is not None and key == last else (1 if key is not None else 0)
+        last = key
+        if run >= repeats and key is not None:
+            return " ; ".join(key[0])[:120]
+    return ""
+
+
+def _site_error(rec: EpisodeRecord, episode: EpisodeFolder | None) -> str:
+    if rec.error and _NET.search(rec.error):
+        return f"the error names a network or HTTP failure: {rec.error[:120]}"
+    shown = [s for s in episode.steps if s.url or s.thought] if episode is not None else []
+    if shown and shown[-1].url.startswith(_BROWSER_ERROR_URL):
+        return f"the last page is the browser's error page ({shown[-1].url[:80]})"
+    if shown and _ERROR_PAGE.search(shown[-1].thought):
+        return f"the last step's thought reads an error page: {shown[-1].thought[:120]}"
+    no_page = (rec.blank_screenshot or (episode is not None and episode.blank_screenshot)) and rec.steps == 0
+    if no_page and rec.status != "error":
+        return "the episode never got a page (no screenshot, no step)"
+    return ""
+
+
+def classify(record: EpisodeRecord | None, episode: EpisodeFolder | None, outcome: Outcome | None,
+             max_steps: int | None = None) -> Failure | None:
+    """The failure class of a task from its latest record, its episode folder (None: not read) and its outcome
+    under the report's measure; None when it succeeded, or when nothing says it failed yet."""
+    if outcome == "success":
+        return None
+    rec = record or EpisodeRecord(task_id=episode.task_id if episode else "", status="done",
+                                  answer=episode.answer if episode else "",
+                                  steps=episode.recorded_steps if episode else 0)
+    status, kind = rec.status, rec.error_kind
+    if status == "blocked":
+        return Failure("bot_wall", "status blocked: a bot wall or CAPTCHA")
+    if status == "error" and kind in HARNESS_FAULTS:
+        return Failure("harness_error", f"status error of kind {kind}: {(rec.error or '')[:120]}", str(kind))
+    if why := _site_error(rec, episode):
+        return Failure("site_error", why)
+    if (status == "error" and kind == "model") or rec.model_fault:
+        return Failure("model_error", f"ended on its model ({rec.model_fault or 'unknown'}): "
+                                      f"{(rec.error or '')[:120]}", rec.model_fault or "unknown")
+    if repeated := loop_of(episode):
+        return Failure("loop", f"the same action on the same page {LOOP_REPEATS}+ times in a row", repeated)
+    if status == "timeout":
+        return Failure("timeout", "status timeout: the episode's time ran out")
+    if status == "out_of_steps" or (status == "done" and not rec.agent_done and max_steps is not None
+                                    and rec.steps >= max_steps):
+        return Failure("out_of_steps", f"{rec.steps} steps of a budget of {max_steps or rec.steps}, no answer given")
+    if status == "killed":
+        return Failure("stopped", f"status killed: {rec.error or 'by its user'}")
+    if outcome is None and status in ("done", ""):
+        return None   # not judged yet: it may have succeeded
+    answer = rec.answer.strip() or (episode.answer.strip() if episode else "")
+    if status == "error":
+        return Failure("gave_up", f"an error of the agent's own: {(rec.error or '')[:120]}")
+    if not answer:
+        return Failure("gave_up", "it ended without an answer")
+    if _GAVE_UP.search(answer):
+        return Failure("gave_up", f"its answer says it failed: {answer[:120]}")
+    return Failure("answered_wrong", "it answered, and the measure calls the answer a failure")
+
+
+def max_steps_of(out: Path) -> int | None:
+    """The run's step budget from its run.json (None: no manifest says)."""
+    for path in RunFolder(Path(out)).manifests():
+        try:
+            manifest = load(path)
+        except InputError:
+            continue
+        cfg = manifest.get("config") if isinstance(manifest, dict) else None
+        value = cfg.get("max_steps") if isinstance(cfg, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def classify_run(out: Path, outcomes: Mapping[str, Outcome | None],
+                 episodes: Mapping[str, EpisodeFolder] | None = None) -> dict[str, Failure | None]:
+    """Every task of `outcomes` (a report's per-task outcome) classified; `episodes`: folders already read."""
+    out = Path(out)
+    latest = read_results(out).latest()
+    budget = max_steps_of(out)
+    found: dict[str, Failure | None] = {}
+    for tid, outcome in outcomes.items():
+        if outcome == "success":
+            found[tid] = None
+            continue
+        rec = EpisodeRecord.from_json(latest[tid]) if tid in latest else None
+        ep = (episodes or {}).get(tid) or read_episode(out / tid)
+        found[tid] = classify(rec, ep if ep.layout is not None else None, outcome, budget)
+    return found
+
+
+def counted(failures: Mapping[str, Failure | None]) -> dict[str, int]:
+    """How many tasks each class has, in CLASSES order (classes with none left out)."""
+    n = Counter(f.cls for f in failures.values() if f is not None)
+    return {c: n[c] for c in CLASSES if n[c]}
+
+
+__all__ = ["CLASSES", "LOOP_REPEATS", "WORDS", "Failure", "classify", "classify_run", "counted", "loop_of",
+           "max_steps_of"]

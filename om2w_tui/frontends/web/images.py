@@ -1,0 +1,90 @@
+"""The site's pictures of a run's screenshots: a small JPEG thumbnail of each, and the full image (a JPEG of the
+same size, or the original where that is smaller; none with `--link`, where the page links the run's own file).
+
+Done in a pool of processes (one per core): decoding and encoding thousands of PNGs is the site's build time."""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from om2w_tui.files import SCREENSHOT_LIMIT, read_file, write_new
+from om2w_tui.json_input import InputError
+
+THUMB_WIDTH = 360
+THUMB_QUALITY = 70
+FULL_QUALITY = 75
+# below this many pictures a pool costs more to start than it saves
+POOL_FROM = 40
+
+
+@dataclass(frozen=True)
+class Job:
+    """One screenshot: where it is, where its thumbnail goes, where its full image goes (None: linked)."""
+
+    src: Path
+    thumb: Path
+    full: Path | None
+
+
+@dataclass(frozen=True)
+class Made:
+    """What became of a job: the thumbnail's and the full image's file names ('' where none was made: a file
+    Pillow cannot read is copied as it is, with no thumbnail), and the picture's size."""
+
+    thumb: str
+    full: str
+    width: int = 0
+    height: int = 0
+
+
+def make(job: Job) -> Made:
+    """The thumbnail and the full image of one screenshot; never raises for a bad picture."""
+    from PIL import Image, UnidentifiedImageError  # in the pool's processes: the report does not import Pillow
+
+    try:   # the run's own file: never through a symlink, never a FIFO or a device, bounded
+        raw = read_file(job.src, SCREENSHOT_LIMIT, own=True)
+    except InputError:   # gone meanwhile, or no file of the run's: the page says the picture is missing
+        return Made("", "")
+    try:
+        with Image.open(io.BytesIO(raw)) as im:
+            im.load()
+            rgb = im.convert("RGB")
+    except (OSError, UnidentifiedImageError, ValueError, Image.DecompressionBombError):
+        if job.full is None:
+            return Made("", "")
+        write_new(job.full.with_suffix(job.src.suffix), raw)   # copied as it is: the page links it
+        return Made("", job.full.with_suffix(job.src.suffix).name)
+    w, h = rgb.size
+    thumb = rgb.copy()
+    thumb.thumbnail((THUMB_WIDTH, max(1, THUMB_WIDTH * 4)), Image.Resampling.BILINEAR, reducing_gap=2.0)
+    job.thumb.parent.mkdir(parents=True, exist_ok=True)
+    write_new(job.thumb, _jpeg(thumb, THUMB_QUALITY))
+    full = ""
+    if job.full is not None:
+        jpeg = _jpeg(rgb, FULL_QUALITY)
+        smaller = jpeg if len(jpeg) < len(raw) else raw      # the original where it is the smaller
+        target = job.full.with_suffix(".jpg" if smaller is jpeg else job.src.suffix)
+        write_new(target, smaller)
+        full = target.name
+    return Made(job.thumb.name, full, w, h)
+
+
+def _jpeg(picture: Any, quality: int) -> bytes:
+    buf = io.BytesIO()
+    picture.save(buf, "JPEG", quality=quality, optimize=False)
+    return buf.getvalue()
+
+
+def make_all(jobs: Sequence[Job], workers: int | None = None) -> list[Made]:
+    """Every job, in order, in a pool of `workers` processes (default: one per core)."""
+    n = workers or os.cpu_count() or 1
+    if len(jobs) < POOL_FROM or n <= 1:
+        return [make(j) for j in jobs]
+    with ProcessPoolExecutor(max_workers=n) as pool:
+        return list(pool.map(make, jobs, chunksize=max(1, len(jobs) // (n * 8))))

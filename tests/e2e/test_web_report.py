@@ -1,0 +1,172 @@
+"""`om2w-tui report OUT --html DIR` in a real browser: a site built from a real offline run (the oracle on the
+offline sites) and from a two-run comparison (with each task side by side), every page opened in Chromium
+(Playwright, as the episodes drive it): no console error, no failed request, no request outside the site's folder,
+every image loads, the index's numbers are `report --format json`'s, the task list's filters and sorting and the
+task page's keyboard work."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from om2w_tui.cli.main import main as cli_main
+
+from .helpers import cli
+
+pytestmark = [pytest.mark.e2e]
+CHROMIUM = os.environ.get("CHROME_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> tuple[Path, Path]:
+    """One real offline run of six tasks, and a copy of it where one task is read as failed (the second run of a
+    comparison: the same tasks, one solved by the first only)."""
+    base = tmp_path_factory.mktemp("web")
+    out = base / "run"
+    done = cli("run", "--no-ui", "--bench", "offline", "--model", "oracle", "--workers", "2", "--pace-cooldown", "0",
+               "--limit", "6", "--out", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    other = base / "run2"
+    shutil.copytree(out, other, ignore=shutil.ignore_patterns("*.lock", "*.sock"))
+    lines = [json.loads(x) for x in (other / "results.jsonl").read_text().splitlines() if x.strip()]
+    lines[0]["correct"] = False
+    (other / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return out, other
+
+
+def report_json(*outs: Path) -> dict:
+    done = cli("report", *map(str, outs), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def open_every_page(site: Path) -> dict[str, dict]:
+    """Every HTML page of the site opened in Chromium; -> per page: console errors, failed and outside requests,
+    images that did not load, and the page's figures (data-check cells)."""
+    from playwright.sync_api import sync_playwright  # Playwright's sync API only in this test
+
+    root = site.resolve()
+    found: dict[str, dict] = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            state: dict[str, list[str]] = {}
+            page.on("console", lambda m: state["errors"].append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: state["errors"].append(str(e)))
+            page.on("requestfailed", lambda r: state["failed"].append(r.url))
+
+            def outside(url: str) -> bool:
+                u = urlparse(url)
+                if u.scheme == "data":
+                    return False
+                return u.scheme != "file" or not Path(unquote(u.path)).resolve().is_relative_to(root)
+
+            page.on("request", lambda r: state["outside"].append(r.url) if outside(r.url) else None)
+            for html in sorted(root.rglob("*.html")):
+                state.update(errors=[], failed=[], outside=[])
+                page.goto(html.as_uri(), wait_until="load")
+                page.evaluate("Promise.all(Array.from(document.images).map(i => i.decode().catch(() => null)))")
+                broken = page.evaluate("Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0)"
+                                       ".map(i => i.src)")
+                images = page.evaluate("document.images.length")
+                checks = page.evaluate("Object.fromEntries(Array.from(document.querySelectorAll("
+                                       "'[data-check][data-s]')).map(e => [e.dataset.check, [+e.dataset.s, "
+                                       "+e.dataset.n]]))")
+                found[str(html.relative_to(root))] = {**{k: list(v) for k, v in state.items()}, "broken": broken,
+                                                      "images": images, "checks": checks}
+        finally:
+            browser.close()
+    return found
+
+
+def test_every_page_of_a_run_opens_clean_and_the_index_says_what_report_json_says(runs, tmp_path):
+    out, _ = runs
+    site = tmp_path / "site"
+    assert cli_main(["report", str(out), "--html", str(site)]) == 0
+    pages = open_every_page(site)
+    assert {"index.html", "r1/tasks.html"} <= set(pages) and sum(1 for p in pages if p.startswith("r1/t/")) == 6
+    for name, got in pages.items():
+        assert (got["errors"], got["failed"], got["outside"], got["broken"]) == ([], [], [], []), name
+    assert sum(p["images"] for p in pages.values()) >= 6                   # every task page shows its screenshots
+    report = report_json(out)["runs"][0]
+    counts = report["success"]["counts"]
+    checks = pages["index.html"]["checks"]
+    assert checks["r1|overall|overall|over all"] == [counts["overall"]["successes"], counts["overall"]["tasks"]]
+    assert checks["r1|overall|overall|executable"] == [counts["executable"]["successes"],
+                                                       counts["executable"]["tasks"]]
+    for site_name, c in report["success"]["by_site"].items():
+        assert checks[f"r1|site|{site_name}|over all"] == [c["successes"], c["tasks"]]
+    assert (site / ".om2w-tui-site").is_file()
+    # built again over itself: replaced whole, nothing left beside it
+    assert cli_main(["report", str(out), "--html", str(site)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+
+
+def test_the_list_filters_and_sorts_and_the_task_page_answers_the_keyboard(runs, tmp_path):
+    from playwright.sync_api import sync_playwright  # Playwright's sync API only in this test
+
+    out, other = runs
+    site = tmp_path / "site"
+    assert cli_main(["report", str(other), "--html", str(site)]) == 0
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto((site / "r1" / "tasks.html").as_uri())
+            visible = "Array.from(document.querySelectorAll('#tasks tbody tr')).filter(r => !r.hidden).length"
+            assert page.evaluate(visible) == 6
+            page.select_option("select[data-filter=verdict]", "failure")
+            assert page.evaluate(visible) == 1 and page.inner_text("#shown") == "1 of 6"
+            page.select_option("select[data-filter=failure]", "answered_wrong")
+            assert page.evaluate(visible) == 1
+            page.select_option("select[data-filter=verdict]", "")
+            page.select_option("select[data-filter=failure]", "")
+            page.fill("input[data-filter=q]", "wiki")
+            assert page.evaluate(visible) == 1
+            page.fill("input[data-filter=q]", "")
+            page.click("th:has-text('steps')")
+            page.click("th:has-text('steps')")   # descending
+            steps = page.evaluate("Array.from(document.querySelectorAll('#tasks tbody tr'))"
+                                  ".map(r => +r.cells[6].dataset.value)")
+            assert steps == sorted(steps, reverse=True)
+            # the index links a failure class to the list filtered by it
+            page.goto((site / "index.html").as_uri())
+            page.click("a[href$='#failure=answered_wrong']")
+            assert page.evaluate(visible) == 1
+            page.click("#tasks tbody tr:not([hidden]) a")
+            assert page.locator("li.step").count() >= 2
+            page.keyboard.press("j")
+            page.keyboard.press("j")
+            assert page.get_attribute("#step-2", "class") == "step current"
+            page.keyboard.press("k")
+            assert "current" in (page.get_attribute("#step-1", "class") or "")
+            page.keyboard.press("ArrowDown")
+            assert "current" in (page.get_attribute("#step-2", "class") or "")
+        finally:
+            browser.close()
+
+
+def test_a_comparison_of_two_runs_opens_clean_and_names_the_task_only_one_solved(runs, tmp_path):
+    out, other = runs
+    site = tmp_path / "site"
+    assert cli_main(["report", str(out), str(other), "--html", str(site), "--link"]) == 0
+    pages = open_every_page(site)
+    assert "compare.html" in pages and sum(1 for p in pages if p.startswith("r2/t/")) == 6
+    assert sum(1 for p in pages if p.startswith("pair/")) == 6 and all(pages[p]["images"] for p in pages
+                                                                      if p.startswith("pair/"))
+    for name, got in pages.items():
+        assert (got["errors"], got["failed"], got["broken"]) == ([], [], []), name
+    # --link: the full screenshots are the run's own files, nothing copied
+    assert not list(site.rglob("*.png")) and not [p for p in site.rglob("*.jpg") if ".t." not in p.name]
+    first = json.loads((out / "results.jsonl").read_text().splitlines()[0])["task_id"]
+    html = (site / "compare.html").read_text()
+    assert f">{first}</a>" in html
+    report = report_json(out, other)
+    test = next(t for t in report["compare"]["tests"] if t["rule"] == "over all")
+    assert test["only_b_tasks"] == [first]

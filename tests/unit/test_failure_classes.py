@@ -1,0 +1,146 @@
+"""The failure classes (evaluation/failure.py): each rule on a trajectory that shows it, written by the project's
+TrajectoryWriter and read back through the one episode-folder reader, and their order of precedence."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from om2w_tui.benchmarks.episode_folder import read_episode
+from om2w_tui.benchmarks.trajectory import TrajectoryWriter
+from om2w_tui.engine.results import EpisodeRecord
+from om2w_tui.evaluation.failure import CLASSES, classify, classify_run, counted, loop_of, max_steps_of
+
+SHOP = "http://127.0.0.1:9/shop"
+
+
+def png(shade: int) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 48), (shade, shade, 255 - shade)).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def episode(tmp_path: Path, steps: list[tuple[list[str], str, str]], answer: str | None = "",
+            cut_short: str | None = None, name: str = "t1"):
+    """A folder as an episode writes it: one screenshot a step, v2 (URLs kept), then read back."""
+    w = TrajectoryWriter(tmp_path / name, name, "find the price", schema="v2")
+    for i, (actions, thought, url) in enumerate(steps):
+        w.add_plain_step(actions, thought, png=png(10 + i), url=url)
+    w.finish(answer, png(200), cut_short=cut_short)
+    return read_episode(tmp_path / name)
+
+
+def rec(**kw) -> EpisodeRecord:
+    return EpisodeRecord(task_id="t1", **{"status": "done", "agent_done": True, "steps": 2, **kw})
+
+
+def normal(tmp_path: Path, answer: str = "It costs $12.", **kw):
+    return episode(tmp_path, [(["<a> Shop -> CLICK"], "open the shop", SHOP), (["SCROLL DOWN"], "look", SHOP)],
+                   answer=answer, **kw)
+
+
+def test_bot_wall_is_a_blocked_status_whatever_else_holds(tmp_path):
+    ep = normal(tmp_path)
+    got = classify(rec(status="blocked", error="net::ERR_CONNECTION_REFUSED"), ep, "not_executable")
+    assert got is not None and got.cls == "bot_wall"
+
+
+def test_harness_error_is_an_error_of_kind_infra_endpoint_or_storage(tmp_path):
+    ep = normal(tmp_path)
+    for kind in ("infra", "endpoint", "storage"):
+        got = classify(rec(status="error", error_kind=kind, error="worker died"), ep, "not_executable")
+        assert got is not None and (got.cls, got.detail) == ("harness_error", kind)
+
+
+def test_site_error_from_the_error_text_the_browser_error_page_or_an_empty_page(tmp_path):
+    ep = normal(tmp_path)
+    got = classify(rec(status="error", error_kind="agent", error="page.goto: net::ERR_NAME_NOT_RESOLVED at x"),
+                   ep, "failure")
+    assert got is not None and got.cls == "site_error"
+    ep2 = episode(tmp_path, [(["NAVIGATE -> http://x"], "open it", "chrome-error://chromewebdata/")], name="t2")
+    got = classify(rec(), ep2, "failure")
+    assert got is not None and got.cls == "site_error" and "chrome-error" in got.why
+    ep3 = episode(tmp_path, [(["<a> Go -> CLICK"], "The page shows 502 Bad Gateway, the site is broken", SHOP)],
+                  answer="no", name="t3")
+    assert classify(rec(), ep3, "failure").cls == "site_error"   # type: ignore[union-attr]
+    # no screenshot, no step: the writer's blank stand-in
+    w = TrajectoryWriter(tmp_path / "t4", "t4", "x", schema="v2")
+    w.finish(None, None, cut_short="timeout")
+    ep4 = read_episode(tmp_path / "t4")
+    assert ep4.blank_screenshot
+    got = classify(rec(status="timeout", steps=0, blank_screenshot=True), ep4, "failure")
+    assert got is not None and got.cls == "site_error"
+
+
+def test_model_error_names_the_call_kind_it_ended_on(tmp_path):
+    ep = normal(tmp_path)
+    got = classify(rec(status="error", error_kind="model", model_fault="schema", error="reply out of schema"), ep,
+                   "failure")
+    assert got is not None and (got.cls, got.detail) == ("model_error", "schema")
+    assert got.words == "model error (schema)"
+
+
+def test_loop_is_the_same_action_on_the_same_page_three_times_in_a_row(tmp_path):
+    same = (["<button id=\"next\"> Next -> CLICK"], "next", SHOP)
+    ep = episode(tmp_path, [(["<a> Shop -> CLICK"], "", SHOP), same, same, same], answer="")
+    assert loop_of(ep).startswith("<button")
+    got = classify(rec(status="timeout", steps=4), ep, "failure")
+    assert got is not None and got.cls == "loop"           # before the timeout: the loop used the time up
+    # twice is no loop; three times on different pages is none either
+    ep2 = episode(tmp_path, [same, same, (["SCROLL DOWN"], "", SHOP), same], name="t2")
+    assert loop_of(ep2) == ""
+    moved = [(same[0], "", f"{SHOP}?page={i}") for i in range(3)]
+    assert loop_of(episode(tmp_path, moved, name="t3")) == ""
+
+
+def test_timeout_and_the_step_budget(tmp_path):
+    ep = normal(tmp_path, answer="", cut_short="timeout")
+    assert classify(rec(status="timeout", agent_done=False), ep, "failure").cls == "timeout"  # type: ignore[union-attr]
+    got = classify(rec(status="out_of_steps", agent_done=False, steps=2), ep, "failure")
+    assert got is not None and got.cls == "out_of_steps"
+    # an engine without the status yet: done, the agent never said so, the budget used up
+    got = classify(rec(status="done", agent_done=False, steps=2), ep, "failure", max_steps=2)
+    assert got is not None and got.cls == "out_of_steps"
+    got = classify(rec(status="done", agent_done=False, steps=1), ep, "failure", max_steps=2)
+    assert got is not None and got.cls == "gave_up"          # under the budget, no answer
+
+
+def test_gave_up_without_an_answer_or_with_one_that_says_it_failed(tmp_path):
+    assert classify(rec(answer=""), normal(tmp_path, answer=""), "failure").cls == "gave_up"  # type: ignore[union-attr]
+    ep = normal(tmp_path, answer="I could not find the price on this site.", name="t2")
+    got = classify(rec(answer=ep.answer), ep, "failure")
+    assert got is not None and got.cls == "gave_up" and "could not" in got.why
+
+
+def test_answered_wrong_is_an_answer_the_measure_calls_a_failure(tmp_path):
+    ep = normal(tmp_path)
+    got = classify(rec(answer=ep.answer), ep, "failure")
+    assert got is not None and got.cls == "answered_wrong"
+
+
+def test_no_class_for_a_success_or_a_task_not_judged_yet(tmp_path):
+    ep = normal(tmp_path)
+    assert classify(rec(answer=ep.answer), ep, "success") is None
+    assert classify(rec(answer=ep.answer), ep, None) is None
+    assert classify(rec(status="blocked"), ep, None).cls == "bot_wall"   # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("status", ["done", "timeout"])
+def test_classify_run_reads_the_records_the_folders_and_the_budget(tmp_path, status):
+    out = tmp_path / "run"
+    normal(out, answer="", name="a")
+    normal(out, answer="$12", name="b")
+    (out / "run.json").write_text(json.dumps({"config": {"max_steps": 2}}))
+    lines = [rec(status=status, agent_done=False, steps=2).to_json() | {"task_id": "a"},
+             rec(answer="$12").to_json() | {"task_id": "b"}]
+    (out / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert max_steps_of(out) == 2
+    got = classify_run(out, {"a": "failure", "b": "success"})
+    assert got["b"] is None
+    assert got["a"] is not None and got["a"].cls == ("out_of_steps" if status == "done" else "timeout")
+    assert list(counted(got)) == [got["a"].cls]
+    assert set(counted(got)) <= set(CLASSES)

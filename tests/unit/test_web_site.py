@@ -1,0 +1,162 @@
+"""`report --html DIR` without a browser: the folders it refuses (exit 2, nothing written), a failed build that
+leaves no half site, the old site replaced whole, --prices read and refused, and a run's pages' contents (failure
+classes, the judge's screenshot scores, labels, cost) from a run folder written by the project's writers."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from om2w_tui.benchmarks.trajectory import TrajectoryWriter
+from om2w_tui.cli.main import main as cli_main
+from om2w_tui.engine.results import EpisodeRecord
+from om2w_tui.evaluation.report import summarize
+from om2w_tui.frontends.web import site as web_site
+from om2w_tui.frontends.web.prices import PricesError, read_prices
+
+
+def png(shade: int, size: tuple[int, int] = (800, 600)) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", size, (shade, 90, 255 - shade)).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def make_run(out: Path) -> Path:
+    """Two tasks: one solved, one that looped on the same page; a judge file scoring each screenshot."""
+    same = ["<button id=\"more\"> More -> CLICK"]
+    for tid, steps, answer, correct in (("ok_1", [(["<a> Shop -> CLICK"], "open")], "$12", True),
+                                        ("loop_2", [(same, "more")] * 3, "", False)):
+        w = TrajectoryWriter(out / tid, tid, f"task {tid}", schema="v2")
+        for i, (acts, thought) in enumerate(steps):
+            w.add_plain_step(acts, thought, png=png(10 * i + len(tid)), url="http://127.0.0.1:9/shop")
+        w.finish(answer, png(250))
+        rec = EpisodeRecord(task_id=tid, status="done", website="http://127.0.0.1:9/", level="easy", model="m1",
+                            steps=len(steps), answer=answer, agent_done=bool(answer), prompt_tokens=1000,
+                            completion_tokens=100, correct=correct)
+        with (out / "results.jsonl").open("a") as f:
+            f.write(json.dumps(rec.to_json()) + "\n")
+    (out / "run.json").write_text(json.dumps({"config": {"max_steps": 10, "model": "m1", "arm": "base"}}))
+    judge = out / "om2w-tui_WebJudge_Online_Mind2Web_eval_j1_score_threshold_3_auto_eval_results.json"
+    lines = [{"task_id": "ok_1", "predicted_label": 1, "judge_model": "j1", "mode": "WebJudge_Online_Mind2Web_eval",
+              "key_points": "1. the price", "response": "Status: success",
+              "image_judge_screenshots": ["0_full_screenshot.png"],
+              "image_judge_record": [{"Response": "Reasoning: shows $12", "Score": 5}],
+              "usage": {"calls": 3, "prompt_tokens": 2000, "completion_tokens": 50}},
+             {"task_id": "loop_2", "predicted_label": 0, "judge_model": "j1", "usage": {"calls": 2,
+                                                                                     "prompt_tokens": 1000,
+                                                                                     "completion_tokens": 20}}]
+    judge.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return out
+
+
+@pytest.fixture
+def run(tmp_path) -> Path:
+    return make_run(tmp_path / "run")
+
+
+def report(*args: str) -> int:
+    return cli_main(["report", *args])
+
+
+def test_a_site_of_a_run_shows_the_failure_class_the_judge_per_screenshot_and_the_cost(run, tmp_path, capsys):
+    prices = tmp_path / "prices.toml"
+    prices.write_text('[m1]\ninput = 1.0\noutput = 10.0\n\n[j1]\ninput = 2\noutput = 4\n')
+    site = tmp_path / "site"
+    assert report(str(run), "--html", str(site), "--prices", str(prices)) == 0
+    index = (site / "index.html").read_text()
+    assert 'data-failure="loop">1<' in index
+    assert "$0.0040" in index          # (2000 prompt x $1 + 200 completion x $10) / 1e6 for the agent
+    assert "$0.0063" in index          # the judge apart: (3000 x $2 + 70 x $4) / 1e6
+    task = (site / "r1" / "t" / "ok_1.html").read_text()
+    assert "judge's score 5" in task and "Reasoning: shows $12" in task and "1. the price" in task
+    looped = (site / "r1" / "t" / "loop_2.html").read_text()
+    assert "<b>loop (" in looped and "More -&gt; CLICK" in looped
+    made = {p.name: p for p in (site / "r1" / "s" / "ok_1").iterdir()}
+    assert {"0.t.jpg", "1.t.jpg"} <= set(made) and len(made) == 4
+    with Image.open(made["0.t.jpg"]) as im:
+        assert im.size[0] == 360 and im.format == "JPEG"
+    # the full image: a JPEG, or the original where that is smaller (a flat colour compresses better as PNG)
+    original = run / "ok_1" / "trajectory" / "0_full_screenshot.png"
+    full = made.get("0.jpg") or made["0.png"]
+    assert full.stat().st_size <= original.stat().st_size
+    assert 'data-failure="loop"' in (site / "r1" / "tasks.html").read_text()
+
+
+def test_refused_inside_a_run_folder_over_other_files_and_over_a_file(run, tmp_path, capsys):
+    for dest in (run / "site", run / "ok_1" / "x", tmp_path):
+        assert report(str(run), "--html", str(dest)) == 2
+    err = capsys.readouterr().err
+    assert "inside the run folder" in err and "not a site written by om2w-tui" in err
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert report(str(run), "--html", str(afile)) == 2
+    assert not (run / "site").exists() and not (run / "ok_1" / "x").exists() and afile.read_text() == "x"
+    assert report(str(run), "--link") == 2 and "--link and --prices go with --html" in capsys.readouterr().err
+
+
+def test_bad_prices_exit_2_naming_the_file(run, tmp_path, capsys):
+    for text in ("[m1]\ninput = 1\n", "[m1\n", '{"m1": {"input": -1, "output": 2}}', "[]"):
+        bad = tmp_path / "p.toml"
+        bad.write_text(text)
+        with pytest.raises(PricesError, match=str(bad)):
+            read_prices(bad)
+        assert report(str(run), "--html", str(tmp_path / "site"), "--prices", str(bad)) == 2
+        assert str(bad) in capsys.readouterr().err
+        assert not (tmp_path / "site").exists()
+    good = tmp_path / "p.json"
+    good.write_text('{"m1": {"input": 0.15, "output": 0.6}}')
+    assert read_prices(good)["m1"].cost(1e6, 1e6) == pytest.approx(0.75)
+
+
+def test_a_failed_build_leaves_the_old_site_and_no_half_one(run, tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    assert report(str(run), "--html", str(site)) == 0
+    before = sorted(str(p.relative_to(site)) for p in site.rglob("*"))
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(web_site, "_render", broken)
+    with pytest.raises(OSError):
+        web_site.build_site(site, [summarize(run)])
+    assert sorted(str(p.relative_to(site)) for p in site.rglob("*")) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "site"]   # no building folder left beside it
+    monkeypatch.undo()
+    (run / "ok_1" / "result.json").unlink()   # the site of the run as it is now replaces the old whole
+    assert report(str(run), "--html", str(site)) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "site"]
+
+
+def test_a_screenshot_pillow_cannot_read_is_copied_and_linked_not_shown(tmp_path):
+    out = make_run(tmp_path / "run")
+    (out / "ok_1" / "trajectory" / "0_full_screenshot.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 32)
+    site = web_site.build_site(tmp_path / "site", [summarize(out)])
+    page = (site / "r1" / "t" / "ok_1.html").read_text()
+    assert "no thumbnail: not a picture Pillow reads" in page
+    assert (site / "r1" / "s" / "ok_1" / "0.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_slugs_are_safe_names_and_unique():
+    taken: set[str] = set()
+    assert web_site.slug("a/b", taken) == "a_b"
+    assert web_site.slug("a:b", taken) == "a_b-2"
+    assert web_site.slug("../..", taken) == "task"
+
+
+def test_several_runs_get_a_comparison_and_each_task_side_by_side_with_the_first_different_step(tmp_path):
+    a, b = make_run(tmp_path / "a"), make_run(tmp_path / "b")
+    # run b's looping task clicks something else at its second step
+    result = json.loads((b / "loop_2" / "result.json").read_text())
+    result["action_history"][1]["action"] = "SCROLL DOWN"
+    (b / "loop_2" / "result.json").write_text(json.dumps(result))
+    assert report(str(a), str(b), "--html", str(tmp_path / "site")) == 0
+    site = tmp_path / "site"
+    pair = (site / "pair" / "loop_2.html").read_text()
+    assert '<tr id="row-2" class="diverge">' in pair and "go different ways at" in pair
+    assert "the same actions throughout" in (site / "pair" / "ok_1.html").read_text()
+    assert 'href="pair/loop_2.html"' in (site / "compare.html").read_text()
+    assert 'href="../../pair/ok_1.html"' in (site / "r2" / "t" / "ok_1.html").read_text()
