@@ -22,6 +22,7 @@ from om2w_tui.benchmarks.episode_folder import (
     StepOnDisk,
     episode_steps,
     is_attempt_folder,
+    no_answer,
     read_episode,
 )
 from om2w_tui.engine.results import EpisodeRecord
@@ -189,8 +190,9 @@ class EpisodeScreen(Screen[None]):
 
         answer = Text()
         answer.append("Answer\n", style="bold cyan")
-        final = final or (rec.answer if rec is not None else "")
-        answer.append(final if final else ("(none yet)" if self.running else "(none)"),
+        final = final or (rec.agents_answer if rec is not None else "")
+        answer.append(final or ("(none yet)" if self.running else
+                                no_answer(rec.status if rec is not None else self.files.cut_short)),
                       style="" if final else "dim")
         if self.files.problem:
             answer.append(f"\n{self.files.problem}", style="yellow")

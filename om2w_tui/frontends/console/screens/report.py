@@ -22,7 +22,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Label, Static
 
-from om2w_tui.benchmarks.episode_folder import read_answer
+from om2w_tui.benchmarks.episode_folder import no_answer, read_answer
 from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.evaluation.labels import default_annotator
 from om2w_tui.evaluation.report import summarize
@@ -94,7 +94,8 @@ def compute(out: Path, judge: Path | None = None) -> Computed:
         if not failed(t):
             continue
         rec = latest.get(tid)
-        answer = (rec.answer if rec else "") or (answer_of(out / tid) if t.has_folder else "")
+        # the record says whether the agent answered; a folder without one is read as it is
+        answer = rec.agents_answer if rec else (answer_of(out / tid) if t.has_folder else "")
         rows.append(Failure(tid, t.status, t.success, rec, answer, t.outcome))
     return Computed(summary, latest, rows)
 
@@ -190,8 +191,8 @@ def summary_text(summary: RunReport, wide: bool) -> Text:
     t.append(f"{summary.tasks} ({summary.attempts} attempts)\n")
     t.append("Status\n", style="bold cyan")
     for k, v in statuses:
-        t.append(f"  {k:<11}", style=STATUS_STYLE.get(k, ""))
-        t.append(f"{v:>5}\n")
+        t.append(f"  {k:<12}", style=STATUS_STYLE.get(k, ""))   # out_of_steps, the longest
+        t.append(f"{v:>4}\n")
     t.append(f"{'Per episode':<13}{'median':>8}{'p90':>9}\n", style="bold cyan")
     for k, m in metrics:
         t.append(f"  {METRIC_NAMES.get(k, k):<11}")
@@ -248,7 +249,7 @@ class FittedTable(KeyedTable):
 class FailuresTable(FittedTable):
     """The tasks that did not succeed, by task id."""
 
-    COLUMNS = (Col("task", "task", 22, 34), Col("ok", "ok", 2), Col("status", "status", 7, 9),
+    COLUMNS = (Col("task", "task", 22, 34), Col("ok", "ok", 2), Col("status", "status", 7, 12),
                Col("error", "error", 16), Col("answer", "answer", 18))
     FLEX = {"error": 1, "answer": 1}
 
@@ -257,7 +258,8 @@ class FailuresTable(FittedTable):
         for f in failures:
             mark = (Text("⊘", style="yellow") if f.outcome == "not_executable" else Text("?", style="dim")
                     if f.success is None else Text("✗", style="red") if not f.success else "")
-            answer = Text(clip(f.answer, self.width_of("answer")) or "(no answer)", style="" if f.answer else "dim")
+            answer = Text(clip(f.answer, self.width_of("answer")) or no_answer(f.status),
+                          style="" if f.answer else "dim")
             rows[f.task_id] = (clip(f.task_id, self.width_of("task")), mark,
                                styled(clip(f.status, self.width_of("status")), STATUS_STYLE, f.status),
                                clip(f.record.error or "" if f.record else "", self.width_of("error")), answer)
@@ -267,7 +269,7 @@ class FailuresTable(FittedTable):
 class ErrorsTable(FittedTable):
     """summarize()'s errors: every attempt's, grouped by status, kind and message."""
 
-    COLUMNS = (Col("count", "n", 4), Col("status", "status", 7, 9), Col("kind", "kind", 6, 8),
+    COLUMNS = (Col("count", "n", 4), Col("status", "status", 7, 12), Col("kind", "kind", 6, 8),
                Col("message", "message", 30), Col("tasks", "tasks", 12))
     FLEX = {"message": 5, "tasks": 2}
 
