@@ -1,7 +1,8 @@
 """Labelling a run's episodes by hand: `om2w-tui label OUT`.
 
-For each task the screen shows the task, its website and level, how the run ended it (done, timeout, blocked,
-error ...), the agent's answer, its actions and thoughts, and the screenshots (the episode view's viewer, `←`/`→`);
+For each task the screen shows the task, its website and level, how the run ended it (done, out_of_steps, timeout,
+blocked, error ...), the agent's answer (or why there is none: `no answer (killed)`), its actions and thoughts,
+and the screenshots (the episode view's viewer, `←`/`→`);
 `o` opens the task's screenshots at full size in the browser (a page written to a temporary folder), for a terminal
 that draws them only in block characters (tmux, most SSH logins). `1` success, `0` failure, `2` not executable
 (then a reason: CAPTCHA or bot wall, site down, task outdated, other), `n` a note; every key is written to the
