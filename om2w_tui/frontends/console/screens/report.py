@@ -269,7 +269,7 @@ class FailuresTable(FittedTable):
 class ErrorsTable(FittedTable):
     """summarize()'s errors: every attempt's, grouped by status, kind and message."""
 
-    COLUMNS = (Col("count", "n", 4), Col("status", "status", 7, 12), Col("kind", "kind", 6, 8),
+    COLUMNS = (Col("count", "n", 4), Col("status", "status", 7, 9), Col("kind", "kind", 6, 8),
                Col("message", "message", 30), Col("tasks", "tasks", 12))
     FLEX = {"message": 5, "tasks": 2}
 
