@@ -239,5 +239,6 @@ async def run_episode(task: dict[str, Any], spec: WorkerSpec, emit: Emit, contro
         steps=_steps_of(result, writer), actions=len(writer.actions),
         screenshots=0 if writer.blank else writer.n_shots, answer=answer[:500] if end.status == "done" else "",
         prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens, model=watch.calls,
-        model_fault=end.model_fault, rows=rows.get("rows"), hint_left=rows.get("hint_left"), blank_screenshot=True if writer.blank else None)
+        model_fault=end.model_fault, rows=rows.get("rows"), hint_left=rows.get("hint_left"),
+        blank_screenshot=True if writer.blank else None)
 
