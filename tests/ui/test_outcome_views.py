@@ -21,6 +21,7 @@ from .test_report_screen import settle as settle_report
 
 LOOPING = "offline_longpage_loop_01"     # four scroll steps with one thought, then out of steps
 KILLED = "offline_shop_killed_02"        # killed; written before answers were only the agent's
+RAN_OUT = "offline_wiki_ran_out_03"      # out of steps, written before: `done` with agent_done false
 SCROLLS = 4
 THOUGHT = "Scroll down to find the opening hours."
 LEFTOVER = 'Clicked button "Apply filters" id=apply-filters'
@@ -31,6 +32,7 @@ def shot(i: int) -> bytes:
 
 
 def record(task_id: str, status: str, answer: str, steps: int, finished: float) -> dict[str, Any]:
+    """A record as the run writes it (an older run's where the answer is not "")."""
     return {"task_id": task_id, "arm": "base", "website": "http://127.0.0.1:8000/", "level": "easy", "model": "m",
             "status": status, "error": "killed by user" if status == "killed" else None, "error_kind": None,
             "steps": steps, "actions": steps, "screenshots": steps + 1, "answer": answer, "agent_done": False,
@@ -54,8 +56,12 @@ def looping_run(tmp_path: Path) -> Path:
         "cut_short": "killed"}))
     for i in range(2):
         (folder / "trajectory" / f"{i}_full_screenshot.png").write_bytes(shot(i))
-    (out / "results.jsonl").write_text(json.dumps(record(LOOPING, "out_of_steps", "", SCROLLS, R.T0 - 100)) + "\n"
-                                       + json.dumps(record(KILLED, "killed", LEFTOVER, 1, R.T0 - 50)) + "\n")
+    old = TrajectoryWriter(out / RAN_OUT, RAN_OUT, "Find the article's first sentence.")
+    old.add_plain_step(["SCROLL DOWN"], "read on", shot(0))
+    old.finish(LEFTOVER, shot(1))       # as the runner wrote it before: the last action's output, not cut short
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (
+        record(LOOPING, "out_of_steps", "", SCROLLS, R.T0 - 100), record(KILLED, "killed", LEFTOVER, 1, R.T0 - 50),
+        record(RAN_OUT, "done", LEFTOVER, 1, R.T0 - 20))))
     (out / "run.json").write_text(json.dumps({"config": {"arm": "base", "model": "m", "bench": "offline"}}))
     return out
 
@@ -90,6 +96,10 @@ async def test_the_episode_view_shows_each_screenshot_beside_its_own_step_and_wh
                 assert "The final state" in str(view.query_one("#ep-current").render())
             await pilot.press("escape")
             await pilot.pause()
+        app.open_episode(RAN_OUT, app.screen.data.latest[RAN_OUT])
+        await settle_report(pilot)
+        answer = str(app.screen.query_one("#ep-answer").render())
+        assert "no answer" in answer and LEFTOVER not in answer
 
 
 async def test_the_label_screen_shows_each_screenshot_beside_its_own_step_and_why_there_is_no_answer(tmp_path):
@@ -103,7 +113,11 @@ async def test_the_label_screen_shows_each_screenshot_beside_its_own_step_and_wh
         await settle_label(pilot)
         assert screen.session.current == KILLED
         assert "no answer (killed)" in text(screen, "#label-answer") and LEFTOVER not in text(screen, "#label-answer")
-        await pilot.press("k")
+        await pilot.press("j")
+        await settle_label(pilot)
+        assert screen.session.current == RAN_OUT
+        assert "no answer" in text(screen, "#label-answer") and LEFTOVER not in text(screen, "#label-answer")
+        await pilot.press("k", "k")
         await settle_label(pilot)
         assert "no answer (out of steps)" in text(screen, "#label-answer")
         assert "out_of_steps" in text(screen, "#label-task")

@@ -56,6 +56,14 @@ def history_text(steps: Sequence[StepOnDisk], shown: int, thought_width: int = 2
     return hist
 
 
+def shown_answer(folder_answer: str, rec: EpisodeRecord | None) -> str:
+    """The answer a view shows: the folder's, unless the record says the agent never answered (a record and folder
+    written before answers were only the agent's kept the last action's output there); else the record's."""
+    if rec is None:
+        return folder_answer
+    return (folder_answer or rec.agents_answer) if rec.agents_answer or not rec.status else ""
+
+
 class EpisodeScreen(Screen[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     BINDINGS = [
@@ -190,7 +198,7 @@ class EpisodeScreen(Screen[None]):
 
         answer = Text()
         answer.append("Answer\n", style="bold cyan")
-        final = final or (rec.agents_answer if rec is not None else "")
+        final = shown_answer(final, rec)
         answer.append(final or ("(none yet)" if self.running else
                                 no_answer(rec.status if rec is not None else self.files.cut_short)),
                       style="" if final else "dim")

@@ -55,7 +55,7 @@ from om2w_tui.evaluation.labels import FINAL, REASONS, VALUE_WORDS, LabelFile, m
 from om2w_tui.evaluation.labels import Label as TaskLabel
 from om2w_tui.evaluation.report import LEVEL_NAMES, find_judge_file, site_of, task_meta
 from om2w_tui.frontends.console.collector import Collector
-from om2w_tui.frontends.console.screens.episode import history_text
+from om2w_tui.frontends.console.screens.episode import history_text, shown_answer
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
 from om2w_tui.frontends.console.widgets.panels import STATUS_STYLE
 from om2w_tui.frontends.console.widgets.screenshot import ShotWidget, fit_cells, load_screenshot, screenshot_widget
@@ -644,7 +644,8 @@ class LabelScreen(Screen[None]):
     def _answer_text(self, task: str, folder: EpisodeFolder) -> Text:
         t = Text()
         t.append("Answer\n", style="bold cyan")
-        t.append(folder.answer or why_no_answer(folder, self.session.info[task]), style="" if folder.answer else "dim")
+        answer = shown_answer(folder.answer, self.session.info[task].record)
+        t.append(answer or why_no_answer(folder, self.session.info[task]), style="" if answer else "dim")
         return t
 
     def _actions_text(self, folder: EpisodeFolder) -> Text:
@@ -874,7 +875,8 @@ def write_shots_page(task: str, folder: EpisodeFolder, info: TaskInfo, where: Pa
     parts = [f"<h1>{html.escape(task)}</h1><p>{html.escape(folder.task)}</p>",
              f"<p><b>Site</b> {html.escape(info.website or info.site)} · <b>level</b> {html.escape(info.level)}"
              + (f" · <b>{html.escape(info.record.status)}</b>" if info.record else "") + "</p>",
-             f"<p><b>Answer</b> {html.escape(folder.answer or why_no_answer(folder, info))}</p>"]
+             f"<p><b>Answer</b> {html.escape(shown_answer(folder.answer, info.record) or why_no_answer(folder, info))}"
+             "</p>"]
     for i, shot in enumerate(folder.shots):
         acts = steps[i].actions if i < len(steps) else ()
         parts.append(f"<h3>{i + 1}. {html.escape(shot.name)}</h3>"
