@@ -145,6 +145,7 @@ async def run_episode(task: dict[str, Any], spec: WorkerSpec, emit: Emit, contro
     tempfile.tempdir = os.environ["TMPDIR"] = str(scratch)
     end = _End()
     result = ArmResult()
+    returned = False          # the arm's run() gave its result (else its partial() says what it did)
     session = None
     call_log = CallLog() if spec.record_rows else None
     watch = ModelWatch(emit, spec.mend_thinking, call_log)
@@ -185,6 +186,7 @@ async def run_episode(task: dict[str, Any], spec: WorkerSpec, emit: Emit, contro
             getattr(control.arm, cmd)()
         emit(Running())
         result = await control.arm.run()
+        returned = True
         if not result.agent_done and (on_model := ended_on_model(watch)):
             end.model_fault, fault, error = on_model
             end.set("error", error, fault)
@@ -206,7 +208,7 @@ async def run_episode(task: dict[str, Any], spec: WorkerSpec, emit: Emit, contro
     rows: dict[str, Any] = {}
     answer = ""
     try:
-        if control.arm is not None and not result.histories:
+        if control.arm is not None and not returned:
             result = await _bounded(control.arm.partial(), 10) or ArmResult()
         answer = agents_answer(result) if end.status == "done" else ""
         final_png = None
