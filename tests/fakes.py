@@ -49,6 +49,7 @@ class Behaviour:
     model_failure: str | None = None   # every model call fails with this kind: the episode ends on its model
     vanish_before_start: int = 0    # this many runs: the process dies having read the command, before `started`
     storage_failures: int = 0       # this many runs end unable to write their folder (the disk is full)
+    out_of_steps: bool = False      # the agent uses its whole step budget without `done`: no answer
 
 
 @dataclass
@@ -175,6 +176,8 @@ class FakeWorker:
         if status == "done" and b.model_failure:
             return Outcome("error", f"model: {b.model_failure}: injected", "model", steps=n, actions=n,
                            screenshots=n, model=calls, model_fault=b.model_failure)
+        if status == "done" and b.out_of_steps:
+            return Outcome("out_of_steps", steps=n, actions=n, screenshots=n, model=calls)
         done = status == "done"
         return Outcome("done" if done else "timeout" if status == "timeout" else "killed", None, None, done, n, n, n,
                        b.answer if done else "", model=calls)

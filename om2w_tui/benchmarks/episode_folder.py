@@ -30,6 +30,7 @@ SHOT = re.compile(r"(\d+)_full_screenshot\.png")   # matched whole (fullmatch)
 CLOSING = ("TASK_COMPLETE", "TASK_INCOMPLETE")     # a v2 history's closing entry: the last state, no action
 ATTEMPTS = "attempts"
 RESULT_LIMIT = 64 << 20   # bytes of a result.json read back (a long episode's is well under 1 MiB)
+MAX_STEP_NUMBER = 1 << 20  # an `action_steps` number past this is not a step of ours (its list is not used)
 
 Layout = Literal["v1", "v2"]
 
@@ -66,7 +67,8 @@ class EpisodeFolder:
     actions: tuple[str, ...] = ()            # every action line, in order (v2: each entry's actions split)
     thoughts: tuple[str, ...] = ()           # v1: one per action line; v2: one per entry
     steps: tuple[StepOnDisk, ...] = ()       # see `episode_steps`
-    recorded_steps: int = 0                  # v2: entries but the closing one; v1: action lines (v1 keeps no bounds)
+    recorded_steps: int = 0                  # steps with an action (`action_steps`); written before it, v2: entries
+    #                                          but the closing one, v1: action lines (v1 kept no bounds)
     shots: tuple[Path, ...] = ()             # trajectory/<i>_full_screenshot.png, in the order of <i>
     blank_screenshot: bool = False           # the final state is the writer's blank stand-in: no real screenshot
     cut_short: str = ""                      # why the episode stopped before its end, as the writer said it
@@ -77,6 +79,11 @@ class EpisodeFolder:
     def problem(self) -> str:
         """The problems on one line ("" when there is none)."""
         return "; ".join(self.problems)
+
+    @property
+    def no_answer(self) -> str:
+        """What stands where the folder has no answer: why, as its writer said (`no answer (killed)`)."""
+        return no_answer(self.cut_short)
 
     @property
     def is_earlier_attempt(self) -> bool:
@@ -117,22 +124,47 @@ def _is_closing(entry: dict[str, Any]) -> bool:
     return str(entry.get("action", "")).startswith(CLOSING)
 
 
-def episode_steps(result: dict[str, Any], shots: list[Path] | tuple[Path, ...]) -> tuple[str, list[StepOnDisk]]:
-    """(the answer, the steps) of a result.json in either layout.
+def _action_steps(result: dict[str, Any], n_actions: int) -> list[int] | None:
+    """`action_steps` as the writer gave it: one step number (its screenshot's) per action; None where the folder
+    has none (written before it) or it does not fit the actions (another writer's)."""
+    steps = result.get("action_steps")
+    if not isinstance(steps, list) or len(steps) != n_actions or n_actions == 0:
+        return None
+    if not all(type(n) is int and 0 <= n < MAX_STEP_NUMBER for n in steps):
+        return None
+    return steps
 
-    v2 names each entry's screenshot, so the match is exact: one StepOnDisk per screenshot, in order (a screenshot
-    with no entry, like the final state, gets an empty one). v1 keeps only flat lists; an episode writes one
-    screenshot per step and repeats the step's thought for each of its actions, so consecutive actions with the
-    same thought are taken as one step (two steps with the very same thought would read as one)."""
+
+def _by_step(acted: list[tuple[str, str, str]], numbers: list[int], n_shots: int) -> list[StepOnDisk]:
+    """(action, thought, url) of each action grouped by its step's number: one StepOnDisk per screenshot."""
+    found: dict[int, tuple[list[str], str, str]] = {}
+    for (action, thought, url), i in zip(acted, numbers, strict=True):
+        found.setdefault(i, ([], thought, url))[0].append(action)
+    n = max([n_shots, *[k + 1 for k in found]])
+    return [StepOnDisk(tuple(found[i][0]), found[i][1], found[i][2]) if i in found else StepOnDisk()
+            for i in range(n)]
+
+
+def episode_steps(result: dict[str, Any], shots: list[Path] | tuple[Path, ...]) -> tuple[str, list[StepOnDisk]]:
+    """(the answer, the steps) of a result.json in either layout: one StepOnDisk per screenshot, in order (a
+    screenshot with no action, like the final state, gets an empty one).
+
+    Each action's step is what the writer recorded in `action_steps` (the number of the step's screenshot). A folder
+    written before that key: v2 names each entry's screenshot, so the match is exact; v1 keeps only flat lists, so
+    consecutive actions with the same thought are taken as one step (two steps with the very same thought would
+    read as one)."""
     history = result.get("action_history") or []
     if not isinstance(history, list):
         history = []
     if layout_of(result) == "v2":
+        entries = [h for h in history if isinstance(h, dict) and not _is_closing(h)]   # the closing one: no action
+        acted = [(a, str(h.get("thought") or ""), str(h.get("url") or ""))
+                 for h in entries for a in str(h.get("action", "")).split(V2_JOIN)]   # an entry's actions, joined
+        if (numbers := _action_steps(result, len(acted))) is not None:
+            return answer_of(result), _by_step(acted, numbers, len(shots))
         index = {p.name: i for i, p in enumerate(shots)}
         found: dict[int, tuple[list[str], str, str]] = {}
-        for h in history:
-            if not isinstance(h, dict) or _is_closing(h):   # the closing entry (answer, or why it stopped): no action
-                continue
+        for h in entries:
             i = index.get(str(h.get("screenshot")), -1)
             acts, _, _ = found.setdefault(i, ([], str(h.get("thought") or ""), str(h.get("url") or "")))
             acts += str(h.get("action", "")).split(V2_JOIN)   # one entry is one step, its actions joined
@@ -141,6 +173,9 @@ def episode_steps(result: dict[str, Any], shots: list[Path] | tuple[Path, ...]) 
                  for i in range(n)]
         return answer_of(result), steps
     thoughts = [str(t) for t in result.get("thoughts") or []]
+    if (numbers := _action_steps(result, len(history))) is not None:
+        acted = [(str(a), thoughts[n] if n < len(thoughts) else "", "") for n, a in enumerate(history)]
+        return answer_of(result), _by_step(acted, numbers, len(shots))
     groups: list[tuple[list[str], str]] = []
     for n, action in enumerate(str(a) for a in history):
         thought = thoughts[n] if n < len(thoughts) else ""
@@ -196,6 +231,8 @@ def read_episode(folder: Path) -> EpisodeFolder:
         actions = [str(a) for a in history]
         thoughts = [str(t) for t in result.get("thoughts") or []]
         recorded = len(actions)
+    if (numbers := _action_steps(result, len(actions))) is not None:
+        recorded = len(set(numbers))
     return EpisodeFolder(
         folder, result, layout, task_id=str(result.get("task_id") or folder.name), task=str(result.get("task") or ""),
         answer=answer, actions=tuple(actions), thoughts=tuple(thoughts), steps=tuple(steps), recorded_steps=recorded,
@@ -210,7 +247,22 @@ def read_answer(folder: Path) -> str:
 
 
 def answer_of(result: dict[str, Any]) -> str:
+    """The agent's answer; none for an episode cut short (a folder written before answers were only the agent's
+    kept its last action's output there)."""
+    if result.get("cut_short"):
+        return ""
     return str(result.get("agent_final_answer" if layout_of(result) == "v2" else "final_result_response") or "")
+
+
+# why an episode has no answer, by how it ended (its record's status, or its folder's `cut_short`)
+NO_ANSWER_WHY = {"killed": "killed", "timeout": "timeout", "out_of_steps": "out of steps", "error": "error",
+                 "blocked": "blocked"}
+
+
+def no_answer(status: str | None) -> str:
+    """What a view shows where an episode has no answer: `no answer (killed)`, `no answer (out of steps)` ..."""
+    why = NO_ANSWER_WHY.get(status or "")
+    return f"no answer ({why})" if why else "no answer"
 
 
 # ── attempts ─────────────────────────────────────────────────────────────────────────────────────────────────────
@@ -282,6 +334,6 @@ def keep_earlier_attempt(folder: Path) -> Path | None:
     return dest
 
 
-__all__ = ["ATTEMPTS", "CLOSING", "SHOT", "EpisodeFolder", "Layout", "ResultFile", "StepOnDisk",
+__all__ = ["ATTEMPTS", "CLOSING", "NO_ANSWER_WHY", "SHOT", "EpisodeFolder", "Layout", "ResultFile", "StepOnDisk",
            "attempt_folder", "attempt_folders", "episode_steps", "is_attempt_folder", "keep_earlier_attempt",
-           "layout_of", "load_result", "read_answer", "read_episode", "screenshots"]
+           "layout_of", "load_result", "no_answer", "read_answer", "read_episode", "screenshots"]

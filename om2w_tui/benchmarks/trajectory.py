@@ -1,6 +1,7 @@
 """An episode's folder in the Online-Mind2Web v1 layout, written as the episode goes:
 
-    <out>/<task_id>/result.json                          task_id, task, final_result_response, action_history, thoughts
+    <out>/<task_id>/result.json                          task_id, task, final_result_response, action_history, thoughts,
+                                                         action_steps
     <out>/<task_id>/trajectory/<i>_full_screenshot.png   one per step, in order, then the final state when the
                                                          page changed after the last step's screenshot
     <out>/<task_id>/history_<k>.json                     the browser-use histories
@@ -8,7 +9,10 @@
 Each step's screenshot and action lines land on disk when the step ends and `result.json` is rewritten atomically
 after every step, so a timeout, a kill or a crash keeps every finished step in a folder the evaluator can read.
 The action lines are factual, in the benchmark's style; the agent's words go to `thoughts`, its answer to
-`final_result_response`, and `done` is never an action.
+`final_result_response`, and `done` is never an action. `action_steps` (a key the evaluator ignores, in both layouts)
+gives each action its step, numbered as the step's screenshot (`<n>_full_screenshot.png`; an action of a step that
+got no screenshot has the number of the step before): what groups actions into steps, never their thoughts' text,
+which may repeat.
 
 A browser-use step's screenshot is the page the step acted on. The evaluator sends the judge one image per v1 file
 and one per v2 entry, so no state is written or named twice: the final state is kept only when it differs from the
@@ -124,7 +128,8 @@ class TrajectoryWriter:
         self.coordinates = coordinates       # how coordinate clicks are said (the run's --coordinates)
         self.actions: list[str] = []
         self.thoughts: list[str] = []
-        # one per step: {"shot": name | None, "actions": [...], "thought": str, "url": str}
+        self.action_steps: list[int] = []    # each action's step, numbered as the step's screenshot
+        # one per step: {"shot": name | None, "actions": [...], "thought": str, "url": str, "step": int}
         self.frames: list[dict[str, Any]] = []
         self.answer = ""
         self.last_shot: str | None = None     # the screenshot file of the latest step, if it had one
@@ -156,8 +161,14 @@ class TrajectoryWriter:
 
     def v2_entries(self) -> list[dict[str, Any]]:
         """The v2 action history: one entry per step with a screenshot and actions, then the closing entry."""
+        return self._v2()[0]
+
+    def _v2(self) -> tuple[list[dict[str, Any]], list[int]]:
+        """(the v2 action history, the step of each action its entries but the closing one hold, in order)."""
         entries: list[dict[str, Any]] = []
+        steps: list[list[int]] = []      # per entry, its actions' steps
         pending: list[str] = []          # actions of steps without a screenshot: joined to a neighbour's entry
+        pending_steps: list[int] = []
         last_state = self.final_shot
         for k, f in enumerate(self.frames):
             if not f["actions"]:
@@ -167,21 +178,25 @@ class TrajectoryWriter:
             if f["shot"] is None:
                 if entries:
                     entries[-1]["action"] += V2_JOIN + V2_JOIN.join(f["actions"])
+                    steps[-1] += [f["step"]] * len(f["actions"])
                 else:
                     pending += f["actions"]
+                    pending_steps += [f["step"]] * len(f["actions"])
                 continue
             entries.append({"action": V2_JOIN.join(pending + f["actions"]), "thought": f["thought"],
                             "screenshot": f["shot"], "url": f["url"]})
-            pending = []
+            steps.append(pending_steps + [f["step"]] * len(f["actions"]))
+            pending, pending_steps = [], []
         if last_state is None and not entries:
             last_state = next((f["shot"] for f in reversed(self.frames) if f["shot"]), None)
         if last_state is None and entries:
             # still running (or the final state equals it): the latest screenshot closes, taken out of its entry
             # so that no file is named twice; its actions move to the entry before it
-            tail = entries.pop()
+            tail, tail_steps = entries.pop(), steps.pop()
             last_state = tail["screenshot"]
             if entries:
                 entries[-1]["action"] += V2_JOIN + tail["action"]
+                steps[-1] += tail_steps
             else:
                 pending = [tail["action"]]
         url = entries[-1]["url"] if entries else (self.frames[-1]["url"] if self.frames else "")
@@ -193,20 +208,20 @@ class TrajectoryWriter:
         if pending:   # actions no screenshot was taken for: kept in the record, though the evaluator drops them
             close += " (unpictured actions: " + V2_JOIN.join(pending) + ")"
         entries.append({"action": close, "thought": None, "screenshot": last_state, "url": url})
-        return [{"step": i, **e} for i, e in enumerate(entries)]
+        return [{"step": i, **e} for i, e in enumerate(entries)], [n for s in steps for n in s]
 
     def _write_result(self) -> None:
         if self.schema == "v1":
             doc: dict[str, Any] = {"task_id": self.task_id, "task": self.task_text,
                                    "final_result_response": self.answer, "action_history": self.actions,
-                                   "thoughts": self.thoughts, **self._notes()}
+                                   "thoughts": self.thoughts, "action_steps": self.action_steps, **self._notes()}
         else:
-            history = self.v2_entries()
+            history, steps = self._v2()
             if history[-1]["screenshot"] is None:   # never written: the evaluator crashes on a null screenshot
-                history = []
+                history, steps = [], []
             doc = {"schema_version": V2_SCHEMA, "task": self.task_text, "task_id": self.task_id,
                    "agent_final_answer": self.answer, "reference_length": self.reference_length,
-                   "action_history": history, **self._notes()}
+                   "action_history": history, "action_steps": steps, **self._notes()}
         write_json_atomic(self.folder / "result.json", doc)
 
     def add_screenshot(self, png: bytes | None = None, path: str | Path | None = None) -> bool:
@@ -227,10 +242,13 @@ class TrajectoryWriter:
         return True
 
     def _add_frame(self, shot: str | None, actions: list[str], thought: str, url: str) -> None:
+        # the step's number is its screenshot's (just written); without one, the step before's
+        step = self.n_shots - 1 if shot else (self.frames[-1]["step"] if self.frames else 0)
         self.last_shot = shot
         self.actions += actions
         self.thoughts += [thought] * len(actions)
-        self.frames.append({"shot": shot, "actions": list(actions), "thought": thought, "url": url})
+        self.action_steps += [step] * len(actions)
+        self.frames.append({"shot": shot, "actions": list(actions), "thought": thought, "url": url, "step": step})
         self.n_steps += 1
         self._write_result()
 

@@ -18,6 +18,7 @@ from typing import Any, assert_never, cast
 from om2w_tui import exits
 from om2w_tui.engine.control_socket import NoRunListening, request
 from om2w_tui.engine.events import RunSnapshot
+from om2w_tui.engine.results import statuses_text
 from om2w_tui.engine.settings import BY_KEY
 from om2w_tui.engine.wire import MESSAGES, StatusReply
 from om2w_tui.protocol.codec import to_json
@@ -123,6 +124,8 @@ def status_lines(run: RunInfo, snap: RunSnapshot) -> list[str]:
     else:
         dispatch = "paused" if snap.paused else "running"
     lines = [head, f"dispatch {dispatch}; workers {snap.target_workers}; errors {snap.errors}"]
+    if s.by_status:
+        lines.append(f"episodes this run: {statuses_text(s.by_status)}")
     m = snap.model
     if m.calls:
         failed = ", ".join(f"{k} {n}" for k, n in sorted(m.failures.items(), key=lambda kv: -kv[1]))
@@ -144,7 +147,7 @@ def status_json(run: RunInfo, snap: RunSnapshot) -> dict[str, Any]:
             "done": _done(snap), "total": snap.summary.total,
             "pending": snap.summary.pending, "paused": snap.paused, "user_paused": snap.user_paused,
             "breaker": snap.breaker, "storage": snap.storage, "stopping": snap.stopping,
-            "target_workers": snap.target_workers, "errors": snap.errors,
+            "target_workers": snap.target_workers, "errors": snap.errors, "by_status": dict(snap.summary.by_status),
             "running": [{"slot": r.slot, "task_id": r.task_id, "state": r.state, "step": r.step,
                          "max_steps": r.max_steps, "site": r.site, "model_error": r.model_error}
                         for r in snap.slots if r.task_id is not None],

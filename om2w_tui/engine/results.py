@@ -49,7 +49,7 @@ class EpisodeRecord:
     steps: int = 0
     actions: int = 0
     screenshots: int = 0
-    answer: str = ""
+    answer: str = ""                  # the agent's `done` text; "" for an episode that ended otherwise
     agent_done: bool = False          # the agent said it was done (rather than running out of steps or time)
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -70,6 +70,13 @@ class EpisodeRecord:
     def settles(self) -> bool:
         """Whether it finishes its task (see `settles`)."""
         return _settles(self.status, self.error, self.error_kind)
+
+    @property
+    def agents_answer(self) -> str:
+        """The answer as the agent gave it: "" for an episode that did not end `done` by the agent's word (a record
+        written before answers were only the agent's kept its last action's output); a seed's record (no status)
+        as it is."""
+        return self.answer if not self.status or (self.status == "done" and self.agent_done) else ""
 
     @property
     def requeued(self) -> bool:
@@ -135,6 +142,12 @@ def _coerce(value: Any, kind: type) -> Any:
         return cast(Any, kind)(value)
     except (TypeError, ValueError):
         return _BAD
+
+
+def statuses_text(by_status: dict[str, int]) -> str:
+    """`done 3, out_of_steps 2, timeout 1`: counts by status in `STATUSES` order (others after, by name)."""
+    order = sorted(by_status, key=lambda k: (STATUSES.index(k) if k in STATUSES else len(STATUSES), k))
+    return ", ".join(f"{k} {by_status[k]}" for k in order if by_status[k])
 
 
 def settles(record: dict[str, Any]) -> bool:

@@ -487,7 +487,7 @@ class Scheduler:
         if rec.status == "blocked":
             cooldown = self.dispatch.widen(site)
             self.emit(Log("warning", f"{site}: {rec.error}; its cooldown is now {cooldown:g} s"))
-        elif rec.status == "done":
+        elif rec.status in ("done", "out_of_steps"):   # the site served the episode to its end
             self.dispatch.relax(site)
         if not ep.site_released:
             ep.site_released = True

@@ -5,7 +5,12 @@ that runs it; what was done until then is kept and recorded with the stop's reas
 How it ended is an `Outcome` (protocol/worker.py) whose fault kind is decided here, from typed facts: an OSError
 whose errno says the disk is full is the folder's (`storage`); an episode whose last agent step's model call failed
 ended on its model (`model`: the same request fails again), or on its endpoint when that failure was the server's
-being down or overloaded (`endpoint`), as the episode's model calls say (episode/model_watch.py)."""
+being down or overloaded (`endpoint`), as the episode's model calls say (episode/model_watch.py). An agent that
+used its whole step budget without saying `done` ended `out_of_steps`.
+
+The answer is only what the agent answered: the text of its `done`. An episode that ended any other way (killed,
+timed out, crashed, out of steps) has an empty answer in `result.json` and its record; what its last action
+returned stays in the trajectory (the histories)."""
 
 from __future__ import annotations
 
@@ -104,6 +109,19 @@ async def _bounded(coro: Awaitable[Any], seconds: float) -> Any:
         return None
 
 
+def agents_answer(result: ArmResult) -> str:
+    """The agent's answer: its words when it said `done`, else "" (what its last action returned is no answer: it
+    stays in the trajectory's histories, never in `final_result_response` or the record). An episode that did not
+    end `done` has none either (see the module's docstring)."""
+    return (result.answer or "") if result.agent_done else ""
+
+
+def _steps_of(result: ArmResult, writer: TrajectoryWriter) -> int:
+    """The agent's steps: its histories' (browser-use's count, the last forced `done` try included), else the
+    steps the arm recorded itself."""
+    return sum(len(getattr(h, "history", [])) for h in result.histories) or writer.n_steps
+
+
 @dataclass
 class _End:
     """How the episode is ending, decided as it goes."""
@@ -127,6 +145,7 @@ async def run_episode(task: dict[str, Any], spec: WorkerSpec, emit: Emit, contro
     tempfile.tempdir = os.environ["TMPDIR"] = str(scratch)
     end = _End()
     result = ArmResult()
+    returned = False          # the arm's run() gave its result (else its partial() says what it did)
     session = None
     call_log = CallLog() if spec.record_rows else None
     watch = ModelWatch(emit, spec.mend_thinking, call_log)
@@ -167,11 +186,14 @@ async def run_episode(task: dict[str, Any], spec: WorkerSpec, emit: Emit, contro
             getattr(control.arm, cmd)()
         emit(Running())
         result = await control.arm.run()
+        returned = True
         if not result.agent_done and (on_model := ended_on_model(watch)):
             end.model_fault, fault, error = on_model
             end.set("error", error, fault)
         elif not result.agent_done and (blocked := await _bounded(page_block(session), 10)):
             end.set("blocked", blocked)
+        elif not result.agent_done and (result.out_of_steps or _steps_of(result, writer) >= ctx.max_steps):
+            end.set("out_of_steps", None)
     except SiteBlocked as e:
         end.set("blocked", str(e))
     except asyncio.CancelledError:
@@ -184,18 +206,19 @@ async def run_episode(task: dict[str, Any], spec: WorkerSpec, emit: Emit, contro
             end.set("error", error, fault)
     control.cancellable = False
     rows: dict[str, Any] = {}
+    answer = ""
     try:
-        if control.arm is not None and not result.histories:
+        if control.arm is not None and not returned:
             result = await _bounded(control.arm.partial(), 10) or ArmResult()
+        answer = agents_answer(result) if end.status == "done" else ""
         final_png = None
         if session is not None:
             final_png = await _bounded(session.take_screenshot(), 10)
-            if final_png is None and end.status == "done" and not result.agent_done:
+            if final_png is None and end.status in ("done", "out_of_steps") and not result.agent_done:
                 # browser-use ends an agent whose browser went away as if it had simply stopped: that is our fault
                 end.set("error", "the browser crashed or closed during the episode", "infra")
             await _bounded(session.kill(), 10)
-        writer.finish(result.answer, final_png, result.histories, cut_short=None if end.status == "done"
-                      else end.status)
+        writer.finish(answer, final_png, result.histories, cut_short=None if end.status == "done" else end.status)
         for name, doc in result.files.items():
             write_json_atomic(folder / name, doc)
         if call_log is not None:
@@ -215,9 +238,9 @@ async def run_episode(task: dict[str, Any], spec: WorkerSpec, emit: Emit, contro
             os.environ["TMPDIR"] = worker_tmp
     return Outcome(
         status=end.status, error=end.error, fault=end.fault, agent_done=result.agent_done,
-        steps=sum(len(getattr(h, "history", [])) for h in result.histories) or writer.n_steps,
-        actions=len(writer.actions), screenshots=0 if writer.blank else writer.n_shots,
-        answer=(result.answer or "")[:500], prompt_tokens=result.prompt_tokens,
-        completion_tokens=result.completion_tokens, model=watch.calls, model_fault=end.model_fault,
-        rows=rows.get("rows"), hint_left=rows.get("hint_left"), blank_screenshot=True if writer.blank else None)
+        steps=_steps_of(result, writer), actions=len(writer.actions),
+        screenshots=0 if writer.blank else writer.n_shots, answer=answer[:500] if end.status == "done" else "",
+        prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens, model=watch.calls,
+        model_fault=end.model_fault, rows=rows.get("rows"), hint_left=rows.get("hint_left"),
+        blank_screenshot=True if writer.blank else None)
 

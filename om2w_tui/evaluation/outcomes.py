@@ -13,8 +13,9 @@ Where an outcome comes from:
   - human labels ("1", "0", "2"), read as they are;
   - a judge's verdict or the offline suite's reference answer (`correct`), read beside the run's record of the task:
     an episode the harness failed (status `error` of kind infra, endpoint or storage) or a site's bot wall
-    (`blocked`) is not executable whatever the verdict; any other `error` (the agent's, the model's) is a failure;
-    otherwise the verdict decides, and a task with no verdict yet has no outcome. A task whose latest attempt does
+    (`blocked`) is not executable whatever the verdict; any other `error` (the agent's, the model's) and an agent
+    that ran `out_of_steps` (its whole step budget without `done`: no answer) is a failure; otherwise the verdict
+    decides, and a task with no verdict yet has no outcome. A task whose latest attempt does
     not settle it (interrupted, requeued) or that has no record in a run that keeps records is still to run.
 """
 
@@ -37,6 +38,9 @@ LABELS: dict[str, Outcome] = {"1": SUCCESS, "0": FAILURE, "2": NOT_EXECUTABLE}
 LABEL_OF: dict[Outcome, str] = {v: k for k, v in LABELS.items()}
 # an error of these kinds is the harness's (or its services'), not the agent's: the task was not executable
 HARNESS_FAULTS = ("infra", "endpoint", "storage")
+
+# statuses that are the agent's failure whatever a verdict says (an error of the harness's kinds aside, above)
+AGENT_FAILURES = ("error", "out_of_steps")
 
 RULE_ALL = "over all"
 RULE_EXECUTABLE = "executable"
@@ -61,7 +65,7 @@ def run_outcome(record: Mapping[str, Any] | None, verdict: bool | None, keeps_re
         return NOT_EXECUTABLE
     if not settles(dict(record)):
         return None
-    if record.get("status") == "error":
+    if record.get("status") in AGENT_FAILURES:
         return FAILURE
     if verdict is None:
         return None

@@ -25,6 +25,7 @@ from om2w_tui.engine.events import (
     SlotChanged,
 )
 from om2w_tui.engine.launch import Preflight, open_run
+from om2w_tui.engine.results import statuses_text
 from om2w_tui.frontends.formatting import clock_text
 from om2w_tui.frontends.run_state import RunState, episode_line, model_summary
 
@@ -70,7 +71,7 @@ class HeadlessLog:
                     f"elapsed {clock_text(time.monotonic() - self.t0)}")
 
     def _summary(self, s: RunSummary) -> None:
-        statuses = ", ".join(f"{k} {v}" for k, v in sorted(s.by_status.items())) or "nothing run"
+        statuses = statuses_text(s.by_status) or "nothing run"
         self._print(f"summary: {s.finished} episodes this run ({statuses}); "
                     f"{s.settled_before} done before; {s.pending} left; {clock_text(s.elapsed_s)}")
         if s.judged:

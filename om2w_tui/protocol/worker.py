@@ -18,7 +18,8 @@ from typing import Any, Literal, get_args
 from om2w_tui.protocol.codec import Tagged
 from om2w_tui.protocol.model import ModelCalls
 
-Status = Literal["done", "timeout", "killed", "error", "blocked"]
+# out_of_steps: the agent used its whole step budget without saying `done` (the agent's failure, settled, never retried)
+Status = Literal["done", "out_of_steps", "timeout", "killed", "error", "blocked"]
 STATUSES: tuple[str, ...] = get_args(Status)
 # whose fault an error was: the agent's (settled as the task's result); the harness's own (infra: the browser, the
 # worker), the model endpoint's (down, overloaded), the out folder's (full, read-only): retried, never settled; the
@@ -111,7 +112,7 @@ class Outcome:
     steps: int = 0
     actions: int = 0
     screenshots: int = 0
-    answer: str = ""
+    answer: str = ""                 # the agent's answer: "" unless it said `done` (never a last action's output)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     model: ModelCalls | None = None  # every model call of the episode, by kind

@@ -60,8 +60,33 @@ def test_a_timeout_keeps_the_partial_trajectory(tmp_path):
     assert rec["status"] == "timeout" and rec["error"] == "timeout"
     assert rec["actions"] >= 1 and rec["screenshots"] >= 1 and 24 <= rec["duration_s"] < 60
     res = check_task_folder(out / task)
-    assert len(res["action_history"]) == rec["actions"]
+    assert len(res["action_history"]) == rec["actions"] == len(res["action_steps"])
+    # no answer: what the last action returned is no answer of the agent's (it stays in the histories)
+    assert rec["answer"] == "" == res["final_result_response"] and res["cut_short"] == "timeout"
     assert chromium_left(out) == []
+
+
+def test_out_of_steps_is_its_own_status_with_no_answer_and_each_scroll_beside_its_screenshot(tmp_path):
+    """An agent that never says done (oracle-nodone) runs out of its 3 steps: `out_of_steps`, settled (a second run
+    adds nothing), no answer; the report counts it; each of its steps is beside its own screenshot."""
+    out = tmp_path / "loop"
+    task = "offline_booking_rates_11"
+    args = ("run", "--no-ui", "--bench", "offline", "--model", "oracle-nodone", "--task-ids", task,
+            "--max-steps", "3", "--pace-cooldown", "0", "--out", str(out))
+    r = cli(*args)
+    assert r.returncode == 0, r.stderr[-3000:]
+    (rec,) = records(out)
+    assert (rec["status"], rec["error"], rec["error_kind"], rec["agent_done"]) == ("out_of_steps", None, None, False)
+    assert rec["answer"] == "" and rec["steps"] >= 3 and "(out_of_steps 1)" in r.stdout
+    res = check_task_folder(out / task)
+    assert res["final_result_response"] == "" and res["cut_short"] == "out_of_steps"
+    steps = res["action_steps"]
+    assert len(steps) == len(res["action_history"]) >= 2 and steps == sorted(set(steps))   # one action a step
+    again = cli(*args)
+    assert again.returncode == 0 and len(records(out)) == 1, again.stderr[-2000:]
+    report = cli("report", str(out), "--format", "json")
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert json.loads(report.stdout)["runs"][0]["status"]["out_of_steps"] == 1
 
 
 def test_one_site_never_runs_two_episodes_at_once_and_keeps_its_cooldown(tmp_path):

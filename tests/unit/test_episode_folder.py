@@ -60,12 +60,12 @@ def test_a_finished_episode_reads_back_as_written(tmp_path, schema):
     assert [s.thought for s in ep.steps][:3] == ["search for it", "open the result", "read the price"]
     assert not ep.blank_screenshot and ep.cut_short == "" and not ep.is_earlier_attempt
     assert dict(ep.files)["trajectory/"] == -4 and "result.json" in dict(ep.files)
+    # one StepOnDisk per screenshot (each action's step as written): the final state has no actions
+    assert len(ep.steps) == 4 and ep.steps[3] == StepOnDisk() and ep.recorded_steps == 3
     if schema == "v2":
-        # one StepOnDisk per screenshot: the final state has no actions, and each step knows its page
-        assert len(ep.steps) == 4 and ep.steps[3] == StepOnDisk() and ep.steps[1].url == "https://shop/results"
-        assert ep.recorded_steps == 3 and ep.thoughts == ("search for it", "open the result", "read the price")
+        assert ep.steps[1].url == "https://shop/results"   # each step knows its page
+        assert ep.thoughts == ("search for it", "open the result", "read the price")
     else:
-        assert len(ep.steps) == 3 and ep.recorded_steps == 4      # v1 keeps no step bounds: one per action line
         assert ep.thoughts == ("search for it", "search for it", "open the result", "read the price")
 
 
@@ -77,9 +77,8 @@ def test_a_running_episode_and_what_a_dead_worker_left(tmp_path, schema):
     assert ep.actions == ("TYPE: kettle", "CLICK search", "CLICK result", "SCROLL DOWN")
     # the scheduler's outcome for a worker that died here
     rec = outcome_from_folder(tmp_path / "t1", "error", "worker process exited (code -9)", "infra")
-    # v2 while running: the latest screenshot is the closing entry's, its actions join the entry before
-    assert rec == Outcome("error", "worker process exited (code -9)", "infra", steps=2 if schema == "v2" else 4,
-                          actions=4, screenshots=3)
+    # each action's step as written (v2 while running: the latest step's actions join the entry before)
+    assert rec == Outcome("error", "worker process exited (code -9)", "infra", steps=3, actions=4, screenshots=3)
 
 
 def test_an_episode_cut_short_before_any_screenshot_has_the_blank_stand_in(tmp_path):

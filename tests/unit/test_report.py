@@ -163,7 +163,8 @@ def test_a_folder_from_another_harness(tmp_path):
     judge_file(out, {"aaa": 1, "bbb": 0, "zzz": 1})
     s = summarize(out)
     assert s.name == "foreign" and not s.has_results and not s.has_manifest
-    assert s.tasks == 3 and s.status == {"done": 0, "timeout": 0, "killed": 0, "error": 0, "blocked": 0, "folder": 3}
+    assert s.tasks == 3 and s.status == {"done": 0, "out_of_steps": 0, "timeout": 0, "killed": 0, "error": 0,
+                                         "blocked": 0, "folder": 3}
     assert s.metrics["steps"].median == 3 and s.metrics["duration_s"].n == 0
     assert s.success.overall == Rate(1, 2, 0.5) and s.success.counts is not None and s.success.counts.pending == 1
     assert any("not in this run" in w for w in s.warnings)

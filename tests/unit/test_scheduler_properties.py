@@ -15,7 +15,8 @@ settings and the README's rules; it never asks the pacer or the dispatcher what 
 - no slot idles while a queued task's site may start by that model and dispatch is not paused (user, breaker,
   storage, model guard: that state is read off the scheduler), but for the dispatcher's one deliberate wait, which
   the model restates (`PacingModel.waits_for`) and holds to both ways;
-- every record: status and fault kind agree, a killed one says why, a timeout lasted its timeout and no more than
+- every record: status and fault kind agree, an answer only where the agent said done, out of steps only where the
+  agent ran out, a killed one says why, a timeout lasted its timeout and no more than
   its grace past it (every record lasted no longer), its clock is the attempt's, its steps are the worker's, it
   settles exactly when the README's rule says (and `results.settles` agrees);
 - every task ends with at most one settling record, the last of its records (a settled error runs again only when
@@ -101,7 +102,7 @@ USER_KILL_GRACE_S = 5.0      # a user's kill (`k`) gives the worker this long be
 SETTLES_NOT = {"interrupted", "requeued"}           # a kill for these runs again (README: Pacing, resume, stopping)
 HARNESS_KINDS = {"infra", "endpoint", "storage"}    # never the agent's: not settled (README: Faults)
 ERROR_KINDS = {"agent", "model"} | HARNESS_KINDS
-STATUSES = {"done", "timeout", "killed", "error", "blocked"}
+STATUSES = {"done", "out_of_steps", "timeout", "killed", "error", "blocked"}
 KILLED_BECAUSE = {"interrupted", "requeued", "killed by user"}
 # a record's times are rounded (to 0.1 s and 1 ms), and a thread the attempt waits on (its folder kept, the folder
 # read after a crash) moves looptime's clock by about the real time it took
@@ -128,7 +129,7 @@ def runs(draw: Any) -> dict[str, Any]:
             tasks.append(t)
             behaviour[t.task_id] = Behaviour(
                 steps=draw(st.integers(0, 4)), step_s=draw(st.sampled_from([1.0, 7.0, 40.0])),
-                blocked=draw(st.integers(0, 7)) == 0,
+                blocked=draw(st.integers(0, 7)) == 0, out_of_steps=draw(st.integers(0, 5)) == 0,
                 die_at_step=draw(st.one_of(st.none(), st.integers(0, 2))) if draw(st.integers(0, 5)) == 0 else None,
                 infra_failures=draw(st.sampled_from([0, 0, 0, 1, 3])),
                 ignore_stop=draw(st.integers(0, 6)) == 0,
@@ -194,7 +195,7 @@ class PacingModel:
         s = self.site(name)
         if status == "blocked":
             s.cooldown = min(self.cap, max(s.cooldown * 2, WIDEN_FLOOR_S))
-        elif status == "done":
+        elif status in ("done", "out_of_steps"):   # the site served the episode to its end
             excess = (s.cooldown - self.default) / 2
             s.cooldown = self.default + excess if excess >= max(RELAX_FLOOR_S, self.default * RELAX_SHARE) \
                 else self.default
@@ -532,10 +533,14 @@ def record_problems(r: dict[str, Any], t: Try, example: dict[str, Any], world: W
         out.append("an endpoint error with no model_fault")
     if settles(r) != settles_by_the_readme(r):
         out.append(f"results.settles says {settles(r)}, the README's rule {not settles(r)}")
-    if r["steps"] > b.steps or (status == "done" and r["steps"] != b.steps):
+    if r["steps"] > b.steps or (status in ("done", "out_of_steps") and r["steps"] != b.steps):
         out.append(f"{r['steps']} steps of the worker's {b.steps} ({status})")
     if status == "blocked" and not b.blocked:
         out.append("blocked on a site that showed no wall")
+    if status == "out_of_steps" and not b.out_of_steps:
+        out.append("out of steps for an agent that said done")
+    if r["answer"] and not (status == "done" and r["agent_done"]):
+        out.append(f"the answer {r['answer']!r} of an agent that did not say done ({status})")
     if kind == "endpoint" and not (b.infra_failures or world.went_down):
         out.append("an endpoint error while the endpoint never failed")
     if kind == "model" and (not b.model_failure or r.get("model_fault") != b.model_failure):

@@ -134,6 +134,8 @@ def rec(status: str, error: str | None = None, kind: str | None = None) -> dict:
     (rec("killed", "interrupted"), True, None),                 # stopped under it: it runs again
     (rec("killed", "requeued"), None, None),
     (rec("killed", "killed by its user"), False, "failure"),
+    (rec("out_of_steps"), True, "failure"),                     # no `done`, no answer: the agent's failure
+    (rec("out_of_steps"), None, "failure"),
 ])
 def test_a_run_outcome_reads_the_record_beside_the_verdict(record, verdict, expected):
     assert run_outcome(record, verdict, keeps_records=True) == expected

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from om2w_tui.benchmarks.episode_folder import read_episode
 from om2w_tui.benchmarks.trajectory import (
     TrajectoryWriter,
     action_line,
@@ -20,7 +21,7 @@ from om2w_tui.benchmarks.trajectory import (
 )
 from om2w_tui.files import write_atomic, write_json_atomic
 
-RESULT_KEYS = {"task_id", "task", "final_result_response", "action_history", "thoughts"}
+RESULT_KEYS = {"task_id", "task", "final_result_response", "action_history", "thoughts", "action_steps"}
 
 
 def png(seed: int = 0) -> bytes:
@@ -178,7 +179,7 @@ def test_writer_writes_as_it_goes(tmp_path):
     w = TrajectoryWriter(folder, "t1", "find tea")
     first = json.loads((folder / "result.json").read_text())
     assert {k: first[k] for k in RESULT_KEYS} == {"task_id": "t1", "task": "find tea", "final_result_response": "",
-                                                  "action_history": [], "thoughts": []}
+                                                  "action_history": [], "thoughts": [], "action_steps": []}
     # readable from the start: a blank stand-in until the first screenshot, said in the record
     assert shots(folder) == ["0_full_screenshot.png"] and "blank" in first["blank_screenshot"]
 
@@ -194,7 +195,7 @@ def test_writer_writes_as_it_goes(tmp_path):
     r = read_result(folder)
     assert r["action_history"] == ["NAVIGATE -> https://tea.com", '<input id="q"> -> TYPE: green',
                                    '<button id="go"> Go -> CLICK']
-    assert r["thoughts"] == ["open", "search", "search"]
+    assert r["thoughts"] == ["open", "search", "search"] and r["action_steps"] == [0, 1, 1]
     assert shots(folder) == ["0_full_screenshot.png", "1_full_screenshot.png"]
 
     w.add_step(step([Action("scroll", down=True), Action("done", text="Green tea, $4")], goal="read", shot=pics[2]))
@@ -439,3 +440,21 @@ def test_a_screenshot_write_cut_short_leaves_nothing_in_trajectory(tmp_path, mon
     assert not [p for p in (tmp_path / "t").iterdir() if p.name.endswith(".tmp")]   # and no leftover beside it
     monkeypatch.undo()
     assert w.add_screenshot(png=b"\x89PNG\r\n\x1a\nok") and w.n_shots == 1
+
+
+@pytest.mark.parametrize("schema", ["v1", "v2"])
+def test_each_action_carries_its_step_so_steps_with_one_thought_stay_apart(tmp_path, schema):
+    """Four scroll steps with the same thought (a looping agent) read back as four steps, one a screenshot; a step
+    that got no screenshot shares the number of the step before (v2 joins it to that entry)."""
+    pics = _pics(tmp_path, 5)
+    folder = tmp_path / "t"
+    w = TrajectoryWriter(folder, "t", "x", schema=schema)
+    for p in pics[:4]:
+        w.add_step(step([Action("scroll", down=True)], goal="keep looking", shot=p))
+    w.add_step(step([Action("go_back")], goal="keep looking", shot=None))
+    w.finish("", pics[4].read_bytes(), cut_short="out_of_steps")
+    doc = json.loads((folder / "result.json").read_text())
+    assert doc["action_steps"] == [0, 1, 2, 3, 3]
+    ep = read_episode(folder)
+    assert [s.actions for s in ep.steps] == [("SCROLL DOWN",)] * 3 + [("SCROLL DOWN", "GO BACK"), ()]
+    assert ep.recorded_steps == 4 and ep.answer == "" and ep.cut_short == "out_of_steps"

@@ -18,9 +18,13 @@ class BaseArm:
         self.agent = self.steps.follow(new_agent(c, c.instruction, c.chat_model()))
         history = await run_agent(c, self.agent, c.max_steps, self.steps.report)
         await self.steps.report()
-        # what the agent last produced, even out of steps (as the seed writes it); the record says it was not done
-        result = ArmResult(histories=[history], answer=history.final_result(), agent_done=history.is_done())
-        return await self._with_usage(result)
+        return await self._with_usage(self._of(history))
+
+    @staticmethod
+    def _of(history: Any) -> ArmResult:
+        """browser-use's `final_result()` is the last action's output, done or not: an answer only when done."""
+        done = bool(history.is_done())
+        return ArmResult(histories=[history], answer=history.final_result() if done else None, agent_done=done)
 
     async def _with_usage(self, result: ArmResult) -> ArmResult:
         result.prompt_tokens, result.completion_tokens = await agent_usage(self.agent)
@@ -31,8 +35,7 @@ class BaseArm:
         if self.agent is None:
             return ArmResult()
         await self.steps.report()
-        history = self.agent.history
-        return await self._with_usage(ArmResult(histories=[history], answer=history.final_result()))
+        return await self._with_usage(self._of(self.agent.history))
 
     def pause(self) -> None:
         if self.agent is not None:

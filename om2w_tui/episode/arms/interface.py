@@ -68,8 +68,9 @@ class ArmContext:
 @dataclass
 class ArmResult:
     histories: list[Any] = field(default_factory=list)   # browser-use AgentHistoryList objects, in order
-    answer: str | None = None
+    answer: str | None = None     # the agent's answer, read only when it said `done` (agent_done)
     agent_done: bool = False
+    out_of_steps: bool = False    # the arm's own budget (turns, steps) was spent without `done`
     prompt_tokens: int = 0        # as the endpoint reported them, over every model call of the episode
     completion_tokens: int = 0
     files: dict[str, Any] = field(default_factory=dict)   # more JSON files for the episode's folder, by name

@@ -66,6 +66,7 @@ class PlannerArm:
         self.current: Any = None            # the specialist running now (a browser_use Agent)
         self.steps = StepReporter(ctx)
         self.answer: str | None = None
+        self.out_of_steps = False          # every planner turn was taken without an answer
         self.prompt_tokens = self.completion_tokens = 0
 
     def model_for(self, family: str) -> str:
@@ -167,14 +168,15 @@ class PlannerArm:
             if kind == "delegate":   # the specialists' budget is spent: the planner must answer from here
                 continue
             self.planner_log[-1]["error"] = "the planner's reply was not a decision"
+        else:   # every turn taken without an answer
+            self.out_of_steps = True
         return self._result()
 
     def _result(self) -> ArmResult:
         histories = self.histories + ([self.current.history] if self.current is not None else [])
-        # without the planner's answer, what a specialist last produced (marked not done in the record)
-        last = next((t["result"] for t in reversed(self.trace) if t.get("result")), None)
-        return ArmResult(histories=histories, answer=self.answer if self.answer is not None else last,
-                         agent_done=self.answer is not None,
+        # only the planner answers: a specialist's last report stays in subtasks.json
+        return ArmResult(histories=histories, answer=self.answer, agent_done=self.answer is not None,
+                         out_of_steps=self.out_of_steps,
                          prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
                          files={"planner_history.json": {"planner": self.planner_name, "turns": self.planner_log},
                                 "subtasks.json": {"trace": self.trace}})

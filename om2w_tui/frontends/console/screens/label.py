@@ -1,7 +1,8 @@
 """Labelling a run's episodes by hand: `om2w-tui label OUT`.
 
-For each task the screen shows the task, its website and level, how the run ended it (done, timeout, blocked,
-error ...), the agent's answer, its actions and thoughts, and the screenshots (the episode view's viewer, `←`/`→`);
+For each task the screen shows the task, its website and level, how the run ended it (done, out_of_steps, timeout,
+blocked, error ...), the agent's answer (or why there is none: `no answer (killed)`), its actions and thoughts,
+and the screenshots (the episode view's viewer, `←`/`→`);
 `o` opens the task's screenshots at full size in the browser (a page written to a temporary folder), for a terminal
 that draws them only in block characters (tmux, most SSH logins). `1` success, `0` failure, `2` not executable
 (then a reason: CAPTCHA or bot wall, site down, task outdated, other), `n` a note; every key is written to the
@@ -46,7 +47,7 @@ from textual_image import renderable as image_renderables
 from textual_image.renderable import halfcell
 
 from om2w_tui.benchmarks.conformance import task_dirs
-from om2w_tui.benchmarks.episode_folder import EpisodeFolder, episode_steps, read_episode
+from om2w_tui.benchmarks.episode_folder import EpisodeFolder, episode_steps, no_answer, read_episode
 from om2w_tui.engine.results import EpisodeRecord, read_manifest, read_results
 from om2w_tui.evaluation.judge import read_judged
 from om2w_tui.evaluation.labels import (
@@ -62,7 +63,7 @@ from om2w_tui.evaluation.labels import Label as TaskLabel
 from om2w_tui.evaluation.report import LEVEL_NAMES, find_judge_file, site_of, task_meta
 from om2w_tui.files import write_atomic
 from om2w_tui.frontends.console.collector import Collector
-from om2w_tui.frontends.console.screens.episode import history_text
+from om2w_tui.frontends.console.screens.episode import history_text, shown_answer
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
 from om2w_tui.frontends.console.widgets.panels import STATUS_STYLE
 from om2w_tui.frontends.console.widgets.screenshot import ShotWidget, fit_cells, load_screenshot, screenshot_widget
@@ -594,7 +595,7 @@ class LabelScreen(Screen[None]):
         with self.app.batch_update():
             self.query_one("#label-task", Static).update(self._task_text(task, got.folder))
             self.query_one("#label-verdict", Static).update(self._verdict_text(task))
-            self.query_one("#label-answer", Static).update(self._answer_text(got.folder))
+            self.query_one("#label-answer", Static).update(self._answer_text(task, got.folder))
             self.query_one("#label-actions", Static).update(self._actions_text(got.folder))
             self._show_shot(task, got)
         self.shown_at[task] = self.clock()
@@ -654,10 +655,11 @@ class LabelScreen(Screen[None]):
                      style="dim" if verdict is None else ("green" if verdict else "red"))
         return t
 
-    def _answer_text(self, folder: EpisodeFolder) -> Text:
+    def _answer_text(self, task: str, folder: EpisodeFolder) -> Text:
         t = Text()
         t.append("Answer\n", style="bold cyan")
-        t.append(folder.answer or "(none)", style="" if folder.answer else "dim")
+        answer = shown_answer(folder.answer, self.session.info[task].record)
+        t.append(answer or why_no_answer(folder, self.session.info[task]), style="" if answer else "dim")
         return t
 
     def _actions_text(self, folder: EpisodeFolder) -> Text:
@@ -876,6 +878,11 @@ def _cells_for(image: PILImage.Image, box: tuple[int, int]) -> HalfCells:
     return half_cells(image, cols, rows)
 
 
+def why_no_answer(folder: EpisodeFolder, info: TaskInfo) -> str:
+    """`no answer (killed)`: why the task has no answer, by its record's status, else its folder's word."""
+    return no_answer(info.record.status) if info.record is not None else folder.no_answer
+
+
 def write_shots_page(task: str, folder: EpisodeFolder, info: TaskInfo, where: Path | None = None) -> Path:
     """An HTML page of the task, its answer and every screenshot at full size with the step's actions, in a
     temporary folder (never the run's: every folder there is a task to the evaluator)."""
@@ -885,7 +892,8 @@ def write_shots_page(task: str, folder: EpisodeFolder, info: TaskInfo, where: Pa
     parts = [f"<h1>{html.escape(task)}</h1><p>{html.escape(folder.task)}</p>",
              f"<p><b>Site</b> {html.escape(info.website or info.site)} · <b>level</b> {html.escape(info.level)}"
              + (f" · <b>{html.escape(info.record.status)}</b>" if info.record else "") + "</p>",
-             f"<p><b>Answer</b> {html.escape(folder.answer or '(none)')}</p>"]
+             f"<p><b>Answer</b> {html.escape(shown_answer(folder.answer, info.record) or why_no_answer(folder, info))}"
+             "</p>"]
     for i, shot in enumerate(folder.shots):
         acts = steps[i].actions if i < len(steps) else ()
         parts.append(f"<h3>{i + 1}. {html.escape(shot.name)}</h3>"

@@ -24,7 +24,7 @@ from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, Label, Static
 
-from om2w_tui.benchmarks.episode_folder import read_answer
+from om2w_tui.benchmarks.episode_folder import no_answer, read_answer
 from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.evaluation.labels import FINAL, LabelFileError, annotator_files, check_annotator
 from om2w_tui.evaluation.measure import NoCommonMeasure
@@ -105,7 +105,8 @@ def compute(out: Path, judge: Path | None = None, measure: str | None = None) ->
         if not failed(t):
             continue
         rec = latest.get(tid)
-        answer = (rec.answer if rec else "") or (answer_of(out / tid) if t.has_folder else "")
+        # the record says whether the agent answered; a folder without one is read as it is
+        answer = rec.agents_answer if rec else (answer_of(out / tid) if t.has_folder else "")
         rows.append(Failure(tid, t.status, t.success, rec, answer, t.outcome))
     return Computed(summary, latest, rows, why)
 
@@ -121,7 +122,7 @@ def source_text(summary: RunReport) -> str:
         j = succ.judge
         return f"measure: judge {j.mode or '?'}/{j.model or '?'}, {j.judged} of {summary.tasks} judged"
     if succ.source == "correct":
-        return "measure: reference answers (correct)"
+        return "measure: reference answers"
     if succ.source == "labels":
         disputed = f", {len(summary.disputed)} disputed" if summary.disputed else ""
         return f"measure: human labels (final), {summary.labelled} of {summary.tasks} labelled{disputed}"
@@ -213,8 +214,8 @@ def summary_text(summary: RunReport, wide: bool, total: int | None = None) -> Te
     t.append(f"{summary.tasks} ({summary.attempts} attempts)\n")
     t.append("Status\n", style="bold cyan")
     for k, v in statuses:
-        t.append(f"  {k:<11}", style=STATUS_STYLE.get(k, ""))
-        t.append(f"{v:>5}\n")
+        t.append(f"  {k:<12}", style=STATUS_STYLE.get(k, ""))   # out_of_steps, the longest
+        t.append(f"{v:>4}\n")
     t.append(f"{'Per episode':<13}{'median':>8}{'p90':>9}\n", style="bold cyan")
     for k, m in metrics:
         t.append(f"  {METRIC_NAMES.get(k, k):<11}")
@@ -271,7 +272,7 @@ class FittedTable(KeyedTable):
 class FailuresTable(FittedTable):
     """The tasks that did not succeed, by task id."""
 
-    COLUMNS = (Col("task", "task", 22, 34), Col("ok", "ok", 2), Col("status", "status", 7, 9),
+    COLUMNS = (Col("task", "task", 22, 34), Col("ok", "ok", 2), Col("status", "status", 7, 12),
                Col("error", "error", 16), Col("answer", "answer", 18))
     FLEX = {"error": 1, "answer": 1}
 
@@ -280,7 +281,8 @@ class FailuresTable(FittedTable):
         for f in failures:
             mark = (Text("⊘", style="yellow") if f.outcome == "not_executable" else Text("?", style="dim")
                     if f.success is None else Text("✗", style="red") if not f.success else "")
-            answer = Text(clip(f.answer, self.width_of("answer")) or "(no answer)", style="" if f.answer else "dim")
+            answer = Text(clip(f.answer, self.width_of("answer")) or no_answer(f.status),
+                          style="" if f.answer else "dim")
             rows[f.task_id] = (clip(f.task_id, self.width_of("task")), mark,
                                styled(clip(f.status, self.width_of("status")), STATUS_STYLE, f.status),
                                clip(f.record.error or "" if f.record else "", self.width_of("error")), answer)

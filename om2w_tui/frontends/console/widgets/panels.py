@@ -7,6 +7,7 @@ from typing import Any
 
 from textual.widgets import Log
 
+from om2w_tui.benchmarks.episode_folder import no_answer
 from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable, Styled
 from om2w_tui.frontends.formatting import clip, clip_left, clock_text, countdown_text
@@ -16,7 +17,8 @@ from om2w_tui.protocol.model import SHORT
 STATE_STYLE = {"running": "green", "starting": "cyan", "paused": "yellow", "stopping": "magenta",
                "idle": "dim", "retiring": "dim", "cooling": "yellow", "free": "cyan", "done": "dim",
                "held elsewhere": "magenta"}   # a site another run holds through the shared --pace-dir
-STATUS_STYLE = {"done": "green", "error": "red", "killed": "yellow", "timeout": "magenta", "blocked": "red"}
+STATUS_STYLE = {"done": "green", "out_of_steps": "yellow", "error": "red", "killed": "yellow", "timeout": "magenta",
+                "blocked": "red"}
 
 
 def styled(text: str, style_for: dict[str, str], key: str | None = None) -> Styled:
@@ -162,7 +164,7 @@ class EpisodesTable(KeyedTable):
             ok = Styled("✓", "green") if rec.correct else Styled("✗", "red")
         return (str(n), clip(rec.task_id, task_w), styled(status, STATUS_STYLE, rec.status), ok,
                 str(rec.steps), str(rec.actions), str(rec.screenshots),
-                f"{rec.duration_s:.0f}", clip(rec.answer or why, answer_w))
+                f"{rec.duration_s:.0f}", clip(rec.agents_answer or why or no_answer(rec.status), answer_w))
 
 
 class StepsLog(Log):
