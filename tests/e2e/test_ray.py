@@ -22,7 +22,7 @@ from om2w_tui.protocol.worker import Exited, Pause, Resume
 from .helpers import assert_settled_once, check_task_folder, chromium_left, cli, popen, records, steps_on_disk
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
-LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}   # every Ray process stays on 127.0.0.1 (see the README)
+LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}   # every Ray process stays on 127.0.0.1 (see docs/clusters.md)
 
 
 @pytest.fixture(scope="module")

@@ -51,7 +51,7 @@ async def _refusal_and_answers(tmp_path, capsys):
         assert await asyncio.to_thread(main, ["ctl", str(tmp_path), "status", "--json"]) == 0
         status = json.loads(capsys.readouterr().out)
         assert status["running"][0]["task_id"] == "t-a" and status["target_workers"] == 2
-        # the keys the README promises scripts
+        # the keys the guide promises scripts (docs/clusters.md)
         assert {"ok", "done", "total", "pending", "paused", "breaker", "storage", "stopping", "target_workers",
                 "errors", "running", "model", "snapshot", "run"} <= set(status)
         assert set(status["running"][0]) == {"slot", "task_id", "state", "step", "max_steps", "site", "model_error"}
@@ -77,7 +77,7 @@ def test_the_commands_and_their_help_are_the_protocols_declarations(capsys):
 
 async def test_json_answers_keep_the_keys_scripts_read(tmp_path, capsys):
     """`ctl ... --json`: `ok`, then `message` and the command's fields (`slot`, `task`, `paused`, `workers`,
-    `queued`) or `error`, as the README promises; nothing unset."""
+    `queued`) or `error`, as the guide promises (docs/clusters.md); nothing unset."""
     with RunLock(tmp_path, info={"socket": SOCKET_NAME}):
         async with ControlServer(tmp_path).serving(FakeRun()):
             said = {}

@@ -6,7 +6,7 @@ vanish on reading their task; starts that take time (and now and then fail) and 
 (tests/fakes.py); and a random script of user and world events at random times: kills, kill-and-requeues, episode
 and dispatch pauses, slot changes, retrying errors, the model server going down and up, the disk filling and
 freeing. The test grades the run by an oracle of its own, built from the run's events, its
-settings and the README's rules; it never asks the pacer or the dispatcher what the right answer is:
+settings and the guide's rules (docs/pacing.md); it never asks the pacer or the dispatcher what the right answer is:
 
 - pacing (`PacingModel`): never more episodes of one site at once than `--site-slots` allows, and no start on a
   site before the last episode that reached it ended plus the cooldown it had then (doubled after a bot wall, at
@@ -18,7 +18,7 @@ settings and the README's rules; it never asks the pacer or the dispatcher what 
 - every record: status and fault kind agree, an answer only where the agent said done, out of steps only where the
   agent ran out, a killed one says why, a timeout lasted its timeout and no more than
   its grace past it (every record lasted no longer), its clock is the attempt's, its steps are the worker's, it
-  settles exactly when the README's rule says (and `results.settles` agrees);
+  settles exactly when the guide's rule says (and `results.settles` agrees);
 - every task ends with at most one settling record, the last of its records (a settled error runs again only when
   its user retries errors); attempts count 1, 2, 3 ...; each run a worker was handed ended in exactly one record
   (or, for a worker that vanished on reading it, a put back), as its event said;
@@ -87,20 +87,20 @@ OPS = ("kill", "requeue", "pause_ep", "resume_ep", "pause", "resume", "workers",
        "disk_full", "disk_ok", "fail_start")
 MODEL_FAILURES = ("context_length", "images_refused", "truncated")   # a model that answers wrongly for the harness
 
-# ── the oracle's rules, said here (README: Pacing, resume and stopping; Faults), never read off the engine ──
+# ── the oracle's rules, said here (docs/pacing.md: Pacing, resume and stopping; Faults), never read off the engine ──
 # asyncio may run a timer up to its clock's resolution early: a start this close to a site's ready time is on time
 CLOCK_SLACK_S = 1e-3
 # a bot wall doubles the site's cooldown: at least 60 s, at most 16 times the default or 30 min if that is more
 WIDEN_FLOOR_S, CAP_FACTOR, CAP_FLOOR_S = 60.0, 16, 1800.0
 # a clean episode halves the excess over the default; an excess that would be under max(1 s, 5 % of the default) is
-# gone (pacing.py's `relax`: the README says only "halves"; without an end the halving would never reach it)
+# gone (pacing.py's `relax`: the guide says only "halves"; without an end the halving would never reach it)
 RELAX_FLOOR_S, RELAX_SHARE = 1.0, 0.05
 # the dispatcher's guess at a unit of work before any episode finished (dispatch.py); the tasks here carry no
 # reference length, so each is one unit
 PRIOR_S_PER_UNIT = 20.0
 USER_KILL_GRACE_S = 5.0      # a user's kill (`k`) gives the worker this long before its group is ended
-SETTLES_NOT = {"interrupted", "requeued"}           # a kill for these runs again (README: Pacing, resume, stopping)
-HARNESS_KINDS = {"infra", "endpoint", "storage"}    # never the agent's: not settled (README: Faults)
+SETTLES_NOT = {"interrupted", "requeued"}           # a kill for these runs again (docs/pacing.md)
+HARNESS_KINDS = {"infra", "endpoint", "storage"}    # never the agent's: not settled (docs/pacing.md: Faults)
 ERROR_KINDS = {"agent", "model"} | HARNESS_KINDS
 STATUSES = {"done", "out_of_steps", "timeout", "killed", "error", "blocked"}
 KILLED_BECAUSE = {"interrupted", "requeued", "killed by user"}
@@ -158,7 +158,7 @@ class SiteModel:
 
 
 class PacingModel:
-    """The README's pacing rules, kept from the run's events alone: one episode per site at a time (`--site-slots
+    """The pacing rules (docs/pacing.md) from from the run's events alone: one episode per site at a time (`--site-slots
     N`, 0: no limit), the next start at least the cooldown after the last episode there ended, the cooldown widened
     by a bot wall and relaxed by clean episodes; an episode whose worker never had the task costs none. With cooldown
     0 and no limit a run is unpaced (a bot wall still widens its site's cooldown: the Faults table says so for every
@@ -532,7 +532,7 @@ def record_problems(r: dict[str, Any], t: Try, example: dict[str, Any], world: W
     if kind == "endpoint" and not r.get("model_fault"):
         out.append("an endpoint error with no model_fault")
     if settles(r) != settles_by_the_readme(r):
-        out.append(f"results.settles says {settles(r)}, the README's rule {not settles(r)}")
+        out.append(f"results.settles says {settles(r)}, the guide's rule {not settles(r)}")
     if r["steps"] > b.steps or (status in ("done", "out_of_steps") and r["steps"] != b.steps):
         out.append(f"{r['steps']} steps of the worker's {b.steps} ({status})")
     if status == "blocked" and not b.blocked:

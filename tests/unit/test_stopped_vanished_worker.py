@@ -1,7 +1,7 @@
 """A defect the property test found (tests/unit/test_scheduler_properties.py): a worker that vanishes on reading its
 task, stopped before its exit is seen, turns an episode that never ran into a record.
 
-The README: "An episode stopped before its worker had it (`k` on a slot still `starting`, Ctrl-C) goes back in the
+docs/pacing.md: "An episode stopped before its worker had it (`k` on a slot still `starting`, Ctrl-C) goes back in the
 queue with no record", and an episode put back before its worker had it costs the site no cooldown. A worker that
 dies having read the command, before it says `started`, never had the task: left alone, the scheduler puts it back
 for free (`_put_back`). But when a stop lands between the command and the exit being seen, `Attempt._lost` takes the
