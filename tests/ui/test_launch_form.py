@@ -144,3 +144,26 @@ async def test_a_console_launch_keeps_no_credential_of_its_endpoint_anywhere(tmp
     leaks = [str(p) for p in tmp_path.rglob("*") if p.is_file()
              and any(s.encode() in p.read_bytes() for s in (pw, env_key))]
     assert leaks == []
+
+
+async def test_a_live_benchmark_chosen_after_the_offline_suite_is_paced(tmp_path):
+    """The offline suite's cooldown is 0 (its sites are local); choosing a live benchmark on the form moves the field
+    to that benchmark's default (120 s), unless the user typed one: a run of live sites is never unpaced by accident."""
+    from textual.widgets import Select
+
+    app = make_app(None, checks_fn=FakePreflight(), last_launch=remembered(tmp_path, bench="offline",
+                                                                          pace_cooldown="0"), start_engine=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await checked(pilot)
+        bench, cooldown = app.screen.query_one("#f-bench", Select), app.screen.query_one("#f-pace_cooldown", Input)
+        assert cooldown.value == "0"
+        bench.value = "om2w"
+        await pilot.pause()
+        assert cooldown.value == "120"
+        bench.value = "offline"
+        await pilot.pause()
+        assert cooldown.value == "0"
+        cooldown.value = "30"                       # the user's own value stays whatever the benchmark
+        bench.value = "webvoyager"
+        await pilot.pause()
+        assert cooldown.value == "30"

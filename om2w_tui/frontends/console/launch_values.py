@@ -13,7 +13,7 @@ from typing import Any
 
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.settings import BY_KEY as SETTING
-from om2w_tui.engine.settings import Choice, Setting, on_the_form
+from om2w_tui.engine.settings import SETTINGS, Choice, Setting, on_the_form
 from om2w_tui.episode.instruction import TemplateError, read_template
 from om2w_tui.files import write_json_atomic
 from om2w_tui.json_input import InputError, load
@@ -97,6 +97,17 @@ def save_values(path: Path | None, values: Mapping[str, str]) -> None:
 def values_from_config(cfg: RunConfig) -> dict[str, str]:
     """A config's values as the form shows them (an endpoint redacted)."""
     return {k: SETTING[k].text(getattr(cfg, k)) for k in ORDER}
+
+
+def follow_bench(values: Mapping[str, str], old: str, new: str) -> dict[str, str]:
+    """The fields a change of benchmark moves: each setting whose default depends on the benchmark (the offline
+    suite's cooldown of 0) and that still holds the old benchmark's default takes the new one's; a value the user
+    typed stays. Switching from the offline suite to a live one must not leave it unpaced."""
+    moved = {}
+    for st in SETTINGS:
+        if st.bench_defaults and st.key in values and values[st.key].strip() == st.text(st.default_for(old)):
+            moved[st.key] = st.text(st.default_for(new))
+    return moved
 
 
 def _value(st: Setting, text: str) -> Any:

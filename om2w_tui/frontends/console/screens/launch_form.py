@@ -19,7 +19,14 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from om2w_tui.engine.launch import WARNING, Check, Preflight
 from om2w_tui.episode.arms import arm_names
-from om2w_tui.frontends.console.launch_values import CHOICES, FIELDS, FormError, config_from_values, field_of_problem
+from om2w_tui.frontends.console.launch_values import (
+    CHOICES,
+    FIELDS,
+    FormError,
+    config_from_values,
+    field_of_problem,
+    follow_bench,
+)
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
 
 if TYPE_CHECKING:
@@ -54,6 +61,7 @@ class LaunchScreen(Screen[None]):
         self.checking = False
         self._generation = 0
         self._check_timer: Timer | None = None
+        self._bench = self.values.get("bench", "")
 
     @property
     def console_app(self) -> ConsoleApp:
@@ -111,6 +119,13 @@ class LaunchScreen(Screen[None]):
         w = self.query_one(f"#f-{key}")
         if isinstance(w, Input | Select):
             w.value = value
+
+    @on(Select.Changed, "#f-bench")
+    def _bench_changed(self, event: Select.Changed) -> None:
+        new = "" if event.value is Select.NULL else str(event.value)
+        for key, value in follow_bench(self.form_values(), self._bench, new).items():
+            self.set_value(key, value)
+        self._bench = new
 
     @on(Input.Changed)
     @on(Select.Changed)
