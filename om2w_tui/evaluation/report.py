@@ -28,9 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.benchmarks.conformance import read_run
+from om2w_tui.benchmarks.episode_folder import read_episode
 from om2w_tui.benchmarks.site_keys import site_name
-from om2w_tui.engine.results import STATUSES, read_manifest, read_results
+from om2w_tui.engine.results import STATUSES, EpisodeRecord, read_manifest, read_results
 from om2w_tui.evaluation.agreement import agreement, judge_outcomes, paired, repeats
+from om2w_tui.evaluation.failure import classify, max_steps_of
 from om2w_tui.evaluation.judge import compare_readings, parse_output_name, read_judged
 from om2w_tui.evaluation.labels import HumanLabelFile, RunLabels, read_run_labels
 from om2w_tui.evaluation.measure import KIND_OF_SOURCE, Measure, NoCommonMeasure, choose
@@ -297,6 +299,7 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
                           by_site={k: v.overall for k, v in m0.by_site.items()}, counts=m0.counts,
                           level_counts=m0.by_level, site_counts=m0.by_site)
     agree = _agreements(labels, verdicts, outcome_of["labels"], judge_info, per_task) if judge_info else ()
+    _classify(out, per_task, latest, folders, measures)
 
     status = Counter(t.status for t in per_task.values())
     status_counts = {s: status.get(s, 0) for s in STATUSES}
@@ -321,6 +324,22 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
         model_health=model_report(log.records, latest),
         measure=measures[0].measure if measures else None,
     )
+
+
+def _classify(out: Path, per_task: dict[str, TaskRow], latest: Mapping[str, dict[str, Any]], folders: set[str],
+              measures: list[Measured]) -> None:
+    """Each task's failure class (evaluation/failure.py's rules) as a failure and while pending, in place; a task
+    every measure calls a success is not read."""
+    budget = max_steps_of(out)
+    for tid, row in per_task.items():
+        if measures and all(m.outcomes.get(tid) == "success" for m in measures):
+            continue
+        rec = latest.get(tid)
+        record = EpisodeRecord.from_json(rec) if rec else None
+        ep = read_episode(out / tid) if tid in folders else None
+        folder = ep if ep is not None and ep.layout is not None else None
+        per_task[tid] = replace(row, failed_as=classify(record, folder, "failure", budget),
+                                pending_as=classify(record, folder, None, budget))
 
 
 def model_report(records: list[dict[str, Any]], latest: Mapping[str, dict[str, Any]]) -> ModelReport | None:

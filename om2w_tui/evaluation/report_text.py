@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from om2w_tui.evaluation.failure import WORDS
 from om2w_tui.evaluation.outcomes import RULE_ALL, RULE_EXECUTABLE
 from om2w_tui.evaluation.report import unique_names
 from om2w_tui.evaluation.stats import PairedDifference
@@ -188,6 +189,8 @@ def sections(summary: RunReport, site_limit: int | None = None) -> list[Section]
                      for r in s.annotators]))
     if s.status and any(s.status.values()):
         out.append(("episodes by status", ["status", "tasks"], [[k, str(v)] for k, v in s.status.items() if v]))
+    if s.failures:
+        out.append(failure_section(s))
     metrics = [[k, fmt_num(m.median), fmt_num(m.p90), fmt_num(m.total)] for k, m in s.metrics.items() if m.n]
     if metrics:
         out.append(("per episode", ["metric", "median", "p90", "total"], metrics))
@@ -202,6 +205,20 @@ def sections(summary: RunReport, site_limit: int | None = None) -> list[Section]
                       ", ".join(g.tasks) + (" ..." if g.task_count > len(g.tasks) else "")]
                      for g in s.errors]))
     return out
+
+
+def failure_section(s: RunReport, examples: int = 3) -> Section:
+    """Why the tasks that did not succeed failed: each failure class (evaluation/failure.py), its count and a few
+    of its tasks (`om2w-tui label OUT --filter failure:CLASS` opens them)."""
+    by: dict[str, list[str]] = {}
+    for tid, row in s.per_task.items():
+        f = row.failure
+        if f is not None:
+            by.setdefault(f.cls, []).append(tid)
+    rows = [[cls, WORDS[cls], str(n), ", ".join(by[cls][:examples]) + (" ..." if n > examples else "")]
+            for cls, n in s.failures.items()]
+    return "why it failed (one class a task; `om2w-tui label OUT --filter failure:CLASS`)", \
+        ["class", "meaning", "tasks", "e.g."], rows
 
 
 def _difference(d: PairedDifference) -> str:
@@ -400,6 +417,8 @@ def to_csv(summaries: list[RunReport], comparison: Comparison | None) -> str:
                 w.writerow([name, s.out, "metrics", k, metric, _cell(value)])
         for e in s.errors:
             w.writerow([name, s.out, "errors", f"{e.status}/{e.kind}: {e.message}", "count", e.count])
+        for cls, n in s.failures.items():
+            w.writerow([name, s.out, "failures", cls, "tasks", n])
     if comparison is not None:
         by = measure_words(comparison)    # every compared row names the measure both sides are read by
         for r in [*comparison.rows, comparison.paired.as_row()]:

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from om2w_tui.evaluation.measure import Measure
 from om2w_tui.evaluation.stats import PairedDifference, Spread, wilson
+
+if TYPE_CHECKING:   # failure.py reads this module's Outcome: its Failure is only named here
+    from om2w_tui.evaluation.failure import Failure
 
 # what a task came to (evaluation/outcomes.py); None: no outcome yet
 Outcome = Literal["success", "failure", "not_executable"]
@@ -275,15 +278,28 @@ class TaskRow:
     completion_tokens: int | None
     has_folder: bool
     outcome: Outcome | None = None   # evaluation/outcomes.py; None: none yet (running, not labelled, not judged)
+    # its failure class (evaluation/failure.py) when a measure calls it a failure, and while it has no outcome: both
+    # kept, so that the run read by another measure (report.with_measure) has its classes without reading it again
+    failed_as: Failure | None = None
+    pending_as: Failure | None = None
+
+    @property
+    def failure(self) -> Failure | None:
+        """Why it did not succeed under the report's measure (None: it succeeded, or nothing says it failed yet)."""
+        if self.outcome == "success":
+            return None
+        return self.pending_as if self.outcome is None else self.failed_as
 
     def metric(self, key: str) -> Any:
         """One of `report.METRICS` by name (steps, duration_s, prompt_tokens, completion_tokens)."""
         return getattr(self, key)
 
     def to_json(self) -> dict[str, Any]:
+        f = self.failure
         return {"level": self.level, "site": self.site, "status": self.status, "success": self.success,
                 "steps": self.steps, "duration_s": self.duration_s, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens, "has_folder": self.has_folder, "outcome": self.outcome}
+                "completion_tokens": self.completion_tokens, "has_folder": self.has_folder, "outcome": self.outcome,
+                "failure": None if f is None else f.to_json()}
 
 
 @dataclass(frozen=True)
@@ -423,6 +439,13 @@ class RunReport:
     model_health: ModelReport | None = None     # the model's calls and failures (None: no record says)
     measure: Measure | None = None              # the measure `success` and each task's outcome are read by
 
+    @property
+    def failures(self) -> dict[str, int]:
+        """How many tasks each failure class has under the report's measure, in the classes' order (none: left
+        out)."""
+        from om2w_tui.evaluation.failure import counted  # failure.py imports this module (its Outcome)
+        return counted({t: row.failure for t, row in self.per_task.items()})
+
     def available(self) -> list[Measure]:
         """The measures this run has, in its order of preference (its newest judge file first)."""
         return [m.measure for m in self.measures if m.measure is not None]
@@ -438,7 +461,7 @@ class RunReport:
             "warnings": list(self.warnings), "measures": [m.to_json() for m in self.measures],
             "agreement": [a.to_json() for a in self.agreement], "annotators": [a.to_json() for a in self.annotators],
             "labelled": self.labelled, "disputed": list(self.disputed), "kind": self.kind,
-            "measure": None if self.measure is None else self.measure.to_json(),
+            "measure": None if self.measure is None else self.measure.to_json(), "failures": self.failures,
         }
         if self.model_health is not None:
             out["model_health"] = self.model_health.to_json()

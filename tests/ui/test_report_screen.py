@@ -159,8 +159,14 @@ async def test_the_report_shows_summarize_numbers(tmp_path, size):
         assert row_keys(failures) == [t for t, v in s.per_task.items() if not v.success]
         assert len(row_keys(failures)) == 5 and failures.border_subtitle == "5 of 8 tasks"
         cells = [str(c) for c in failures.get_row("booking_cancel_07")]
-        assert cells[1:3] == ["⊘", "error"] and cells[3].startswith("model endpoint")    # not executable
-        assert [str(c) for c in failures.get_row("amazon_cart_two_items_02")][4].startswith("I added the")
+        assert cells[1:3] == ["⊘", "error"] and cells[4].startswith("model endpoint")    # not executable
+        assert [str(c) for c in failures.get_row("amazon_cart_two_items_02")][5].startswith("I added the")
+        # why each failed: its failure class (evaluation/failure.py), as `report` counts it
+        shown = {t: str(failures.get_row(t)[3]).rstrip("…") for t in row_keys(failures)}    # clipped when narrow
+        assert all(v.failure is not None and (v.failure.cls == shown[t] or v.failure.cls.startswith(shown[t])
+                                              and len(shown[t]) >= 9) for t, v in s.per_task.items() if t in shown)
+        assert shown["kayak_flight_08"] == "bot_wall" and shown["amazon_return_policy_03"] == "timeout"
+        assert shown["booking_cancel_07"].startswith("harness_") and "bot_wall" in s.failures
 
         errors = screen.query_one(ErrorsTable)
         assert [(g.count, g.task_count) for g in errors.groups.values()] == \

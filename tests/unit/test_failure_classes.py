@@ -144,3 +144,50 @@ def test_classify_run_reads_the_records_the_folders_and_the_budget(tmp_path, sta
     assert got["a"] is not None and got["a"].cls == ("out_of_steps" if status == "done" else "timeout")
     assert list(counted(got)) == [got["a"].cls]
     assert set(counted(got)) <= set(CLASSES)
+
+
+def several_classes(out: Path) -> dict[str, str]:
+    """A run folder whose failed episodes show five classes (and one success), success from `correct`; the class
+    each task should get."""
+    same = (["<a> Next -> CLICK"], "try again", SHOP)
+    episode(out, [(["<a> Shop -> CLICK"], "open", SHOP)], answer="It costs $12.", name="ok")
+    episode(out, [same, same, same], answer="", name="loopy")
+    episode(out, [(["<a> Shop -> CLICK"], "open", SHOP)], answer="It costs $99.", name="wrong")
+    episode(out, [(["<a> Shop -> CLICK"], "open", SHOP)], answer="I could not find the price.", name="quit")
+    episode(out, [(["<a> Shop -> CLICK"], "open", SHOP)], answer=None, name="wall")
+    lines = [("ok", True, rec(answer="It costs $12.")), ("loopy", False, rec(steps=3)),
+             ("wrong", False, rec(answer="It costs $99.")), ("quit", False, rec(answer="I could not find the price.")),
+             ("wall", False, rec(status="blocked", agent_done=False, error="CAPTCHA"))]
+    (out / "results.jsonl").write_text("".join(json.dumps(r.to_json() | {"task_id": t, "correct": ok}) + "\n"
+                                               for t, ok, r in lines))
+    return {"loopy": "loop", "wrong": "answered_wrong", "quit": "gave_up", "wall": "bot_wall"}
+
+
+def report_cli(out: Path, fmt: str) -> str:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "COLUMNS": "250"}
+    r = subprocess.run([sys.executable, "-m", "om2w_tui", "report", str(out), "--format", fmt], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_report_counts_each_failure_class_in_every_format(tmp_path):
+    """`om2w-tui report` (issue 29 item 3): each class's count in table, md, csv and json, and each failed task's
+    class where json lists the tasks, by the one rule set the site uses."""
+    out = tmp_path / "run"
+    want = several_classes(out)
+    data = json.loads(report_cli(out, "json"))["runs"][0]
+    assert data["failures"] == {"bot_wall": 1, "loop": 1, "gave_up": 1, "answered_wrong": 1}
+    assert list(data["failures"]) == [c for c in CLASSES if c in data["failures"]]      # in the rules' order
+    assert {t: (row["failure"] or {}).get("class") for t, row in data["per_task"].items()} == {**want, "ok": None}
+    assert data["per_task"]["loopy"]["failure"]["detail"] == "<a> Next -> CLICK"
+    md = report_cli(out, "md")
+    assert "### why it failed" in md and "| loop | loop | 1 | loopy |" in md and "| bot_wall | bot wall | 1 | wall |" in md
+    rows = report_cli(out, "csv").splitlines()
+    assert f"run,{out},failures,answered_wrong,tasks,1" in rows and f"run,{out},failures,gave_up,tasks,1" in rows
+    table = report_cli(out, "table")
+    assert "why it failed" in table and "answered_wrong" in table and "bot_wall" in table

@@ -222,13 +222,13 @@ def test_every_format_renders(run_a, tmp_path):
     assert list(data["runs"][0]) == ["out", "name", "arm", "model", "bench", "task_file", "has_results",
                                      "has_manifest", "tasks", "attempts", "success", "status", "metrics", "errors",
                                      "conformance", "warnings", "measures", "agreement", "annotators", "labelled",
-                                     "disputed", "kind", "measure", "per_task"]
+                                     "disputed", "kind", "measure", "failures", "per_task"]
     assert list(data["runs"][0]["success"]) == ["source", "judge", "other_judges", "overall", "by_level", "by_site",
                                                 "counts"]
     assert list(data["runs"][0]["errors"][0]) == ["status", "kind", "message", "count", "tasks", "task_count"]
     assert list(data["runs"][0]["per_task"]["t0"]) == ["level", "site", "status", "success", "steps", "duration_s",
                                                        "prompt_tokens", "completion_tokens", "has_folder",
-                                                       "outcome"]
+                                                       "outcome", "failure"]
     assert list(data["compare"]) == ["runs", "outs", "baseline", "sources", "rows", "site_rows", "paired", "status",
                                      "median", "tests", "repeats", "measure"]
     assert "per_task" not in json.loads(to_json(sums, c, per_task=False))["runs"][0]

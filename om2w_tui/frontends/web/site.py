@@ -35,8 +35,8 @@ from typing import Any
 import jinja2
 
 from om2w_tui.benchmarks.episode_folder import EpisodeFolder, read_episode
-from om2w_tui.engine.results import EpisodeRecord, read_results
-from om2w_tui.evaluation.failure import CLASSES, WORDS, Failure, classify, counted, max_steps_of
+from om2w_tui.engine.results import read_results
+from om2w_tui.evaluation.failure import CLASSES, WORDS, Failure, counted
 from om2w_tui.evaluation.labels import VALUE_WORDS, Label, read_run_labels
 from om2w_tui.evaluation.outcomes import RULE_ALL, RULE_EXECUTABLE
 from om2w_tui.evaluation.report import read_judge_file, unique_names
@@ -207,7 +207,6 @@ def gather(report: RunReport, k: int, prices: Mapping[str, Price] | None, name: 
     log = read_results(out)
     latest = log.latest()
     attempts = log.attempts()
-    budget = max_steps_of(out)
     judge_file = report.success.judge.file if report.success.judge is not None else None
     judged = read_judge_file(Path(judge_file)) if judge_file and Path(judge_file).is_file() else {}
     labels = read_run_labels(out)
@@ -216,8 +215,7 @@ def gather(report: RunReport, k: int, prices: Mapping[str, Price] | None, name: 
     for tid, row in report.per_task.items():
         rec = latest.get(tid)
         ep = read_episode(out / tid)
-        failure = classify(EpisodeRecord.from_json(rec) if rec else None, ep if ep.layout else None, row.outcome,
-                           budget)
+        failure = row.failure   # summarize() classified it (evaluation/failure.py), as `report` shows it
         who = [(a, labs[tid]) for a, labs in sorted(labels.annotators.items()) if tid in labs]
         if tid in labels.final:
             who.append(("final (reviewer)", labels.final[tid]))

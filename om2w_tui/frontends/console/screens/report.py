@@ -67,6 +67,7 @@ class Failure:
     record: EpisodeRecord | None
     answer: str
     outcome: str | None = None       # evaluation/outcomes.py: failure, not_executable, or None (none yet)
+    why: str = ""                    # its failure class (evaluation/failure.py's CLASSES; '' when none yet)
 
 
 @dataclass
@@ -107,7 +108,7 @@ def compute(out: Path, judge: Path | None = None, measure: str | None = None) ->
         rec = latest.get(tid)
         # the record says whether the agent answered; a folder without one is read as it is
         answer = rec.agents_answer if rec else (answer_of(out / tid) if t.has_folder else "")
-        rows.append(Failure(tid, t.status, t.success, rec, answer, t.outcome))
+        rows.append(Failure(tid, t.status, t.success, rec, answer, t.outcome, t.failure.cls if t.failure else ""))
     return Computed(summary, latest, rows, why)
 
 
@@ -270,10 +271,10 @@ class FittedTable(KeyedTable):
 
 
 class FailuresTable(FittedTable):
-    """The tasks that did not succeed, by task id."""
+    """The tasks that did not succeed, by task id, with why (their failure class)."""
 
     COLUMNS = (Col("task", "task", 22, 34), Col("ok", "ok", 2), Col("status", "status", 7, 12),
-               Col("error", "error", 16), Col("answer", "answer", 18))
+               Col("why", "why", 10, 14), Col("error", "error", 16), Col("answer", "answer", 18))
     FLEX = {"error": 1, "answer": 1}
 
     def show(self, failures: list[Failure]) -> None:
@@ -285,6 +286,7 @@ class FailuresTable(FittedTable):
                           style="" if f.answer else "dim")
             rows[f.task_id] = (clip(f.task_id, self.width_of("task")), mark,
                                styled(clip(f.status, self.width_of("status")), STATUS_STYLE, f.status),
+                               clip(f.why, self.width_of("why")),
                                clip(f.record.error or "" if f.record else "", self.width_of("error")), answer)
         self.sync(rows)
 
