@@ -13,6 +13,7 @@ from typing import Any
 from om2w_tui.benchmarks.conformance import task_dirs
 from om2w_tui.benchmarks.episode_folder import load_result
 from om2w_tui.engine.results import read_results
+from om2w_tui.evaluation.failure import CLASSES
 from om2w_tui.evaluation.labels import FINAL, LabelFileError, check_annotator, default_annotator, export_labels
 from om2w_tui.run_folder import what_is
 
@@ -36,7 +37,8 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                         "the newest *_auto_eval_results.json in OUT)")
     p.add_argument("--filter", default="all", metavar="WHICH",
                    help="which tasks to show first: all, unlabelled, judge (disagreeing with the judge), "
-                        "annotators (disagreeing with another annotator), notes, site:HOST, level:LEVEL")
+                        "annotators (disagreeing with another annotator), notes, site:HOST, level:LEVEL, "
+                        f"failure:CLASS (why it failed, as `report` says: {', '.join(CLASSES)})")
     p.add_argument("--review", action="store_true",
                    help="review: the tasks where annotators disagree; the label given is the final one "
                         f"(OUT/labels.{FINAL}.json)")
@@ -56,7 +58,13 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def check_filter(text: str) -> str:
     if text in FILTERS or re.fullmatch(r"(site|level):\S+", text):
         return text
-    raise ValueError(f"--filter {text}: one of {', '.join(FILTERS)}, site:HOST or level:LEVEL")
+    kind, _, cls = text.partition(":")
+    if kind == "failure":
+        if cls in CLASSES:
+            return text
+        raise ValueError(f"--filter {text}: no failure class {cls!r}; the classes are {', '.join(CLASSES)} "
+                         f"(e.g. --filter failure:{CLASSES[4]})")
+    raise ValueError(f"--filter {text}: one of {', '.join(FILTERS)}, site:HOST, level:LEVEL or failure:CLASS")
 
 
 def run_tasks(out: Path) -> list[str]:

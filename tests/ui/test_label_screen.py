@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import OptionList
 
 from om2w_tui.cli.main import main as cli_main
 from om2w_tui.evaluation.labels import LabelFile, read_label_file, read_run_labels
+from om2w_tui.evaluation.report import summarize
 from om2w_tui.frontends.console.app import make_app
 from om2w_tui.frontends.console.screens import label as label_screen
 from om2w_tui.frontends.console.screens.label import FilterPicker, LabelApp, LabelScreen, LabelSession, NoteEditor
@@ -188,6 +190,37 @@ async def test_filters_choose_the_tasks(tmp_path):
         assert s.view == ["booking_cancel_07"] and "bob         1 success" in text(screen, "#label-verdict")
 
 
+async def test_the_failure_filter_chooses_the_tasks_of_one_class(tmp_path):
+    """`f` offers each failure class the run's tasks have, with its count, as `report` classifies them (issue 29
+    item 3), and choosing one walks its tasks."""
+    out = finished_run(tmp_path)
+    judged(out)
+    classes = {t: r.failure.cls for t, r in summarize(out).per_task.items() if r.failure is not None}
+    assert sorted(set(classes.values())) == ["bot_wall", "harness_error"]
+    app = labeller(out)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        s = screen.session
+        offered = [(k, n) for k, _, n in s.filters() if k.startswith("failure:")]
+        assert offered == [("failure:bot_wall", 1), ("failure:harness_error", 2)]
+        await pilot.press("f")
+        await pilot.pause()
+        picker = app.screen
+        assert isinstance(picker, FilterPicker)
+        options = picker.query_one(OptionList)
+        assert "failed: harness error (2)" in str(options.get_option("failure:harness_error").prompt)
+        options.highlighted = options.get_option_index("failure:harness_error")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert s.filter == "failure:harness_error"
+        assert s.view == sorted(t for t, c in classes.items() if c == "harness_error") == \
+            ["booking_cancel_07", "booking_cheapest_room_06"]
+        assert "task 1 of 2 (failed: harness error)" in text(screen, "#label-title")
+    # from the command line: the same view; a class that is not one exits 2 naming the classes
+    assert LabelSession(out, "alice", flt="failure:bot_wall").view == ["kayak_flight_08"]
+
+
 async def test_review_gives_final_labels_where_annotators_disagree(tmp_path):
     out = finished_run(tmp_path)
     for who, label in (("alice", "0"), ("bob", "1")):
@@ -290,6 +323,11 @@ def test_the_command_needs_a_terminal_and_a_folder(tmp_path, capsys):
     assert "labelling needs a terminal (use --export" in capsys.readouterr().err
     assert cli_main(["label", str(out), "--filter", "bogus"]) == 2
     assert "--filter bogus: one of all, unlabelled" in capsys.readouterr().err
+    assert cli_main(["label", str(out), "--filter", "failure:lop"]) == 2
+    err = capsys.readouterr().err
+    assert "--filter failure:lop: no failure class 'lop'" in err and "bot_wall, harness_error, site_error" in err
+    assert cli_main(["label", str(out), "--filter", "failure:loop"]) == 2       # a class: on to the terminal check
+    assert "labelling needs a terminal" in capsys.readouterr().err
     assert cli_main(["label", str(out), "--annotator", "final"]) == 2
     assert "use --review" in capsys.readouterr().err
     assert cli_main(["label", str(out), "--judge", "nope.json"]) == 2

@@ -186,7 +186,8 @@ def test_report_counts_each_failure_class_in_every_format(tmp_path):
     assert {t: (row["failure"] or {}).get("class") for t, row in data["per_task"].items()} == {**want, "ok": None}
     assert data["per_task"]["loopy"]["failure"]["detail"] == "<a> Next -> CLICK"
     md = report_cli(out, "md")
-    assert "### why it failed" in md and "| loop | loop | 1 | loopy |" in md and "| bot_wall | bot wall | 1 | wall |" in md
+    assert "### why it failed" in md and "| loop | loop | 1 | loopy |" in md
+    assert "| bot_wall | bot wall | 1 | wall |" in md
     rows = report_cli(out, "csv").splitlines()
     assert f"run,{out},failures,answered_wrong,tasks,1" in rows and f"run,{out},failures,gave_up,tasks,1" in rows
     table = report_cli(out, "table")

@@ -8,7 +8,8 @@ that draws them only in block characters (tmux, most SSH logins). `1` success, `
 (then a reason: CAPTCHA or bot wall, site down, task outdated, other), `n` a note; every key is written to the
 annotator's file in OUT at once (`evaluation/labels.py`), and the next task of the filter follows. The judge's
 verdict stays hidden unless asked (`--show-judge`, or `v`), so labels stay blind. Filters (`f`): unlabelled, a
-site, a level, disagreeing with the judge, disagreeing with another annotator, with a note. Review (`--review`):
+site, a level, a failure class (`failure:loop`: `report`'s classes, `evaluation/failure.py`), disagreeing with the
+judge, disagreeing with another annotator, with a note. Review (`--review`):
 the tasks where annotators disagree, each one's label and note shown; the label given is the final one.
 
 `LabelSession` holds the tasks, the filter and the position, and knows nothing of Textual; `LabelScreen` draws it
@@ -49,6 +50,7 @@ from textual_image.renderable import halfcell
 from om2w_tui.benchmarks.conformance import task_dirs
 from om2w_tui.benchmarks.episode_folder import EpisodeFolder, episode_steps, no_answer, read_episode
 from om2w_tui.engine.results import EpisodeRecord, read_manifest, read_results
+from om2w_tui.evaluation.failure import CLASSES, WORDS
 from om2w_tui.evaluation.judge import read_judged
 from om2w_tui.evaluation.labels import (
     FINAL,
@@ -60,7 +62,7 @@ from om2w_tui.evaluation.labels import (
     read_run_labels,
 )
 from om2w_tui.evaluation.labels import Label as TaskLabel
-from om2w_tui.evaluation.report import LEVEL_NAMES, find_judge_file, site_of, task_meta
+from om2w_tui.evaluation.report import LEVEL_NAMES, find_judge_file, site_of, summarize, task_meta
 from om2w_tui.files import write_atomic
 from om2w_tui.frontends.console.collector import Collector
 from om2w_tui.frontends.console.screens.episode import history_text, shown_answer
@@ -79,6 +81,14 @@ VALUE_STYLE = {"1": "bold green", "0": "bold red", "2": "bold yellow"}
 READ_AHEAD = 2          # tasks read ahead on each side of the current one
 KEPT = 12               # episode folders (and first screenshots) kept in memory
 AHEAD_AFTER_S = 0.05    # the read-ahead starts this long after a task is shown
+
+
+def filter_words(flt: str) -> str:
+    """What a filter shows, in words: `disagreeing with the judge`, `site booking.com`, `failed: loop`."""
+    kind, _, value = flt.partition(":")
+    if kind == "failure" and value in WORDS:
+        return f"failed: {WORDS[value]}"
+    return FILTER_WORDS.get(flt, flt.replace(":", " "))
 
 
 # ── the session: tasks, filter, position, labels (no Textual) ───────────────────────────────────────────────
@@ -119,6 +129,7 @@ class LabelSession:
                          if r.get("predicted_label") in (0, 1)}
         self.others: dict[str, dict[str, TaskLabel]] = {}
         self.reload_others()
+        self._failures: dict[str, str] | None = None
         self.filter = "all"
         self.view: list[str] = []
         self.pos = 0
@@ -153,10 +164,22 @@ class LabelSession:
             return sum(1 for t in self.tasks if (self.value_of(t) or majority(self.other_values(t).values())))
         return sum(1 for t in self.tasks if self.value_of(t) is not None)
 
+    @property
+    def failures(self) -> dict[str, str]:
+        """Each task's failure class as `report` reads the run (its measure, `evaluation/failure.py`'s rules),
+        worked out when first asked for and kept: a label given meanwhile does not move a task out of the view."""
+        if self._failures is None:
+            try:
+                s = summarize(self.out, self.judge_path)
+                self._failures = {t: r.failure.cls for t, r in s.per_task.items() if r.failure is not None}
+            except (OSError, InputError, LabelFileError):   # a judge or labels file gone bad: no classes, said by 0s
+                self._failures = {}
+        return self._failures
+
     # ── filters ──
     def filters(self) -> list[tuple[str, str, int]]:
         """(filter, what it shows, how many tasks) for every filter there is: the fixed ones, then each level and
-        site of the run."""
+        site of the run, then each failure class its tasks have."""
         out = [(f, FILTER_WORDS[f], sum(1 for t in self.tasks if self.matches(t, f))) for f in FILTERS
                if f != "judge" or self.verdicts]
         levels = sorted({i.level for i in self.info.values()},
@@ -165,6 +188,9 @@ class LabelSession:
             for v in values:
                 key = f"{kind}:{v}"
                 out.append((key, f"{kind} {v}", sum(1 for t in self.tasks if self.matches(t, key))))
+        failed = set(self.failures.values())
+        out += [(f"failure:{c}", filter_words(f"failure:{c}"), sum(1 for t in self.tasks if self.failures.get(t) == c))
+                for c in CLASSES if c in failed]
         return out
 
     def matches(self, task_id: str, flt: str) -> bool:
@@ -187,6 +213,8 @@ class LabelSession:
             return bool(lab and lab.note) or any(bool((labs.get(task_id) or TaskLabel(None)).note)
                                                  for labs in self.others.values())
         kind, _, value = flt.partition(":")
+        if kind == "failure":
+            return self.failures.get(task_id) == value
         info = self.info[task_id]
         return (kind == "level" and info.level == value) or (kind == "site" and info.site == value)
 
@@ -574,11 +602,11 @@ class LabelScreen(Screen[None]):
         t.append(f"  {s.annotator}" if not s.review else "  final labels", style="cyan")
         t.append(f"  labelled {s.labelled} of {len(s.tasks)}", style="bold")
         where = f"task {s.pos + 1} of {len(s.view)}" if s.view else "no task"
-        t.append(f"  ·  {where} ({FILTER_WORDS.get(s.filter, s.filter.replace(':', ' '))})", style="dim")
+        t.append(f"  ·  {where} ({filter_words(s.filter)})", style="dim")
         self.query_one("#label-title", Label).update(t)
 
     def _draw_empty(self) -> None:
-        self.query_one("#label-task", Static).update(Text(f"No task is {FILTER_WORDS.get(self.session.filter, '')}"
+        self.query_one("#label-task", Static).update(Text(f"No task ({filter_words(self.session.filter)})"
                                                           f" — `f` chooses another filter.", style="dim"))
         for part in ("#label-verdict", "#label-answer", "#label-actions"):
             self.query_one(part, Static).update("")
