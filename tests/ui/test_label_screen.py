@@ -15,6 +15,7 @@ from textual.widgets import OptionList
 from om2w_tui.cli.main import main as cli_main
 from om2w_tui.evaluation.labels import LabelFile, read_label_file, read_run_labels
 from om2w_tui.evaluation.report import summarize
+from om2w_tui.frontends.console import task_page
 from om2w_tui.frontends.console.app import make_app
 from om2w_tui.frontends.console.screens import label as label_screen
 from om2w_tui.frontends.console.screens.label import FilterPicker, LabelApp, LabelScreen, LabelSession, NoteEditor
@@ -136,11 +137,13 @@ async def test_the_judge_stays_hidden_unless_asked(tmp_path):
         assert "Judge       success" in text(screen_of(app), "#label-verdict")
 
 
-async def test_screenshots_step_with_the_arrows_and_open_at_full_size(tmp_path, monkeypatch):
+async def test_screenshots_step_with_the_arrows_and_o_opens_the_web_reports_task_page(tmp_path, monkeypatch):
+    """`o` builds the task's page of the web report on demand, in the temporary folder (never the run's), with the
+    site's template: every step's actions and thought beside its screenshot's thumbnail; the path is said."""
     out = finished_run(tmp_path)
     opened: list[str] = []
-    monkeypatch.setattr(label_screen.webbrowser, "open", lambda url: opened.append(url) or True)
-    monkeypatch.setattr(label_screen.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
+    monkeypatch.setattr(task_page.webbrowser, "open", lambda url: opened.append(url) or False)   # no browser
+    monkeypatch.setattr(task_page.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
     app = labeller(out)
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(pilot)
@@ -151,12 +154,28 @@ async def test_screenshots_step_with_the_arrows_and_open_at_full_size(tmp_path, 
         await settle(pilot)
         assert box.border_subtitle == "2/2 · 1_full_screenshot.png"
         await pilot.press("o")
-        await pilot.pause()
-    page = tmp_path / "tmp" / "om2w-tui-label" / f"{TASKS[0]}.html"
-    assert opened == [page.as_uri()]
+        await settle(pilot)
+        page = screen.page
+        assert page is not None and page.is_file() and opened == [page.as_uri()]
+        said = [n.message for n in app._notifications]
+        assert any(m == f"no browser here: open {page}" for m in said), said
+    assert page.is_relative_to(tmp_path / "tmp" / "om2w-tui-pages")
     body = page.read_text()
-    assert body.count("<img ") == 2 and (out / TASKS[0] / "trajectory" / "1_full_screenshot.png").as_uri() in body
-    assert not (out / "om2w-tui-label").exists()       # nothing written into the run's folder
+    assert f"<h1>{TASKS[0]}</h1>" in body and f"Do the task {TASKS[0]}." in body
+    assert body.count('class="step"') == 2 and '<code>&lt;a id=&#34;link-0&#34;&gt; Step 0 -&gt; CLICK</code>' in body
+    assert "thought 0" in body and body.count("<img ") == 2
+    thumbs = sorted(page.parent.parent.glob("s/*/*.t.jpg"))
+    assert len(thumbs) == 2                                              # the thumbnails, made for this page
+    full = (out / TASKS[0] / "trajectory" / "1_full_screenshot.png").resolve()
+    assert any((page.parent / href).resolve() == full for href in _hrefs(body))   # full size: the run's own file
+    assert (page.parent.parent.parent / "assets" / "site.css").is_file()
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == TASKS   # nothing written into the run's folder
+
+
+def _hrefs(body: str) -> list[str]:
+    import re
+
+    return re.findall(r'href="([^"]+)"', body)
 
 
 async def test_filters_choose_the_tasks(tmp_path):

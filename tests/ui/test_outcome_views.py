@@ -75,8 +75,9 @@ async def test_the_episode_view_shows_each_screenshot_beside_its_own_step_and_wh
         assert "out_of_steps" in statuses
         failures = app.screen.query_one(FailuresTable)
         rows = {k: [str(c) for c in failures.get_row(k)] for k in row_keys(failures)}
-        assert rows[LOOPING][2] == "out_of_steps" and rows[LOOPING][4] == "no answer (out of steps)"
-        assert rows[KILLED][4] == "no answer (killed)"          # not the last action's output of an older run
+        assert rows[LOOPING][2] == "out_of_steps" and rows[LOOPING][5] == "no answer (out of steps)"
+        assert rows[KILLED][5] == "no answer (killed)"          # not the last action's output of an older run
+        assert rows[LOOPING][3] == "loop" and rows[KILLED][3] == "stopped"     # why: the failure class
 
         for task, words in ((LOOPING, "no answer (out of steps)"), (KILLED, "no answer (killed)")):
             app.open_episode(task, next(f.record for f in app.screen.data.failures if f.task_id == task))

@@ -175,6 +175,44 @@ async def test_the_report_shows_summarize_numbers(tmp_path, size):
         assert first[:3] == ["3", "error", "infra"] and first[3].startswith("model endpoint <url> failed")
 
 
+async def test_o_in_the_episode_view_opens_its_task_page_and_w_writes_the_web_report(tmp_path, monkeypatch):
+    """The episode view's `o` builds the task's page of the web report in the temporary folder (never the run's)
+    and opens it; the report's `w` writes the whole site beside the run and names it (issue 29 item 5)."""
+    from om2w_tui.frontends.console import task_page
+
+    out = finished_run(tmp_path)
+    opened: list[str] = []
+    monkeypatch.setattr(task_page.webbrowser, "open", lambda url: opened.append(url) or True)
+    monkeypatch.setattr(task_page.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
+    app = report_app(out)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        report = app.screen
+        assert isinstance(report, ReportScreen)
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        view = app.screen
+        assert isinstance(view, EpisodeScreen) and view.task_id == "amazon_return_policy_03"
+        await pilot.press("o")
+        await settle(pilot)
+        page = view.page
+        assert page is not None and opened == [page.as_uri()]
+        assert any(n.message == f"opened {page}" for n in app._notifications)
+        await pilot.press("escape")
+        await pilot.press("w")
+        await settle(pilot)
+        assert report.site == tmp_path / "om2w-qwen3-site" / "index.html" and report.site.is_file()
+        assert any(n.message == f"wrote the web report: {report.site}" for n in app._notifications)
+    assert page.is_relative_to(tmp_path / "tmp" / "om2w-tui-pages")
+    body = page.read_text()
+    assert "<h1>amazon_return_policy_03</h1>" in body and body.count('class="step"') == 2
+    assert "Step 0 -&gt; CLICK" in body and "thought 0" in body and "timeout" in body
+    assert "<b>timeout</b>" in body                                      # why it failed, as `report` says
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == sorted(r[0] for r in RUN)   # the run untouched
+    tasks = (tmp_path / "om2w-qwen3-site" / "r1" / "tasks.html").read_text()
+    assert all(r[0] in tasks for r in RUN)
+
+
 async def test_enter_on_a_failure_opens_its_episode_and_escape_comes_back(tmp_path):
     out = finished_run(tmp_path)
     app = report_app(out)

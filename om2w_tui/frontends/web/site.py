@@ -15,6 +15,9 @@ asks for nothing outside itself (no CDN, no web font), from the same typed repor
                                  step where they go different ways marked
     DIR/assets/                  the CSS and the JavaScript
 
+`build_task_page` writes one task's page alone (the console's `o`, on demand): the same template, its thumbnails,
+the full screenshots linked to the run's own files.
+
 The site is built in a folder beside DIR and renamed into place, so a failed build leaves no half site; DIR must be
 absent, empty, or a site this wrote (its `.om2w-tui-site` file says so), and never inside a run folder (the official
 evaluator takes every subfolder of a run for a task)."""
@@ -26,7 +29,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -201,8 +204,10 @@ def _int(v: Any) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else 0
 
 
-def gather(report: RunReport, k: int, prices: Mapping[str, Price] | None, name: str = "") -> RunView:
-    """A run's pages' contents: every task's record, folder, failure class, judge line and labels."""
+def gather(report: RunReport, k: int, prices: Mapping[str, Price] | None, name: str = "",
+           only: str | None = None) -> RunView:
+    """A run's pages' contents: every task's record, folder, failure class, judge line and labels (`only`: that
+    one task's alone; the run's figures then cover it alone)."""
     out = Path(report.out)
     log = read_results(out)
     latest = log.latest()
@@ -213,6 +218,8 @@ def gather(report: RunReport, k: int, prices: Mapping[str, Price] | None, name: 
     taken: set[str] = set()
     tasks = []
     for tid, row in report.per_task.items():
+        if only is not None and tid != only:
+            continue
         rec = latest.get(tid)
         ep = read_episode(out / tid)
         failure = row.failure   # summarize() classified it (evaluation/failure.py), as `report` shows it
@@ -332,24 +339,55 @@ def build_site(dest: Path, reports: Sequence[RunReport], comparison: Comparison 
                link: bool = False, prices: Mapping[str, Price] | None = None, workers: int | None = None) -> Path:
     """Write the site of `reports` (and `comparison`, for several) to `dest`; -> dest. Raises SiteError (nothing
     written) where dest must not be written."""
-    dest = Path(dest)
+    def fill(tmp: Path) -> None:
+        names = unique_names(list(reports))
+        runs = [gather(r, k + 1, prices, names[k]) for k, r in enumerate(reports)]
+        _pictures(runs, tmp, link, Path(dest), workers)
+        _render(tmp, runs, comparison, link, prices)
+
+    _build(Path(dest), reports, fill)
+    return Path(dest)
+
+
+def build_task_page(dest: Path, report: RunReport, task_id: str, prices: Mapping[str, Price] | None = None) -> Path:
+    """Write `task_id`'s page of the site alone to `dest` (its thumbnails made, its full screenshots linked to the
+    run's files), the site's template with no links to pages it lacks; -> the page. Raises SiteError (nothing
+    written) where dest must not be written, KeyError for a task the report does not have."""
+    if task_id not in report.per_task:
+        raise KeyError(task_id)
+    page: list[Path] = []
+
+    def fill(tmp: Path) -> None:
+        run = gather(report, 1, prices, only=task_id)
+        _pictures([run], tmp, True, Path(dest), None)
+        env = environment()
+        _assets(env, tmp)
+        task = run.tasks[0]
+        (tmp / run.prefix / "t").mkdir(parents=True)
+        _write(tmp / run.prefix / "t" / f"{task.slug}.html",
+               env.get_template("task.html").render(root="../../", run=run, task=task, runs=[run], single=True,
+                                                    paired={}, link=True, priced=bool(prices)))
+        page.append(Path(dest) / run.prefix / "t" / f"{task.slug}.html")
+
+    _build(Path(dest), [report], fill)
+    return page[0]
+
+
+def _build(dest: Path, reports: Sequence[RunReport], fill: Callable[[Path], None]) -> None:
+    """`fill(folder)` writes the pages into a folder beside dest, renamed into dest's place when it is done."""
     check_destination(dest, [Path(r.out) for r in reports])
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.parent / f".{dest.name}.building-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
-        names = unique_names(list(reports))
-        runs = [gather(r, k + 1, prices, names[k]) for k, r in enumerate(reports)]
-        _pictures(runs, tmp, link, dest, workers)
-        _render(tmp, runs, comparison, link, prices)
+        fill(tmp)
         write_new(tmp / MARKER, json.dumps({"format": FORMAT, "runs": [r.out for r in reports],
                                             "built_at": time.time()}) + "\n")
         _swap(tmp, dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return dest
 
 
 def _swap(tmp: Path, dest: Path) -> None:
@@ -370,10 +408,7 @@ def _swap(tmp: Path, dest: Path) -> None:
 def _render(root: Path, runs: list[RunView], comparison: Comparison | None, link: bool,
             prices: Mapping[str, Price] | None) -> None:
     env = environment()
-    assets = root / "assets"
-    assets.mkdir()
-    for name in ASSETS:
-        write_new(assets / name, env.loader.get_source(env, name)[0])   # type: ignore[union-attr]
+    _assets(env, root)
     shared = _shared_tasks(runs) if len(runs) > 1 else []
     common: dict[str, Any] = {"runs": runs, "comparison": comparison, "link": link, "priced": bool(prices),
                               "built": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -400,6 +435,13 @@ def _render(root: Path, runs: list[RunView], comparison: Comparison | None, link
             nxt = run.tasks[i + 1] if i + 1 < len(run.tasks) else None
             _write(root / run.prefix / "t" / f"{task.slug}.html",
                    task_page.render(root="../../", run=run, task=task, prev=prev, next=nxt, **common))
+
+
+def _assets(env: jinja2.Environment, root: Path) -> None:
+    assets = root / "assets"
+    assets.mkdir()
+    for name in ASSETS:
+        write_new(assets / name, env.loader.get_source(env, name)[0])   # type: ignore[union-attr]
 
 
 def _shared_tasks(runs: list[RunView]) -> list[str]:
@@ -437,4 +479,5 @@ def _write(path: Path, text: str) -> None:
     write_new(path, text)
 
 
-__all__ = ["MARKER", "SiteError", "build_site", "check_destination", "first_divergence", "gather", "slug"]
+__all__ = ["MARKER", "SiteError", "build_site", "build_task_page", "check_destination", "first_divergence", "gather",
+           "slug"]

@@ -1,7 +1,8 @@
 """One episode: its task, actions, thoughts, answer, files, and its screenshots in the terminal, stepped with the
 arrow keys. It reads `<out>/<task_id>/result.json` and `trajectory/<i>_full_screenshot.png` with
 `benchmarks/episode_folder.py`; the episode rewrites them after every step, so it works for a running episode too
-(the dashboard asks it to reload on each step)."""
+(the dashboard asks it to reload on each step). `o` opens the task's page of the web report in the browser, built
+on demand in the temporary folder (`frontends/console/task_page.py`), its path said where there is no browser."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from om2w_tui.benchmarks.episode_folder import (
 )
 from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.frontends.console.messages import EpisodeChange
+from om2w_tui.frontends.console.task_page import open_page, write_task_page
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
 from om2w_tui.frontends.console.widgets.screenshot import ShotWidget, fit_cells, load_screenshot, screenshot_widget
 from om2w_tui.frontends.formatting import clip
@@ -71,6 +73,7 @@ class EpisodeScreen(Screen[None]):
         Binding("right", "shot(1)", "Next shot", key_display="→", id="shot-next", priority=True),
         Binding("home", "shot_at(0)", "First", show=False, id="shot-first"),
         Binding("end", "shot_at(-1)", "Last", show=False, id="shot-last"),
+        Binding("o", "open_page", "Page", id="episode-page"),
         Binding("escape,backspace", "back", "Back", id="back"),
     ]
 
@@ -84,6 +87,7 @@ class EpisodeScreen(Screen[None]):
         self.renderer = renderer
         self.running = running
         self.files = EpisodeFolder(folder)
+        self.page: Path | None = None        # the last task page `o` built (the tests read it)
         self.index = -1 if running else 0    # the screenshot shown; -1: the last, following new ones
         self._generation = 0
         self._shot_generation = 0
@@ -280,6 +284,26 @@ class EpisodeScreen(Screen[None]):
             self._show_text()
             self._show_shot()
             self.refresh_bindings()
+
+    def action_open_page(self) -> None:
+        self.notify(f"building the page of {self.task_id} …", timeout=3)
+        self._open_page()
+
+    @work(thread=True, group="episode-page", exit_on_error=False)
+    def _open_page(self) -> None:
+        """The web report's page of the task (its latest attempt), built in the temporary folder: slow (the run's
+        report, the thumbnails), so in a thread."""
+        task_folder = self.folder.parent.parent if is_attempt_folder(self.folder) else self.folder
+        try:
+            page = write_task_page(task_folder.parent, self.task_id)
+        except Exception as e:   # a folder being written or gone: said, nothing opened
+            self.app.call_from_thread(self.notify, f"the page of {self.task_id} was not built: {e}",
+                                      severity="error")
+            return
+        opened = open_page(page)
+        self.page = page
+        self.app.call_from_thread(self.notify, f"{'opened' if opened else 'no browser here: open'} {page}",
+                                  timeout=12)
 
     def action_back(self) -> None:
         self.dismiss()

@@ -3,8 +3,9 @@
 For each task the screen shows the task, its website and level, how the run ended it (done, out_of_steps, timeout,
 blocked, error ...), the agent's answer (or why there is none: `no answer (killed)`), its actions and thoughts,
 and the screenshots (the episode view's viewer, `←`/`→`);
-`o` opens the task's screenshots at full size in the browser (a page written to a temporary folder), for a terminal
-that draws them only in block characters (tmux, most SSH logins). `1` success, `0` failure, `2` not executable
+`o` opens the task's page of the web report in the browser (built on demand in the temporary folder: every
+screenshot beside its step, the verdicts, the record; its path said for a login without a browser), for a terminal
+that draws screenshots only in block characters (tmux, most SSH logins). `1` success, `0` failure, `2` not executable
 (then a reason: CAPTCHA or bot wall, site down, task outdated, other), `n` a note; every key is written to the
 annotator's file in OUT at once (`evaluation/labels.py`), and the next task of the filter follows. The judge's
 verdict stays hidden unless asked (`--show-judge`, or `v`), so labels stay blind. Filters (`f`): unlabelled, a
@@ -18,11 +19,8 @@ shows at once."""
 
 from __future__ import annotations
 
-import html
 import sys
-import tempfile
 import time
-import webbrowser
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -63,9 +61,9 @@ from om2w_tui.evaluation.labels import (
 )
 from om2w_tui.evaluation.labels import Label as TaskLabel
 from om2w_tui.evaluation.report import LEVEL_NAMES, find_judge_file, site_of, summarize, task_meta
-from om2w_tui.files import write_atomic
 from om2w_tui.frontends.console.collector import Collector
 from om2w_tui.frontends.console.screens.episode import history_text, shown_answer
+from om2w_tui.frontends.console.task_page import open_page, write_task_page
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
 from om2w_tui.frontends.console.widgets.panels import STATUS_STYLE
 from om2w_tui.frontends.console.widgets.screenshot import ShotWidget, fit_cells, load_screenshot, screenshot_widget
@@ -501,6 +499,7 @@ class LabelScreen(Screen[None]):
         self.blocks = draws_in_blocks(renderer)
         self.shown_at: dict[str, float] = {}   # task -> when its text was drawn (the benchmark reads it)
         self.image_at: dict[str, float] = {}   # task -> when its first screenshot was drawn
+        self.page: Path | None = None          # the last task page `o` built (the tests read it)
 
     # ── layout ──
     def compose(self) -> ComposeResult:
@@ -867,17 +866,24 @@ class LabelScreen(Screen[None]):
 
     def action_open_full(self) -> None:
         task = self.session.current
-        got = self.loaded.get(task or "")
-        if task is None or got is None:
+        if task is None:
             return
-        page = write_shots_page(task, got.folder, self.session.info[task])
-        opened = False
+        self.notify(f"building the page of {task} …", timeout=3)
+        self._open_page(task)
+
+    @work(thread=True, group="page", exit_on_error=False)
+    def _open_page(self, task: str) -> None:
+        """The web report's page of the task, built in the temporary folder (slow: the run's report, thumbnails)."""
+        self.page = None
         try:
-            opened = webbrowser.open(page.as_uri())
-        except Exception:   # noqa: BLE001 - no browser here (an SSH login): the path is said below
-            opened = False
-        self.notify(f"{'opened' if opened else 'no browser to open'} {page} (every screenshot at full size)",
-                    timeout=8)
+            page = write_task_page(self.session.out, task, self.session.judge_path)
+        except Exception as e:   # a folder being written or gone, a judge file gone bad: said, nothing opened
+            self.app.call_from_thread(self.notify, f"the page of {task} was not built: {e}", severity="error")
+            return
+        opened = open_page(page)
+        self.page = page
+        self.app.call_from_thread(self.notify, f"{'opened' if opened else 'no browser here: open'} {page}",
+                                  timeout=12)
 
     def action_back(self) -> None:
         self.dismiss()
@@ -911,28 +917,6 @@ def why_no_answer(folder: EpisodeFolder, info: TaskInfo) -> str:
     return no_answer(info.record.status) if info.record is not None else folder.no_answer
 
 
-def write_shots_page(task: str, folder: EpisodeFolder, info: TaskInfo, where: Path | None = None) -> Path:
-    """An HTML page of the task, its answer and every screenshot at full size with the step's actions, in a
-    temporary folder (never the run's: every folder there is a task to the evaluator)."""
-    where = where or Path(tempfile.gettempdir()) / "om2w-tui-label"
-    where.mkdir(parents=True, exist_ok=True)
-    _, steps = episode_steps(folder.result, folder.shots)
-    parts = [f"<h1>{html.escape(task)}</h1><p>{html.escape(folder.task)}</p>",
-             f"<p><b>Site</b> {html.escape(info.website or info.site)} · <b>level</b> {html.escape(info.level)}"
-             + (f" · <b>{html.escape(info.record.status)}</b>" if info.record else "") + "</p>",
-             f"<p><b>Answer</b> {html.escape(shown_answer(folder.answer, info.record) or why_no_answer(folder, info))}"
-             "</p>"]
-    for i, shot in enumerate(folder.shots):
-        acts = steps[i].actions if i < len(steps) else ()
-        parts.append(f"<h3>{i + 1}. {html.escape(shot.name)}</h3>"
-                     + "".join(f"<div><code>{html.escape(a)}</code></div>" for a in acts)
-                     + f'<img src="{shot.resolve().as_uri()}" style="max-width:100%;border:1px solid #888">')
-    page = where / f"{task}.html"
-    write_atomic(page, "<!doctype html><meta charset=utf-8><title>" + html.escape(task) + "</title>"
-                 + "".join(parts))
-    return page
-
-
 # ── the app `om2w-tui label` opens ─────────────────────────────────────────────────────────────────────────
 
 
@@ -945,7 +929,7 @@ LABEL_COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("clear", "Clear this task's label", "As if it was never labelled"),
     ("filter", "Choose the tasks shown", "Unlabelled, a site, a level, disagreeing with the judge or an annotator"),
     ("toggle_judge", "Show or hide the judge's verdict", "Hidden by default, so labels stay blind"),
-    ("open_full", "Open the screenshots at full size", "A page in the browser"),
+    ("open_full", "Open the task's page in the browser", "The web report's page: each screenshot beside its step"),
 )
 
 

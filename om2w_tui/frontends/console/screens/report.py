@@ -4,7 +4,8 @@ grouped errors and the tasks that did not succeed, from which `enter` opens the 
 The numbers are `report.summarize(out)`'s, computed in a thread (a large run's folder takes a while to read), read
 by the measure `evaluation/measure.py` chooses (the one asked for with `--measure`, else the best the run has), named
 on the screen. For the live run it is computed again when episodes finish, at most once every `throttle_s` seconds.
-`L` labels as the annotator given (`--annotator`) or asked once, never silently as the system's user."""
+`L` labels as the annotator given (`--annotator`) or asked once, never silently as the system's user. `w` writes
+the run's web report (`report OUT --html DIR`'s site) beside the run as `<run>-site`, and names it."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from om2w_tui.evaluation.report_text import fmt_num, fmt_rate, model_notes, note
 from om2w_tui.evaluation.summary import ErrorGroup, Rate, RunReport, TaskRow
 from om2w_tui.frontends.console.messages import EpisodeChange
 from om2w_tui.frontends.console.screens.label import LabelScreen, LabelSession
+from om2w_tui.frontends.console.task_page import write_whole_site
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
 from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable
 from om2w_tui.frontends.console.widgets.panels import STATUS_STYLE, styled
@@ -53,6 +55,7 @@ REPORT_COMMANDS: tuple[tuple[str, str, str], ...] = (
                                              "against the humans, with 95% intervals"),
     ("label_tasks", "Label the episodes by hand", "1 success, 0 failure, 2 not executable; the tasks where the "
                                                    "judge and the humans disagree first"),
+    ("write_site", "Write the web report", "The run as a static site beside it (<run>-site/index.html)"),
     ("back", "Back to the dashboard", "Close the report"),
 )
 
@@ -398,6 +401,7 @@ class ReportScreen(Screen[None]):
         Binding("r", "refresh_report", "Refresh", id="report-refresh"),
         Binding("L", "label_tasks", "Label", id="report-label"),
         Binding("t", "tables", "Tables", id="report-tables"),
+        Binding("w", "write_site", "Web page", id="report-site"),
         Binding("escape", "back", "Back", id="report-back"),
         Binding("escape", "close", "Quit", id="report-close", show=False),
     ]
@@ -416,6 +420,7 @@ class ReportScreen(Screen[None]):
         self.standalone = standalone
         self.throttle_s = throttle_s
         self.data: Computed | None = None
+        self.site: Path | None = None     # the web report's index `w` wrote last (the tests read it)
         self.problem = ""
         self.computed = 0                 # how many times the report was computed (the throttle's tests read it)
         self._generation = 0
@@ -571,13 +576,30 @@ class ReportScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "open_failure":
             return self._row_task(self.focused) is not None
-        if action == "tables":
+        if action in ("tables", "write_site"):
             return self.data is not None
         if action == "back":
             return not self.standalone
         if action == "close":
             return self.standalone
         return True
+
+    def action_write_site(self) -> None:
+        if self.data is not None:
+            self.notify("writing the web report …", timeout=3)
+            self._write_site(self.data.summary)
+
+    @work(thread=True, group="report-site", exclusive=True, exit_on_error=False)
+    def _write_site(self, summary: RunReport) -> None:
+        """The whole site (slow: every task's page and thumbnails), in a thread; its index named when done."""
+        try:
+            index = write_whole_site(self.out, summary)
+        except Exception as e:   # a folder there that is not a site of ours, a full disk: said, nothing half-written
+            self.app.call_from_thread(self.notify, f"the web report was not written: {e}", severity="error",
+                                      timeout=12)
+            return
+        self.site = index
+        self.app.call_from_thread(self.notify, f"wrote the web report: {index}", timeout=12)
 
     def action_open_failure(self) -> None:
         found = self._row_task(self.focused)
