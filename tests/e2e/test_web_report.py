@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -102,6 +103,9 @@ def test_every_page_of_a_run_opens_clean_and_the_index_says_what_report_json_say
                                                        counts["executable"]["tasks"]]
     for site_name, c in report["success"]["by_site"].items():
         assert checks[f"r1|site|{site_name}|over all"] == [c["successes"], c["tasks"]]
+    # the failure classes: the index's counts are `report`'s (one rule set), none left out
+    shown = {k: int(n) for k, n in re.findall(r'data-failure="(\w+)">(\d+)<', (site / "index.html").read_text())}
+    assert shown == report["failures"]
     assert (site / ".om2w-tui-site").is_file()
     # built again over itself: replaced whole, nothing left beside it
     assert cli_main(["report", str(out), "--html", str(site)]) == 0

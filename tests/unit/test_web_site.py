@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,8 @@ def test_a_site_of_a_run_shows_the_failure_class_the_judge_per_screenshot_and_th
     assert report(str(run), "--html", str(site), "--prices", str(prices)) == 0
     index = (site / "index.html").read_text()
     assert 'data-failure="loop">1<' in index
+    shown = {k: int(n) for k, n in re.findall(r'data-failure="(\w+)">(\d+)<', index)}
+    assert shown == summarize(run).failures == {"loop": 1}      # `report`'s counts: one rule set
     assert "$0.0040" in index          # (2000 prompt x $1 + 200 completion x $10) / 1e6 for the agent
     assert "$0.0063" in index          # the judge apart: (3000 x $2 + 70 x $4) / 1e6
     task = (site / "r1" / "t" / "ok_1.html").read_text()
