@@ -163,3 +163,15 @@ def test_several_runs_get_a_comparison_and_each_task_side_by_side_with_the_first
     assert "the same actions throughout" in (site / "pair" / "ok_1.html").read_text()
     assert 'href="pair/loop_2.html"' in (site / "compare.html").read_text()
     assert 'href="../../pair/ok_1.html"' in (site / "r2" / "t" / "ok_1.html").read_text()
+
+
+def test_one_task_page_alone_links_no_page_it_lacks_and_refuses_a_task_not_there(run, tmp_path):
+    """`build_task_page` (the console's `o`): the task's page, its thumbnails and the assets; no index, no list."""
+    s = summarize(run)
+    page = web_site.build_task_page(tmp_path / "pages" / "loop_2", s, "loop_2")
+    body = page.read_text()
+    assert page.name == "loop_2.html" and "More -&gt; CLICK" in body and "<b>loop (" in body
+    assert "tasks.html" not in body and "index.html" not in body
+    assert not (tmp_path / "pages" / "loop_2" / "index.html").exists()
+    with pytest.raises(web_site.SiteError, match="nope: not a task of"):
+        web_site.build_task_page(tmp_path / "pages" / "nope", s, "nope")

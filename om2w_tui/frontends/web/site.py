@@ -352,9 +352,9 @@ def build_site(dest: Path, reports: Sequence[RunReport], comparison: Comparison 
 def build_task_page(dest: Path, report: RunReport, task_id: str, prices: Mapping[str, Price] | None = None) -> Path:
     """Write `task_id`'s page of the site alone to `dest` (its thumbnails made, its full screenshots linked to the
     run's files), the site's template with no links to pages it lacks; -> the page. Raises SiteError (nothing
-    written) where dest must not be written, KeyError for a task the report does not have."""
+    written) where dest must not be written or the report has no such task."""
     if task_id not in report.per_task:
-        raise KeyError(task_id)
+        raise SiteError(f"{task_id}: not a task of {report.out} (yet: no folder and no record)")
     page: list[Path] = []
 
     def fill(tmp: Path) -> None:
