@@ -283,6 +283,9 @@ async def test_the_model_line_and_the_guards_banner(tmp_path):
                  "maximum context length is 32768 tokens. Remedy: the prompt outgrew the model's context: raise "
                  "vLLM's --max-model-len")
         held = dataclasses.replace(R.snapshot(), model=dataclasses.replace(R.MODEL, guard=guard))
+        # the run holds the guard: every snapshot the dashboard pulls from now on says so (a redraw pulls one, and
+        # on a loaded machine it landed before the line was read, from a run that knew no guard)
+        stub.snapshot = lambda: held   # type: ignore[method-assign]
         app.sink.snapshot(held, clock())
         await pilot.pause()
         app.screen.render_all()
