@@ -89,10 +89,13 @@ async def probe(lags: list[float], stop: asyncio.Event) -> None:
 async def walk(out: Path, presses: int, look: float, read_ahead: bool,
                lags: list[float] | None = None) -> tuple[list[float], list[float]]:
     """(ms to the text, ms to the screenshot) of each press of `]`; `lags` gets the loop's wake-up lateness."""
+    from om2w_tui.evaluation import label_session as session_module
+    from om2w_tui.evaluation.label_session import LabelSession
+    from om2w_tui.frontends.console.label_app import LabelApp
     from om2w_tui.frontends.console.screens import label as screen_module
-    from om2w_tui.frontends.console.screens.label import LabelApp, LabelScreen, LabelSession
+    from om2w_tui.frontends.console.screens.label import LabelScreen
 
-    screen_module.READ_AHEAD = 2 if read_ahead else 0
+    session_module.READ_AHEAD = 2 if read_ahead else 0
     screen_module.KEPT = 12 if read_ahead else 0
     from textual import events
 

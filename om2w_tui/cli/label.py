@@ -137,7 +137,7 @@ def run(args: Any) -> int:
         return _fail(f"--judge {args.judge}: no such file")
     if not sys.stdin.isatty() or not sys.stdout.isatty():
         return _fail("labelling needs a terminal (use --export to write the official file without one)")
-    from om2w_tui.frontends.console.screens.label import run_labeller  # Textual only when the console opens
+    from om2w_tui.frontends.console.label_app import run_labeller  # Textual only when the console opens
 
     judge = args.judge if args.judge is None or args.judge.is_file() else out / args.judge
     return run_labeller(out, args.annotator or default_annotator(), review=args.review, show_judge=args.show_judge,

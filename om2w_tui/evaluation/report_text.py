@@ -1,6 +1,7 @@
 """The text of run reports: Markdown, CSV and JSON (`om2w-tui report --format md|csv|json`), the (title, header,
 rows) sections every format and the rich table (`frontends/console/report_table.py`) are drawn from, a run's heading
-and notes, and the number formats the console's report screen shares. The numbers are `evaluation/report.py`'s typed
+and notes, the number formats, and the short lines the console's report screen shows (`source_words`, `rules_lines`,
+`agreement_words`). The numbers are `evaluation/report.py`'s typed
 values (`evaluation/summary.py`); nothing here computes or reads a folder."""
 
 from __future__ import annotations
@@ -120,6 +121,64 @@ def _source_line(s: RunReport) -> str:
         return f"success from the human labels ({s.labelled} of {s.tasks} tasks with a final label{judged})"
     return ("no success measure: no human labels, no judge file in the folder (run `om2w-tui judge` or "
             "`om2w-tui label`) and no `correct` field")
+
+
+def source_words(s: RunReport) -> str:
+    """`_source_line` in a few words, for the console's report screen: the measure success is read by and how much
+    of the run it covers."""
+    succ = s.success
+    if succ.source == "judge" and succ.judge is not None:
+        j = succ.judge
+        return f"measure: judge {j.mode or '?'}/{j.model or '?'}, {j.judged} of {s.tasks} judged"
+    if succ.source == "correct":
+        return "measure: reference answers"
+    if succ.source == "labels":
+        disputed = f", {len(s.disputed)} disputed" if s.disputed else ""
+        return f"measure: human labels (final), {s.labelled} of {s.tasks} labelled{disputed}"
+    return "no success measure: run `om2w-tui judge` or `om2w-tui label`"
+
+
+def pending(s: RunReport, total: int | None) -> int:
+    """Tasks with no outcome yet: those of the folder without one, and of a live run of `total` tasks, those still
+    queued (no record or folder yet, so not among the folder's tasks)."""
+    c = s.success.counts
+    return (c.pending if c is not None else 0) + max(0, (total or 0) - s.tasks)
+
+
+def rules_lines(s: RunReport, total: int | None = None) -> list[tuple[str, str, str]]:
+    """(label, value, style) lines of the success measure under both rules, and what is pending."""
+    c = s.success.counts
+    if c is None:
+        return [("overall", "-", "bold")]
+    lines = [("over all", fmt_rate(c.overall), "bold"), ("executable", fmt_rate(c.executable), "")]
+    waiting = pending(s, total)
+    extra = [f"{c.not_executable} not executable"] if c.not_executable else []
+    extra += [f"{waiting} pending (queued, running or no outcome yet)"] if waiting else []
+    if extra:
+        lines.append(("", " · ".join(extra), "dim"))
+    return lines
+
+
+def agreement_words(s: RunReport) -> str:
+    """'judge vs humans: 86.0% agree, kappa 0.712, 4 disagree' under the first rule ('' with nothing to compare)."""
+    if not s.agreement:
+        return ""
+    a = s.agreement[0]
+    agree = a.confusion.agreement
+    pct = "-" if agree.rate is None else f"{100 * agree.rate:.1f}%"
+    return (f"judge vs humans: {pct} agree ({a.confusion.n} tasks), kappa {fmt_kappa(a.kappa)}, "
+            f"{len(a.disagreements)} disagree")
+
+
+def short_rate(v: Rate) -> str:
+    """`37.5% 3/8 [14-69]`: a rate for a narrow line, its interval in whole percents."""
+    if v.rate is None or v.interval is None:
+        return "-"
+    return f"{100 * v.rate:.1f}% {v.successes}/{v.tasks} [{100 * v.interval[0]:.0f}-{100 * v.interval[1]:.0f}]"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
 
 
 Section = tuple[str, list[str], list[list[str]]]

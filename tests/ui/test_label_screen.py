@@ -13,13 +13,16 @@ import pytest
 from textual.widgets import OptionList
 
 from om2w_tui.cli.main import main as cli_main
+from om2w_tui.evaluation.label_session import LabelSession
 from om2w_tui.evaluation.labels import LabelFile, read_label_file, read_run_labels
 from om2w_tui.evaluation.report import summarize
 from om2w_tui.frontends.console import task_page
 from om2w_tui.frontends.console.app import make_app
-from om2w_tui.frontends.console.screens import label as label_screen
-from om2w_tui.frontends.console.screens.label import FilterPicker, LabelApp, LabelScreen, LabelSession, NoteEditor
-from om2w_tui.frontends.console.screens.report import AskAnnotator, ReportScreen
+from om2w_tui.frontends.console.label_app import LabelApp
+from om2w_tui.frontends.console.screens.label import LabelScreen
+from om2w_tui.frontends.console.screens.label_dialogs import AskAnnotator, FilterPicker, NoteEditor
+from om2w_tui.frontends.console.screens.report import ReportScreen
+from om2w_tui.frontends.console.widgets import block_image
 
 from .test_report_screen import RUN, finished_run, report_app
 from .test_report_screen import settle as settle_report
@@ -372,12 +375,12 @@ def test_block_strips_are_the_pictures_half_cells_in_runs():
     for x in range(4):
         im.putpixel((x, 0), (200, 0, 0))            # the top row red: the upper halves of the first line
     im.putpixel((3, 1), (0, 0, 200))                # one blue pixel in the lower half of the last cell
-    first, second = label_screen.block_strips(label_screen.half_cells(im, 4, 2))
+    first, second = block_image.block_strips(block_image.half_cells(im, 4, 2))
     assert first.cell_length == second.cell_length == 4
     runs = [(seg.text, seg.style.color.triplet, seg.style.bgcolor.triplet) for seg in first]
     assert runs == [("▀▀▀", (200, 0, 0), (255, 255, 255)), ("▀", (200, 0, 0), (0, 0, 200))]
     assert [(seg.text, seg.style.color.triplet) for seg in second] == [("▀▀▀▀", (255, 255, 255))]
-    assert label_screen.block_strips(label_screen.half_cells(im, 0, 3)) == []
+    assert block_image.block_strips(block_image.half_cells(im, 0, 3)) == []
 
 
 async def test_in_block_characters_the_screen_draws_its_screenshots_itself(tmp_path):
@@ -386,7 +389,7 @@ async def test_in_block_characters_the_screen_draws_its_screenshots_itself(tmp_p
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(pilot)
         screen = screen_of(app)
-        shot = screen.query_one("#label-shot", label_screen.BlockImage)
+        shot = screen.query_one("#label-shot", block_image.BlockImage)
         box = screen.query_one("#label-shot-box").content_size
         assert screen.blocks and shot.strips and len(shot.strips) <= box.height
         assert shot.strips[0].cell_length == shot.size.width <= box.width

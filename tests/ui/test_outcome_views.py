@@ -11,7 +11,7 @@ from typing import Any
 
 from om2w_tui.benchmarks.trajectory import TrajectoryWriter
 from om2w_tui.frontends.console.screens.episode import EpisodeScreen
-from om2w_tui.frontends.console.screens.report import FailuresTable
+from om2w_tui.frontends.console.widgets.report_tables import FailuresTable
 
 from . import recorded as R
 from .test_label_screen import labeller, screen_of, text

@@ -152,7 +152,7 @@ async def test_the_console_lets_short_lived_objects_die_young_and_freezes_what_i
 def test_the_redraw_pace_slows_while_the_ticks_come_late_and_recovers():
     """Events redraw at most every 0.2 s on a machine with a core to spare; when the once-a-second tick comes late
     (the loop waits for a core), every 1 s, for BUSY_HOLD_S after the last late tick."""
-    from om2w_tui.frontends.console.screens.dashboard import (
+    from om2w_tui.frontends.console.redraw_pace import (
         BUSY_HOLD_S,
         LATE_TICK_S,
         REDRAW_BUSY_S,

@@ -23,8 +23,10 @@ from om2w_tui.evaluation.summary import Rate
 from om2w_tui.frontends.console.app import ConsoleApp, make_app
 from om2w_tui.frontends.console.screens.dashboard import DashboardScreen
 from om2w_tui.frontends.console.screens.episode import EpisodeScreen
-from om2w_tui.frontends.console.screens.report import ErrorsTable, FailuresTable, ReportScreen, ReportTables
+from om2w_tui.frontends.console.screens.report import ReportScreen
+from om2w_tui.frontends.console.screens.report_tables import ReportTables
 from om2w_tui.frontends.console.widgets.rate_chart import RateChart
+from om2w_tui.frontends.console.widgets.report_tables import ErrorsTable, FailuresTable
 
 from . import recorded as R
 from .test_dashboard import build, feed

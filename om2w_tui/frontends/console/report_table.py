@@ -1,4 +1,5 @@
-"""`om2w-tui report --format table`: the report's sections as rich tables (a front end: the engine has no rich)."""
+"""`om2w-tui report --format table`: the report's sections as rich tables (a front end: the engine has no rich), one
+`rich_table` per section, which the console's tables screen (`screens/report_tables.py`) draws too."""
 
 from __future__ import annotations
 
@@ -27,14 +28,19 @@ def rule(console: Console, title: str) -> None:
     console.print(Rule(title), width=min(console.width, RULE_WIDTH))
 
 
+def rich_table(heading: str, header: list[str], rows: list[list[str]]) -> Table:
+    """One section of the report as a rich table: printed here, drawn on the console's tables screen."""
+    t = Table(title=heading, title_justify="left", show_edge=False, min_width=40)
+    for h in header:
+        t.add_column(h, overflow="fold")
+    for r in rows:
+        t.add_row(*r)
+    return t
+
+
 def _print_sections(console: Console, parts: list[tuple[str, list[str], list[list[str]]]]) -> None:
     for heading, header, rows in parts:
-        t = Table(title=heading, title_justify="left", show_edge=False, min_width=40)
-        for h in header:
-            t.add_column(h, overflow="fold")
-        for r in rows:
-            t.add_row(*r)
-        console.print(t)
+        console.print(rich_table(heading, header, rows))
 
 
 def print_table(summaries: list[RunReport], comparison: Comparison | None, console: Any = None) -> None:

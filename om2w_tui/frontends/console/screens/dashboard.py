@@ -7,7 +7,7 @@ are computed from stored deadlines and the clock.
 
 What each event costs is bounded and proportional to what it changed (bench/scale.py measures it): a step redraws
 its slot's row only; a burst of events redraws the rows of the slots it touched once (events redraw at most every
-REDRAW_EVERY_S, every REDRAW_BUSY_S while the machine is busy: `RedrawPace`; the first after a quiet spell at once),
+REDRAW_EVERY_S, every REDRAW_BUSY_S while the machine is busy: `redraw_pace.py`; the first after a quiet spell at once),
 and adds its finished episodes' rows and step lines in one pass each; every slot's row and the Sites table are
 redrawn from snapshots and the clock's tick only; the footer is rebuilt only when the set of allowed commands changed,
 and finding that out reads the selected slot once."""
@@ -41,6 +41,7 @@ from om2w_tui.engine.events import (
 from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.engine.settings import clamp_workers, unpaced
 from om2w_tui.frontends.console.messages import EngineEvent, SnapshotTaken
+from om2w_tui.frontends.console.redraw_pace import RedrawPace
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
 from om2w_tui.frontends.console.widgets.keyed_table import KeyedTable
 from om2w_tui.frontends.console.widgets.model_bar import ModelBar
@@ -53,30 +54,6 @@ if TYPE_CHECKING:
     from om2w_tui.frontends.console.app import ConsoleApp
 
 WIDE = 120
-REDRAW_EVERY_S = 0.2   # events redraw the panels at most this often (the first after a quiet spell at once) ...
-REDRAW_BUSY_S = 1.0    # ... and this often while the machine is busy (the clock's tick came late lately)
-LATE_TICK_S = 0.02     # a tick this late says the loop waits for a core ...
-BUSY_HOLD_S = 10.0     # ... and the machine counts as busy for this long after it
-
-
-class RedrawPace:
-    """How often events may redraw the panels. Drawing is most of the console's work, and on a machine whose cores
-    the workers fill, each redraw's time is stretched and delays whatever the loop does next (bench/console_lag.py:
-    at most every 0.2 s, the loop lagged 1.8x a bare process at p99; every 1 s, 1.35x). So the pace follows the
-    once-a-second tick: within BUSY_HOLD_S of a tick later than LATE_TICK_S, REDRAW_BUSY_S; else REDRAW_EVERY_S."""
-
-    def __init__(self) -> None:
-        self.every = REDRAW_EVERY_S
-        self._last_tick: float | None = None
-        self._busy_until = float("-inf")
-
-    def tick(self, now: float, period: float = 1.0) -> float:
-        """A tick of the `period` s clock at monotonic `now`: -> the pace from here."""
-        if self._last_tick is not None and now - self._last_tick - period > LATE_TICK_S:
-            self._busy_until = now + BUSY_HOLD_S
-        self._last_tick = now
-        self.every = REDRAW_BUSY_S if now < self._busy_until else REDRAW_EVERY_S
-        return self.every
 
 # the commands the palette offers on the dashboard, when `check_action` lets them: (action, title, help)
 RUN_COMMANDS: tuple[tuple[str, str, str], ...] = (

@@ -2,19 +2,19 @@
 arrow keys. It reads `<out>/<task_id>/result.json` and `trajectory/<i>_full_screenshot.png` with
 `benchmarks/episode_folder.py`; the episode rewrites them after every step, so it works for a running episode too
 (the dashboard asks it to reload on each step). `o` opens the task's page of the web report in the browser, built
-on demand in the temporary folder (`frontends/console/task_page.py`), its path said where there is no browser."""
+on demand in the temporary folder (`frontends/console/task_page.py`), its path said where there is no browser. The
+screenshot is shown in `widgets/screenshot.py`'s `ScreenshotPane`, the label screen's too."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Label, Static
 
@@ -30,7 +30,7 @@ from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.frontends.console.messages import EpisodeChange
 from om2w_tui.frontends.console.task_page import open_page, write_task_page
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
-from om2w_tui.frontends.console.widgets.screenshot import ShotWidget, fit_cells, load_screenshot, screenshot_widget
+from om2w_tui.frontends.console.widgets.screenshot import ScreenshotPane
 from om2w_tui.frontends.formatting import clip
 
 
@@ -90,8 +90,6 @@ class EpisodeScreen(Screen[None]):
         self.page: Path | None = None        # the last task page `o` built (the tests read it)
         self.index = -1 if running else 0    # the screenshot shown; -1: the last, following new ones
         self._generation = 0
-        self._shot_generation = 0
-        self._image_px = (0, 0)
 
     def compose(self) -> ComposeResult:
         yield Label("", id="ep-title")
@@ -102,12 +100,10 @@ class EpisodeScreen(Screen[None]):
                 yield Static("", id="ep-current")
                 yield Static("", id="ep-actions")
                 yield Static("", id="ep-files")
-            with Vertical(id="ep-shot-box"):
-                yield screenshot_widget(self.renderer, id="ep-shot")
+            yield ScreenshotPane(self.renderer, image_id="ep-shot", id="ep-shot-box")
         yield LeanFooter(compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#ep-shot-box").border_title = "Screenshot"
         self.query_one("#ep-text").border_title = "Episode"
         self.reload()
         signal = getattr(self.app, "episode_signal", None)
@@ -139,36 +135,6 @@ class EpisodeScreen(Screen[None]):
         self.files = files
         self._show_text()
         self._show_shot()
-
-    @work(thread=True, exclusive=True, group="episode-shot", exit_on_error=False)
-    def _load_shot(self, generation: int, path: Path) -> None:
-        try:
-            image = load_screenshot(path, self.renderer)
-        except Exception as e:    # a PNG being rewritten, or gone with an earlier attempt
-            self.app.call_from_thread(self._shot_failed, generation, f"{path.name}: {e}")
-            return
-        self.app.call_from_thread(self._shot_loaded, generation, image)
-
-    def _shot_loaded(self, generation: int, image: Any) -> None:
-        if generation == self._shot_generation and self.is_attached:
-            self._image_px = image.size
-            self._fit_shot()
-            self.query_one("#ep-shot", ShotWidget).image = image
-
-    def _shot_failed(self, generation: int, why: str) -> None:
-        if generation == self._shot_generation and self.is_attached:
-            self.query_one("#ep-shot-box").border_subtitle = f"cannot show {why}"
-
-    def _fit_shot(self) -> None:
-        """Size the image to the largest box that keeps its aspect ratio (textual-image cannot know the height)."""
-        box = self.query_one("#ep-shot-box").content_size
-        cols, rows = fit_cells(self._image_px, (box.width, box.height))
-        shot = self.query_one("#ep-shot")
-        shot.styles.width, shot.styles.height = max(1, cols), max(1, rows)
-
-    def on_resize(self) -> None:
-        if self._image_px != (0, 0):
-            self.call_after_refresh(self._fit_shot)
 
     # ── rendering ──────────────────────────────────────────
     @property
@@ -245,11 +211,9 @@ class EpisodeScreen(Screen[None]):
 
     def _show_shot(self) -> None:
         i = self.shown
-        box = self.query_one("#ep-shot-box")
-        shot = self.query_one("#ep-shot", ShotWidget)
-        self._shot_generation += 1
+        box = self.query_one("#ep-shot-box", ScreenshotPane)
         if i < 0:
-            shot.image = None
+            box.clear()
             box.border_subtitle = "no screenshot yet"
             return
         n = len(self.files.shots)
@@ -257,7 +221,7 @@ class EpisodeScreen(Screen[None]):
         what = "final state" if i == n - 1 and not self.running and not (i < len(steps) and steps[i].actions) \
             else f"step {i + 1}"
         box.border_subtitle = f"{i + 1}/{n} · {self.files.shots[i].name} · {what}"
-        self._load_shot(self._shot_generation, self.files.shots[i])
+        box.load(self.files.shots[i])
 
     # ── keys ───────────────────────────────────────────────
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

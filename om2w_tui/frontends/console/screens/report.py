@@ -5,40 +5,50 @@ The numbers are `report.summarize(out)`'s, computed in a thread (a large run's f
 by the measure `evaluation/measure.py` chooses (the one asked for with `--measure`, else the best the run has), named
 on the screen. For the live run it is computed again when episodes finish, at most once every `throttle_s` seconds.
 `L` labels as the annotator given (`--annotator`) or asked once, never silently as the system's user. `w` writes
-the run's web report (`report OUT --html DIR`'s site) beside the run as `<run>-site`, and names it."""
+the run's web report (`report OUT --html DIR`'s site) beside the run as `<run>-site`, and names it.
+
+Its data is `report_data.compute`'s, its short lines `evaluation/report_text.py`'s, its tables
+`widgets/report_tables.py`; `t` opens every table (`screens/report_tables.py`)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from rich.table import Table as RichTable
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Container, VerticalScroll
-from textual.screen import ModalScreen, Screen
+from textual.containers import Container
+from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import DataTable, Input, Label, Static
+from textual.widgets import DataTable, Label, Static
 
-from om2w_tui.benchmarks.episode_folder import no_answer, read_answer
-from om2w_tui.engine.results import EpisodeRecord, read_results
-from om2w_tui.evaluation.labels import FINAL, LabelFileError, annotator_files, check_annotator
-from om2w_tui.evaluation.measure import NoCommonMeasure
-from om2w_tui.evaluation.report import choose_measure, summarize, with_measure
-from om2w_tui.evaluation.report_text import fmt_num, fmt_rate, model_notes, notes, sections, title
-from om2w_tui.evaluation.summary import ErrorGroup, Rate, RunReport, TaskRow
+from om2w_tui.engine.results import EpisodeRecord
+from om2w_tui.evaluation.label_session import LabelSession
+from om2w_tui.evaluation.labels import FINAL, annotator_files
+from om2w_tui.evaluation.report_text import (
+    agreement_words,
+    fmt_num,
+    model_notes,
+    pending,
+    plural,
+    rules_lines,
+    short_rate,
+    source_words,
+)
+from om2w_tui.evaluation.summary import RunReport
 from om2w_tui.frontends.console.messages import EpisodeChange
-from om2w_tui.frontends.console.screens.label import LabelScreen, LabelSession
+from om2w_tui.frontends.console.report_data import Computed, compute
+from om2w_tui.frontends.console.screens.label import LabelScreen
+from om2w_tui.frontends.console.screens.label_dialogs import AskAnnotator
+from om2w_tui.frontends.console.screens.report_tables import ReportTables
 from om2w_tui.frontends.console.task_page import write_whole_site
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
-from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable
-from om2w_tui.frontends.console.widgets.panels import STATUS_STYLE, styled
+from om2w_tui.frontends.console.widgets.panels import STATUS_STYLE
 from om2w_tui.frontends.console.widgets.rate_chart import RateChart
+from om2w_tui.frontends.console.widgets.report_tables import ErrorsTable, FailuresTable, FittedTable
 from om2w_tui.frontends.formatting import clip, clock_text
 
 if TYPE_CHECKING:
@@ -59,112 +69,6 @@ REPORT_COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("back", "Back to the dashboard", "Close the report"),
 )
 
-
-@dataclass
-class Failure:
-    """A task that did not succeed: its summary line and its latest record (None for another harness's folder)."""
-
-    task_id: str
-    status: str
-    success: bool | None
-    record: EpisodeRecord | None
-    answer: str
-    outcome: str | None = None       # evaluation/outcomes.py: failure, not_executable, or None (none yet)
-    why: str = ""                    # its failure class (evaluation/failure.py's CLASSES; '' when none yet)
-
-
-@dataclass
-class Computed:
-    summary: RunReport
-    latest: dict[str, EpisodeRecord]
-    failures: list[Failure]
-    why: str = ""          # why the measure asked for is not the one read ('' when it is)
-
-
-def failed(task: TaskRow) -> bool:
-    """Judged unsuccessful, or not judged and ended by a status other than done (a task with no record yet may be
-    running: it is not counted)."""
-    if task.success is not None:
-        return not task.success
-    return task.status not in ("done", "folder", "unrecorded")
-
-
-def answer_of(folder: Path) -> str:
-    return read_answer(folder)
-
-
-def compute(out: Path, judge: Path | None = None, measure: str | None = None) -> Computed:
-    """The report's data: summarize()'s numbers read by the chosen measure (`measure`: the kind asked for, else the
-    best the run has), the latest record of each task and the failures."""
-    summary = summarize(out, judge)
-    why = ""
-    try:
-        summary = with_measure(summary, choose_measure([summary], measure))
-    except NoCommonMeasure as e:   # asked for a measure the run lacks (yet): said, never another one in its place
-        why = str(e)
-        summary = replace(summary, success=replace(summary.success, source=None), measure=None)
-    latest = {tid: EpisodeRecord.from_json(r) for tid, r in read_results(out).latest().items()}
-    rows = []
-    for tid, t in summary.per_task.items():
-        if not failed(t):
-            continue
-        rec = latest.get(tid)
-        # the record says whether the agent answered; a folder without one is read as it is
-        answer = rec.agents_answer if rec else (answer_of(out / tid) if t.has_folder else "")
-        rows.append(Failure(tid, t.status, t.success, rec, answer, t.outcome, t.failure.cls if t.failure else ""))
-    return Computed(summary, latest, rows, why)
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' if n != 1 else ''}"
-
-
-def source_text(summary: RunReport) -> str:
-    """The measure success is read by, named, and how much of the run it covers."""
-    succ = summary.success
-    if succ.source == "judge" and succ.judge is not None:
-        j = succ.judge
-        return f"measure: judge {j.mode or '?'}/{j.model or '?'}, {j.judged} of {summary.tasks} judged"
-    if succ.source == "correct":
-        return "measure: reference answers"
-    if succ.source == "labels":
-        disputed = f", {len(summary.disputed)} disputed" if summary.disputed else ""
-        return f"measure: human labels (final), {summary.labelled} of {summary.tasks} labelled{disputed}"
-    return "no success measure: run `om2w-tui judge` or `om2w-tui label`"
-
-
-def pending(summary: RunReport, total: int | None) -> int:
-    """Tasks with no outcome yet: those of the folder without one, and of a live run of `total` tasks, those still
-    queued (no record or folder yet, so not among the folder's tasks)."""
-    c = summary.success.counts
-    return (c.pending if c is not None else 0) + max(0, (total or 0) - summary.tasks)
-
-
-def rules_lines(summary: RunReport, total: int | None = None) -> list[tuple[str, str, str]]:
-    """(label, value, style) lines of the success measure under both rules, and what is pending."""
-    c = summary.success.counts
-    if c is None:
-        return [("overall", "-", "bold")]
-    lines = [("over all", fmt_rate(c.overall), "bold"), ("executable", fmt_rate(c.executable), "")]
-    waiting = pending(summary, total)
-    extra = [f"{c.not_executable} not executable"] if c.not_executable else []
-    extra += [f"{waiting} pending (queued, running or no outcome yet)"] if waiting else []
-    if extra:
-        lines.append(("", " · ".join(extra), "dim"))
-    return lines
-
-
-def agreement_text(summary: RunReport) -> str:
-    """'judge vs humans: 86.0% agree, kappa 0.712, 4 disagree' under the first rule ('' with nothing to compare)."""
-    if not summary.agreement:
-        return ""
-    a = summary.agreement[0]
-    kappa = "-" if a.kappa is None else f"{a.kappa:.3f}"
-    agree = a.confusion.agreement
-    pct = "-" if agree.rate is None else f"{100 * agree.rate:.1f}%"
-    return f"judge vs humans: {pct} agree ({a.confusion.n} tasks), kappa {kappa}, {len(a.disagreements)} disagree"
-
-
 METRIC_NAMES = {"steps": "steps", "duration_s": "duration", "prompt_tokens": "prompt tok",
                 "completion_tokens": "compl. tok"}
 
@@ -173,20 +77,13 @@ def metric_text(key: str, value: float | None) -> str:
     return clock_text(value) if key == "duration_s" and value is not None else fmt_num(value)
 
 
-def short_rate(v: Rate) -> str:
-    """`37.5% 3/8 [14-69]`: a rate for a narrow line, its interval in whole percents."""
-    if v.rate is None or v.interval is None:
-        return "-"
-    return f"{100 * v.rate:.1f}% {v.successes}/{v.tasks} [{100 * v.interval[0]:.0f}-{100 * v.interval[1]:.0f}]"
-
-
 def summary_text(summary: RunReport, wide: bool, total: int | None = None) -> Text:
     """Overall success, statuses and medians: a column on a wide terminal, three lines on a narrow one. `total`: the
     live run's task count (its queued tasks are pending too)."""
     statuses = [(k, v) for k, v in summary.status.items() if v]
     metrics = [(k, m) for k, m in summary.metrics.items() if m.n]
     rules = rules_lines(summary, total)
-    agree = agreement_text(summary)
+    agree = agreement_words(summary)
     t = Text(no_wrap=not wide, overflow="ellipsis")
     if not wide:
         c = summary.success.counts
@@ -203,7 +100,7 @@ def summary_text(summary: RunReport, wide: bool, total: int | None = None) -> Te
             t.append(" · " if i else "", style="dim")
             t.append(k, style=STATUS_STYLE.get(k, ""))
             t.append(f" {v}")
-        t.append(f" · {source_text(summary)}", style="dim")
+        t.append(f" · {source_words(summary)}", style="dim")
         t.append("\nmedian  ", style="bold cyan")
         t.append(" · ".join(f"{METRIC_NAMES.get(k, k)} {metric_text(k, m.median)}" for k, m in metrics)
                  or "-")
@@ -211,7 +108,7 @@ def summary_text(summary: RunReport, wide: bool, total: int | None = None) -> Te
     for label, value, style in rules:
         t.append(f"{label:<11}", style="bold cyan")
         t.append(value + "\n", style=style)
-    t.append(f"           {source_text(summary)}\n", style="dim")
+    t.append(f"           {source_words(summary)}\n", style="dim")
     if agree:
         t.append(f"           {agree}\n", style="")
     t.append("Tasks     ", style="bold cyan")
@@ -233,165 +130,6 @@ def summary_text(summary: RunReport, wide: bool, total: int | None = None) -> Te
     if problems:
         t.append(f"\n{problems} problem(s) for the official evaluator\n", style="yellow")
     return t
-
-
-class FittedTable(KeyedTable):
-    """A KeyedTable whose FLEX columns share, by weight, the width the other columns leave (never narrower than
-    their own width): the text columns use a terminal of any width."""
-
-    FLEX: dict[str, int] = {}
-    SCROLLBAR = 2
-
-    def __init__(self, **kw: Any):
-        self._fitted: dict[str, int] = {}
-        super().__init__(**kw)
-
-    def width_of(self, key: str) -> int:
-        return self._fitted.get(key) or super().width_of(key)
-
-    def fit(self, width: int) -> bool:
-        """Share `width` (the table's inside) out; -> whether the table was rebuilt (its rows must be synced)."""
-        if width <= 0:
-            return False
-        fixed = sum(super(FittedTable, self).width_of(c.key) for c in self.COLUMNS if c.key not in self.FLEX)
-        free = width - fixed - 2 * len(self.COLUMNS) - self.SCROLLBAR     # each cell has a column of padding each side
-        weights = sum(self.FLEX.values())
-        widths = {k: max(super(FittedTable, self).width_of(k), free * w // weights) for k, w in self.FLEX.items()}
-        if widths == self._fitted:
-            return False
-        kept = self.cursor_key()
-        self._fitted = widths
-        self.clear(columns=True)
-        self._cells.clear()
-        self._add_columns()
-        self._keep_cursor = kept
-        return True
-
-    def set_wide(self, wide: bool) -> bool:
-        if wide != self.wide:
-            self._fitted = {}      # fitted again next
-        return super().set_wide(wide)
-
-
-class FailuresTable(FittedTable):
-    """The tasks that did not succeed, by task id, with why (their failure class)."""
-
-    COLUMNS = (Col("task", "task", 22, 34), Col("ok", "ok", 2), Col("status", "status", 7, 12),
-               Col("why", "why", 10, 14), Col("error", "error", 16), Col("answer", "answer", 18))
-    FLEX = {"error": 1, "answer": 1}
-
-    def show(self, failures: list[Failure]) -> None:
-        rows = {}
-        for f in failures:
-            mark = (Text("⊘", style="yellow") if f.outcome == "not_executable" else Text("?", style="dim")
-                    if f.success is None else Text("✗", style="red") if not f.success else "")
-            answer = Text(clip(f.answer, self.width_of("answer")) or no_answer(f.status),
-                          style="" if f.answer else "dim")
-            rows[f.task_id] = (clip(f.task_id, self.width_of("task")), mark,
-                               styled(clip(f.status, self.width_of("status")), STATUS_STYLE, f.status),
-                               clip(f.why, self.width_of("why")),
-                               clip(f.record.error or "" if f.record else "", self.width_of("error")), answer)
-        self.sync(rows)
-
-
-class ErrorsTable(FittedTable):
-    """summarize()'s errors: every attempt's, grouped by status, kind and message."""
-
-    COLUMNS = (Col("count", "n", 4), Col("status", "status", 7, 9), Col("kind", "kind", 6, 8),
-               Col("message", "message", 30), Col("tasks", "tasks", 12))
-    FLEX = {"message": 5, "tasks": 2}
-
-    def __init__(self, **kw: Any):
-        super().__init__(**kw)
-        self.groups: dict[str, ErrorGroup] = {}
-
-    def show(self, errors: Sequence[ErrorGroup]) -> None:
-        self.groups = {g.key: g for g in errors}
-        rows = {}
-        for key, g in self.groups.items():
-            tasks = ", ".join(g.tasks) + (" …" if g.task_count > len(g.tasks) else "")
-            rows[key] = (str(g.count), styled(clip(g.status, self.width_of("status")), STATUS_STYLE, g.status),
-                         clip(g.kind, self.width_of("kind")), clip(g.message, self.width_of("message")),
-                         clip(tasks, self.width_of("tasks")))
-        self.sync(rows)
-
-
-class ReportTables(Screen[None]):
-    """Every table of the report (`om2w-tui report --format table`'s): each success measure under both rules per
-    level and per site, the judge against the humans, the annotators, statuses, medians and errors."""
-
-    BINDINGS = [Binding("escape,t", "back", "Back", id="tables-back")]
-    DEFAULT_CSS = """
-    ReportTables #tables-title { width: 1fr; height: 1; padding: 0 1; background: $panel; }
-    ReportTables VerticalScroll { padding: 0 1; }
-    ReportTables .tables-note { color: $text-muted; }
-    ReportTables .tables-section { margin-bottom: 1; }
-    """
-
-    def __init__(self, summary: RunReport):
-        super().__init__()
-        self.summary = summary
-
-    def compose(self) -> ComposeResult:
-        yield Label(Text(title(self.summary), style="bold"), id="tables-title")
-        with VerticalScroll():
-            for line in notes(self.summary):
-                yield Static(Text(line), classes="tables-note")
-            for heading, header, rows in sections(self.summary, site_limit=40):
-                yield Static(rich_table(heading, header, rows), classes="tables-section")
-        yield LeanFooter(compact=True)
-
-    def action_back(self) -> None:
-        self.dismiss()
-
-
-def rich_table(heading: str, header: list[str], rows: list[list[str]]) -> RichTable:
-    t = RichTable(title=heading, title_justify="left", show_edge=False, min_width=40)
-    for h in header:
-        t.add_column(h, overflow="fold")
-    for r in rows:
-        t.add_row(*r)
-    return t
-
-
-class AskAnnotator(ModalScreen["str | None"]):
-    """Who is labelling: asked once before the first label from the report (the labels file is named after it)."""
-
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
-    DEFAULT_CSS = """
-    AskAnnotator { align: center middle; }
-    AskAnnotator > Container { width: 72; height: auto; border: round $accent; padding: 0 1; background: $panel; }
-    AskAnnotator #ask-why { color: $error; }
-    """
-
-    def __init__(self, known: list[str]):
-        super().__init__()
-        self.known = known
-
-    def compose(self) -> ComposeResult:
-        with Container():
-            yield Label("Who is labelling? (your labels go to labels.<name>.json)")
-            if self.known:
-                yield Label(Text(f"annotators of this run: {', '.join(self.known)}", style="dim"))
-            yield Input(placeholder="name", id="ask-name")
-            yield Label("", id="ask-why")
-
-    def on_mount(self) -> None:
-        self.query_one(Input).focus()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        name = event.value.strip()
-        try:
-            check_annotator(name)
-            if name == FINAL:
-                raise LabelFileError(f"{FINAL!r} is the reviewer's file: `om2w-tui label OUT --review`")
-        except LabelFileError as e:
-            self.query_one("#ask-why", Label).update(str(e).replace("--annotator ", ""))
-            return
-        self.dismiss(name)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
 
 class ReportScreen(Screen[None]):
