@@ -449,7 +449,6 @@ class LabelScreen(Screen[None]):
         self.dismiss()
 
 
-
 def _read_task(out: Path, task: str, renderer: str, box: tuple[int, int] | None) -> Loaded:
     """A task's folder and its first screenshot, decoded, or scaled to half cells for `box` (columns, rows) when
     given (the decoded picture is then let go): the slow part, in a thread."""
