@@ -4,7 +4,8 @@
 starts the run; with a finished run's folder it opens that run's report; with neither, the launch form. Quitting
 stops the run gracefully and waits for the engine to end (every episode recorded, every process ended) before the
 app exits. Attached to a run going on elsewhere (`attach`, a RemoteRun) it follows and steers that run, and quitting
-detaches: the run goes on (stopping it is the palette's "Stop the run")."""
+detaches: the run goes on (stopping it is the palette's "Stop the run"). The screens never import it: what they ask
+of it arrives as the messages of `host.py` (handled by its `on_...` methods), and they read it as a `ConsoleHost`."""
 
 from __future__ import annotations
 
