@@ -4,19 +4,18 @@
 starts the run; with a finished run's folder it opens that run's report; with neither, the launch form. Quitting
 stops the run gracefully and waits for the engine to end (every episode recorded, every process ended) before the
 app exits. Attached to a run going on elsewhere (`attach`, a RemoteRun) it follows and steers that run, and quitting
-detaches: the run goes on (stopping it is the palette's "Stop the run")."""
+detaches: the run goes on (stopping it is the palette's "Stop the run"). The screens never import it: what they ask
+of it arrives as the messages of `host.py` (handled by its `on_...` methods), and they read it as a `ConsoleHost`."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
-from functools import partial
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
 from textual.app import App, SystemCommand
-from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.signal import Signal
@@ -27,24 +26,32 @@ from om2w_tui import exits
 from om2w_tui.benchmarks.episode_folder import attempt_folder
 from om2w_tui.engine.control import RunControl
 from om2w_tui.engine.events import Sink
-from om2w_tui.engine.launch import Check, Preflight, UsageError, open_run, run_checks
+from om2w_tui.engine.launch import Preflight, UsageError, open_run, run_checks
 from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.frontends.console.collector import Collector
+from om2w_tui.frontends.console.commands import Command, CommandTable, palette_of
+from om2w_tui.frontends.console.host import (
+    ChecksFn,
+    Clock,
+    ConsoleHost,
+    OpenEpisode,
+    OpenReport,
+    QuitAsked,
+    SnapshotWanted,
+    StartRun,
+)
 from om2w_tui.frontends.console.launch_values import last_launch_path, load_values, save_values, values_from_config
 from om2w_tui.frontends.console.messages import EngineSink, EpisodeChange
-from om2w_tui.frontends.console.screens.dashboard import RUN_COMMANDS, DashboardScreen
+from om2w_tui.frontends.console.screens.dashboard import DashboardScreen
 from om2w_tui.frontends.console.screens.episode import EpisodeScreen
 from om2w_tui.frontends.console.screens.launch_form import LaunchScreen
 from om2w_tui.frontends.console.screens.quit import ConfirmQuit
-from om2w_tui.frontends.console.screens.report import REPORT_COMMANDS, ReportScreen
+from om2w_tui.frontends.console.screens.report import ReportScreen
 from om2w_tui.frontends.remote import RemoteRun
 from om2w_tui.resources import styles_dir
 
 STYLES = styles_dir()
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = exits.OK, exits.FAILED, exits.INTERRUPTED
-Clock = Callable[[], float]
-# the launch form's preflight: a config -> (the Preflight when every check passed, else None; [(what, ok, detail)])
-ChecksFn = Callable[[Any], "tuple[Preflight | None, list[Check]]"]
 
 
 class ConsoleApp(App[int]):
@@ -54,10 +61,18 @@ class ConsoleApp(App[int]):
     # quitting: the run is stopping to quit (the footer's commands follow it: a reactive with bindings=True)
     quitting: reactive[bool] = reactive(False, bindings=True)
 
-    BINDINGS = [
-        Binding("q", "quit_run", "Quit", id="quit", priority=True),
-        Binding("ctrl+c", "interrupt", "Stop", id="interrupt", show=False, priority=True),
-    ]
+    # the app's commands, on every screen (commands.py); the palette's Quit runs Textual's `quit` (-> quit_run)
+    COMMAND_TABLE: ClassVar[CommandTable[ConsoleApp]] = CommandTable(
+        # q is a letter too: on the form it types (escape or ctrl+q quit there)
+        Command("q", "quit_run", "Quit", when=lambda a: not a.typing(), id="quit", priority=True),
+        Command("ctrl+c", "interrupt", "Stop", id="interrupt", show=False, priority=True),
+        Command("", "stop_attached", "", "Stop the run", "Stop the attached run gracefully, for every console (its "
+                "episodes end keeping their steps)", lambda a: a.attach is not None and a.control is not None),
+        Command("", "quit", "", "Quit", "Detach: quit and leave the run going", lambda a: a.attach is not None),
+        Command("", "quit", "", "Quit", "Stop the run gracefully (asks first while episodes run) and quit",
+                lambda a: a.attach is None),
+    )
+    BINDINGS = COMMAND_TABLE.bindings()
 
     def __init__(self, pre: Preflight | None, *, clock: Clock | None = None,
                  checks_fn: ChecksFn | None = None, image_renderer: str = "auto",
@@ -67,7 +82,7 @@ class ConsoleApp(App[int]):
                  annotator: str | None = None):
         super().__init__()
         self.pre = pre
-        self.attach = attach
+        self.attach: RemoteRun | None = attach
         self.report_out = report
         self.judge = judge
         self.measure = measure           # the report's measure asked for (evaluation/measure.py; None: the best)
@@ -146,6 +161,9 @@ class ConsoleApp(App[int]):
             self.push_screen(ReportScreen(self.attach.out, live=True, total=self.dashboard.state.total,
                                           judge=self.judge, measure=self.measure))
 
+    def on_open_report(self, _: OpenReport) -> None:
+        self.open_report()
+
     def open_episode(self, task_id: str, record: EpisodeRecord | None) -> None:
         out = Path(self.pre.config.out) if self.pre is not None else self.report_out
         if out is None:
@@ -162,9 +180,15 @@ class ConsoleApp(App[int]):
         self.push_screen(EpisodeScreen(folder, task_id, record=record, task_text=self._tasks.get(task_id, ""),
                                        renderer=self.image_renderer, running=running and record is None))
 
-    def episode_changed(self, task_id: str, record: EpisodeRecord | None = None) -> None:
-        """A step (`record` None) or the end of `task_id`'s episode: told to every screen that follows episodes."""
-        self.episode_signal.publish(EpisodeChange(task_id, record))
+    def on_open_episode(self, m: OpenEpisode) -> None:
+        self.open_episode(m.task_id, m.record)
+
+    def on_start_run(self, m: StartRun) -> None:
+        self.start_run(m.pre, m.values)
+
+    @property
+    def run_phase(self) -> str:
+        return self.dashboard.state.phase if self.dashboard is not None else ""
 
     # ── attached to a run elsewhere (om2w-tui attach) ──────
     def start_attached(self, remote: RemoteRun) -> None:
@@ -216,6 +240,10 @@ class ConsoleApp(App[int]):
         self.sink.snapshot(self.control.snapshot(), self.clock())
         return True
 
+    def on_snapshot_wanted(self, _: SnapshotWanted) -> None:
+        if not self.pull_snapshot() and self.dashboard is not None:   # the run just ended: the clocks move on
+            self.dashboard.render_all()
+
     @property
     def engine_running(self) -> bool:
         return self.engine is not None and not self.engine.is_finished
@@ -248,10 +276,14 @@ class ConsoleApp(App[int]):
 
     # ── quitting ───────────────────────────────────────────
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "quit_run":
-            # q is a letter too: on the form it types (escape or ctrl+q quit there)
-            return not isinstance(self.focused, Input) and not isinstance(self.screen, LaunchScreen)
-        return True
+        return self.COMMAND_TABLE.check(self, action, parameters)
+
+    def typing(self) -> bool:
+        """Letters type here (a field has the focus, or the launch form is shown)."""
+        return isinstance(self.focused, Input) or isinstance(self.screen, LaunchScreen)
+
+    def on_quit_asked(self, _: QuitAsked) -> None:
+        self.action_quit_run()
 
     def action_quit_run(self) -> None:
         if self.attach is not None:   # attached: quitting detaches, the run goes on
@@ -308,28 +340,16 @@ class ConsoleApp(App[int]):
 
     # ── command palette ────────────────────────────────────
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        if isinstance(screen, DashboardScreen):
-            for action, title, help_text in RUN_COMMANDS:
-                if screen.check_action(action, ()) is True:
-                    yield SystemCommand(title, help_text, partial(screen.run_action, action))
-        elif isinstance(screen, ReportScreen):
-            for action, title, help_text in REPORT_COMMANDS:
-                if screen.check_action(action, ()) is True:
-                    yield SystemCommand(title, help_text, partial(screen.run_action, action))
-        elif isinstance(screen, LaunchScreen):
-            yield SystemCommand("Launch", "Check the form and start the run", screen.action_launch)
-            yield SystemCommand("Check", "Run the preflight checks for the form's values", screen.action_check)
-        if self.attach is not None:
-            if self.control is not None:
-                yield SystemCommand("Stop the run", "Stop the attached run gracefully, for every console (its "
-                                    "episodes end keeping their steps)", self.action_stop_attached)
-            yield SystemCommand("Quit", "Detach: quit and leave the run going", self.action_quit_run)
-        else:
-            yield SystemCommand("Quit", "Stop the run gracefully (asks first while episodes run) and quit",
-                                self.action_quit_run)
+        """The screen's commands that apply, then the app's (Stop the run, Quit), then Textual's but its Quit."""
+        yield from palette_of(screen)
+        yield from self.COMMAND_TABLE.palette(self)
         for cmd in super().get_system_commands(screen):
             if cmd.title != "Quit":
                 yield cmd
+
+
+if TYPE_CHECKING:
+    _HOST: type[ConsoleHost] = ConsoleApp   # the app is what its screens take it for (host.py)
 
 
 def make_app(pre: Preflight | None, *, clock: Clock | None = None, checks_fn: ChecksFn | None = None,

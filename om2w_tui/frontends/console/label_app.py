@@ -3,7 +3,7 @@ quitting, the screen's commands in the palette; `run_labeller` runs it and says 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,8 @@ from textual.widgets import Input
 
 from om2w_tui.evaluation.label_session import LabelSession
 from om2w_tui.frontends.console.collector import Collector
-from om2w_tui.frontends.console.screens.label import LABEL_COMMANDS, LabelScreen
+from om2w_tui.frontends.console.commands import palette_of
+from om2w_tui.frontends.console.screens.label import LabelScreen
 from om2w_tui.resources import styles_dir
 
 
@@ -50,17 +51,8 @@ class LabelApp(App[int]):
         self.exit(0)
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        if isinstance(screen, LabelScreen):
-            for action, title, help_text in LABEL_COMMANDS:
-                name, _, args = action.partition("(")
-                params = tuple(a.strip("')") for a in args.split(",") if a.strip("')")) if args else ()
-                if screen.check_action(name, params) is True:
-                    yield SystemCommand(title, help_text, _runner(screen, action))
+        yield from palette_of(screen)
         yield from super().get_system_commands(screen)
-
-
-def _runner(screen: Screen[Any], action: str) -> Callable[[], Any]:
-    return lambda: screen.run_action(action)
 
 
 def run_labeller(out: Path, annotator: str, *, review: bool = False, show_judge: bool = False,

@@ -15,10 +15,9 @@ and finding that out reads the selected slot once."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, assert_never, cast
+from typing import Any, ClassVar, assert_never, cast
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.timer import Timer
@@ -40,7 +39,9 @@ from om2w_tui.engine.events import (
 )
 from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.engine.settings import clamp_workers, unpaced
-from om2w_tui.frontends.console.messages import EngineEvent, SnapshotTaken
+from om2w_tui.frontends.console.commands import Command, CommandTable
+from om2w_tui.frontends.console.host import ConsoleHost, OpenEpisode, OpenReport, SnapshotWanted
+from om2w_tui.frontends.console.messages import EngineEvent, EpisodeChange, SnapshotTaken
 from om2w_tui.frontends.console.redraw_pace import RedrawPace
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
 from om2w_tui.frontends.console.widgets.keyed_table import KeyedTable
@@ -50,29 +51,7 @@ from om2w_tui.frontends.console.widgets.run_header import RunHeader
 from om2w_tui.frontends.formatting import clip
 from om2w_tui.frontends.run_state import ACTIVE_STATES, RunState, SlotView, finish_line
 
-if TYPE_CHECKING:
-    from om2w_tui.frontends.console.app import ConsoleApp
-
 WIDE = 120
-
-# the commands the palette offers on the dashboard, when `check_action` lets them: (action, title, help)
-RUN_COMMANDS: tuple[tuple[str, str, str], ...] = (
-    ("pause_dispatch", "Pause the run", "Start no new episode until resumed (running ones go on)"),
-    ("resume_dispatch", "Resume the run", "Start episodes again"),
-    ("pause_episode", "Pause the selected episode", "Its browser and its timeout stop until resumed"),
-    ("resume_episode", "Resume the selected episode", "It goes on where it stopped"),
-    ("kill", "Kill the selected episode", "End it now, keeping its steps; recorded as killed"),
-    ("requeue", "Kill and requeue the selected episode", "End it now and put its task back in the queue"),
-    ("more_slots", "Add a slot", "Run one more episode at once"),
-    ("fewer_slots", "Remove a slot", "Run one episode fewer at once (a busy slot retires when its episode ends)"),
-    ("retry_errors", "Retry errored tasks", "Put the tasks that ended in error back in the queue"),
-    ("open_episode", "Open the selected episode", "Task, actions, thoughts, answer, files and screenshots"),
-    ("open_report", "Open the report", "Success by level and site, statuses, medians, errors and failures"),
-    ("steps_all", "Show every slot's steps", "The Steps panel follows all slots"),
-    ("steps_selected", "Show the selected slot's steps", "The Steps panel follows the selected slot"),
-)
-
-
 
 def pacing_text(pacing: Pacing | None) -> str:
     """How the run paces its sites, for the Sites panel: episodes at once per site and the cooldown."""
@@ -85,26 +64,49 @@ def pacing_text(pacing: Pacing | None) -> str:
 
 class DashboardScreen(Screen[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE, "-wide")]
-    BINDINGS = [
-        Binding("enter", "open_episode", "Open", key_display="⏎", id="open-episode", priority=True),
-        Binding("p", "pause_dispatch", "Pause all", id="pause-dispatch"),
-        Binding("p", "resume_dispatch", "Resume all", id="resume-dispatch"),
-        Binding("space", "pause_episode", "Pause ep", key_display="␣", id="pause-episode"),
-        Binding("space", "resume_episode", "Resume ep", key_display="␣", id="resume-episode"),
-        Binding("k", "kill", "Kill", id="kill"),
-        Binding("K", "requeue", "Requeue", key_display="K", id="kill-requeue"),
-        Binding("plus", "more_slots", "Slot", key_display="+", id="slots-more"),
-        Binding("minus", "fewer_slots", "Slot", key_display="-", id="slots-fewer"),
-        Binding("r", "retry_errors", "Retry", id="retry-errors"),
-        Binding("s", "steps_all", "All steps", id="steps-all", show=False),
-        Binding("s", "steps_selected", "Slot steps", id="steps-selected", show=False),
-        Binding("R", "open_report", "Report", key_display="R", id="open-report", show=False),
-    ]
+    # the run's commands (commands.py): key, action, footer label, palette title and help, when it applies
+    COMMAND_TABLE: ClassVar[CommandTable[DashboardScreen]] = CommandTable(
+        Command("enter", "open_episode", "Open", "Open the selected episode",
+                "Task, actions, thoughts, answer, files and screenshots", lambda s: s.can_open(),
+                id="open-episode", key_display="⏎", priority=True),
+        Command("p", "pause_dispatch", "Pause all", "Pause the run",
+                "Start no new episode until resumed (running ones go on)", lambda s: s.live and not s.state.paused,
+                id="pause-dispatch"),
+        Command("p", "resume_dispatch", "Resume all", "Resume the run", "Start episodes again",
+                lambda s: s.live and s.state.paused, id="resume-dispatch"),
+        Command("space", "pause_episode", "Pause ep", "Pause the selected episode",
+                "Its browser and its timeout stop until resumed",
+                lambda s: s.live and s.selected_state() == "running", id="pause-episode", key_display="␣"),
+        Command("space", "resume_episode", "Resume ep", "Resume the selected episode", "It goes on where it stopped",
+                lambda s: s.live and s.selected_state() == "paused", id="resume-episode", key_display="␣"),
+        Command("k", "kill", "Kill", "Kill the selected episode", "End it now, keeping its steps; recorded as killed",
+                lambda s: s.live and s.selected_state() in ACTIVE_STATES, id="kill"),
+        Command("K", "requeue", "Requeue", "Kill and requeue the selected episode",
+                "End it now and put its task back in the queue",
+                lambda s: s.live and s.selected_state() in ACTIVE_STATES, id="kill-requeue", key_display="K"),
+        Command("plus", "more_slots", "Slot", "Add a slot", "Run one more episode at once", lambda s: s.live,
+                id="slots-more", key_display="+"),
+        Command("minus", "fewer_slots", "Slot", "Remove a slot",
+                "Run one episode fewer at once (a busy slot retires when its episode ends)",
+                lambda s: s.live and s.state.target_workers > 1, id="slots-fewer", key_display="-"),
+        Command("r", "retry_errors", "Retry", "Retry errored tasks",
+                "Put the tasks that ended in error back in the queue", lambda s: s.live and s.state.errored > 0,
+                id="retry-errors"),
+        Command("s", "steps_all", "All steps", "Show every slot's steps", "The Steps panel follows all slots",
+                lambda s: s.steps_scope != "all", id="steps-all", show=False),
+        Command("s", "steps_selected", "Slot steps", "Show the selected slot's steps",
+                "The Steps panel follows the selected slot", lambda s: s.steps_scope == "all",
+                id="steps-selected", show=False),
+        Command("R", "open_report", "Report", "Open the report",
+                "Success by level and site, statuses, medians, errors and failures", id="open-report",
+                key_display="R", show=False),
+    )
+    BINDINGS = COMMAND_TABLE.bindings()
 
     def __init__(self, name: str, total: int, max_steps: int):
         super().__init__()
-        self.state = RunState(name=name, total=total, max_steps=max_steps)
-        self.steps_scope = "all"
+        self.state: RunState = RunState(name=name, total=total, max_steps=max_steps)
+        self.steps_scope: str = "all"
         self._shown_task: str | None = None
         self._snapshot_timer: Timer | None = None
         self._tick_timer: Timer | None = None
@@ -120,8 +122,8 @@ class DashboardScreen(Screen[None]):
         self._allowed: tuple[Any, ...] | None = None   # the allowed commands the footer shows now
 
     @property
-    def console_app(self) -> ConsoleApp:
-        return cast("ConsoleApp", self.app)
+    def host(self) -> ConsoleHost:
+        return cast("ConsoleHost", self.app)
 
     # ── layout ─────────────────────────────────────────────
     def compose(self) -> ComposeResult:
@@ -160,7 +162,7 @@ class DashboardScreen(Screen[None]):
         return self.has_class("-wide")
 
     def now(self) -> float:
-        return self.console_app.clock()
+        return self.host.clock()
 
     def on_resize(self) -> None:
         self.call_after_refresh(self.render_all)
@@ -250,7 +252,7 @@ class DashboardScreen(Screen[None]):
         """Rebuild the footer only when a command became allowed or not (a rebuild remounts every key in it)."""
         self._selected_memo = (self._selected_slot(),)
         try:
-            allowed = tuple(self.check_action(action, ()) for action, _, _ in RUN_COMMANDS)
+            allowed = self.COMMAND_TABLE.gates(self)
         finally:
             self._selected_memo = None
         if allowed != self._allowed:
@@ -259,8 +261,10 @@ class DashboardScreen(Screen[None]):
 
     def _tick(self) -> None:
         self.redraw_pace.tick(time.monotonic())
-        if not self.console_app.pull_snapshot():
+        if self.control is None:
             self.render_all()
+        else:     # the app posts the snapshot back (or, the run just over, redraws)
+            self.post_message(SnapshotWanted())
 
     def snapshot_soon(self) -> None:
         """Pull a fresh snapshot shortly (coalescing a burst of events into one)."""
@@ -269,7 +273,7 @@ class DashboardScreen(Screen[None]):
 
     def _snapshot_due(self) -> None:
         self._snapshot_timer = None
-        self.console_app.pull_snapshot()
+        self.post_message(SnapshotWanted())
 
     # ── engine events ──────────────────────────────────────
     def on_engine_event(self, m: EngineEvent) -> None:
@@ -324,7 +328,7 @@ class DashboardScreen(Screen[None]):
         if self.steps_scope == "selected" and self._shown_task == ev.task_id:
             self.query_one(StepsLog).add_lines(lines)
         self.render_soon(ev.slot)
-        self.console_app.episode_changed(ev.task_id)
+        self.host.episode_signal.publish(EpisodeChange(ev.task_id))
 
     def _model_call(self, ev: EpisodeModelCall) -> None:
         before = self.state.slots.get(ev.slot)
@@ -343,7 +347,7 @@ class DashboardScreen(Screen[None]):
         self.render_soon(ev.slot)
         self.refresh_commands()
         self.snapshot_soon()
-        self.console_app.episode_changed(rec.task_id, rec)
+        self.host.episode_signal.publish(EpisodeChange(rec.task_id, rec))
 
     def _put_back(self, ev: EpisodePutBack) -> None:
         self.state.episode_put_back(ev)
@@ -460,37 +464,25 @@ class DashboardScreen(Screen[None]):
 
     # ── controls ───────────────────────────────────────────
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        live = self.control is not None and not self.console_app.stopping \
-            and self.state.phase in ("starting", "running")
+        return self.COMMAND_TABLE.check(self, action, parameters)
+
+    @property
+    def live(self) -> bool:
+        """The run takes commands: it runs (or starts) and the console is not stopping it."""
+        return self.control is not None and not self.host.stopping and self.state.phase in ("starting", "running")
+
+    def selected_state(self) -> str | None:
+        """The state of the selected slot's episode (None: no slot selected, or it holds none)."""
         slot = self._selected_slot()
-        st = slot.state if slot and slot.task_id else None
-        if action == "pause_dispatch":
-            return live and not self.state.paused
-        if action == "resume_dispatch":
-            return live and self.state.paused
-        if action == "pause_episode":
-            return live and st == "running"
-        if action == "resume_episode":
-            return live and st == "paused"
-        if action in ("kill", "requeue"):
-            return live and st in ACTIVE_STATES
-        if action == "more_slots":
-            return live
-        if action == "fewer_slots":
-            return live and self.state.target_workers > 1
-        if action == "retry_errors":
-            return live and self.state.errored > 0
-        if action == "open_episode":
-            focused = self.focused
-            if isinstance(focused, EpisodesTable):
-                key = focused.cursor_key()
-                return key is not None and key in focused.records
-            return self._selected_task() is not None
-        if action == "steps_all":
-            return self.steps_scope != "all"
-        if action == "steps_selected":
-            return self.steps_scope == "all"
-        return True
+        return slot.state if slot and slot.task_id else None
+
+    def can_open(self) -> bool:
+        """A row to open: the Episodes table's finished one under the cursor, else the selected slot's task."""
+        focused = self.focused
+        if isinstance(focused, EpisodesTable):
+            key = focused.cursor_key()
+            return key is not None and key in focused.records
+        return self._selected_task() is not None
 
     def _after_command(self, note: str = "") -> None:
         if note:
@@ -501,7 +493,7 @@ class DashboardScreen(Screen[None]):
     @property
     def control(self) -> RunControl | None:
         """The live run's controls; None once it is over (or before it began)."""
-        return self.console_app.control
+        return self.host.control
 
     def _command(self) -> RunControl:
         # an action runs only when check_action allowed it, which it does only while the run is live
@@ -569,7 +561,7 @@ class DashboardScreen(Screen[None]):
         self.refresh_commands()
 
     def action_open_report(self) -> None:
-        self.console_app.open_report()
+        self.post_message(OpenReport())
 
     def action_open_episode(self) -> None:
         self._open(self.focused)
@@ -590,4 +582,4 @@ class DashboardScreen(Screen[None]):
     def _open(self, widget: Any) -> None:
         found = self._row_task(widget)
         if found is not None:
-            self.console_app.open_episode(*found)
+            self.post_message(OpenEpisode(*found))

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Label, Static
@@ -27,6 +27,7 @@ from om2w_tui.benchmarks.episode_folder import (
     read_episode,
 )
 from om2w_tui.engine.results import EpisodeRecord
+from om2w_tui.frontends.console.commands import Command, CommandTable
 from om2w_tui.frontends.console.messages import EpisodeChange
 from om2w_tui.frontends.console.task_page import open_page, write_task_page
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
@@ -68,14 +69,18 @@ def shown_answer(folder_answer: str, rec: EpisodeRecord | None) -> str:
 
 class EpisodeScreen(Screen[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
-    BINDINGS = [
-        Binding("left", "shot(-1)", "Prev shot", key_display="←", id="shot-prev", priority=True),
-        Binding("right", "shot(1)", "Next shot", key_display="→", id="shot-next", priority=True),
-        Binding("home", "shot_at(0)", "First", show=False, id="shot-first"),
-        Binding("end", "shot_at(-1)", "Last", show=False, id="shot-last"),
-        Binding("o", "open_page", "Page", id="episode-page"),
-        Binding("escape,backspace", "back", "Back", id="back"),
-    ]
+    # the view's keys (commands.py): key, action, footer label, palette title and help, when it applies
+    COMMAND_TABLE: ClassVar[CommandTable[EpisodeScreen]] = CommandTable(
+        Command("left", "shot(-1)", "Prev shot", when=lambda s: s.can_step(-1), id="shot-prev", key_display="←",
+                priority=True),
+        Command("right", "shot(1)", "Next shot", when=lambda s: s.can_step(1), id="shot-next", key_display="→",
+                priority=True),
+        Command("home", "shot_at(0)", "First", id="shot-first", show=False),
+        Command("end", "shot_at(-1)", "Last", id="shot-last", show=False),
+        Command("o", "open_page", "Page", id="episode-page"),
+        Command("escape,backspace", "back", "Back", id="back"),
+    )
+    BINDINGS = COMMAND_TABLE.bindings()
 
     def __init__(self, folder: Path, task_id: str, *, record: EpisodeRecord | None = None, task_text: str = "",
                  renderer: str = "auto", running: bool = False):
@@ -225,11 +230,12 @@ class EpisodeScreen(Screen[None]):
 
     # ── keys ───────────────────────────────────────────────
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "shot":
-            step = parameters[0] if parameters and isinstance(parameters[0], int) else 0
-            i, n = self.shown, len(self.files.shots)
-            return n > 0 and 0 <= i + step < n
-        return True
+        return self.COMMAND_TABLE.check(self, action, parameters)
+
+    def can_step(self, step: int) -> bool:
+        """A screenshot `step` away from the one shown."""
+        i, n = self.shown, len(self.files.shots)
+        return n > 0 and 0 <= i + step < n
 
     def action_shot(self, step: int) -> None:
         n = len(self.files.shots)

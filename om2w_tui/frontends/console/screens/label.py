@@ -25,13 +25,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from PIL import Image as PILImage
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Label, Static
@@ -40,6 +39,7 @@ from om2w_tui.benchmarks.episode_folder import EpisodeFolder, episode_steps, rea
 from om2w_tui.evaluation.label_session import LabelSession, filter_words, why_no_answer
 from om2w_tui.evaluation.labels import REASONS, VALUE_WORDS, LabelFileError
 from om2w_tui.evaluation.labels import Label as TaskLabel
+from om2w_tui.frontends.console.commands import Command, CommandTable
 from om2w_tui.frontends.console.screens.episode import history_text, shown_answer
 from om2w_tui.frontends.console.screens.label_dialogs import FilterPicker, NoteEditor, ReasonPicker
 from om2w_tui.frontends.console.task_page import open_page, write_task_page
@@ -69,29 +69,44 @@ class Loaded:
 class LabelScreen(Screen[None]):
     CSS_PATH = styles_dir() / "label.tcss"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
-    BINDINGS = [
-        Binding("1", "give('1')", "Success", id="label-success"),
-        Binding("0", "give('0')", "Failure", id="label-failure"),
-        Binding("2", "give('2')", "Not exec.", id="label-not-executable"),
-        Binding("n", "note", "Note", id="label-note"),
-        Binding("backspace", "clear", "Clear", id="label-clear", show=False),
-        Binding("right_square_bracket,pagedown,j", "task(1)", "Next", key_display="]", id="label-next"),
-        Binding("left_square_bracket,pageup,k", "task(-1)", "Prev", key_display="[", id="label-prev"),
-        Binding("left", "shot(-1)", "Shot", key_display="←", id="label-shot-prev", priority=True),
-        Binding("right", "shot(1)", "Shot", key_display="→", id="label-shot-next", priority=True),
-        Binding("f", "filter", "Filter", id="label-filter"),
-        Binding("v", "toggle_judge", "Judge", id="label-judge"),
-        Binding("o", "open_full", "Open", id="label-open"),
-        Binding("escape", "back", "Back", id="label-back"),
-    ]
+    # the labeller's commands (commands.py): key, action, footer label, palette title and help, when it applies
+    COMMAND_TABLE: ClassVar[CommandTable[LabelScreen]] = CommandTable(
+        Command("1", "give('1')", "Success", "Label: success (1)", "The agent did the task", lambda s: s.on_task(),
+                id="label-success"),
+        Command("0", "give('0')", "Failure", "Label: failure (0)", "The agent did not do the task",
+                lambda s: s.on_task(), id="label-failure"),
+        Command("2", "give('2')", "Not exec.", "Label: not executable (2)",
+                "A CAPTCHA or bot wall, the site down, the task outdated, other", lambda s: s.on_task(),
+                id="label-not-executable"),
+        Command("n", "note", "Note", "Note on this task", "A few words on why", lambda s: s.on_task(),
+                id="label-note"),
+        Command("backspace", "clear", "Clear", "Clear this task's label", "As if it was never labelled",
+                lambda s: s.on_task(), id="label-clear", show=False),
+        Command("right_square_bracket,pagedown,j", "task(1)", "Next", when=lambda s: s.can_move(1),
+                id="label-next", key_display="]"),
+        Command("left_square_bracket,pageup,k", "task(-1)", "Prev", when=lambda s: s.can_move(-1),
+                id="label-prev", key_display="["),
+        Command("left", "shot(-1)", "Shot", when=lambda s: s.can_step(-1), id="label-shot-prev", key_display="←",
+                priority=True),
+        Command("right", "shot(1)", "Shot", when=lambda s: s.can_step(1), id="label-shot-next", key_display="→",
+                priority=True),
+        Command("f", "filter", "Filter", "Choose the tasks shown",
+                "Unlabelled, a site, a level, disagreeing with the judge or an annotator", id="label-filter"),
+        Command("v", "toggle_judge", "Judge", "Show or hide the judge's verdict",
+                "Hidden by default, so labels stay blind", lambda s: bool(s.session.verdicts), id="label-judge"),
+        Command("o", "open_full", "Open", "Open the task's page in the browser",
+                "The web report's page: each screenshot beside its step", lambda s: s.on_task(), id="label-open"),
+        Command("escape", "back", "Back", when=lambda s: not s.standalone, id="label-back"),   # standalone: q quits
+    )
+    BINDINGS = COMMAND_TABLE.bindings()
 
     def __init__(self, session: LabelSession, *, show_judge: bool = False, renderer: str = "auto",
                  standalone: bool = False, clock: Callable[[], float] = time.monotonic):
         super().__init__()
-        self.session = session
+        self.session: LabelSession = session
         self.show_judge = show_judge
         self.renderer = renderer
-        self.standalone = standalone
+        self.standalone: bool = standalone
         self.clock = clock
         self.loaded: OrderedDict[str, Loaded] = OrderedDict()
         self.shot = 0                       # the screenshot shown
@@ -314,33 +329,29 @@ class LabelScreen(Screen[None]):
         self.image_at.setdefault(task, self.clock())
 
     # ── keys ──
-    GATED = (("give", ("1",)), ("task", (1,)), ("task", (-1,)), ("shot", (1,)), ("shot", (-1,)),
-             ("toggle_judge", ()))
-
     def _bindings_changed(self) -> None:
         """Refresh the footer only when a key's availability changed: a refresh rebuilds the footer's keys, a
         tenth of the time a move to the next task takes otherwise."""
-        gates = tuple(self.check_action(a, p) for a, p in self.GATED)
+        gates = self.COMMAND_TABLE.gates(self)
         if gates != getattr(self, "_gates", None):
             self._gates = gates
             self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.COMMAND_TABLE.check(self, action, parameters)
+
+    def on_task(self) -> bool:
+        return self.session.current is not None
+
+    def can_move(self, step: int) -> bool:
+        """A task `step` away in the filter's view."""
         s = self.session
-        if action in ("give", "note", "clear", "open_full"):
-            return s.current is not None
-        if action == "task":
-            step = parameters[0] if parameters and isinstance(parameters[0], int) else 0
-            return bool(s.view) and 0 <= s.pos + step < len(s.view)
-        if action == "shot":
-            got = self.loaded.get(s.current or "")
-            step = parameters[0] if parameters and isinstance(parameters[0], int) else 0
-            return got is not None and 0 <= self.shot + step < len(got.folder.shots)
-        if action == "toggle_judge":
-            return bool(s.verdicts)
-        if action == "back":
-            return not self.standalone      # opened on its own, `q` quits
-        return True
+        return bool(s.view) and 0 <= s.pos + step < len(s.view)
+
+    def can_step(self, step: int) -> bool:
+        """A screenshot `step` away from the one shown."""
+        got = self.loaded.get(self.session.current or "")
+        return got is not None and 0 <= self.shot + step < len(got.folder.shots)
 
     def action_give(self, value: str) -> None:
         if value == "2":
@@ -466,16 +477,4 @@ def _read_task(out: Path, task: str, renderer: str, box: tuple[int, int] | None)
             image = cells = None
     return Loaded(folder, image, cells, box or (0, 0))
 
-
-# the commands the palette offers, when `check_action` lets them: (action, title, help)
-LABEL_COMMANDS: tuple[tuple[str, str, str], ...] = (
-    ("give('1')", "Label: success (1)", "The agent did the task"),
-    ("give('0')", "Label: failure (0)", "The agent did not do the task"),
-    ("give('2')", "Label: not executable (2)", "A CAPTCHA or bot wall, the site down, the task outdated, other"),
-    ("note", "Note on this task", "A few words on why"),
-    ("clear", "Clear this task's label", "As if it was never labelled"),
-    ("filter", "Choose the tasks shown", "Unlabelled, a site, a level, disagreeing with the judge or an annotator"),
-    ("toggle_judge", "Show or hide the judge's verdict", "Hidden by default, so labels stay blind"),
-    ("open_full", "Open the task's page in the browser", "The web report's page: each screenshot beside its step"),
-)
 

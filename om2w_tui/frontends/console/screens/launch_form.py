@@ -5,12 +5,11 @@ starts, shows problems next to the form, and says how much of the out folder is 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, ClassVar, Literal, cast
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.screen import Screen
@@ -19,6 +18,8 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from om2w_tui.engine.launch import WARNING, Check, Preflight
 from om2w_tui.episode.arms import arm_names
+from om2w_tui.frontends.console.commands import Command, CommandTable
+from om2w_tui.frontends.console.host import ConsoleHost, StartRun
 from om2w_tui.frontends.console.launch_values import (
     CHOICES,
     FIELDS,
@@ -28,9 +29,6 @@ from om2w_tui.frontends.console.launch_values import (
     follow_bench,
 )
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
-
-if TYPE_CHECKING:
-    from om2w_tui.frontends.console.app import ConsoleApp
 
 CHECK_DELAY_S = 0.8
 
@@ -44,11 +42,15 @@ def arm_choices() -> list[str]:
 
 class LaunchScreen(Screen[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
-    BINDINGS = [
-        Binding("ctrl+s", "launch", "Launch", id="launch", priority=True),
-        Binding("ctrl+r", "check", "Check", id="check", priority=True),
-        Binding("escape", "app.quit", "Quit", id="launch-quit"),
-    ]
+    # the form's commands (commands.py): key, action, footer label, palette title and help, when it applies
+    COMMAND_TABLE: ClassVar[CommandTable[LaunchScreen]] = CommandTable(
+        Command("ctrl+s", "launch", "Launch", "Launch", "Check the form and start the run",
+                lambda s: not s.launching, id="launch", priority=True),
+        Command("ctrl+r", "check", "Check", "Check", "Run the preflight checks for the form's values",
+                id="check", priority=True),
+        Command("escape", "app.quit", "Quit", id="launch-quit"),
+    )
+    BINDINGS = COMMAND_TABLE.bindings()
 
     # a launch under way (checks first): the footer offers Launch again when it failed
     launching: reactive[bool] = reactive(False, bindings=True)
@@ -64,8 +66,8 @@ class LaunchScreen(Screen[None]):
         self._bench = self.values.get("bench", "")
 
     @property
-    def console_app(self) -> ConsoleApp:
-        return cast("ConsoleApp", self.app)
+    def host(self) -> ConsoleHost:
+        return cast("ConsoleHost", self.app)
 
     def compose(self) -> ComposeResult:
         yield Label("om2w-tui · launch a run", id="launch-title")
@@ -102,7 +104,7 @@ class LaunchScreen(Screen[None]):
         if self.auto_check:
             self.action_check()
         else:
-            self._report(Text("ctrl+r: check   ctrl+s: launch", style="dim"))
+            self._report(Text(self.COMMAND_TABLE.keys_text("check", "launch"), style="dim"))
 
     # ── values ─────────────────────────────────────────────
     def form_values(self) -> dict[str, str]:
@@ -157,9 +159,7 @@ class LaunchScreen(Screen[None]):
             self._start_preflight(launch=True)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "launch":
-            return not self.launching
-        return True
+        return self.COMMAND_TABLE.check(self, action, parameters)
 
     def _start_preflight(self, launch: bool) -> None:
         if self._check_timer is not None:
@@ -183,7 +183,7 @@ class LaunchScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="preflight", exit_on_error=False)
     def _preflight(self, generation: int, cfg: Any, values: dict[str, str], launch: bool) -> None:
         try:
-            outcome: Any = self.console_app.checks_fn(cfg)
+            outcome: Any = self.host.checks_fn(cfg)
         except Exception as e:   # a surprise: shown, never fatal
             outcome = (None, [("preflight", False, f"{type(e).__name__}: {e}")])
         self.app.call_from_thread(self._checked, generation, outcome, values, launch)
@@ -202,7 +202,7 @@ class LaunchScreen(Screen[None]):
             self.launching = False   # the footer follows (a reactive with bindings=True)
             self.query_one("#launch-button", Button).disabled = False
         elif launch:
-            self.console_app.start_run(pre, values)
+            self.post_message(StartRun(pre, values))
 
     def _report_of(self, pre: Preflight | None, checks: list[Check]) -> Text:
         t = Text()

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
+
+from om2w_tui.frontends.console.commands import Command, CommandTable
 
 
 class ConfirmQuit(ModalScreen[bool]):
@@ -20,10 +23,11 @@ class ConfirmQuit(ModalScreen[bool]):
     ConfirmQuit #quit-buttons { height: auto; margin-top: 1; align-horizontal: right; }
     ConfirmQuit Button { margin-left: 2; }
     """
-    BINDINGS = [
-        Binding("y", "answer(True)", "Stop and quit", id="quit-yes"),
-        Binding("n,escape", "answer(False)", "Cancel", id="quit-no"),
-    ]
+    COMMAND_TABLE: ClassVar[CommandTable[ConfirmQuit]] = CommandTable(
+        Command("y", "answer(True)", "Stop and quit", id="quit-yes"),
+        Command("n,escape", "answer(False)", "Cancel", id="quit-no"),
+    )
+    BINDINGS = COMMAND_TABLE.bindings()
 
     def __init__(self, running: int):
         super().__init__()
@@ -39,6 +43,9 @@ class ConfirmQuit(ModalScreen[bool]):
             with Horizontal(id="quit-buttons"):
                 yield Button("Cancel", id="quit-cancel")
                 yield Button("Stop and quit", variant="error", id="quit-confirm")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.COMMAND_TABLE.check(self, action, parameters)
 
     def on_mount(self) -> None:
         self.query_one("#quit-confirm", Button).focus()

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, ClassVar, cast
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Container
 from textual.screen import Screen
 from textual.timer import Timer
@@ -39,6 +38,8 @@ from om2w_tui.evaluation.report_text import (
     source_words,
 )
 from om2w_tui.evaluation.summary import RunReport
+from om2w_tui.frontends.console.commands import Command, CommandTable
+from om2w_tui.frontends.console.host import ConsoleHost, OpenEpisode, QuitAsked
 from om2w_tui.frontends.console.messages import EpisodeChange
 from om2w_tui.frontends.console.report_data import Computed, compute
 from om2w_tui.frontends.console.screens.label import LabelScreen
@@ -51,23 +52,9 @@ from om2w_tui.frontends.console.widgets.rate_chart import RateChart
 from om2w_tui.frontends.console.widgets.report_tables import ErrorsTable, FailuresTable, FittedTable
 from om2w_tui.frontends.formatting import clip, clock_text
 
-if TYPE_CHECKING:
-    from om2w_tui.frontends.console.app import ConsoleApp
-
 WIDE = 120
 THROTTLE_S = 5.0
 
-# the commands the palette offers on the report, when `check_action` lets them: (action, title, help)
-REPORT_COMMANDS: tuple[tuple[str, str, str], ...] = (
-    ("open_failure", "Open the selected episode", "Task, actions, thoughts, answer, files and screenshots"),
-    ("refresh_report", "Refresh the report", "Read the run's folder again now"),
-    ("tables", "Every table of the report", "Both counting rules per level and site for every source, the judge "
-                                             "against the humans, with 95% intervals"),
-    ("label_tasks", "Label the episodes by hand", "1 success, 0 failure, 2 not executable; the tasks where the "
-                                                   "judge and the humans disagree first"),
-    ("write_site", "Write the web report", "The run as a static site beside it (<run>-site/index.html)"),
-    ("back", "Back to the dashboard", "Close the report"),
-)
 
 METRIC_NAMES = {"steps": "steps", "duration_s": "duration", "prompt_tokens": "prompt tok",
                 "completion_tokens": "compl. tok"}
@@ -134,15 +121,27 @@ def summary_text(summary: RunReport, wide: bool, total: int | None = None) -> Te
 
 class ReportScreen(Screen[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE, "-wide")]
-    BINDINGS = [
-        Binding("enter", "open_failure", "Open", key_display="⏎", id="report-open-episode", priority=True),
-        Binding("r", "refresh_report", "Refresh", id="report-refresh"),
-        Binding("L", "label_tasks", "Label", id="report-label"),
-        Binding("t", "tables", "Tables", id="report-tables"),
-        Binding("w", "write_site", "Web page", id="report-site"),
-        Binding("escape", "back", "Back", id="report-back"),
-        Binding("escape", "close", "Quit", id="report-close", show=False),
-    ]
+    # the report's commands (commands.py): key, action, footer label, palette title and help, when it applies
+    COMMAND_TABLE: ClassVar[CommandTable[ReportScreen]] = CommandTable(
+        Command("enter", "open_failure", "Open", "Open the selected episode",
+                "Task, actions, thoughts, answer, files and screenshots",
+                lambda s: s._row_task(s.focused) is not None, id="report-open-episode", key_display="⏎",
+                priority=True),
+        Command("r", "refresh_report", "Refresh", "Refresh the report", "Read the run's folder again now",
+                id="report-refresh"),
+        Command("L", "label_tasks", "Label", "Label the episodes by hand", "1 success, 0 failure, 2 not executable; "
+                "the tasks where the judge and the humans disagree first", id="report-label"),
+        Command("t", "tables", "Tables", "Every table of the report", "Both counting rules per level and site for "
+                "every source, the judge against the humans, with 95% intervals", lambda s: s.data is not None,
+                id="report-tables"),
+        Command("w", "write_site", "Web page", "Write the web report",
+                "The run as a static site beside it (<run>-site/index.html)", lambda s: s.data is not None,
+                id="report-site"),
+        Command("escape", "back", "Back", "Back to the dashboard", "Close the report", lambda s: not s.standalone,
+                id="report-back"),
+        Command("escape", "close", "Quit", when=lambda s: s.standalone, id="report-close", show=False),
+    )
+    BINDINGS = COMMAND_TABLE.bindings()
 
     def __init__(self, out: Path, *, live: bool = False, total: int | None = None, judge: Path | None = None,
                  standalone: bool = False, throttle_s: float = THROTTLE_S, measure: str | None = None):
@@ -155,7 +154,7 @@ class ReportScreen(Screen[None]):
         self.live = live
         self.total = total
         self.judge = judge
-        self.standalone = standalone
+        self.standalone: bool = standalone
         self.throttle_s = throttle_s
         self.data: Computed | None = None
         self.site: Path | None = None     # the web report's index `w` wrote last (the tests read it)
@@ -166,8 +165,8 @@ class ReportScreen(Screen[None]):
         self._due: Timer | None = None
 
     @property
-    def console_app(self) -> ConsoleApp:
-        return cast("ConsoleApp", self.app)
+    def host(self) -> ConsoleHost:
+        return cast("ConsoleHost", self.app)
 
     @property
     def wide(self) -> bool:
@@ -265,8 +264,7 @@ class ReportScreen(Screen[None]):
                     title.append(f"  {self.out.name}", style="dim")
                 of = f" of {self.total}" if self.total is not None and self.total != s.tasks else ""
                 title.append(f"  {s.tasks}{of} tasks")
-                dash = self.console_app.dashboard
-                phase = (dash.state.phase if dash is not None else "") if self.live else "finished"
+                phase = self.host.run_phase if self.live else "finished"
                 title.append(f"  {phase}", style="green" if phase in ("starting", "running") else "dim")
                 if data.why:
                     title.append(f"  {clip(data.why, 90)}", style="yellow")
@@ -312,15 +310,7 @@ class ReportScreen(Screen[None]):
         return None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "open_failure":
-            return self._row_task(self.focused) is not None
-        if action in ("tables", "write_site"):
-            return self.data is not None
-        if action == "back":
-            return not self.standalone
-        if action == "close":
-            return self.standalone
-        return True
+        return self.COMMAND_TABLE.check(self, action, parameters)
 
     def action_write_site(self) -> None:
         if self.data is not None:
@@ -342,13 +332,13 @@ class ReportScreen(Screen[None]):
     def action_open_failure(self) -> None:
         found = self._row_task(self.focused)
         if found is not None:
-            self.console_app.open_episode(*found)
+            self.post_message(OpenEpisode(*found))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         # a click on the highlighted row
         found = self._row_task(event.data_table)
         if found is not None:
-            self.console_app.open_episode(*found)
+            self.post_message(OpenEpisode(*found))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self.refresh_bindings()
@@ -366,7 +356,7 @@ class ReportScreen(Screen[None]):
     def action_label_tasks(self) -> None:
         """The labelling screen on this run as the annotator given (`--annotator`), or asked for once: a key press
         never labels as the system's user."""
-        annotator = self.console_app.annotator
+        annotator = self.host.annotator
         if annotator:
             self._label_as(annotator)
             return
@@ -376,7 +366,7 @@ class ReportScreen(Screen[None]):
     def _annotator_given(self, name: str | None) -> None:
         if not name:
             return
-        self.console_app.annotator = name      # asked once: the console's annotator from now on
+        self.host.annotator = name      # asked once: the console's annotator from now on
         self._label_as(name)
 
     def _label_as(self, annotator: str) -> None:
@@ -395,4 +385,4 @@ class ReportScreen(Screen[None]):
         self.dismiss()
 
     def action_close(self) -> None:
-        self.console_app.action_quit_run()
+        self.post_message(QuitAsked())
