@@ -49,7 +49,7 @@ from om2w_tui.benchmarks.conformance import task_dirs
 from om2w_tui.benchmarks.episode_folder import EpisodeFolder, episode_steps, no_answer, read_episode
 from om2w_tui.engine.results import EpisodeRecord, read_manifest, read_results
 from om2w_tui.evaluation.failure import CLASSES, WORDS
-from om2w_tui.evaluation.judge import read_judged
+from om2w_tui.evaluation.judge_files import read_judged
 from om2w_tui.evaluation.labels import (
     FINAL,
     REASONS,
