@@ -9,22 +9,17 @@ import os
 import sys
 from pathlib import Path
 
+from om2w_tui import exits
 from om2w_tui.cli.argtypes import count, endpoint, number, positive_int
-from om2w_tui.evaluation.judge import (
-    EXIT_USAGE,
-    MAX_TOKENS,
-    MODES,
-    PARSINGS,
-    JudgeFatal,
-    JudgeOutcome,
-    Settings,
-    judge_run,
-    output_path,
-)
+from om2w_tui.evaluation.judge import JudgeFatal, JudgeOutcome, judge_run
+from om2w_tui.evaluation.judge_files import output_path
+from om2w_tui.evaluation.judge_settings import MAX_TOKENS, MODES, PARSINGS, Settings
 from om2w_tui.evaluation.official import OfficialUsage, run_official
 from om2w_tui.files import UnsafeFile, unsafe_entry
 from om2w_tui.json_input import InputError
 from om2w_tui.run_folder import what_is
+
+EXIT_USAGE = exits.USAGE
 
 
 def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

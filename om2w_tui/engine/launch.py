@@ -53,8 +53,8 @@ from om2w_tui.engine.start_rate import PacedStarts
 from om2w_tui.episode.arms import arm_names
 from om2w_tui.episode.browser import BrowserNotFound, check_browser_settings, find_chromium, resolve_browser
 from om2w_tui.episode.instruction import check_template
-from om2w_tui.evaluation.judge import Settings as JudgeSettings
-from om2w_tui.evaluation.judge import output_path as judge_output_path
+from om2w_tui.evaluation.judge_files import output_path as judge_output_path
+from om2w_tui.evaluation.judge_settings import Settings as JudgeSettings
 from om2w_tui.evaluation.live_judge import JudgedRun, LiveJudge, sinks_emit
 from om2w_tui.executors.local import LocalExecutor
 from om2w_tui.executors.ray import check_address, on_loopback, ray_missing

@@ -8,20 +8,16 @@ loop's clock, so tests run cooldowns and timeouts in virtual time. It writes `re
 sinks; it knows no front end. Its parts: the queue and the choice of the next site are `engine/dispatch.py`'s, the
 circuit breaker and the storage guard `engine/guards.py`'s, the model's statistics and guard
 `engine/model_health.py`'s, an attempt's life (its worker's events, timeout, pause, stop) `engine/attempt.py`'s,
-building and classifying a record `engine/records.py`'s; this module keeps where each task is, the slots, the
-results writer and the run's controls.
+building and classifying a record `engine/records.py`'s, writing it `engine/record_writer.py`'s, a slot and its
+worker `engine/slot.py`'s, what front ends see (the summary, the snapshot) `engine/snapshot.py`'s; this module keeps
+where each task is, the slots' use, settling an attempt and the run's controls.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
-import os
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,21 +34,18 @@ from om2w_tui.engine.events import (
     EpisodeStarted,
     Event,
     Log,
-    Pacing,
     RunFinished,
     RunSnapshot,
     RunStarted,
     RunSummary,
     Sink,
-    SiteRow,
-    SiteState,
     SlotChanged,
-    SlotRow,
 )
 from om2w_tui.engine.guards import Breaker, Probe, StorageGuard
 from om2w_tui.engine.ledger import Ledger
 from om2w_tui.engine.machine import Room
 from om2w_tui.engine.model_health import ModelGuard, ModelMeter
+from om2w_tui.engine.record_writer import RecordWriter, space_ok
 from om2w_tui.engine.records import (
     Judge as Judge,  # re-exported: launch builds the run with it
 )
@@ -73,60 +66,15 @@ from om2w_tui.engine.results import (
 )
 from om2w_tui.engine.settings import clamp_workers
 from om2w_tui.engine.shared_pacing import make_pacer
+from om2w_tui.engine.slot import Slot
+from om2w_tui.engine.snapshot import RunStats, run_snapshot, run_summary
 from om2w_tui.episode.instruction import step_budget
-from om2w_tui.executors.base import Executor, Worker
-from om2w_tui.files import open_own
+from om2w_tui.executors.base import Executor
 from om2w_tui.protocol.worker import ModelCall, Outcome, WorkerSpec
 from om2w_tui.run_folder import RunFolder
 
 USER_KILL_GRACE_S = 5.0
 FREE_RESTARTS = 3                 # an episode whose worker vanished before taking it is put back this often for free
-STORAGE_PROBE_BYTES = 1 << 20     # dispatch resumes when the out folder takes this much again
-
-
-@dataclass
-class Slot:
-    """A place for one attempt at a time, with its worker (an attempt's `Seat`)."""
-    id: int
-    executor: Executor
-    worker: Worker | None = None
-    worker_start: asyncio.Task[Worker] | None = None
-    episode: Attempt | None = None
-    retired: bool = False
-
-    def ensure_worker(self) -> asyncio.Task[Worker]:
-        """The slot's worker, started once in the background (so imports overlap) and again if it died or was
-        killed (a killed worker's exit is seen late: it is never handed another episode)."""
-        start = self.worker_start
-        usable = start is not None and (not start.done() or (
-            not start.cancelled() and start.exception() is None and _usable(start.result())))
-        if not usable:
-            self.worker = None
-            self.worker_start = asyncio.create_task(self.executor.start_worker(self.id))
-            self.worker_start.add_done_callback(lambda t: t.cancelled() or t.exception())
-        assert self.worker_start is not None
-        return self.worker_start
-
-    def kill_worker(self, worker: Worker) -> None:
-        """End a worker's process group now; the slot gets a new worker for its next episode."""
-        worker.kill_group()
-        if self.worker is worker:
-            self.worker = None
-
-
-def _usable(worker: Worker) -> bool:
-    return not worker.exited and not worker.killed
-
-
-@dataclass
-class RunStats:
-    total: int = 0
-    settled_before: int = 0
-    finished: int = 0
-    by_status: dict[str, int] = field(default_factory=dict)
-    correct: int = 0
-    judged: int = 0
-    unwritten: int = 0                 # records the out folder never took (the run was stopped while it was full)
 
 
 class Scheduler:
@@ -158,22 +106,23 @@ class Scheduler:
         self.slot_room = slot_room          # how many more slots the machine holds now (engine/machine.py)
         self.user_paused = False
         self.breaker = Breaker(config.breaker_after, config.probe_interval, probe, self)
+        # results.jsonl's one writer; a record the folder will not take trips the storage guard
+        self.records = RecordWriter(self.store, self, lambda problem: self.storage.fault(problem),
+                                    lambda: bool(self.storage_error))
         # the out folder's guard (`self._space_ok` is looked up at each probe: tests replace it)
-        self.storage = StorageGuard(config.probe_interval, self, lambda: self._space_ok(), self._write_kept,
-                                    lambda: len(self.unwritten))
+        self.storage = StorageGuard(config.probe_interval, self, lambda: self._space_ok(), self.records.write_kept,
+                                    lambda: len(self.records.unwritten))
         self.model = ModelMeter()
         # a run without a screen (headless) ends when the model guard holds dispatch; a console waits for its user
         self.model_guard = ModelGuard(config.model_guard, self.emit)
         self.guard_ends_run = guard_ends_run
         self.ledger = Ledger()              # where each task is (queued, running, settled), and its counts
-        self.unwritten: deque[EpisodeRecord] = deque()
         self.stopping = False
         self.stats = RunStats()
         self.started_mono = 0.0
         self._epoch_offset = 0.0
         self._wake: asyncio.Event | None = None
         self._cooldown_timer: asyncio.TimerHandle | None = None
-        self._writer: asyncio.Task[None] | None = None
         self._ended = False
         self._background: set[asyncio.Task[Any]] = set()   # every task the scheduler starts, awaited at the end
 
@@ -247,10 +196,9 @@ class Scheduler:
             if self._cooldown_timer:
                 self._cooldown_timer.cancel()
             await self._end_all()
-        self.stats.unwritten = len(self.unwritten)
-        for rec in self.unwritten:   # the last word on records the folder would not take
-            line = json.dumps(rec.to_json(), default=str)
-            self.emit(Log("error", f"record not written to {self.store.path}: {line}"))
+        self.stats.unwritten = len(self.records.unwritten)
+        for line in self.records.last_word():
+            self.emit(Log("error", line))
         self.emit(RunFinished(self.summary()))
         return self.stats
 
@@ -260,9 +208,9 @@ class Scheduler:
         winding_down = self.stopping or (self.model_guard.holding and self.guard_ends_run)
         if self.running() or (self.pending() and not winding_down):
             return False
-        if self._writer is not None and not self._writer.done():
+        if self.records.busy:
             return False
-        return not self.unwritten or self.stopping
+        return not self.records.unwritten or self.stopping
 
     def epoch(self) -> float:
         """Wall-clock seconds for records, read off the loop's clock so that records and pacing agree."""
@@ -423,55 +371,6 @@ class Scheduler:
             return rec
         return judged(rec, ep.task, self.judge, lambda message: self.emit(Log("warning", message)))
 
-    # ── records: written in order by one writer, off the event loop ──
-    def _submit(self, rec: EpisodeRecord) -> None:
-        """Queue a record for `results.jsonl`. One writer appends them in order in a thread (an fsync must not stall
-        the loop); when the folder cannot take one, it stays in memory, dispatch stops, and the storage probe
-        starts the writer again once the folder can be written."""
-        self.unwritten.append(rec)
-        self.dispatch.learn(rec.task_id, rec.status, rec.duration_s)
-        if not self.storage_error:
-            self._start_writer()
-
-    def _start_writer(self) -> None:
-        if self._writer is None or self._writer.done():
-            self._writer = self.spawn(self._write_records())
-
-    async def _write_records(self) -> None:
-        try:
-            while self.unwritten:
-                try:
-                    await asyncio.to_thread(self.store.append, self.unwritten[0])
-                except OSError as e:
-                    self._storage_fault(f"cannot write {self.store.path}: {e.strerror or e}")
-                    return
-                self.unwritten.popleft()
-        finally:
-            self.wake()   # the run may be over now
-
-    def _storage_fault(self, problem: str) -> None:
-        self.storage.fault(problem)
-
-    async def _write_kept(self) -> None:
-        """The storage probe passed: write the records kept in memory."""
-        self._start_writer()
-        if self._writer is not None:
-            await self._writer
-
-    def _space_ok(self) -> bool:
-        probe = self.folder.space_probe
-        try:   # the run's own file: never written through a symlink planted there (it is removed below)
-            with os.fdopen(open_own(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "wb") as f:
-                f.write(b"\0" * STORAGE_PROBE_BYTES)
-                f.flush()
-                os.fsync(f.fileno())
-            return True
-        except OSError:
-            return False
-        finally:
-            with contextlib.suppress(OSError):
-                probe.unlink()
-
     # ── settling an attempt ────────────────────────────────
     def _settle(self, ep: Attempt, outcome: Outcome) -> None:
         """Record an attempt and decide what becomes of its task: settled, or queued again (interrupted, requeued by
@@ -479,11 +378,12 @@ class Scheduler:
         is released, so a widened cooldown applies to the very next episode there."""
         task, site = ep.task, ep.task.site
         rec = self._record(ep, outcome)
-        self._submit(rec)
+        self.records.submit(rec)
+        self.dispatch.learn(rec.task_id, rec.status, rec.duration_s)
         # the folder failed, not the task: it runs again, costing no try, once the folder can be written
         storage = storage_fault(rec)
         if storage:
-            self._storage_fault(f"episode {task.task_id} could not write its folder: {rec.error}")
+            self.storage.fault(f"episode {task.task_id} could not write its folder: {rec.error}")
         if rec.status == "blocked":
             cooldown = self.dispatch.widen(site)
             self.emit(Log("warning", f"{site}: {rec.error}; its cooldown is now {cooldown:g} s"))
@@ -640,28 +540,17 @@ class Scheduler:
     async def _retire(self, slot: Slot) -> None:
         self.slots.pop(slot.id, None)
         self.emit(SlotChanged(slot.id, "retired"))
-        await self._close_worker(slot)
-
-    async def _close_worker(self, slot: Slot) -> None:
-        if slot.worker_start is not None and not slot.worker_start.done():
-            with contextlib.suppress(BaseException):
-                await slot.worker_start
-        w = slot.worker
-        if w is None and slot.worker_start is not None and slot.worker_start.done() \
-                and not slot.worker_start.cancelled() and slot.worker_start.exception() is None:
-            w = slot.worker_start.result()
-        if w is not None:
-            await w.close()
+        await slot.close_worker()
 
     async def _end_all(self) -> None:
         for ep in self.running():
             ep.stop("killed", INTERRUPTED, self.cfg.stop_grace)
         while self._background:   # episodes, sends, retirements, the record writer, probes
             await asyncio.gather(*list(self._background), return_exceptions=True)
-        if self.unwritten and not self.storage_error:   # kept while stopping: one more try
-            await self._write_records()
+        if self.records.unwritten and not self.storage_error:   # kept while stopping: one more try
+            await self.records.write()
         self.storage.cancel()
-        await asyncio.gather(*(self._close_worker(s) for s in list(self.slots.values())), return_exceptions=True)
+        await asyncio.gather(*(s.close_worker() for s in list(self.slots.values())), return_exceptions=True)
 
     # ── what front ends show ───────────────────────────────
     def site_name(self, key: str) -> str:
@@ -669,42 +558,12 @@ class Scheduler:
         return self.site_names.get(key, key)
 
     def summary(self) -> RunSummary:
-        s = self.stats
-        return RunSummary(total=s.total, settled_before=s.settled_before, finished=s.finished,
-                          by_status=dict(s.by_status), pending=self.pending(),
-                          elapsed_s=round(self.loop.time() - self.started_mono, 1), out=str(self.out),
-                          correct=s.correct if s.judged else None, judged=s.judged if s.judged else None,
-                          unwritten=len(self.unwritten), results=str(self.store.path),
-                          model_guard=self.model_guard.reason,
-                          model_calls={**({"ok": self.model.ok} if self.model.ok else {}), **self.model.failures},
-                          model_ended=dict(self.model.ended_on))
+        return run_summary(self)
 
     def snapshot(self) -> RunSnapshot:
-        """The state front ends draw from: slots, sites with their cooldown deadlines, counts (loop-clock times)."""
-        now = self.loop.time()
-        slots = []
-        for s in sorted(self.slots.values(), key=lambda s: s.id):
-            ep = s.episode
-            if ep is None:
-                slots.append(SlotRow(s.id, "retiring" if s.retired else "idle"))
-                continue
-            slots.append(SlotRow(s.id, ep.state, ep.task.task_id, self.site_name(ep.task.site), ep.task.level, ep.steps,
-                                 ep.started_at, ep.attempt, step_budget(ep.task.raw, self.cfg.max_steps),
-                                 self.model.slot_error(s.id)))
-        sites = []
-        for name, c in self.ledger.sites.items():
-            st = self.pacer.state(name)
-            left = len(self.queue.get(name, ()))
-            # a site with no task left is done, whatever its cooldown: it waits for nothing
-            state: SiteState = "running" if st.running else (
-                "done" if not left else "cooling" if st.ready_at > now else "free")
-            if state == "free" and self.pacer.held_elsewhere(name):
-                state = "held elsewhere"   # by another run pacing through the same --pace-dir
-            sites.append(SiteRow(self.site_name(name), state, st.ready_at, left, c.done, c.errors, c.total,
-                                 st.cooldown, st.running, st.limit))
-        return RunSnapshot(now=now, slots=slots, sites=sites, paused=self.dispatch_paused,
-                           user_paused=self.user_paused, breaker=self.breaker_reason if self.breaker_open else "",
-                           storage=self.storage_error, stopping=self.stopping,
-                           pacing=Pacing(self.pacer.per_site, self.pacer.cooldown),
-                           target_workers=self.target_workers, errors=len(self.ledger.errored), summary=self.summary(),
-                           model=self.model.stats(now, self.model_guard.reason))
+        """The state front ends draw from (engine/snapshot.py)."""
+        return run_snapshot(self)
+
+    def _space_ok(self) -> bool:
+        """The storage guard's probe (tests replace it)."""
+        return space_ok(self.folder.space_probe)

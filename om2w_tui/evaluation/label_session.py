@@ -14,7 +14,7 @@ from om2w_tui.benchmarks.conformance import task_dirs
 from om2w_tui.benchmarks.episode_folder import EpisodeFolder, no_answer
 from om2w_tui.engine.results import EpisodeRecord, read_manifest, read_results
 from om2w_tui.evaluation.failure import CLASSES, WORDS
-from om2w_tui.evaluation.judge import read_judged
+from om2w_tui.evaluation.judge_files import read_judged
 from om2w_tui.evaluation.labels import FINAL, LabelFile, LabelFileError, majority, read_run_labels
 from om2w_tui.evaluation.labels import Label as TaskLabel
 from om2w_tui.evaluation.report import LEVEL_NAMES, find_judge_file, site_of, summarize, task_meta

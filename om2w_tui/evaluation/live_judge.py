@@ -29,17 +29,9 @@ from om2w_tui.benchmarks.conformance import load_episode
 from om2w_tui.engine.control import Interrupt, Run
 from om2w_tui.engine.events import EpisodeFinished, Event, Log, RunSnapshot, Sink
 from om2w_tui.engine.results import read_results, settles
-from om2w_tui.evaluation.judge import (
-    RESULTS_SUFFIX,
-    Caller,
-    JudgeFatal,
-    Settings,
-    adopt_legacy_output,
-    append_line,
-    judge_episode,
-    output_path,
-    read_judged,
-)
+from om2w_tui.evaluation.judge import Caller, JudgeFatal, judge_episode
+from om2w_tui.evaluation.judge_files import RESULTS_SUFFIX, adopt_legacy_output, append_line, output_path, read_judged
+from om2w_tui.evaluation.judge_settings import Settings
 from om2w_tui.files import open_own
 from om2w_tui.json_input import InputError, decode
 

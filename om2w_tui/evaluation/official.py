@@ -23,15 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from om2w_tui.benchmarks.conformance import read_run
-from om2w_tui.evaluation.judge import (
-    FILE_MODES,
-    JUDGE_LIMIT,
-    OFFICIAL_PREFIX,
-    RESULTS_SUFFIX,
-    Settings,
-    read_judged,
-    safe_model_name,
-)
+from om2w_tui.evaluation.judge_files import JUDGE_LIMIT, OFFICIAL_PREFIX, RESULTS_SUFFIX, read_judged, safe_model_name
+from om2w_tui.evaluation.judge_settings import FILE_MODES, Settings
 from om2w_tui.files import read_file, write_atomic
 from om2w_tui.json_input import InputError
 

@@ -33,7 +33,8 @@ from om2w_tui.benchmarks.site_keys import site_name
 from om2w_tui.engine.results import STATUSES, EpisodeRecord, read_manifest, read_results
 from om2w_tui.evaluation.agreement import agreement, judge_outcomes, paired, repeats
 from om2w_tui.evaluation.failure import classify, max_steps_of
-from om2w_tui.evaluation.judge import compare_readings, parse_output_name, read_judged
+from om2w_tui.evaluation.judge_files import parse_output_name, read_judged
+from om2w_tui.evaluation.judge_replies import compare_readings
 from om2w_tui.evaluation.labels import HumanLabelFile, RunLabels, read_run_labels
 from om2w_tui.evaluation.measure import KIND_OF_SOURCE, Measure, NoCommonMeasure, choose
 from om2w_tui.evaluation.outcomes import RULE_ALL, RULES, Outcome, count, count_by, label_outcome, run_outcome

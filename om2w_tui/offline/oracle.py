@@ -149,7 +149,8 @@ def agent_reply(tasks: list[dict[str, Any]], request: AgentRequest, *, allow_don
 
 # ------------------------------------------------------------------------------------------------ the judge
 #
-# `om2w-tui judge` (evaluation/judge.py) asks for a reply format in its system prompts; a request is known by it:
+# `om2w-tui judge` (evaluation/judge_prompts.py) asks for a reply format in its system prompts; a request is known
+# by it:
 #   "Verdict: NOT SUCCESS"  a WebVoyager-style verdict  -> "Verdict: SUCCESS" or "Verdict: NOT SUCCESS"
 #   "Status: failure"       a WebJudge outcome          -> "Status: success" or "Status: failure"
 #   "Score: <1-5>"          one screenshot's relevance  -> "Score: 5" for the trajectory's last screenshot,

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from om2w_tui.evaluation.judge import read_judged
+from om2w_tui.evaluation.judge_files import read_judged
 from om2w_tui.offline.oracle import OracleServer
 from om2w_tui.offline.suite import load_task_templates
 

@@ -242,7 +242,7 @@ def test_7_a_deep_line_in_the_results_or_a_deep_result_json_is_read_past(tmp_pat
     assert main(["report", str(out)]) == 0
     capsys.readouterr()
     (out / "judge.jsonl").write_text(DEEP + "\n")
-    from om2w_tui.evaluation.judge import read_judged
+    from om2w_tui.evaluation.judge_files import read_judged
 
     assert read_judged(out / "judge.jsonl") == {}
 

@@ -212,7 +212,7 @@ def _lines(values: list, extra: str) -> bytes:
 def test_every_reader_of_a_run_s_files_reads_them_or_names_what_is_wrong(recs, extra, manifest, labels, rows, judged,
                                                                          hard):
     from om2w_tui.engine.results import EpisodeRecord, read_manifest, read_results
-    from om2w_tui.evaluation.judge import read_judged
+    from om2w_tui.evaluation.judge_files import read_judged
     from om2w_tui.evaluation.labels import LabelFileError, read_human_labels, read_label_file
     from om2w_tui.evaluation.report import summarize, task_meta
     from om2w_tui.json_input import InputError

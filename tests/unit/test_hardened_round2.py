@@ -48,7 +48,7 @@ def a_run(tmp_path: Path, *tids: str) -> Path:
 
 # ── 1: one way to open a file ────────────────────────────────────────────────────────────────────────────────
 def test_1_the_judge_never_appends_through_a_symlink_nor_to_a_fifo(tmp_path, victim):
-    from om2w_tui.evaluation.judge import append_line
+    from om2w_tui.evaluation.judge_files import append_line
 
     link = tmp_path / JUDGE_NAME
     link.symlink_to(victim)
@@ -141,7 +141,7 @@ def test_1_2_a_human_label_json_given_to_labels_or_export_is_checked_before_use(
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
 def test_1_a_screenshot_that_is_a_fifo_or_dev_zero_is_a_problem_not_a_hang(tmp_path, kind):
-    from om2w_tui.evaluation.judge import jpeg_data_url
+    from om2w_tui.evaluation.judge_prompts import jpeg_data_url
 
     out = a_run(tmp_path)
     shot = out / "t1" / "trajectory" / "1_full_screenshot.png"
@@ -234,7 +234,7 @@ def test_2_numbers_past_64_bits_are_refused_by_the_decoder():
 
 
 def test_2_nan_lines_in_a_judge_file_are_skipped_with_a_word(tmp_path):
-    from om2w_tui.evaluation.judge import read_judged
+    from om2w_tui.evaluation.judge_files import read_judged
 
     out = a_run(tmp_path, "t1", "t2")
     path = judge_file(out, {"t1": 1})

@@ -10,23 +10,19 @@ import json
 
 import pytest
 
-from om2w_tui.evaluation.judge import (
-    FILE_MODES,
-    Settings,
-    adopt_legacy_output,
+from om2w_tui.evaluation.judge_files import adopt_legacy_output, official_file_name, output_path, parse_output_name
+from om2w_tui.evaluation.judge_replies import (
     compare_readings,
-    official_file_name,
     official_score,
     official_status,
-    output_path,
     parse_key_points,
-    parse_output_name,
     parse_reasoning,
     parse_score,
     parse_status,
     read_score,
     read_status,
 )
+from om2w_tui.evaluation.judge_settings import FILE_MODES, Settings
 
 # (reply, ours, the official evaluator's reading, why they differ if they do)
 SCORES = [

@@ -15,7 +15,8 @@ from openai import AsyncOpenAI
 
 from om2w_tui.engine.events import EpisodeFinished, Log
 from om2w_tui.engine.results import EpisodeRecord
-from om2w_tui.evaluation.judge import Settings, output_path, read_judged
+from om2w_tui.evaluation.judge_files import output_path, read_judged
+from om2w_tui.evaluation.judge_settings import Settings
 from om2w_tui.evaluation.live_judge import JudgedRun, LiveJudge, VerdictTail
 from om2w_tui.offline.oracle import OracleServer
 from om2w_tui.offline.suite import load_task_templates

@@ -240,7 +240,7 @@ def test_a_reply_with_a_lone_surrogate_is_mended_where_the_worker_reads_it():
 def test_files_and_judge_lines_are_written_whatever_text_they_hold(tmp_path):
     import json
 
-    from om2w_tui.evaluation.judge import append_line, read_judged
+    from om2w_tui.evaluation.judge_files import append_line, read_judged
     from om2w_tui.files import write_json_atomic
 
     write_json_atomic(tmp_path / "result.json", {"final_result_response": "half \ud800"})

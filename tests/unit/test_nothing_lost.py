@@ -21,7 +21,8 @@ from om2w_tui.engine.events import EpisodeFinished, EpisodePutBack
 from om2w_tui.engine.redact import redact_argv, redact_url
 from om2w_tui.engine.results import ResultsStore, read_results, settles
 from om2w_tui.engine.runlock import OutFolderBusy, RunLock, check_free
-from om2w_tui.engine.scheduler import Scheduler, _usable
+from om2w_tui.engine.scheduler import Scheduler
+from om2w_tui.engine.slot import _usable
 from om2w_tui.episode.worker import EventWriter, event_stream
 from om2w_tui.executors.local import WorkerProcess
 from om2w_tui.protocol.codec import to_json

@@ -487,7 +487,7 @@ async def user(sched: Scheduler) -> None:
 def check(example: dict[str, Any], folder: Path, ex: FakeExecutor, w: Watcher, world: World,
           sched: Scheduler) -> None:
     assert w.problems == [], w.problems[:3]
-    rows = read_results(folder).records + [r.to_json() for r in sched.unwritten]   # kept in memory: named
+    rows = read_results(folder).records + [r.to_json() for r in sched.records.unwritten]   # kept in memory: named
     check_attempts(rows, ex, w)
     for r, t in zip(rows, [attempt_of(w, r) for r in rows], strict=True):
         problems = record_problems(r, t, example, world)
@@ -598,7 +598,7 @@ def check_tasks(rows: list[dict[str, Any]], example: dict[str, Any], w: Watcher,
     assert killed.count("killed by user") <= world.kills and killed.count("requeued") <= world.requeues, killed
     assert world.stopped or "interrupted" not in killed, "interrupted, but the run was never stopped"
     if not world.stopped:
-        assert sched.stats.unwritten == 0 and not sched.unwritten, "records left unwritten at the end"
+        assert sched.stats.unwritten == 0 and not sched.records.unwritten, "records left unwritten at the end"
         assert not sched.running() and (ended_early or sched.pending() == 0)
 
 

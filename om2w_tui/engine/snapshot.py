@@ -1,0 +1,115 @@
+"""What front ends see of a running run, read off the scheduler's parts when asked: `run_summary` (its counts, the
+model's calls, where its records went) and `run_snapshot` (slots, sites with their cooldown deadlines, guards and
+counts, in loop-clock times), with `RunStats`, the counts the scheduler keeps as attempts settle. Pure reading:
+nothing here changes the run (a front end pulls a snapshot about once a second, as Inspect's display does)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from om2w_tui.benchmarks.tasks import Task
+from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.events import Pacing, RunSnapshot, RunSummary, SiteRow, SiteState, SlotRow
+from om2w_tui.engine.ledger import Ledger
+from om2w_tui.engine.model_health import ModelGuard, ModelMeter
+from om2w_tui.engine.pacing import SitePacer
+from om2w_tui.engine.record_writer import RecordWriter
+from om2w_tui.engine.results import ResultsStore
+from om2w_tui.engine.slot import Slot
+from om2w_tui.episode.instruction import step_budget
+
+
+@dataclass
+class RunStats:
+    total: int = 0
+    settled_before: int = 0
+    finished: int = 0
+    by_status: dict[str, int] = field(default_factory=dict)
+    correct: int = 0
+    judged: int = 0
+    unwritten: int = 0                 # records the out folder never took (the run was stopped while it was full)
+
+
+class ObservedRun(Protocol):
+    """What a summary and a snapshot read of the run (the scheduler is one)."""
+    cfg: RunConfig
+    out: Path
+    store: ResultsStore
+    records: RecordWriter
+    stats: RunStats
+    started_mono: float
+    slots: dict[int, Slot]
+    ledger: Ledger
+    pacer: SitePacer
+    queue: dict[str, deque[Task]]
+    model: ModelMeter
+    model_guard: ModelGuard
+    user_paused: bool
+    stopping: bool
+    target_workers: int
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop: ...
+
+    @property
+    def dispatch_paused(self) -> bool: ...
+
+    @property
+    def breaker_open(self) -> bool: ...
+
+    @property
+    def breaker_reason(self) -> str: ...
+
+    @property
+    def storage_error(self) -> str: ...
+
+    def pending(self) -> int: ...
+
+    def site_name(self, key: str) -> str: ...
+
+
+def run_summary(run: ObservedRun) -> RunSummary:
+    s = run.stats
+    return RunSummary(total=s.total, settled_before=s.settled_before, finished=s.finished,
+                      by_status=dict(s.by_status), pending=run.pending(),
+                      elapsed_s=round(run.loop.time() - run.started_mono, 1), out=str(run.out),
+                      correct=s.correct if s.judged else None, judged=s.judged if s.judged else None,
+                      unwritten=len(run.records.unwritten), results=str(run.store.path),
+                      model_guard=run.model_guard.reason,
+                      model_calls={**({"ok": run.model.ok} if run.model.ok else {}), **run.model.failures},
+                      model_ended=dict(run.model.ended_on))
+
+
+def run_snapshot(run: ObservedRun) -> RunSnapshot:
+    """The state front ends draw from: slots, sites with their cooldown deadlines, counts (loop-clock times)."""
+    now = run.loop.time()
+    slots = []
+    for s in sorted(run.slots.values(), key=lambda s: s.id):
+        ep = s.episode
+        if ep is None:
+            slots.append(SlotRow(s.id, "retiring" if s.retired else "idle"))
+            continue
+        slots.append(SlotRow(s.id, ep.state, ep.task.task_id, run.site_name(ep.task.site), ep.task.level, ep.steps,
+                             ep.started_at, ep.attempt, step_budget(ep.task.raw, run.cfg.max_steps),
+                             run.model.slot_error(s.id)))
+    sites = []
+    for name, c in run.ledger.sites.items():
+        st = run.pacer.state(name)
+        left = len(run.queue.get(name, ()))
+        # a site with no task left is done, whatever its cooldown: it waits for nothing
+        state: SiteState = "running" if st.running else (
+            "done" if not left else "cooling" if st.ready_at > now else "free")
+        if state == "free" and run.pacer.held_elsewhere(name):
+            state = "held elsewhere"   # by another run pacing through the same --pace-dir
+        sites.append(SiteRow(run.site_name(name), state, st.ready_at, left, c.done, c.errors, c.total,
+                             st.cooldown, st.running, st.limit))
+    return RunSnapshot(now=now, slots=slots, sites=sites, paused=run.dispatch_paused,
+                       user_paused=run.user_paused, breaker=run.breaker_reason if run.breaker_open else "",
+                       storage=run.storage_error, stopping=run.stopping,
+                       pacing=Pacing(run.pacer.per_site, run.pacer.cooldown),
+                       target_workers=run.target_workers, errors=len(run.ledger.errored), summary=run_summary(run),
+                       model=run.model.stats(now, run.model_guard.reason))

@@ -1,0 +1,38 @@
+"""The judge's settings: its modes and reply readings, the official evaluator's call settings, and `Settings`, what one
+`om2w-tui judge` (or a run judging as it goes) is asked to do, with the official evaluator's name of its mode (the
+output file is named by it: `judge_files.py`). The method itself is `judge.py`'s docstring."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MODES = ("webjudge", "webvoyager")
+PARSINGS = ("official", "lenient")
+MAX_TOKENS = 512                  # the official evaluator's max_tokens for every call
+# our mode -> the file name's mode, as the official evaluator names its modes
+FILE_MODES = {"webjudge": "WebJudge_Online_Mind2Web_eval", "webjudge-answer": "WebJudge_Online_Mind2Web_eval_answer",
+              "webvoyager": "WebVoyager_eval"}
+
+
+@dataclass
+class Settings:
+    model: str
+    mode: str = "webjudge"
+    score_threshold: int = 3
+    include_answer: bool = False
+    last_screenshots: int = 3
+    workers: int = 4
+    retries: int = 5
+    backoff: float = 2.0
+    request_timeout: float = 300.0
+    temperature: float | None = 0.0    # the official setting; None: not sent
+    max_tokens: int | None = MAX_TOKENS
+    parsing: str = "official"          # how replies are read: as the official evaluator reads them, or leniently
+
+    @property
+    def mode_name(self) -> str:
+        return "webjudge-answer" if self.mode == "webjudge" and self.include_answer else self.mode
+
+    @property
+    def file_mode(self) -> str:
+        return FILE_MODES[self.mode_name]
