@@ -37,7 +37,7 @@ from om2w_tui.episode.rows import CallLog, write_rows
 from om2w_tui.files import write_json_atomic
 from om2w_tui.protocol.codec import to_json
 from om2w_tui.protocol.faults import FaultKind
-from om2w_tui.protocol.model import describe, endpoint_kind
+from om2w_tui.protocol.model import call_fault, describe
 from om2w_tui.protocol.worker import Event, Outcome, Running, Status, Step, WorkerSpec
 
 Emit = Callable[[Event], None]
@@ -98,9 +98,8 @@ def ended_on_model(watch: ModelWatch) -> tuple[str, FaultKind, str] | None:
     if kind is None:
         return None
     words = describe(kind, watch.calls.first.get(kind, ""))
-    if endpoint_kind(kind):
-        return kind, FaultKind.ENDPOINT, f"{ENDPOINT_WORDS}{words}"
-    return kind, FaultKind.MODEL, f"{MODEL_WORDS}{words}"
+    fault = call_fault(kind)
+    return kind, fault, f"{ENDPOINT_WORDS if fault is FaultKind.ENDPOINT else MODEL_WORDS}{words}"
 
 
 async def _bounded(coro: Awaitable[Any], seconds: float) -> Any:

@@ -11,7 +11,7 @@ from typing import assert_never
 from om2w_tui.engine import events
 from om2w_tui.engine.events import ModelStats, Pacing, RunSnapshot, RunSummary
 from om2w_tui.engine.results import EpisodeRecord
-from om2w_tui.protocol.model import COUNTED
+from om2w_tui.protocol.model import kind_counted
 
 STEP_LINES_PER_TASK = 400
 TASKS_WITH_STEPS = 64      # the step lines of this many recent tasks are kept, for the selected-slot view
@@ -304,7 +304,7 @@ def episode_line(slot: int, rec: EpisodeRecord) -> str:
 
 def counted(by_kind: dict[str, int]) -> str:
     """`context length 9, unparseable replies 3`: counts by call kind, most first."""
-    return ", ".join(f"{COUNTED.get(k, k)} {n}" for k, n in sorted(by_kind.items(), key=lambda kv: (-kv[1], kv[0])))
+    return ", ".join(f"{kind_counted(k)} {n}" for k, n in sorted(by_kind.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def model_text(calls: dict[str, object] | None) -> str:
