@@ -76,6 +76,7 @@ from om2w_tui.engine.shared_pacing import make_pacer
 from om2w_tui.episode.instruction import step_budget
 from om2w_tui.executors.base import Executor, Worker
 from om2w_tui.files import open_own
+from om2w_tui.protocol.run_end import decide
 from om2w_tui.protocol.worker import ModelCall, Outcome, WorkerSpec
 from om2w_tui.run_folder import RunFolder
 
@@ -677,7 +678,9 @@ class Scheduler:
                           unwritten=len(self.unwritten), results=str(self.store.path),
                           model_guard=self.model_guard.reason,
                           model_calls={**({"ok": self.model.ok} if self.model.ok else {}), **self.model.failures},
-                          model_ended=dict(self.model.ended_on))
+                          model_ended=dict(self.model.ended_on),
+                          end=decide(failed=bool(self.unwritten), stopped=self.stopping,
+                                     guard_ended=self.model_guard.holding and self.guard_ends_run))
 
     def snapshot(self) -> RunSnapshot:
         """The state front ends draw from: slots, sites with their cooldown deadlines, counts (loop-clock times)."""
