@@ -86,6 +86,15 @@ class EpisodeRecord:
         return self.answer if not self.status or (self.status == "done" and self.agent_done) else ""
 
     @property
+    def error_kind_as_read(self) -> str:
+        """The kind as its writer wrote it: a known kind's value, or one this version does not know (a newer
+        writer's, kept in `extra` and shown as it is); "" for none."""
+        if self.error_kind is not None:
+            return self.error_kind.value
+        raw = self.extra.get("error_kind")
+        return raw if isinstance(raw, str) else ""
+
+    @property
     def requeued(self) -> bool:
         """Ended by its run's stop or its user's requeue: it runs again, and is not the task's result."""
         return _requeued(self.status, self.error)
@@ -99,13 +108,15 @@ class EpisodeRecord:
             if f.name in _OPTIONAL and value is None:
                 continue
             out[f.name] = value.value if isinstance(value, FaultKind) else value
+        if self.error_kind is None and self.error_kind_as_read:   # a kind this version does not know: as it was read
+            out["error_kind"] = self.error_kind_as_read
         return {**out, **{k: v for k, v in self.extra.items() if k not in out}}
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> EpisodeRecord:
         """A record as some writer left it (this one, an older one, the seed's): known keys typed where they can be,
         others kept in `extra`; a value of the wrong type falls back to the field's default, and an `error_kind`
-        this version does not know (a newer writer's) to None (`protocol/faults.py: fault_kind`)."""
+        this version does not know (a newer writer's) to None, the words kept in `extra` (`error_kind_as_read`)."""
         kw: dict[str, Any] = {}
         for f in fields(cls):
             if f.name in _NOT_WRITTEN or f.name not in obj:
@@ -115,8 +126,11 @@ class EpisodeRecord:
                 kw[f.name] = value
         kw["task_id"] = str(obj.get("task_id", ""))
         kw["status"] = str(obj.get("status") or "")
-        kw["error_kind"] = fault_kind(kw.get("error_kind"))
+        kind = kw.get("error_kind")
+        kw["error_kind"] = fault_kind(kind)
         extra = {k: v for k, v in obj.items() if k not in _NAMES}
+        if kind is not None and kw["error_kind"] is None:
+            extra["error_kind"] = kind
         written = frozenset(k for k, v in kw.items() if v is not None) | {"task_id"}
         return cls(**kw, extra=extra, written=written)
 

@@ -78,7 +78,7 @@ def error_groups(records: list[EpisodeRecord]) -> tuple[ErrorGroup, ...]:
         if not r.error and r.status not in ("error", "blocked", "timeout", "killed"):
             continue
         msg = normalise_error(r.error)
-        key = (r.status, str(r.error_kind or UNKNOWN), msg)
+        key = (r.status, r.error_kind_as_read or UNKNOWN, msg)
         count_, tids = groups.get(key, (0, []))
         tid = r.task_id
         if tid not in tids:

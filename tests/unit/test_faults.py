@@ -66,12 +66,13 @@ def test_an_unknown_kind_reads_as_no_kind_settled_as_the_agents_and_the_report_r
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     rec = read_results(tmp_path).latest_records()["t1"]
     assert rec.error_kind is None and rec.settles                     # a newer writer's kind: its fault unknown
+    assert rec.error_kind_as_read == "gremlin" and rec.to_json()["error_kind"] == "gremlin"   # kept as written
     assert run_outcome(rec, None, keeps_records=True) == "failure"   # an error not the harness's: the agent's failure
     failed = classify(rec, None, "failure")
     assert failed is not None and failed.cls != "harness_error"
     report = summarize(tmp_path)
     assert report.tasks == 2 and report.status["error"] == 2
-    assert {(g.kind, g.tasks) for g in report.errors} == {("-", ("t1",)), ("infra", ("t2",))}   # "-": no kind known
+    assert {(g.kind, g.tasks) for g in report.errors} == {("gremlin", ("t1",)), ("infra", ("t2",))}
 
 
 def test_a_record_without_a_number_takes_the_folders_and_leaves_the_others_out(tmp_path: Path):
