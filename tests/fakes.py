@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from om2w_tui.protocol.faults import FaultKind
 from om2w_tui.protocol.model import ModelCalls
 from om2w_tui.protocol.worker import (
     Command,
@@ -167,14 +168,14 @@ class FakeWorker:
             return Outcome("blocked", "bot wall", steps=n, actions=n, screenshots=n, model=calls)
         if status == "done" and (self.executor.endpoint_down or b.infra_failures > 0):
             b.infra_failures = max(0, b.infra_failures - 1)
-            return Outcome("error", "model endpoint: unreachable: Connection error.", "endpoint", screenshots=1,
+            return Outcome("error", "model endpoint: unreachable: Connection error.", FaultKind.ENDPOINT, screenshots=1,
                            model=calls, model_fault="unreachable")
         if status == "done" and b.storage_failures > 0:
             b.storage_failures -= 1
-            return Outcome("error", "OSError: [Errno 28] No space left on device", "storage", steps=n, actions=n,
-                           screenshots=n, model=calls)
+            return Outcome("error", "OSError: [Errno 28] No space left on device", FaultKind.STORAGE, steps=n,
+                           actions=n, screenshots=n, model=calls)
         if status == "done" and b.model_failure:
-            return Outcome("error", f"model: {b.model_failure}: injected", "model", steps=n, actions=n,
+            return Outcome("error", f"model: {b.model_failure}: injected", FaultKind.MODEL, steps=n, actions=n,
                            screenshots=n, model=calls, model_fault=b.model_failure)
         if status == "done" and b.out_of_steps:
             return Outcome("out_of_steps", steps=n, actions=n, screenshots=n, model=calls)

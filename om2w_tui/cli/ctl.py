@@ -124,6 +124,8 @@ def status_lines(run: RunInfo, snap: RunSnapshot) -> list[str]:
     else:
         dispatch = "paused" if snap.paused else "running"
     lines = [head, f"dispatch {dispatch}; workers {snap.target_workers}; errors {snap.errors}"]
+    if run.end is not None:
+        lines.insert(1, f"run {run.end.words}")
     if s.by_status:
         lines.append(f"episodes this run: {statuses_text(s.by_status)}")
     m = snap.model

@@ -22,6 +22,7 @@ from om2w_tui.engine.events import EpisodeModelCall, EpisodeStep, Log, SlotChang
 from om2w_tui.engine.events import Event as RunEvent
 from om2w_tui.engine.records import harness_error, outcome_from_folder, prepare_folder
 from om2w_tui.executors.base import Worker
+from om2w_tui.protocol.faults import FaultKind
 from om2w_tui.protocol.worker import (
     Event,
     Exited,
@@ -185,7 +186,7 @@ class Attempt:
         if self.stop_reason:
             return await asyncio.to_thread(outcome_from_folder, self.folder, self.stop_reason, self.stop_error, None)
         return await asyncio.to_thread(outcome_from_folder, self.folder, "error", f"worker process exited (code {rc})",
-                                       "infra")
+                                       FaultKind.INFRA)
 
     # ── controls ───────────────────────────────────────────
     def stop(self, reason: StopReason, error: str, grace: float) -> bool:

@@ -381,10 +381,11 @@ class ControlServer:
 
     def run_info(self) -> RunInfo:
         started = self._started
+        end = self._finished.summary.end if self._finished is not None else None
         if started is None:
-            return replace(self.info, finished=self._finished is not None)
+            return replace(self.info, end=end)
         return replace(self.info, total=started.total, settled=started.settled, started_at=started.started_at,
-                       finished=self._finished is not None)
+                       end=end)
 
 
 # ── the clients' end ──────────────────────────────────────

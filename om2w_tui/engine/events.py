@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from om2w_tui.engine.results import EpisodeRecord
+from om2w_tui.protocol.run_end import RunEnd
 
 # where a slot is: without an episode (idle; retiring: it goes once nothing runs on it), with one (an attempt's
 # states, engine/attempt.py), or gone (retired: said once, when the slot is removed)
@@ -119,11 +120,13 @@ class RunSummary:
     model_guard: str = ""       # why the model guard stopped dispatch, when it did ("" otherwise)
     model_calls: dict[str, int] = field(default_factory=dict)   # this run's model calls by kind ("ok" too)
     model_ended: dict[str, int] = field(default_factory=dict)   # this run's episodes that ended on each model kind
+    end: RunEnd = RunEnd.FINISHED   # how it ended (protocol/run_end.py); "finished" for a summary taken meanwhile
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"total": self.total, "settled_before": self.settled_before, "finished": self.finished,
                                "by_status": dict(self.by_status), "pending": self.pending,
-                               "elapsed_s": self.elapsed_s, "out": self.out, "results": self.results}
+                               "elapsed_s": self.elapsed_s, "out": self.out, "results": self.results,
+                               "end": self.end.value}
         if self.judged:
             out.update(correct=self.correct, judged=self.judged)
         if self.unwritten:

@@ -27,7 +27,7 @@ from typing import Any, Literal
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.settings import key_variables
 from om2w_tui.protocol.codec import CodecError, from_json, to_json
-from om2w_tui.protocol.model import LABELS, classify_error, context_limit, describe, remedy, reply_problem, short
+from om2w_tui.protocol.model import classify_error, context_limit, describe, kind_label, remedy, reply_problem, short
 from om2w_tui.protocol.probe import ActionCheck, ProbeAnswer, ProbeQuestion, not_asked
 from om2w_tui.protocol.worker import BrowserSettings
 from om2w_tui.secret import EndpointURL
@@ -211,7 +211,7 @@ def reply_verdict(outcome: ProbeAnswer, spec: ProbeSpec) -> Check:
         kind, message = problem
         mended = f"; the JSON {action.how} is a valid action" if action.valid else ""
         seen = f": {short(repr(content), 90)}" if content else ""
-        return what, WARNING, f"{said}; but {_WORDS.get(_shape(kind, message), LABELS[kind])}{seen}{mended} → " \
+        return what, WARNING, f"{said}; but {_WORDS.get(_shape(kind, message), kind_label(kind))}{seen}{mended} → " \
                               f"{remedy(kind, message)}"
     if not action.valid:
         return what, WARNING, (f"{said}; but the reply is JSON the action schema refuses ({action.problem})"

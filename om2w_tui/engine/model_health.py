@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 
 from om2w_tui.engine.events import DispatchChanged, Event, Log, ModelStats
-from om2w_tui.protocol.model import COUNTED, LABELS, describe, remedy
+from om2w_tui.protocol.model import describe, kind_counted, kind_label, remedy
 from om2w_tui.protocol.worker import ModelCall
 
 WINDOW_S = 60.0          # calls a minute and tokens a second are counted over this much of the last time
@@ -113,13 +113,13 @@ class ModelGuard:
 
     def trip(self, ends_run: bool) -> None:
         kind = self.kind or "unknown"
-        words = describe(kind, self.message) if self.message else LABELS.get(kind, kind)
+        words = describe(kind, self.message) if self.message else kind_label(kind)
         self.reason = (f"{self.in_a_row} episodes in a row ended on the model: {words.rstrip('. ')}. Remedy: "
                        f"{remedy(kind, self.message) or 'see the server log'}")
         then = ("the running episodes finish, then the run ends; the next launch resumes" if ends_run else
                 "press p (or ctl resume) to go on; r runs the errored tasks again")
         self.emit(DispatchChanged(True, f"model guard: {self.in_a_row} episodes in a row ended on "
-                                        f"{COUNTED.get(kind, kind)}"))
+                                        f"{kind_counted(kind)}"))
         self.emit(Log("error", f"model guard: {self.reason} ({then})"))
 
     def clear(self) -> None:

@@ -1,7 +1,7 @@
 """An attempt's record: built from its `Outcome` (what its worker, or, when the worker died, its folder said of it),
-judged, and classified for the scheduler's settle decision by its fault kind, a type (protocol/worker.py): the
-folder's (`storage`), the endpoint's (`endpoint`: the circuit breaker counts these), the harness's (`infra`), the
-model's (`model`: the model guard counts these), the agent's.
+judged, and classified for the scheduler's settle decision by its fault kind, a type (protocol/faults.py): the
+folder's (`STORAGE`), the endpoint's (`ENDPOINT`: the circuit breaker counts these), the harness's (`INFRA`), the
+model's (`MODEL`: the model guard counts these), the agent's.
 
 Pure functions: no event loop, no state. The scheduler decides what becomes of the task (settled or queued again).
 """
@@ -17,7 +17,8 @@ from om2w_tui.benchmarks.episode_folder import keep_earlier_attempt, read_episod
 from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.results import EpisodeRecord
-from om2w_tui.protocol.worker import FaultKind, Outcome, Status
+from om2w_tui.protocol.faults import FaultKind
+from om2w_tui.protocol.worker import Outcome, Status
 
 Judge = Callable[[dict[str, Any], EpisodeRecord], "bool | None"]
 
@@ -38,7 +39,7 @@ def outcome_from_folder(folder: Path, status: Status, error: str | None, fault: 
 
 def harness_error(error: str) -> Outcome:
     """An attempt the harness itself failed before its worker said anything of it."""
-    return Outcome(status="error", error=error, fault="infra")
+    return Outcome(status="error", error=error, fault=FaultKind.INFRA)
 
 
 def build_record(cfg: RunConfig, task: Task, outcome: Outcome, *, attempt: int, slot: int, started_at: float,
@@ -65,26 +66,27 @@ def judged(rec: EpisodeRecord, task: Task, judge: Judge, warn: Callable[[str], N
     return rec if verdict is None else dataclasses.replace(rec, correct=bool(verdict))
 
 
-def fault(rec: EpisodeRecord) -> str | None:
+def fault(rec: EpisodeRecord) -> FaultKind | None:
     """Whose fault an errored attempt was (None for an attempt that did not end in error)."""
     return rec.error_kind if rec.status == "error" else None
 
 
 def storage_fault(rec: EpisodeRecord) -> bool:
     """The out folder failed, not the task: it runs again, costing no try, once the folder can be written."""
-    return fault(rec) == "storage"
+    return fault(rec) is FaultKind.STORAGE
 
 
 def retried_fault(rec: EpisodeRecord) -> bool:
     """The harness's or the endpoint's fault: retried within `--retries` (the folder's costs no try at all)."""
-    return fault(rec) in ("infra", "endpoint")
+    kind = fault(rec)
+    return kind is not None and kind.retried
 
 
 def endpoint_fault(rec: EpisodeRecord) -> bool:
     """A failure of the model endpoint: what the circuit breaker counts."""
-    return fault(rec) == "endpoint"
+    return fault(rec) is FaultKind.ENDPOINT
 
 
 def model_fault(rec: EpisodeRecord) -> str | None:
     """The call kind an attempt that ended on its model ended on: what the model guard counts."""
-    return (rec.model_fault or "unknown") if fault(rec) == "model" else None
+    return (rec.model_fault or "unknown") if fault(rec) is FaultKind.MODEL else None

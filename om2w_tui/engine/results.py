@@ -19,7 +19,7 @@ from typing import Any, cast
 
 from om2w_tui.files import open_own
 from om2w_tui.json_input import InputError, Shape, decode, may_overflow, read_bytes, wrong_fields
-from om2w_tui.protocol.worker import HARNESS_FAULTS as HARNESS_FAULTS  # re-exported: the readers of records
+from om2w_tui.protocol.faults import FaultKind, fault_kind
 from om2w_tui.protocol.worker import STATUSES as STATUSES
 from om2w_tui.run_folder import RunFolder
 from om2w_tui.secret import redact_text
@@ -45,7 +45,7 @@ class EpisodeRecord:
     model: str = ""
     status: str = ""                  # one of STATUSES (a seed's record has none: "")
     error: str | None = None
-    error_kind: str | None = None     # whose fault an error was: agent | model (settled) | infra | endpoint | storage
+    error_kind: FaultKind | None = None   # whose fault an error was (None: no error, or a kind this version lacks)
     steps: int = 0
     actions: int = 0
     screenshots: int = 0
@@ -65,6 +65,13 @@ class EpisodeRecord:
     model_fault: str | None = None    # the call kind an episode that ended on its model (or endpoint) ended on
     correct: bool | None = None       # the run's reference judge's verdict, when it has one
     extra: dict[str, Any] = field(default_factory=dict, compare=False)   # keys of other writers, kept as read
+    # a record read back: the fields its writer wrote (with a value of their type); a record built here: empty
+    written: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
+
+    def recorded(self, name: str) -> bool:
+        """Whether the field `name` holds its writer's value rather than the default (an older writer's record may
+        lack a key: its steps, say, are then the folder's)."""
+        return not self.written or name in self.written
 
     @property
     def settles(self) -> bool:
@@ -79,6 +86,15 @@ class EpisodeRecord:
         return self.answer if not self.status or (self.status == "done" and self.agent_done) else ""
 
     @property
+    def error_kind_as_read(self) -> str:
+        """The kind as its writer wrote it: a known kind's value, or one this version does not know (a newer
+        writer's, kept in `extra` and shown as it is); "" for none."""
+        if self.error_kind is not None:
+            return self.error_kind.value
+        raw = self.extra.get("error_kind")
+        return raw if isinstance(raw, str) else ""
+
+    @property
     def requeued(self) -> bool:
         """Ended by its run's stop or its user's requeue: it runs again, and is not the task's result."""
         return _requeued(self.status, self.error)
@@ -86,32 +102,41 @@ class EpisodeRecord:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in fields(self):
-            if f.name == "extra":
+            if f.name in _NOT_WRITTEN:
                 continue
             value = getattr(self, f.name)
             if f.name in _OPTIONAL and value is None:
                 continue
-            out[f.name] = value
+            out[f.name] = value.value if isinstance(value, FaultKind) else value
+        if self.error_kind is None and self.error_kind_as_read:   # a kind this version does not know: as it was read
+            out["error_kind"] = self.error_kind_as_read
         return {**out, **{k: v for k, v in self.extra.items() if k not in out}}
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> EpisodeRecord:
         """A record as some writer left it (this one, an older one, the seed's): known keys typed where they can be,
-        others kept in `extra`; a value of the wrong type falls back to the field's default."""
+        others kept in `extra`; a value of the wrong type falls back to the field's default, and an `error_kind`
+        this version does not know (a newer writer's) to None, the words kept in `extra` (`error_kind_as_read`)."""
         kw: dict[str, Any] = {}
         for f in fields(cls):
-            if f.name == "extra" or f.name not in obj:
+            if f.name in _NOT_WRITTEN or f.name not in obj:
                 continue
             value = _coerce(obj[f.name], _KINDS[f.name])
             if value is not _BAD:
                 kw[f.name] = value
         kw["task_id"] = str(obj.get("task_id", ""))
         kw["status"] = str(obj.get("status") or "")
+        kind = kw.get("error_kind")
+        kw["error_kind"] = fault_kind(kind)
         extra = {k: v for k, v in obj.items() if k not in _NAMES}
-        return cls(**kw, extra=extra)
+        if kind is not None and kw["error_kind"] is None:
+            extra["error_kind"] = kind
+        written = frozenset(k for k, v in kw.items() if v is not None) | {"task_id"}
+        return cls(**kw, extra=extra, written=written)
 
 
 _BAD = object()
+_NOT_WRITTEN = {"extra", "written"}   # the record's own bookkeeping, never a key of its line
 _OPTIONAL = {"slot", "rows", "hint_left", "blank_screenshot", "model_calls", "model_fault", "correct"}
 _KINDS: dict[str, type] = {
     "task_id": str, "status": str, "arm": str, "website": str, "level": str, "model": str, "error": str,
@@ -163,7 +188,8 @@ def _requeued(status: object, error: object) -> bool:
 
 def _settles(status: object, error: object, error_kind: object) -> bool:
     """The one rule, for a record read as JSON and for an EpisodeRecord alike."""
-    return not _requeued(status, error) and not (status == "error" and error_kind in HARNESS_FAULTS)
+    kind = fault_kind(error_kind)
+    return not _requeued(status, error) and not (status == "error" and kind is not None and kind.harness)
 
 
 def _finish_time(record: dict[str, Any]) -> float:
@@ -192,6 +218,14 @@ class ResultsLog:
         for rec in sorted(self.records, key=_finish_time):
             out[str(rec.get("task_id"))] = rec
         return out
+
+    def latest_records(self) -> dict[str, EpisodeRecord]:
+        """task_id -> its latest record, as an `EpisodeRecord` (what evaluation reads: never the JSON objects)."""
+        return {tid: EpisodeRecord.from_json(rec) for tid, rec in self.latest().items()}
+
+    def episode_records(self) -> list[EpisodeRecord]:
+        """Every record, as an `EpisodeRecord`, in file order."""
+        return [EpisodeRecord.from_json(rec) for rec in self.records]
 
     def settled(self) -> set[str]:
         return {tid for tid, rec in self.latest().items() if settles(rec)}

@@ -21,6 +21,7 @@ from om2w_tui.engine.record_writer import RecordWriter
 from om2w_tui.engine.results import ResultsStore
 from om2w_tui.engine.slot import Slot
 from om2w_tui.episode.instruction import step_budget
+from om2w_tui.protocol.run_end import decide
 
 
 @dataclass
@@ -50,6 +51,7 @@ class ObservedRun(Protocol):
     model_guard: ModelGuard
     user_paused: bool
     stopping: bool
+    guard_ends_run: bool
     target_workers: int
 
     @property
@@ -81,7 +83,9 @@ def run_summary(run: ObservedRun) -> RunSummary:
                       unwritten=len(run.records.unwritten), results=str(run.store.path),
                       model_guard=run.model_guard.reason,
                       model_calls={**({"ok": run.model.ok} if run.model.ok else {}), **run.model.failures},
-                      model_ended=dict(run.model.ended_on))
+                      model_ended=dict(run.model.ended_on),
+                      end=decide(failed=bool(run.records.unwritten), stopped=run.stopping,
+                                 guard_ended=run.model_guard.holding and run.guard_ends_run))
 
 
 def run_snapshot(run: ObservedRun) -> RunSnapshot:

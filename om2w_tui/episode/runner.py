@@ -36,8 +36,9 @@ from om2w_tui.episode.model_watch import ModelWatch
 from om2w_tui.episode.rows import CallLog, write_rows
 from om2w_tui.files import write_json_atomic
 from om2w_tui.protocol.codec import to_json
-from om2w_tui.protocol.model import describe, endpoint_kind
-from om2w_tui.protocol.worker import Event, FaultKind, Outcome, Running, Status, Step, WorkerSpec
+from om2w_tui.protocol.faults import FaultKind
+from om2w_tui.protocol.model import call_fault, describe
+from om2w_tui.protocol.worker import Event, Outcome, Running, Status, Step, WorkerSpec
 
 Emit = Callable[[Event], None]
 # how an episode ended by its model endpoint's failures is worded (the fault itself travels as `endpoint`)
@@ -72,8 +73,8 @@ def fault_of(exc: BaseException) -> FaultKind:
     browser, the network: what browser-use and CDP raise, told by their words, as they carry no type for it), or
     else the agent's."""
     if isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS:
-        return "storage"
-    return "infra" if _INFRA.search(f"{type(exc).__name__} {exc}".lower()) else "agent"
+        return FaultKind.STORAGE
+    return FaultKind.INFRA if _INFRA.search(f"{type(exc).__name__} {exc}".lower()) else FaultKind.AGENT
 
 
 def _model_raised(exc: BaseException) -> bool:
@@ -97,9 +98,8 @@ def ended_on_model(watch: ModelWatch) -> tuple[str, FaultKind, str] | None:
     if kind is None:
         return None
     words = describe(kind, watch.calls.first.get(kind, ""))
-    if endpoint_kind(kind):
-        return kind, "endpoint", f"{ENDPOINT_WORDS}{words}"
-    return kind, "model", f"{MODEL_WORDS}{words}"
+    fault = call_fault(kind)
+    return kind, fault, f"{ENDPOINT_WORDS if fault is FaultKind.ENDPOINT else MODEL_WORDS}{words}"
 
 
 async def _bounded(coro: Awaitable[Any], seconds: float) -> Any:
@@ -216,7 +216,7 @@ async def run_episode(task: dict[str, Any], spec: WorkerSpec, emit: Emit, contro
             final_png = await _bounded(session.take_screenshot(), 10)
             if final_png is None and end.status in ("done", "out_of_steps") and not result.agent_done:
                 # browser-use ends an agent whose browser went away as if it had simply stopped: that is our fault
-                end.set("error", "the browser crashed or closed during the episode", "infra")
+                end.set("error", "the browser crashed or closed during the episode", FaultKind.INFRA)
             await _bounded(session.kill(), 10)
         writer.finish(answer, final_png, result.histories, cut_short=None if end.status == "done" else end.status)
         for name, doc in result.files.items():
@@ -226,7 +226,8 @@ async def run_episode(task: dict[str, Any], spec: WorkerSpec, emit: Emit, contro
             n, left = write_rows(folder / "rows", task, call_log, hint, to_json(watch.calls))
             rows = {"rows": n, "hint_left": left}
     except OSError as e:   # the folder could not take the end of the episode (disk full): the record says so
-        end.set("error", f"{type(e).__name__}: {e}", "storage" if e.errno in STORAGE_ERRNOS else "infra")
+        kind = FaultKind.STORAGE if e.errno in STORAGE_ERRNOS else FaultKind.INFRA
+        end.set("error", f"{type(e).__name__}: {e}", kind)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         with contextlib.suppress(OSError):   # keep the folder to what the evaluator reads unless the agent downloaded

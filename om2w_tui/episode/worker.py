@@ -27,6 +27,7 @@ from typing import IO
 
 from om2w_tui.episode.browser import browser_use_env
 from om2w_tui.protocol.codec import CodecError
+from om2w_tui.protocol.faults import FaultKind
 from om2w_tui.protocol.worker import (
     COMMANDS,
     EVENTS,
@@ -130,7 +131,7 @@ async def serve(emit: EventWriter) -> None:
         if t.cancelled():
             outcome = Outcome("timeout" if control.stop_reason == "timeout" else "killed", "cancelled")
         elif (exc := t.exception()) is not None:
-            outcome = Outcome("error", f"{type(exc).__name__}: {str(exc)[:300]}", "infra")
+            outcome = Outcome("error", f"{type(exc).__name__}: {str(exc)[:300]}", FaultKind.INFRA)
             print("".join(traceback.format_exception(exc)), file=sys.stderr)
         else:
             outcome = t.result()

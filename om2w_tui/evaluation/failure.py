@@ -36,9 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.benchmarks.episode_folder import EpisodeFolder, read_episode
-from om2w_tui.engine.results import HARNESS_FAULTS, EpisodeRecord, read_results
+from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.evaluation.summary import Outcome
 from om2w_tui.json_input import InputError, load
+from om2w_tui.protocol.faults import FaultKind
 from om2w_tui.run_folder import RunFolder
 
 CLASSES: tuple[str, ...] = ("bot_wall", "harness_error", "site_error", "model_error", "loop", "timeout",
@@ -120,11 +121,11 @@ def classify(record: EpisodeRecord | None, episode: EpisodeFolder | None, outcom
     status, kind = rec.status, rec.error_kind
     if status == "blocked":
         return Failure("bot_wall", "status blocked: a bot wall or CAPTCHA")
-    if status == "error" and kind in HARNESS_FAULTS:
+    if status == "error" and kind is not None and kind.harness:
         return Failure("harness_error", f"status error of kind {kind}: {(rec.error or '')[:120]}", str(kind))
     if why := _site_error(rec, episode):
         return Failure("site_error", why)
-    if (status == "error" and kind == "model") or rec.model_fault:
+    if (status == "error" and kind is FaultKind.MODEL) or rec.model_fault:
         return Failure("model_error", f"ended on its model ({rec.model_fault or 'unknown'}): "
                                       f"{(rec.error or '')[:120]}", rec.model_fault or "unknown")
     if repeated := loop_of(episode):
@@ -166,14 +167,14 @@ def classify_run(out: Path, outcomes: Mapping[str, Outcome | None],
                  episodes: Mapping[str, EpisodeFolder] | None = None) -> dict[str, Failure | None]:
     """Every task of `outcomes` (a report's per-task outcome) classified; `episodes`: folders already read."""
     out = Path(out)
-    latest = read_results(out).latest()
+    latest = read_results(out).latest_records()
     budget = max_steps_of(out)
     found: dict[str, Failure | None] = {}
     for tid, outcome in outcomes.items():
         if outcome == "success":
             found[tid] = None
             continue
-        rec = EpisodeRecord.from_json(latest[tid]) if tid in latest else None
+        rec = latest.get(tid)
         ep = (episodes or {}).get(tid) or read_episode(out / tid)
         found[tid] = classify(rec, ep if ep.layout is not None else None, outcome, budget)
     return found

@@ -28,7 +28,7 @@ from typing import Any
 from om2w_tui.benchmarks.conformance import load_episode
 from om2w_tui.engine.control import Interrupt, Run
 from om2w_tui.engine.events import EpisodeFinished, Event, Log, RunSnapshot, Sink
-from om2w_tui.engine.results import read_results, settles
+from om2w_tui.engine.results import read_results
 from om2w_tui.evaluation.judge import Caller, JudgeFatal, judge_episode
 from om2w_tui.evaluation.judge_files import RESULTS_SUFFIX, adopt_legacy_output, append_line, output_path, read_judged
 from om2w_tui.evaluation.judge_settings import Settings
@@ -98,11 +98,11 @@ class LiveJudge:
             return
         self.judged = {t: int(r.get("attempt") or 0) for t, r in already.items()}
         self.counts.skipped = len(already)
-        latest = await asyncio.to_thread(lambda: read_results(self.out).latest())
+        latest = await asyncio.to_thread(lambda: read_results(self.out).latest_records())
         for tid, rec in latest.items():
-            attempt = int(rec.get("attempt") or 1)
+            attempt = rec.attempt or 1
             # judged already: that attempt, or an unknown one (a line of `om2w-tui judge`, which knows no attempts)
-            if settles(rec) and self.judged.get(tid) not in (attempt, 0):
+            if rec.settles and self.judged.get(tid) not in (attempt, 0):
                 self.put(tid, attempt)
         backlog = self.queue.qsize()
         self._log(f"judging each episode as it ends with {self.s.model} ({self.s.mode_name}, {self.s.workers} "

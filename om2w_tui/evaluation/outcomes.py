@@ -12,11 +12,12 @@ failure, as the leaderboard's 300-task figure does), and over the executable one
 Where an outcome comes from:
   - human labels ("1", "0", "2"), read as they are;
   - a judge's verdict or the offline suite's reference answer (`correct`), read beside the run's record of the task:
-    an episode the harness failed (status `error` of kind infra, endpoint or storage) or a site's bot wall
-    (`blocked`) is not executable whatever the verdict; any other `error` (the agent's, the model's) and an agent
-    that ran `out_of_steps` (its whole step budget without `done`: no answer) is a failure; otherwise the verdict
-    decides, and a task with no verdict yet has no outcome. A task whose latest attempt does
-    not settle it (interrupted, requeued) or that has no record in a run that keeps records is still to run.
+    an episode the harness failed (status `error` of a harness's `FaultKind`: infra, endpoint or storage) or a
+    site's bot wall (`blocked`) is not executable whatever the verdict; any other `error` (the agent's, the
+    model's, or of a kind this version does not know) and an agent that ran `out_of_steps` (its whole step budget
+    without `done`: no answer) is a failure; otherwise the verdict decides, and a task with no verdict yet has no
+    outcome. A task whose latest attempt does not settle it (interrupted, requeued) or that has no record in a run
+    that keeps records is still to run.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from om2w_tui.engine.results import settles
+from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.evaluation.summary import Counts
 from om2w_tui.evaluation.summary import Outcome as Outcome  # re-exported: the type of what this module computes
 
@@ -36,9 +37,6 @@ OUTCOMES: tuple[Outcome, ...] = (SUCCESS, FAILURE, NOT_EXECUTABLE)
 # the official human_label.json's values
 LABELS: dict[str, Outcome] = {"1": SUCCESS, "0": FAILURE, "2": NOT_EXECUTABLE}
 LABEL_OF: dict[Outcome, str] = {v: k for k, v in LABELS.items()}
-# an error of these kinds is the harness's (or its services'), not the agent's: the task was not executable
-HARNESS_FAULTS = ("infra", "endpoint", "storage")
-
 # statuses that are the agent's failure whatever a verdict says (an error of the harness's kinds aside, above)
 AGENT_FAILURES = ("error", "out_of_steps")
 
@@ -49,11 +47,12 @@ RULE_WORDS = {RULE_ALL: "over all tasks (not executable counted as failure)",
               RULE_EXECUTABLE: "over executable tasks (not executable left out)"}
 
 
-def harness_fault(record: Mapping[str, Any]) -> bool:
-    return record.get("status") == "error" and record.get("error_kind") in HARNESS_FAULTS
+def harness_fault(record: EpisodeRecord) -> bool:
+    """An attempt the harness (or its services) failed, not the agent: the task was not executable."""
+    return record.status == "error" and record.error_kind is not None and record.error_kind.harness
 
 
-def run_outcome(record: Mapping[str, Any] | None, verdict: bool | None, keeps_records: bool) -> Outcome | None:
+def run_outcome(record: EpisodeRecord | None, verdict: bool | None, keeps_records: bool) -> Outcome | None:
     """A task's outcome from its latest record (None: none yet) and a verdict (the judge's, or `correct`; None:
     none yet). `keeps_records`: the run writes results.jsonl, so a task without a record has not run yet (another
     harness's folder has task folders only: its verdicts are read as they are)."""
@@ -61,11 +60,11 @@ def run_outcome(record: Mapping[str, Any] | None, verdict: bool | None, keeps_re
         if keeps_records:
             return None
         return None if verdict is None else (SUCCESS if verdict else FAILURE)
-    if harness_fault(record) or record.get("status") == "blocked":
+    if harness_fault(record) or record.status == "blocked":
         return NOT_EXECUTABLE
-    if not settles(dict(record)):
+    if not record.settles:
         return None
-    if record.get("status") in AGENT_FAILURES:
+    if record.status in AGENT_FAILURES:
         return FAILURE
     if verdict is None:
         return None

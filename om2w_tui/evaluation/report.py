@@ -20,7 +20,6 @@ same measure (`evaluation/measure.py` chooses it; `with_measure` reads a run by 
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -32,6 +31,7 @@ from om2w_tui.benchmarks.episode_folder import read_episode
 from om2w_tui.benchmarks.site_keys import site_name
 from om2w_tui.engine.results import STATUSES, EpisodeRecord, read_manifest, read_results
 from om2w_tui.evaluation.agreement import agreement, judge_outcomes, paired, repeats
+from om2w_tui.evaluation.errors import UNKNOWN, error_groups, model_report
 from om2w_tui.evaluation.failure import classify, max_steps_of
 from om2w_tui.evaluation.judge_files import parse_output_name, read_judged
 from om2w_tui.evaluation.judge_replies import compare_readings
@@ -43,10 +43,8 @@ from om2w_tui.evaluation.summary import (
     CompareRow,
     Comparison,
     Conformance,
-    ErrorGroup,
     JudgeInfo,
     Measured,
-    ModelReport,
     Paired,
     PairedTest,
     Rate,
@@ -60,30 +58,9 @@ from om2w_tui.json_input import InputError, decode, read_bytes, text_of
 from om2w_tui.run_folder import RunFolder
 
 JUDGE_GLOB = "*_auto_eval_results.json"
-UNKNOWN = "-"
 METRICS = ("steps", "duration_s", "prompt_tokens", "completion_tokens")
 
 # ------------------------------------------------------------------------------------------ small pieces
-
-_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>)\]]*[^\s'\"<>)\].,:;!?]", re.IGNORECASE)
-_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE)
-_HEX = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{6,}\b", re.IGNORECASE)
-_HOSTPORT = re.compile(r"\b((?:\d{1,3}\.){3}\d{1,3}|localhost|\[[0-9a-f:]+\])(?::\d+)?", re.IGNORECASE)
-_PATH = re.compile(r"(?<![\w<])(?:/[\w.@+-]+){2,}/?")
-_NUM = re.compile(r"(?<![\w<])[-+]?\d+(?:[.,]\d+)*(?![\w>])")
-
-
-def normalise_error(message: str | None) -> str:
-    """An error message with what varies from one occurrence to the next (URLs, paths, ids, hosts and ports,
-    numbers) replaced by placeholders, so that the same error groups together."""
-    text = " ".join(str(message or "").split())
-    text = _URL.sub("<url>", text)
-    text = _UUID.sub("<id>", text)
-    text = _HEX.sub("<id>", text)
-    text = _HOSTPORT.sub("<host>", text)
-    text = _PATH.sub("<path>", text)
-    text = _NUM.sub("<n>", text)
-    return text[:300] or "(no message)"
 
 
 def quantile(values: list[float], q: float) -> float | None:
@@ -232,7 +209,8 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
         warnings += said
     log = read_results(out)
     warnings += log.warnings
-    latest = log.latest()
+    latest = log.latest_records()
+    records = log.episode_records()
     read = read_run(out)
     folders = set(read.task_dirs)
     task_ids = sorted(set(latest) | folders)
@@ -253,33 +231,33 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
         stray = sorted(set(judged) - set(task_ids))
         if stray:
             warnings.append(f"{jpath.name}: {len(stray)} judged task(s) are not in this run (e.g. {stray[0]})")
-    has_correct = any("correct" in r for r in latest.values())
+    has_correct = any(r.correct is not None for r in latest.values())
     sources = [k for k, there in (("labels", bool(labels.labelled() & set(task_ids))), ("judge", jpath is not None),
                                   ("correct", has_correct)) if there]
     verdicts = _verdicts(judged)
     outcome_of: dict[str, dict[str, Outcome | None]] = {
         "labels": {t: label_outcome(labels.consensus(t)) for t in task_ids},
         "judge": {t: run_outcome(latest.get(t), verdicts.get(t), keeps_records) for t in task_ids},
-        "correct": {t: run_outcome(latest.get(t), latest[t].get("correct") if t in latest else None, keeps_records)
+        "correct": {t: run_outcome(latest.get(t), latest[t].correct if t in latest else None, keeps_records)
                     for t in task_ids},
     }
     primary = sources[0] if sources else None
 
     per_task: dict[str, TaskRow] = {}
     for tid in task_ids:
-        rec = latest.get(tid) or {}
+        rec = latest.get(tid)
         ep = read.episodes.get(tid)
         m = meta.get(tid, {})
-        level = rec.get("level") or m.get("level")
-        site = m.get("site") or site_of(rec.get("website"))
+        level = (rec.level if rec else None) or m.get("level")
+        site = m.get("site") or site_of(rec.website if rec else None)
         outcome = outcome_of[primary][tid] if primary else None
-        steps = rec.get("steps") if isinstance(rec.get("steps"), int) else (ep.steps if ep else None)
+        steps = rec.steps if rec and rec.recorded("steps") else (ep.steps if ep else None)
         per_task[tid] = TaskRow(
             level=str(level) if level is not None else UNKNOWN, site=site or UNKNOWN,
-            status=rec.get("status") or ("unrecorded" if latest else "folder"),
-            success=None if outcome is None else outcome == "success", steps=steps, duration_s=rec.get("duration_s"),
-            prompt_tokens=rec.get("prompt_tokens"), completion_tokens=rec.get("completion_tokens"),
-            has_folder=tid in folders, outcome=outcome,
+            status=(rec.status if rec else "") or ("unrecorded" if latest else "folder"),
+            success=None if outcome is None else outcome == "success", steps=steps,
+            duration_s=_recorded(rec, "duration_s"), prompt_tokens=_recorded(rec, "prompt_tokens"),
+            completion_tokens=_recorded(rec, "completion_tokens"), has_folder=tid in folders, outcome=outcome,
         )
 
     others = tuple(judge_file_info(f, read_judge_file(f), task_ids) for f in sorted(out.glob(JUDGE_GLOB))
@@ -313,7 +291,7 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
         tasks=len(per_task), attempts=len(log.records),
         success=success, status=status_counts,
         metrics={k: stats(t.metric(k) for t in per_task.values()) for k in METRICS},
-        errors=error_groups(log.records),
+        errors=error_groups(records),
         conformance=Conformance(problems=len(read.problems), examples=tuple(read.problems[:5])),
         warnings=tuple(warnings),
         per_task=per_task,
@@ -322,12 +300,17 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
         annotators=_annotator_agreements(labels, task_ids, per_task),
         labelled=sum(1 for t in task_ids if labels.consensus(t) is not None),   # final labels: no dispute left
         disputed=tuple(labels.unresolved(task_ids)),
-        model_health=model_report(log.records, latest),
+        model_health=model_report(records, latest),
         measure=measures[0].measure if measures else None,
     )
 
 
-def _classify(out: Path, per_task: dict[str, TaskRow], latest: Mapping[str, dict[str, Any]], folders: set[str],
+def _recorded(rec: EpisodeRecord | None, name: str) -> Any:
+    """A number of the record as its writer recorded it (None: no record, or one without it)."""
+    return getattr(rec, name) if rec is not None and rec.recorded(name) else None
+
+
+def _classify(out: Path, per_task: dict[str, TaskRow], latest: Mapping[str, EpisodeRecord], folders: set[str],
               measures: list[Measured]) -> None:
     """Each task's failure class (evaluation/failure.py's rules) as a failure and while pending, in place; a task
     every measure calls a success is not read."""
@@ -335,44 +318,11 @@ def _classify(out: Path, per_task: dict[str, TaskRow], latest: Mapping[str, dict
     for tid, row in per_task.items():
         if measures and all(m.outcomes.get(tid) == "success" for m in measures):
             continue
-        rec = latest.get(tid)
-        record = EpisodeRecord.from_json(rec) if rec else None
+        record = latest.get(tid)
         ep = read_episode(out / tid) if tid in folders else None
         folder = ep if ep is not None and ep.layout is not None else None
         per_task[tid] = replace(row, failed_as=classify(record, folder, "failure", budget),
                                 pending_as=classify(record, folder, None, budget))
-
-
-def model_report(records: list[dict[str, Any]], latest: Mapping[str, dict[str, Any]]) -> ModelReport | None:
-    """The model's side of a run from its records: every attempt's calls by kind, the endpoint's failures (retried),
-    and each task's latest attempt that ended on its model (settled, counted as a failure); None when no record
-    carries model calls (an older run, another harness)."""
-    calls: Counter[str] = Counter()
-    endpoint: Counter[str] = Counter()
-    thinking = reasoning = 0
-    seen = False
-    for r in records:
-        mc = r.get("model_calls")
-        if isinstance(mc, dict):
-            seen = True
-            calls["ok"] += _count(mc.get("ok"))
-            for kind, n in (mc.get("failures") or {}).items() if isinstance(mc.get("failures"), dict) else ():
-                calls[str(kind)] += _count(n)
-            thinking += _count(mc.get("thinking_stripped"))
-            reasoning += _count(mc.get("reasoning_kept"))
-        if r.get("status") == "error" and r.get("error_kind") == "endpoint":
-            endpoint[str(r.get("model_fault") or "unknown")] += 1
-    ended = Counter(str(r.get("model_fault") or "unknown") for r in latest.values()
-                    if r.get("status") == "error" and r.get("error_kind") == "model")
-    if not seen and not ended and not endpoint:
-        return None
-    return ModelReport(ended_on=dict(ended.most_common()), endpoint=dict(endpoint.most_common()),
-                       calls={k: n for k, n in calls.most_common() if n}, thinking_stripped=thinking,
-                       reasoning_kept=reasoning)
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _agreements(labels: RunLabels, verdicts: Mapping[str, bool], humans: Mapping[str, Outcome | None],
@@ -398,30 +348,6 @@ def _annotator_agreements(labels: RunLabels, task_ids: list[str], per_task: Mapp
             out.append(agreement(oa, ob, RULE_ALL, a, b, lambda t: per_task[t].level, lambda t: per_task[t].site,
                                  LEVEL_NAMES))
     return tuple(out)
-
-
-def error_groups(records: list[dict[str, Any]]) -> tuple[ErrorGroup, ...]:
-    """Errors over every attempt (a retried infra error is still an error the run met), grouped by status, kind
-    and normalised message, the most frequent first."""
-    groups: dict[tuple[str, str, str], tuple[int, list[str]]] = {}   # key -> (attempts, tasks in order)
-    for r in records:
-        if r.get("status") == "done" and not r.get("error"):
-            continue
-        if not r.get("error") and r.get("status") not in ("error", "blocked", "timeout", "killed"):
-            continue
-        msg = normalise_error(r.get("error"))
-        key = (str(r.get("status")), str(r.get("error_kind") or UNKNOWN), msg)
-        count_, tids = groups.get(key, (0, []))
-        tid = str(r.get("task_id"))
-        if tid not in tids:
-            tids.append(tid)
-        groups[key] = (count_ + 1, tids)
-    return tuple(sorted((ErrorGroup(status=k[0], kind=k[1], message=k[2], count=n, tasks=tuple(tids[:3]),
-                                    task_count=len(tids)) for k, (n, tids) in groups.items()),
-                        key=lambda g: (-g.count, g.status, g.message)))
-
-
-# ------------------------------------------------------------------------------------------ a human_label.json
 
 
 def summarize_labels(file: HumanLabelFile, agent: str, meta: Mapping[str, dict[str, Any]] | None = None,

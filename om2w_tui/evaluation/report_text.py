@@ -31,7 +31,7 @@ from om2w_tui.evaluation.summary import (
     Repeats,
     RunReport,
 )
-from om2w_tui.protocol.model import COUNTED
+from om2w_tui.protocol.model import kind_counted
 
 # every rate is shown with its 95% Wilson interval, and every table of rates names its counting rule
 INTERVAL_NOTE = "[95% interval]"
@@ -401,7 +401,7 @@ def model_notes(m: ModelReport | None) -> list[str]:
 
 
 def counted_kinds(by_kind: Mapping[str, int]) -> str:
-    return ", ".join(f"{COUNTED.get(k, k)} {n}" for k, n in by_kind.items())
+    return ", ".join(f"{kind_counted(k)} {n}" for k, n in by_kind.items())
 
 
 def notes(s: RunReport) -> list[str]:

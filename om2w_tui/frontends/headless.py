@@ -28,6 +28,7 @@ from om2w_tui.engine.launch import Preflight, open_run
 from om2w_tui.engine.results import statuses_text
 from om2w_tui.frontends.formatting import clock_text
 from om2w_tui.frontends.run_state import RunState, episode_line, model_summary
+from om2w_tui.protocol.run_end import RunEnd
 
 EXIT_MODEL_GUARD = exits.MODEL_GUARD   # the model guard ended the run: the server answers, wrongly for this harness
 
@@ -83,6 +84,8 @@ class HeadlessLog:
         if s.unwritten:
             self._print(f"error: {s.unwritten} record(s) could not be written to {results} "
                         f"(listed above); those tasks run again next time")
+        if s.end is RunEnd.STOPPED:
+            self._print(f"run {s.end.words}: {s.pending} task(s) left, to run at the next start")
         if s.model_guard:
             self._print(f"error: model guard: {s.model_guard}; the run stopped here (exit code "
                         f"{EXIT_MODEL_GUARD}): fix the model server, then the same command resumes")
@@ -108,9 +111,14 @@ async def run_headless(pre: Preflight, stream: IO[str] | None = None) -> int:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
     summary = sink.state.summary
-    if summary is not None and summary.unwritten:   # records lost to a full disk: the run did not keep its word
+    return exit_code(summary.end if summary is not None else None, interrupted)
+
+
+def exit_code(end: RunEnd | None, interrupted: bool) -> int:
+    """A headless run's exit code from how it ended (None: it said nothing) and whether this process was interrupted
+    (Ctrl-C, SIGTERM: a `ctl stop` is not, and exits 0). An episode's error is a result, not a failure of the run."""
+    if end is RunEnd.ERROR:   # records lost to a full disk: the run did not keep its word
         return exits.FAILED
-    if summary is not None and summary.model_guard and not interrupted:
-        return EXIT_MODEL_GUARD
-    # an episode's error is a result, not a failure of the run
-    return exits.INTERRUPTED if interrupted else exits.OK
+    if interrupted:
+        return exits.INTERRUPTED
+    return EXIT_MODEL_GUARD if end is RunEnd.GUARD else exits.OK

@@ -36,6 +36,7 @@ from om2w_tui.protocol.control import (
     Workers,
     request_line,
 )
+from om2w_tui.protocol.run_end import RunEnd
 
 
 class RemoteRun:
@@ -44,7 +45,7 @@ class RemoteRun:
         self.socket_name = socket_name
         self.sinks = list(sinks)
         self.info = RunInfo(pid=0, out=str(self.out))   # the run's pid, out folder, max_steps ... (once connected)
-        self.finished = False                 # the run said it finished (RunFinished)
+        self.end: RunEnd | None = None        # how the run said it ended (its RunFinished), once it has
         self._snapshot = RunSnapshot()
         self._snapshot_at = time.monotonic()
         self._reader: asyncio.StreamReader | None = None
@@ -120,7 +121,7 @@ class RemoteRun:
             case _:
                 self._emit(msg)
                 if isinstance(msg, RunFinished):
-                    self.finished = True
+                    self.end = msg.summary.end
 
     def _emit(self, ev: Event) -> None:
         for sink in self.sinks:

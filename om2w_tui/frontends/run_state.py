@@ -11,7 +11,8 @@ from typing import assert_never
 from om2w_tui.engine import events
 from om2w_tui.engine.events import ModelStats, Pacing, RunSnapshot, RunSummary
 from om2w_tui.engine.results import EpisodeRecord
-from om2w_tui.protocol.model import COUNTED
+from om2w_tui.protocol.model import kind_counted
+from om2w_tui.protocol.run_end import RunEnd
 
 STEP_LINES_PER_TASK = 400
 TASKS_WITH_STEPS = 64      # the step lines of this many recent tasks are kept, for the selected-slot view
@@ -59,7 +60,8 @@ class RunState:
     total: int = 0
     settled_before: int = 0
     max_steps: int = 0
-    phase: str = "starting"             # starting | running | stopping | finished | failed
+    phase: str = "starting"             # starting | running | stopping | finished | failed | stopped
+    end: RunEnd | None = None           # how the run ended (its RunFinished; the engine's failure), once it has
     paused: bool = False
     pause_reason: str = ""
     started_at: float | None = None     # console clock
@@ -144,7 +146,7 @@ class RunState:
         self.paused, self.pause_reason = ev.paused, ev.reason if ev.paused else ""
 
     def run_finished(self, ev: events.RunFinished, now: float) -> None:
-        self.summary = ev.summary
+        self.summary, self.end = ev.summary, ev.summary.end
         self.phase = "finished"
         self.ended_at = now
         for s in self.slots.values():
@@ -304,7 +306,7 @@ def episode_line(slot: int, rec: EpisodeRecord) -> str:
 
 def counted(by_kind: dict[str, int]) -> str:
     """`context length 9, unparseable replies 3`: counts by call kind, most first."""
-    return ", ".join(f"{COUNTED.get(k, k)} {n}" for k, n in sorted(by_kind.items(), key=lambda kv: (-kv[1], kv[0])))
+    return ", ".join(f"{kind_counted(k)} {n}" for k, n in sorted(by_kind.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def model_text(calls: dict[str, object] | None) -> str:

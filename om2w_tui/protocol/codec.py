@@ -1,6 +1,6 @@
 """The one codec for what crosses a process: dataclasses to JSON-ready values and back, following each field's
-declared type (nested dataclasses, lists, dicts, Literals, optionals), so that both sides hold typed values and only
-this module ever sees the dicts. A `Union` of tagged messages is read by its tag (`Tagged`).
+declared type (nested dataclasses, lists, dicts, Literals, enums by their value, optionals), so that both sides
+hold typed values and only this module ever sees the dicts. A `Union` of tagged messages is read by its tag (`Tagged`).
 
 Decoding checks what it builds: a missing or unknown field, a value of the wrong type (a bool is not an int, a
 string outside its Literal) raises `CodecError`, never a half-built value."""
@@ -8,6 +8,7 @@ string outside its Literal) raises `CodecError`, never a half-built value."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import types
 import typing
@@ -32,6 +33,8 @@ def to_json(obj: Any) -> Any:
         return [to_json(x) for x in obj]
     if isinstance(obj, dict):
         return {str(k): to_json(v) for k, v in obj.items()}
+    if isinstance(obj, enum.Enum):
+        return obj.value
     return obj
 
 
@@ -87,6 +90,11 @@ def decode(hint: Any, value: Any, where: str) -> Any:
         return value
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return from_json(hint, value, where)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        try:
+            return hint(value)
+        except ValueError:
+            raise CodecError(f"{where}: {value!r:.60} is not one of {[m.value for m in hint]}") from None
     if origin in (list, tuple):
         if not isinstance(value, list):
             raise CodecError(f"{where}: expected a list, got {type(value).__name__}")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, get_args
 
 from om2w_tui.protocol.codec import CodecError, Tagged
+from om2w_tui.protocol.run_end import RunEnd
 
 # what a ctl command takes after its name: nothing, a task id (or, `optional task`, maybe one), or a number whose
 # parser and bounds are a run setting's (`Usage.setting`; it fills the command's field `n`)
@@ -135,7 +136,7 @@ class RunInfo:
     total: int | None = None        # tasks selected (None until the run has started)
     settled: int | None = None      # of those, already finished in the out folder when it started
     started_at: float | None = None
-    finished: bool = False
+    end: RunEnd | None = None       # how the run ended (None: it has not)
 
 
 @dataclass(frozen=True)

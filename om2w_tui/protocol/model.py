@@ -1,7 +1,8 @@
-"""A model call's outcome, named once: what a call to the model endpoint can come to (`CallKind`), what a user is
-told about each (`LABELS`, `remedy`), the per-episode counts that travel in an episode's outcome (`ModelCalls`),
-and the pure rules that name a server's answer: an HTTP error from its status and body (`classify_error`), a reply
-from its content and finish reason (`reply_problem`), and a `<think>` block split off a reply (`split_thinking`).
+"""A model call's outcome, named once: what a call to the model endpoint can come to (`CallKind`) and, in one
+table (`CALL_KINDS`), what follows from each (its label, short name and plural, whose fault it is, its remedy); the
+per-episode counts that travel in an episode's outcome (`ModelCalls`); and the pure rules that name a server's
+answer: an HTTP error from its status and body (`classify_error`), a reply from its content and finish reason
+(`reply_problem`), and a `<think>` block split off a reply (`split_thinking`).
 
 The rules read what servers really send: vLLM's error bodies in both of its shapes (`{"object": "error",
 "message": ...}` and `{"error": {"message": ...}}`), its context-length and "is not a multimodal model" wordings,
@@ -16,96 +17,135 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-CallKind = Literal[
-    "ok",
-    "context_length",    # the prompt (with the completion's budget) is longer than the model's context
-    "images_refused",    # a text-only model (or a server that takes no images) was sent a screenshot
-    "model_not_found",   # HTTP 404: the server does not serve this model name (or this path)
-    "bad_request",       # another 4xx: the request as sent is refused (auth, a parameter, a template)
-    "rate_limited",      # HTTP 429, after the client's own retries (Retry-After honoured)
-    "server_error",      # HTTP 5xx, after the client's retries
-    "unreachable",       # the connection was refused, reset or never made
-    "timeout",           # no whole answer within --llm-timeout (the call's deadline), after the client's retries
-    "not_api",           # an answer that is not the OpenAI API's: HTML, text, JSON without choices, past the size cap
-    "unparseable",       # a reply that is not the action schema: prose, fenced, invalid JSON, other JSON
-    "truncated",         # finish_reason "length": the reply was cut at the max-tokens cap
-    "empty",             # a reply with no content at all
-]
+from om2w_tui.protocol.faults import FaultKind
+
+CallKind = Literal["ok", "context_length", "images_refused", "model_not_found", "bad_request", "rate_limited",
+                   "server_error", "unreachable", "timeout", "not_api", "unparseable", "truncated", "empty"]
 KINDS: tuple[CallKind, ...] = get_args(CallKind)
-FAILURES: tuple[CallKind, ...] = tuple(k for k in KINDS if k != "ok")
-# the endpoint's fault, not the model's: the server is down or overloaded, and the same request may pass later (the
-# episode is the harness's failure, retried; the circuit breaker counts them)
-ENDPOINT_KINDS: frozenset[CallKind] = frozenset({"rate_limited", "server_error", "unreachable", "timeout",
-                                                  "not_api"})
-# the model's (or its serving's) fault: the same request fails again, so an episode that ended on one is settled as
-# a failure and never retried; the model guard counts them
-MODEL_KINDS: frozenset[CallKind] = frozenset(k for k in FAILURES if k not in ENDPOINT_KINDS)
 
 # the shape of a reply that is not the action schema (the `unparseable` kind's detail)
 Shape = Literal["think", "fenced", "invalid_json", "not_unicode", "wrong_schema", "prose"]
 
-LABELS: dict[str, str] = {
-    "ok": "answered",
-    "context_length": "context length exceeded",
-    "images_refused": "images refused (not a multimodal model)",
-    "model_not_found": "model not served (HTTP 404)",
-    "bad_request": "request refused (HTTP 4xx)",
-    "rate_limited": "rate limited (HTTP 429)",
-    "server_error": "server error (HTTP 5xx)",
-    "unreachable": "endpoint unreachable",
-    "timeout": "timed out",
-    "not_api": "not the OpenAI API's answer",
-    "unparseable": "reply not the action schema",
-    "truncated": "reply cut at max tokens",
-    "empty": "empty reply",
+
+@dataclass(frozen=True)
+class CallKindInfo:
+    """What follows from a call kind: its words (a record's error, a table cell's one word, a report's count) and,
+    for a failure, whose fault an episode that ended on it was and what a user does about it."""
+    label: str                  # a record's error names it so: `context length exceeded: ...`
+    short: str                  # a word, where a table cell has room for one (a slot's `running !context`)
+    counted: str                # the plural a report counts them in (`context length 9, unparseable replies 3`)
+    # the endpoint's (down, overloaded: the same request may pass later, so the episode is retried and the circuit
+    # breaker counts it) or the model's (the same request fails again: settled as a failure, the model guard counts
+    # it); None for a call that answered
+    fault: FaultKind | None
+    remedy: str = ""
+
+
+_E, _M = FaultKind.ENDPOINT, FaultKind.MODEL
+# every kind a model call can come to, with all that follows from it: the one table
+CALL_KINDS: dict[CallKind, CallKindInfo] = {
+    "ok": CallKindInfo("answered", "ok", "answered", None),
+    # the prompt (with the completion's budget) is longer than the model's context
+    "context_length": CallKindInfo(
+        "context length exceeded", "context", "context length", _M,
+        "the prompt outgrew the model's context: raise vLLM's --max-model-len (as far as the model allows), or send "
+        "less per step (fewer --max-steps, --no-vision)"),
+    # a text-only model (or a server that takes no images) was sent a screenshot
+    "images_refused": CallKindInfo(
+        "images refused (not a multimodal model)", "images", "images refused", _M,
+        "the served model takes no images: serve a vision model, or run with --no-vision"),
+    # HTTP 404: the server does not serve this model name (or this path)
+    "model_not_found": CallKindInfo(
+        "model not served (HTTP 404)", "404", "model not served", _M,
+        "the server does not serve this --model: compare it with GET /v1/models (vLLM's --served-model-name)"),
+    # another 4xx: the request as sent is refused (auth, a parameter, a template)
+    "bad_request": CallKindInfo(
+        "request refused (HTTP 4xx)", "4xx", "requests refused", _M,
+        "the server refuses the request as sent: read its message (the model's chat template, a parameter it does "
+        "not take, the API key)"),
+    # HTTP 429, after the client's own retries (Retry-After honoured)
+    "rate_limited": CallKindInfo(
+        "rate limited (HTTP 429)", "429", "rate limited", _E,
+        "the server is rate limiting: fewer --workers, or raise the server's limits"),
+    # HTTP 5xx, after the client's retries
+    "server_error": CallKindInfo(
+        "server error (HTTP 5xx)", "5xx", "server errors", _E,
+        "the model server fails: see its log; the run retries these episodes"),
+    # the connection was refused, reset or never made
+    "unreachable": CallKindInfo(
+        "endpoint unreachable", "down", "unreachable", _E,
+        "the model server does not answer: start it or fix --vllm; the run retries these episodes"),
+    # no whole answer within --llm-timeout (the call's deadline), after the client's retries
+    "timeout": CallKindInfo(
+        "timed out", "timeout", "timeouts", _E,
+        "the model server is too slow: raise --llm-timeout, or give the server more capacity"),
+    # an answer that is not the OpenAI API's: HTML, text, JSON without choices, past the size cap
+    "not_api": CallKindInfo(
+        "not the OpenAI API's answer", "not-api", "answers not the API's", _E,
+        "the URL answers, but not as the OpenAI API (an HTML page, a proxy's text): give --vllm the server's OpenAI "
+        "base URL (…/v1); the run retries these episodes"),
+    # a reply that is not the action schema: prose, fenced, invalid JSON, other JSON
+    "unparseable": CallKindInfo(
+        "reply not the action schema", "parse", "unparseable replies", _M,
+        "the model does not follow the action schema (response_format): turn on guided decoding (structured "
+        "outputs) on the server, or use a model that follows JSON schemas"),
+    # finish_reason "length": the reply was cut at the max-tokens cap
+    "truncated": CallKindInfo(
+        "reply cut at max tokens", "cut", "truncated replies", _M,
+        "replies hit the max-tokens cap: raise --max-completion-tokens"),
+    # a reply with no content at all
+    "empty": CallKindInfo(
+        "empty reply", "empty", "empty replies", _M,
+        "the model answers nothing: see the server's log and the model's chat template"),
 }
-# the plural a report counts them in ("context length 9, unparseable replies 3")
-COUNTED: dict[str, str] = {
-    "ok": "answered", "context_length": "context length", "images_refused": "images refused",
-    "model_not_found": "model not served", "bad_request": "requests refused", "rate_limited": "rate limited",
-    "server_error": "server errors", "unreachable": "unreachable", "timeout": "timeouts",
-    "not_api": "answers not the API's",
-    "unparseable": "unparseable replies", "truncated": "truncated replies", "empty": "empty replies",
-}
-# a word each, where a table cell has room for one (a slot whose last call failed: `running !context`)
-SHORT: dict[str, str] = {
-    "ok": "ok", "context_length": "context", "images_refused": "images", "model_not_found": "404",
-    "bad_request": "4xx", "rate_limited": "429", "server_error": "5xx", "unreachable": "down", "timeout": "timeout",
-    "not_api": "not-api", "unparseable": "parse", "truncated": "cut", "empty": "empty",
-}
-_REMEDIES: dict[str, str] = {
-    "context_length": "the prompt outgrew the model's context: raise vLLM's --max-model-len (as far as the model "
-                      "allows), or send less per step (fewer --max-steps, --no-vision)",
-    "images_refused": "the served model takes no images: serve a vision model, or run with --no-vision",
-    "model_not_found": "the server does not serve this --model: compare it with GET /v1/models (vLLM's "
-                       "--served-model-name)",
-    "bad_request": "the server refuses the request as sent: read its message (the model's chat template, a "
-                   "parameter it does not take, the API key)",
-    "rate_limited": "the server is rate limiting: fewer --workers, or raise the server's limits",
-    "server_error": "the model server fails: see its log; the run retries these episodes",
-    "unreachable": "the model server does not answer: start it or fix --vllm; the run retries these episodes",
-    "timeout": "the model server is too slow: raise --llm-timeout, or give the server more capacity",
-    "not_api": "the URL answers, but not as the OpenAI API (an HTML page, a proxy's text): give --vllm the "
-               "server's OpenAI base URL (…/v1); the run retries these episodes",
-    "unparseable": "the model does not follow the action schema (response_format): turn on guided decoding "
-                   "(structured outputs) on the server, or use a model that follows JSON schemas",
-    "truncated": "replies hit the max-tokens cap: raise --max-completion-tokens",
-    "empty": "the model answers nothing: see the server's log and the model's chat template",
-}
+FAILURES: tuple[CallKind, ...] = tuple(k for k in KINDS if CALL_KINDS[k].fault is not None)
+ENDPOINT_KINDS: frozenset[CallKind] = frozenset(k for k in KINDS if CALL_KINDS[k].fault is FaultKind.ENDPOINT)
+MODEL_KINDS: frozenset[CallKind] = frozenset(k for k in KINDS if CALL_KINDS[k].fault is FaultKind.MODEL)
+
 _THINK_REMEDY = ("a reasoning model served without a reasoning parser: start vLLM with --reasoning-parser "
                  "(qwen3, deepseek_r1, ...); om2w-tui splits <think> blocks off unless --no-mend-thinking")
 MESSAGE_CHARS = 240   # what is kept of a server's words: enough to name the problem, never a whole prompt
+
+
+_BY_NAME: dict[str, CallKindInfo] = {str(k): v for k, v in CALL_KINDS.items()}   # by a name as a record holds it
+
+
+def _info(kind: str) -> CallKindInfo | None:
+    """A kind's row; None for one this version does not know (an older or newer record's): shown as it is."""
+    return _BY_NAME.get(kind)
+
+
+def kind_label(kind: str) -> str:
+    info = _info(kind)
+    return info.label if info else kind
+
+
+def kind_short(kind: str) -> str:
+    info = _info(kind)
+    return info.short if info else kind
+
+
+def kind_counted(kind: str) -> str:
+    info = _info(kind)
+    return info.counted if info else kind
+
+
+def call_fault(kind: str) -> FaultKind:
+    """Whose fault an episode that ended on a failed call of `kind` was: the endpoint's, or else the model's."""
+    info = _info(kind)
+    return info.fault if info and info.fault else FaultKind.MODEL
 
 
 def remedy(kind: str, message: str = "") -> str:
     """What a user does about `kind` (the first message of it can refine it: a `<think>` prefix)."""
     if kind == "unparseable" and message.startswith("think"):
         return _THINK_REMEDY
-    return _REMEDIES.get(kind, "")
+    info = _info(kind)
+    return info.remedy if info else ""
 
 
 def endpoint_kind(kind: str) -> bool:
-    return kind in ENDPOINT_KINDS
+    return call_fault(kind) is FaultKind.ENDPOINT
 
 
 # ── HTTP errors ──────────────────────────────────────────
@@ -175,13 +215,13 @@ SHAPES: dict[str, str] = {"think": "a <think> block", "fenced": "fenced JSON", "
 def describe(kind: str, message: str) -> str:
     """`kind` as a record's error names it, with the server's words: `context length exceeded (32768 tokens): ...`,
     `reply not the action schema (prose): I will click ...`."""
-    label = LABELS.get(kind, kind)
+    words = kind_label(kind)
     if kind == "context_length" and (limit := context_limit(message)):
-        label = f"{label} ({limit} tokens)"
+        words = f"{words} ({limit} tokens)"
     shape, sep, rest = message.partition(": ")
     if kind == "unparseable" and sep and shape in SHAPES:
-        label, message = f"{label} ({SHAPES[shape]})", rest
-    return f"{label}: {message}" if message else label
+        words, message = f"{words} ({SHAPES[shape]})", rest
+    return f"{words}: {message}" if message else words
 
 
 def short(text: str, limit: int = MESSAGE_CHARS) -> str:

@@ -6,7 +6,7 @@ worker says back (events, on its stdout), one JSON line each, through one codec 
   decides a setting. The API key travels in it (never in the worker's environment, which Chromium inherits); the
   spec is never written anywhere.
 - `Outcome` is how an attempt ended, as the worker (or, when the worker died, its folder) tells it: a `Status`, and
-  for an error its `FaultKind`, a type, never read back out of the message's words.
+  for an error its `FaultKind` (protocol/faults.py), a type, never read back out of the message's words.
 - At the end of a worker's stream the executor adds `Exit(rc)` (rc None: the worker was lost with its node).
 """
 
@@ -16,16 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from om2w_tui.protocol.codec import Tagged
+from om2w_tui.protocol.faults import FaultKind
 from om2w_tui.protocol.model import ModelCalls
 
 # out_of_steps: the agent used its whole step budget without saying `done` (the agent's failure, settled, never retried)
 Status = Literal["done", "out_of_steps", "timeout", "killed", "error", "blocked"]
 STATUSES: tuple[str, ...] = get_args(Status)
-# whose fault an error was: the agent's (settled as the task's result); the harness's own (infra: the browser, the
-# worker), the model endpoint's (down, overloaded), the out folder's (full, read-only): retried, never settled; the
-# model's (it answers, but wrongly for this harness: the same request fails again): settled as a failure
-FaultKind = Literal["agent", "infra", "endpoint", "storage", "model"]
-HARNESS_FAULTS: frozenset[str] = frozenset({"infra", "endpoint", "storage"})
 StopReason = Literal["timeout", "killed"]
 LogLevel = Literal["info", "warning", "error"]
 

@@ -25,6 +25,7 @@ from om2w_tui.frontends.console.widgets.panels import StepsLog
 from om2w_tui.frontends.headless import HeadlessLog
 from om2w_tui.frontends.remote import RemoteRun
 from om2w_tui.frontends.run_state import RunState
+from om2w_tui.protocol.run_end import RunEnd
 
 from . import recorded as R
 from .test_dashboard import build
@@ -77,7 +78,7 @@ def test_the_control_socket_remembers_every_event_and_a_remote_run_relays_each(t
     remote = RemoteRun(tmp_path, sinks=[sink])
     for ev in SAMPLES:
         remote._take(read(line(ev)))
-    assert sink.events == SAMPLES and remote.finished
+    assert sink.events == SAMPLES and remote.end is RunEnd.FINISHED
     assert [ev.record.extra for ev in sink.events if isinstance(ev, EpisodeFinished)] == \
         [ev.record.extra for ev in SAMPLES if isinstance(ev, EpisodeFinished)]
 

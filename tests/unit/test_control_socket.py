@@ -48,6 +48,7 @@ from om2w_tui.protocol.control import (
     Workers,
     request_line,
 )
+from om2w_tui.protocol.run_end import RunEnd
 from om2w_tui.run_folder import RunFolder
 
 pytestmark = pytest.mark.timeout(60)
@@ -295,7 +296,7 @@ async def test_a_remote_run_sends_commands_at_once_and_a_refusal_comes_back_as_a
         assert ("kill", 0, True) in run.calls and ("kill", 1, False) not in run.calls
         server.handle(RunFinished())
     await asyncio.wait_for(follow, 5)                                   # the run's end closes the connection
-    assert remote.finished and isinstance(sink.events[-1], RunFinished)
+    assert remote.end is RunEnd.FINISHED and isinstance(sink.events[-1], RunFinished)
 
 
 async def test_shards_sharing_a_folder_are_each_reached_by_the_socket_their_lock_names(tmp_path):

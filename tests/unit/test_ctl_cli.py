@@ -95,13 +95,17 @@ async def test_json_answers_keep_the_keys_scripts_read(tmp_path, capsys):
 
 
 def test_status_counts_this_runs_episodes_by_status_out_of_steps_among_them():
-    from types import SimpleNamespace
+    from dataclasses import replace
 
     from om2w_tui.cli.ctl import status_json, status_lines
     from om2w_tui.engine.events import RunSnapshot, RunSummary
+    from om2w_tui.protocol.control import RunInfo
+    from om2w_tui.protocol.run_end import RunEnd
 
     snap = RunSnapshot(now=1.0, slots=[], target_workers=2,
                        summary=RunSummary(total=5, by_status={"timeout": 1, "out_of_steps": 2, "done": 1}))
-    run = SimpleNamespace(out="/runs/a", pid=1)
-    assert "episodes this run: done 1, out_of_steps 2, timeout 1" in status_lines(run, snap)  # type: ignore[arg-type]
-    assert status_json(run, snap)["by_status"] == {"timeout": 1, "out_of_steps": 2, "done": 1}  # type: ignore[arg-type]
+    run = RunInfo(out="/runs/a", pid=1)
+    assert "episodes this run: done 1, out_of_steps 2, timeout 1" in status_lines(run, snap)
+    assert status_json(run, snap)["by_status"] == {"timeout": 1, "out_of_steps": 2, "done": 1}
+    assert not any(line.startswith("run ") for line in status_lines(run, snap))   # still running: no end said
+    assert status_lines(replace(run, end=RunEnd.STOPPED), snap)[1] == "run stopped"

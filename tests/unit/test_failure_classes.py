@@ -14,6 +14,7 @@ from om2w_tui.benchmarks.episode_folder import read_episode
 from om2w_tui.benchmarks.trajectory import TrajectoryWriter
 from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.evaluation.failure import CLASSES, classify, classify_run, counted, loop_of, max_steps_of
+from om2w_tui.protocol.faults import FaultKind
 
 SHOP = "http://127.0.0.1:9/shop"
 
@@ -51,14 +52,14 @@ def test_bot_wall_is_a_blocked_status_whatever_else_holds(tmp_path):
 
 def test_harness_error_is_an_error_of_kind_infra_endpoint_or_storage(tmp_path):
     ep = normal(tmp_path)
-    for kind in ("infra", "endpoint", "storage"):
+    for kind in (FaultKind.INFRA, FaultKind.ENDPOINT, FaultKind.STORAGE):
         got = classify(rec(status="error", error_kind=kind, error="worker died"), ep, "not_executable")
         assert got is not None and (got.cls, got.detail) == ("harness_error", kind)
 
 
 def test_site_error_from_the_error_text_the_browser_error_page_or_an_empty_page(tmp_path):
     ep = normal(tmp_path)
-    got = classify(rec(status="error", error_kind="agent", error="page.goto: net::ERR_NAME_NOT_RESOLVED at x"),
+    got = classify(rec(status="error", error_kind=FaultKind.AGENT, error="page.goto: net::ERR_NAME_NOT_RESOLVED at x"),
                    ep, "failure")
     assert got is not None and got.cls == "site_error"
     ep2 = episode(tmp_path, [(["NAVIGATE -> http://x"], "open it", "chrome-error://chromewebdata/")], name="t2")
@@ -78,8 +79,8 @@ def test_site_error_from_the_error_text_the_browser_error_page_or_an_empty_page(
 
 def test_model_error_names_the_call_kind_it_ended_on(tmp_path):
     ep = normal(tmp_path)
-    got = classify(rec(status="error", error_kind="model", model_fault="schema", error="reply out of schema"), ep,
-                   "failure")
+    got = classify(rec(status="error", error_kind=FaultKind.MODEL, model_fault="schema", error="reply out of schema"),
+                   ep, "failure")
     assert got is not None and (got.cls, got.detail) == ("model_error", "schema")
     assert got.words == "model error (schema)"
 

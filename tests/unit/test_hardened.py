@@ -92,10 +92,11 @@ def test_9c_redact_catches_every_credential_like_key():
 
 def test_1b_an_error_that_quotes_the_endpoint_is_recorded_without_its_credentials(tmp_path):
     from om2w_tui.engine.results import EpisodeRecord, ResultsStore
+    from om2w_tui.protocol.faults import FaultKind
 
     store = ResultsStore(tmp_path)
     store.append(EpisodeRecord(task_id="t", status="error", error=f"model endpoint: POST {SECRET_URL} failed",
-                               error_kind="endpoint"))
+                               error_kind=FaultKind.ENDPOINT))
     line = (tmp_path / "results.jsonl").read_text()
     assert no_secret(line) and "***@127.0.0.1:9" in line
 

@@ -20,6 +20,7 @@ from om2w_tui.evaluation.judge_settings import Settings
 from om2w_tui.evaluation.live_judge import JudgedRun, LiveJudge, VerdictTail
 from om2w_tui.offline.oracle import OracleServer
 from om2w_tui.offline.suite import load_task_templates
+from om2w_tui.protocol.faults import FaultKind
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 
@@ -73,7 +74,7 @@ async def test_each_settled_episode_is_judged_once_into_the_judges_file(tmp_path
     judge.handle(finished(record("a")))
     judge.handle(finished(record("b", "timeout", error="timeout")))
     judge.handle(finished(record("c", "killed", error="interrupted")))   # stopped under it: runs again, not judged
-    judge.handle(finished(record("d", "error", error="browser crashed", error_kind="infra"), requeued=True))
+    judge.handle(finished(record("d", "error", error="browser crashed", error_kind=FaultKind.INFRA), requeued=True))
     judge.handle(finished(record("a")))                                  # the same attempt again: once
     assert await judge.drain(lambda: False)
     await judge.close()

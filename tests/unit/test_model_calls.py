@@ -5,15 +5,21 @@ from __future__ import annotations
 
 import pytest
 
+from om2w_tui.protocol.faults import FaultKind
 from om2w_tui.protocol.model import (
+    CALL_KINDS,
     ENDPOINT_KINDS,
     FAILURES,
-    LABELS,
+    KINDS,
     MODEL_KINDS,
     ModelCalls,
+    call_fault,
     classify_error,
     context_limit,
     describe,
+    kind_counted,
+    kind_label,
+    kind_short,
     remedy,
     reply_problem,
     reply_shape,
@@ -99,10 +105,22 @@ def test_the_servers_words_are_kept_short_on_one_line():
     assert kind == "server_error" and "\n" not in message and len(message) <= 240
 
 
+def test_every_call_kind_has_one_row_of_the_one_table():
+    assert tuple(CALL_KINDS) == KINDS
+    for kind, info in CALL_KINDS.items():
+        assert (kind_label(kind), kind_short(kind), kind_counted(kind)) == (info.label, info.short, info.counted)
+        assert info.label and info.short and info.counted and (info.fault is None) == (kind == "ok")
+        assert call_fault(kind) is (info.fault or FaultKind.MODEL) and (info.remedy != "") == (kind != "ok")
+    # a kind a record holds that this version does not know (an older or a newer writer's) is shown by its name
+    assert (kind_label("gremlin"), kind_short("gremlin"), kind_counted("gremlin"), remedy("gremlin")) == \
+        ("gremlin", "gremlin", "gremlin", "")
+    assert call_fault("gremlin") is FaultKind.MODEL and call_fault("unreachable") is FaultKind.ENDPOINT
+
+
 def test_every_failure_kind_is_the_endpoints_or_the_models_and_has_a_label_and_a_remedy():
     assert set(FAILURES) == ENDPOINT_KINDS | MODEL_KINDS and not ENDPOINT_KINDS & MODEL_KINDS
     for kind in FAILURES:
-        assert LABELS[kind] and remedy(kind)
+        assert kind_label(kind) and remedy(kind)
     assert "--reasoning-parser" in remedy("unparseable", "think: <think>I should")
     assert "guided decoding" in remedy("unparseable", "prose: I will click")
     assert "--max-model-len" in remedy("context_length") and "--no-vision" in remedy("images_refused")

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from om2w_tui.cli.main import main as cli_main
-from om2w_tui.evaluation.report import compare, normalise_error, quantile, summarize
+from om2w_tui.evaluation.errors import normalise_error
+from om2w_tui.evaluation.report import compare, quantile, summarize
 from om2w_tui.evaluation.report_text import to_csv, to_json, to_markdown
 from om2w_tui.evaluation.summary import Counts, Rate, Stats
 

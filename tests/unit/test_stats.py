@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.evaluation.outcomes import count, label_outcome, run_outcome
 from om2w_tui.evaluation.stats import Z95, cohen_kappa, mcnemar_exact, paired_difference, spread, wilson
 from om2w_tui.evaluation.summary import Counts, Rate
@@ -116,8 +117,8 @@ def test_the_spread_of_several_runs():
 # ── where an outcome comes from ──────────────────────────────────────────────────────────────────────────────
 
 
-def rec(status: str, error: str | None = None, kind: str | None = None) -> dict:
-    return {"task_id": "t", "status": status, "error": error, "error_kind": kind}
+def rec(status: str, error: str | None = None, kind: str | None = None) -> EpisodeRecord:
+    return EpisodeRecord.from_json({"task_id": "t", "status": status, "error": error, "error_kind": kind})
 
 
 @pytest.mark.parametrize("record,verdict,expected", [

@@ -48,6 +48,7 @@ from om2w_tui.frontends.console.screens.launch_form import LaunchScreen
 from om2w_tui.frontends.console.screens.quit import ConfirmQuit
 from om2w_tui.frontends.console.screens.report import ReportScreen
 from om2w_tui.frontends.remote import RemoteRun
+from om2w_tui.protocol.run_end import RunEnd
 from om2w_tui.resources import styles_dir
 
 STYLES = styles_dir()
@@ -209,7 +210,7 @@ class ConsoleApp(App[int]):
                 self.dashboard.state.max_steps = remote.info.max_steps
             self.control = remote
             await remote.run()
-            if not remote.finished:
+            if remote.end is None:
                 self.notify("the run's control socket closed before the run said it finished", severity="warning")
         finally:
             self.control = None
@@ -264,8 +265,9 @@ class ConsoleApp(App[int]):
             self.failed = True
             self.notify(why, severity="error", timeout=30)
         if self.dashboard is not None:
-            phase = {WorkerState.ERROR: "failed", WorkerState.CANCELLED: "stopped"}.get(event.state, "finished")
-            self.dashboard.engine_stopped(phase, why)
+            end = {WorkerState.ERROR: RunEnd.ERROR, WorkerState.CANCELLED: RunEnd.STOPPED}.get(event.state,
+                                                                                                RunEnd.FINISHED)
+            self.dashboard.engine_stopped(end, why)
         self.refresh_bindings()
         if self.quitting:
             self._exit_with_code()

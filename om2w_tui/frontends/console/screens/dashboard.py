@@ -50,6 +50,7 @@ from om2w_tui.frontends.console.widgets.panels import EpisodesTable, SitesTable,
 from om2w_tui.frontends.console.widgets.run_header import RunHeader
 from om2w_tui.frontends.formatting import clip
 from om2w_tui.frontends.run_state import ACTIVE_STATES, RunState, SlotView, finish_line
+from om2w_tui.protocol.run_end import RunEnd
 
 WIDE = 120
 
@@ -376,7 +377,7 @@ class DashboardScreen(Screen[None]):
     def _run_finished(self, ev: RunFinished) -> None:
         self.state.run_finished(ev, self.now())
         s = ev.summary
-        line = f"run finished: {s.finished} episodes this run, {s.pending} left"
+        line = f"run {s.end.words}: {s.finished} episodes this run, {s.pending} left"
         if s.judged:
             line += f", {s.correct} of {s.judged} correct"
         self._log_all(None, None, [line])
@@ -388,10 +389,11 @@ class DashboardScreen(Screen[None]):
         self._sites_due = True
         self.render_soon()
 
-    def engine_stopped(self, phase: str, why: str = "") -> None:
+    def engine_stopped(self, end: RunEnd, why: str = "") -> None:
         """The engine worker is over (finished, failed or cancelled); nothing more will come."""
         if self.state.phase not in ("finished",):
-            self.state.phase = phase
+            self.state.end = end
+            self.state.phase = {RunEnd.ERROR: "failed", RunEnd.STOPPED: "stopped"}.get(end, "finished")
             if self.state.ended_at is None:
                 self.state.ended_at = self.now()
         if why:

@@ -11,7 +11,7 @@ from textual.widgets import Static
 from om2w_tui.engine.events import ModelStats
 from om2w_tui.frontends.formatting import clip
 from om2w_tui.frontends.run_state import counted
-from om2w_tui.protocol.model import SHORT
+from om2w_tui.protocol.model import kind_short
 
 
 def _tokens(per_s: float) -> str:
@@ -24,7 +24,7 @@ def model_text(stats: ModelStats | None, wide: bool) -> str:
         return "model · no calls yet"
     failed = sum(stats.failures.values())
     if not wide:   # a narrow terminal: the rate, the latency, what failed
-        short = ", ".join(f"{SHORT.get(k, k)} {n}" for k, n in sorted(stats.failures.items(), key=lambda kv: -kv[1]))
+        short = ", ".join(f"{kind_short(k)} {n}" for k, n in sorted(stats.failures.items(), key=lambda kv: -kv[1]))
         p50 = f" p50 {stats.latency_p50_s:.1f}s" if stats.latency_p50_s is not None else ""
         return f"model {stats.calls_per_min:g}/min{p50} · " + (f"{failed}/{stats.calls} failed: {short}" if failed
                                                                 else f"{stats.calls} calls ok")

@@ -12,7 +12,7 @@ from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable, Styled
 from om2w_tui.frontends.formatting import clip, clip_left, clock_text, countdown_text
 from om2w_tui.frontends.run_state import RunState
-from om2w_tui.protocol.model import SHORT
+from om2w_tui.protocol.model import kind_short
 
 STATE_STYLE = {"running": "green", "starting": "cyan", "paused": "yellow", "stopping": "magenta",
                "idle": "dim", "retiring": "dim", "cooling": "yellow", "free": "cyan", "done": "dim",
@@ -49,7 +49,7 @@ class SlotsTable(KeyedTable):
         # a slot whose last model call failed says so in its state, in red: `!context`
         shown = styled(s.state, STATE_STYLE)
         if busy and s.model_error:
-            shown = Styled(f"!{SHORT.get(s.model_error, s.model_error)}", "red")
+            shown = Styled(f"!{kind_short(s.model_error)}", "red")
         return (str(sid), clip(s.task_id, task_w) if busy else "-", clip_left(s.site, site_w) if busy else "",
                 (s.level or "") if busy else "", f"{s.step}/{s.max_steps or state.max_steps}" if busy else "",
                 clock_text(now - s.started_at) if busy and s.started_at else "", shown)
