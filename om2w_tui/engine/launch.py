@@ -25,6 +25,7 @@ from om2w_tui.benchmarks.dates import refresh_note
 from om2w_tui.benchmarks.episode_folder import unsafe_task_folder
 from om2w_tui.benchmarks.site_keys import site_key
 from om2w_tui.benchmarks.tasks import (
+    DEFAULT_MAX_STEPS,
     Task,
     TaskFileError,
     file_sha256,
@@ -101,23 +102,24 @@ def _stand_in(name: str) -> str:
     return f"http://{name}.offline.invalid"
 
 
-def offline_tasks(path: Path | None = None) -> tuple[Path, list[Task]]:
+def offline_tasks(path: Path | None = None, max_steps: int = DEFAULT_MAX_STEPS) -> tuple[Path, list[Task]]:
     """The offline suite's tasks (the shipped file, or a file of the same kind): their `{shop}`-style placeholders
-    become stand-in addresses until the sites run and `live_offline_task` puts the real ones in."""
+    become stand-in addresses until the sites run and `live_offline_task` puts the real ones in. `max_steps`: the
+    run's budget (a task's own wins)."""
     from om2w_tui.offline import SITE_NAMES, TASKS_TEMPLATE  # the offline suite only when a run uses it
 
     path = Path(path or TASKS_TEMPLATE)
     text = read_task_text(path)
     for name in SITE_NAMES:
         text = text.replace("{" + name + "}", _stand_in(name))
-    return path, parse_tasks(path, text)
+    return path, parse_tasks(path, text, max_steps)
 
 
 def live_offline_task(task: Task, base_urls: dict[str, str]) -> Task:
     raw = json.dumps(task.to_dict())
     for name, url in base_urls.items():
         raw = raw.replace(_stand_in(name), url)
-    return Task.from_dict(json.loads(raw))
+    return Task.from_dict(json.loads(raw), task.max_steps)
 
 
 def check_endpoint(endpoint: EndpointURL, model: str, api_key: str) -> str:
@@ -209,7 +211,7 @@ def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task]]:
     """(task file, all its tasks, the selected ones); raises UsageError."""
     try:
         if cfg.bench == "offline":
-            task_file, tasks = offline_tasks(cfg.tasks)
+            task_file, tasks = offline_tasks(cfg.tasks, cfg.max_steps)
         else:
             # without --tasks, the benchmark's file shipped in data/ (as the seed's defaults were)
             found = cfg.tasks or default_task_file(cfg.bench)
@@ -218,7 +220,7 @@ def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task]]:
                                  f"`om2w-tui tasks fetch {cfg.bench}` puts it in {data_dir()}; "
                                  f"use --bench offline for the built-in suite)")
             task_file = found
-            tasks = load_tasks(task_file)
+            tasks = load_tasks(task_file, cfg.max_steps)   # each task's step budget decided here, once
         chosen = select(tasks, task_ids=cfg.task_ids, levels=cfg.levels, sites=cfg.sites, limit=cfg.limit)
         # this node's share (--shard) of the selection, its sites assigned on the whole file: the same on every node
         chosen = select_shard(tasks, cfg.shard, chosen)
@@ -294,7 +296,7 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True,
         endpoint_ok = add("model endpoint", check_endpoint(cfg.endpoint, cfg.model, cfg.api_key()),
                           f"{cfg.endpoint} serves {cfg.model}")
     if check_model and ask_model and endpoint_ok and chromium_ok:
-        checks.extend(model_checks(resolved_config(cfg, resolved), [t.to_dict() for t in chosen]))
+        checks.extend(model_checks(resolved_config(cfg, resolved), chosen))
     if cfg.judge_url and cfg.judge_model and check_model:
         add("judge endpoint", check_judge_endpoint(cfg), f"{cfg.judge_url} serves {cfg.judge_model}: each episode "
             f"judged as it ends ({cfg.judge_workers} calls at once)")
