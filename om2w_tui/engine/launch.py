@@ -3,7 +3,11 @@
 `preflight` checks everything that can be checked before anything is written (task file, filters, out folder,
 Chromium, the model endpoint); `open_run` starts what the run needs (the offline sites, the oracle), writes the
 manifest `run.json`, and yields a Scheduler. Bad input raises `UsageError`, which front ends show as it is and
-turn into exit code 2."""
+turn into exit code 2.
+
+What a front end runs beside its runs (the live judge, `evaluation/live_judge.py`) is a `Companion` it gives the
+checks: launch checks it with the run and runs it with the run, knowing nothing of it (evaluation sits above the
+engine: it reads what runs write)."""
 
 from __future__ import annotations
 
@@ -15,11 +19,11 @@ import os
 import platform
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from om2w_tui.benchmarks.dates import refresh_note
 from om2w_tui.benchmarks.episode_folder import unsafe_task_folder
@@ -38,7 +42,7 @@ from om2w_tui.engine.chromium_check import check_starts
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.control import Run
 from om2w_tui.engine.control_socket import ControlServer, ControlSocketError
-from om2w_tui.engine.events import Log, Sink
+from om2w_tui.engine.events import Event, Log, Sink
 from om2w_tui.engine.machine import slot_room, starts_at_once, too_many_workers
 from om2w_tui.engine.model_check import WARNING as WARNING  # re-exported: the front ends show the warning state
 from om2w_tui.engine.model_check import Check as Check  # re-exported: a check row, as the front ends show it
@@ -54,9 +58,6 @@ from om2w_tui.engine.start_rate import PacedStarts
 from om2w_tui.episode.arms import arm_names
 from om2w_tui.episode.browser import BrowserNotFound, check_browser_settings, find_chromium, resolve_browser
 from om2w_tui.episode.instruction import check_template
-from om2w_tui.evaluation.judge import Settings as JudgeSettings
-from om2w_tui.evaluation.judge import output_path as judge_output_path
-from om2w_tui.evaluation.live_judge import JudgedRun, LiveJudge, sinks_emit
 from om2w_tui.executors.local import LocalExecutor
 from om2w_tui.executors.ray import check_address, on_loopback, ray_missing
 from om2w_tui.files import holds_no_files, unsafe_entry, write_json_atomic
@@ -67,6 +68,30 @@ from om2w_tui.secret import EndpointURL
 
 class UsageError(ValueError):
     """Input the run cannot start with; the message names the file, line or flag and what to do."""
+
+
+class CompanionRun(Sink, Protocol):
+    """A companion for one run: a sink of its events, started once the run's sinks listen and closed with the run;
+    `hold(run)` is the run its front end holds then (the live judge's lets it finish its queue after the run)."""
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    def hold(self, run: Run) -> Run: ...
+
+
+class Companion(Protocol):
+    """What a front end runs beside its runs (the live judge: evaluation/live_judge.py's LIVE_JUDGE), given to
+    `run_checks` and carried by the Preflight to `open_run`."""
+
+    def check(self, cfg: RunConfig) -> str:
+        """'' or what refuses the run (a file of its own in the out folder that it must not write through)."""
+        ...
+
+    def open(self, cfg: RunConfig, emit: Callable[[Event], None]) -> CompanionRun | None:
+        """Its service for this run (None: `cfg` asks for none); `emit` tells every sink of the run."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -85,6 +110,7 @@ class Preflight:
     settled: int
     checks: list[Check] = field(default_factory=list)   # (what, ok | WARNING, detail)
     resolved: Resolved = field(default_factory=Resolved)
+    companions: tuple[Companion, ...] = ()              # run beside the run (checked with it)
 
     @property
     def run_config(self) -> RunConfig:
@@ -233,11 +259,12 @@ def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task]]:
     return Path(task_file), tasks, chosen
 
 
-def run_checks(cfg: RunConfig, *, check_model: bool = True,
-               ask_model: bool = True) -> tuple[Preflight | None, list[Check]]:
+def run_checks(cfg: RunConfig, *, check_model: bool = True, ask_model: bool = True,
+               companions: Sequence[Companion] = ()) -> tuple[Preflight | None, list[Check]]:
     """Every check that can be made before a run, each on its own (for `om2w-tui doctor` and the launch screen):
     -> (the Preflight when none failed, else None; [(what, ok | WARNING, detail)]). Writes nothing. `ask_model`:
-    send the model the run's first step (engine/model_check.py); what it gets wrong is a WARNING, never a failure."""
+    send the model the run's first step (engine/model_check.py); what it gets wrong is a WARNING, never a failure.
+    `companions`: what the front end runs beside the run (the live judge), checked here and carried to `open_run`."""
     checks: list[Check] = []
 
     def add(name: str, problem: str, ok_detail: str) -> bool:
@@ -259,11 +286,9 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True,
         add("tasks", str(e), "")
     out_ok = add("out folder", _check_out(cfg.out, cfg.shard, chosen),
                  str(cfg.out) + (f", shard {cfg.shard}" if cfg.shard else ""))
-    if out_ok and cfg.judge_url and cfg.judge_model:
-        # the live judge's file is appended to: a symlink or a FIFO there is refused as the run's own files are
-        problem = unsafe_entry(judge_output_path(cfg.out, JudgeSettings(model=cfg.judge_model)))
-        if problem:
-            out_ok = add("out folder", f"--out {cfg.out}: {problem}", "")
+    for companion in companions:   # a companion's files (the live judge's) are refused as the run's own files are
+        if out_ok and (problem := companion.check(cfg)):
+            out_ok = add("out folder", problem, "")
     if cfg.pace_dir is not None:
         names = pace_names(chosen)
         add("pace dir", check_pace_dir(cfg.pace_dir) or check_pace_files(cfg.pace_dir, names),
@@ -307,12 +332,12 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True,
         checks.append(("resume", True, f"{settled} of {len(chosen)} already done in {cfg.out}"))
     if not all(ok for _, ok, _ in checks) or task_file is None:
         return None, checks
-    return Preflight(cfg, chosen, task_file, settled, checks, resolved), checks
+    return Preflight(cfg, chosen, task_file, settled, checks, resolved, tuple(companions)), checks
 
 
-def preflight(cfg: RunConfig, *, check_model: bool = True) -> Preflight:
+def preflight(cfg: RunConfig, *, check_model: bool = True, companions: Sequence[Companion] = ()) -> Preflight:
     """Every check that needs no browser and writes nothing. Raises UsageError with the first problem."""
-    pre, checks = run_checks(cfg, check_model=check_model, ask_model=False)
+    pre, checks = run_checks(cfg, check_model=check_model, ask_model=False, companions=companions)
     if pre is None:
         raise UsageError(next(detail for _, ok, detail in checks if not ok))
     return pre
@@ -352,15 +377,13 @@ def reference_judge(task: dict[str, Any], rec: EpisodeRecord) -> bool | None:
     return rec.status == "done" and rec.agent_done and judge_answer(task, rec.answer)
 
 
-def live_judge(cfg: RunConfig, sinks: list[Sink]) -> LiveJudge | None:
-    """The background judge of a run with --judge-url (WebJudge, the official reading, as `om2w-tui judge`)."""
-    if not cfg.judge_url or not cfg.judge_model:
-        return None
-    from om2w_tui.evaluation.judge import judge_client  # the judge's client only when a run judges as it goes
-
-    settings = JudgeSettings(model=cfg.judge_model, workers=cfg.judge_workers)
-    client = judge_client(cfg.judge_url.for_client(), cfg.judge_api_key(), settings)
-    return LiveJudge(cfg.out, settings, client, sinks_emit(sinks))
+def emit_to(sinks: list[Sink]) -> Callable[[Event], None]:
+    """An emit that tells each of the run's sinks (a companion's log lines reach the console and the headless log)."""
+    def emit(event: Event) -> None:
+        for sink in sinks:
+            with contextlib.suppress(Exception):
+                sink.handle(event)
+    return emit
 
 
 def make_executor(cfg: RunConfig, stack: contextlib.ExitStack) -> Any:
@@ -430,8 +453,10 @@ async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = 
 
         # every run listens on its control socket (ctl, attach) for its life; one that cannot still runs
         server = ControlServer(folder, max_steps=cfg.max_steps)
-        live = live_judge(cfg, [*sinks, server])    # None unless the run judges as it goes (--judge-url)
-        run = Scheduler(cfg, tasks, executor, [*sinks, server, *([live] if live else [])], judge=judge, probe=probe,
+        emit = emit_to([*sinks, server])
+        # the live judge unless the run judges nothing as it goes (--judge-url)
+        beside = [c for c in (companion.open(cfg, emit) for companion in pre.companions) if c is not None]
+        run = Scheduler(cfg, tasks, executor, [*sinks, server, *beside], judge=judge, probe=probe,
                         endpoint=endpoint.for_client(), guard_ends_run=guard_ends_run, site_names=local_names,
                         slot_room=lambda: slot_room(cfg.slot_memory) if cfg.executor != "ray" or _ray_here(cfg)
                         else None)
@@ -441,12 +466,12 @@ async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = 
             except (ControlSocketError, OSError) as e:
                 for sink in sinks:
                     sink.handle(Log("warning", f"no control socket, so ctl and attach cannot reach this run: {e}"))
-            if live is None:
-                yield run
-            else:
-                await live.start()
-                listening.push_async_callback(live.close)
-                yield JudgedRun(run, live)
+            held: Run = run
+            for companion_run in beside:
+                await companion_run.start()
+                listening.push_async_callback(companion_run.close)
+                held = companion_run.hold(held)
+            yield held
     finally:
         # in a thread: a server's shutdown waits for its poll loop (up to 0.5 s each), which froze the console's
         # screen at the end of every offline run (bench/console_lag.py); shielded, so a cancel still closes it all

@@ -29,6 +29,7 @@ from om2w_tui.engine.control import RunControl
 from om2w_tui.engine.events import Sink
 from om2w_tui.engine.launch import Check, Preflight, UsageError, open_run, run_checks
 from om2w_tui.engine.results import EpisodeRecord, read_results
+from om2w_tui.evaluation.live_judge import LIVE_JUDGE
 from om2w_tui.frontends.console.collector import Collector
 from om2w_tui.frontends.console.launch_values import last_launch_path, load_values, save_values, values_from_config
 from om2w_tui.frontends.console.messages import EngineSink, EpisodeChange
@@ -73,7 +74,8 @@ class ConsoleApp(App[int]):
         self.measure = measure           # the report's measure asked for (evaluation/measure.py; None: the best)
         self.annotator = annotator       # who labels from the report (`L`): asked once when not given
         self.clock: Clock = clock or time.time
-        self.checks_fn: ChecksFn = checks_fn or run_checks
+        # the launch form's checks: the live judge runs beside a run that asks for it (--judge-url)
+        self.checks_fn: ChecksFn = checks_fn or partial(run_checks, companions=(LIVE_JUDGE,))
         self.image_renderer = image_renderer
         self.start_engine = start_engine
         self.last_launch = last_launch
