@@ -452,7 +452,7 @@ async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = 
             return await asyncio.to_thread(probe_endpoint, endpoint, cfg.model, cfg.api_key())
 
         # every run listens on its control socket (ctl, attach) for its life; one that cannot still runs
-        server = ControlServer(folder, max_steps=cfg.max_steps)
+        server = ControlServer(folder)
         emit = emit_to([*sinks, server])
         # the live judge unless the run judges nothing as it goes (--judge-url)
         beside = [c for c in (companion.open(cfg, emit) for companion in pre.companions) if c is not None]

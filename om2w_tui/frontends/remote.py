@@ -43,7 +43,7 @@ class RemoteRun:
         self.out = Path(out)
         self.socket_name = socket_name
         self.sinks = list(sinks)
-        self.info = RunInfo(pid=0, out=str(self.out))   # the run's pid, out folder, max_steps ... (once connected)
+        self.info = RunInfo(pid=0, out=str(self.out))   # the run's pid, out folder, progress (once connected)
         self.finished = False                 # the run said it finished (RunFinished)
         self._snapshot = RunSnapshot()
         self._snapshot_at = time.monotonic()

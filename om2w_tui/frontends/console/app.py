@@ -120,7 +120,7 @@ class ConsoleApp(App[int]):
         except OSError as e:
             self.notify(f"could not remember this launch: {e}", severity="warning")
         self._tasks = {t.task_id: t.confirmed_task for t in pre.tasks}
-        self.dashboard = DashboardScreen(Path(cfg.out).name or str(cfg.out), len(pre.tasks), cfg.max_steps)
+        self.dashboard = DashboardScreen(Path(cfg.out).name or str(cfg.out), len(pre.tasks))
         self.sink.target = self.dashboard
         if isinstance(self.screen, LaunchScreen):
             self.switch_screen(self.dashboard)
@@ -172,7 +172,7 @@ class ConsoleApp(App[int]):
     def start_attached(self, remote: RemoteRun) -> None:
         """Open the dashboard on the run `remote` reaches and follow it; its folder serves the episode views."""
         self.report_out = remote.out
-        self.dashboard = DashboardScreen(remote.out.name or str(remote.out), 0, 0)
+        self.dashboard = DashboardScreen(remote.out.name or str(remote.out), 0)
         self.sink.target = self.dashboard
         self.push_screen(self.dashboard)
         self.call_after_refresh(self._load_earlier_records, remote.out)
@@ -183,8 +183,6 @@ class ConsoleApp(App[int]):
         remote.sinks = [self.sink, *self.extra_sinks]
         try:
             await remote.connect()
-            if self.dashboard is not None:
-                self.dashboard.state.max_steps = remote.info.max_steps
             self.control = remote
             await remote.run()
             if not remote.finished:

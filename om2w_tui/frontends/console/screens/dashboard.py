@@ -124,9 +124,9 @@ class DashboardScreen(Screen[None]):
         Binding("R", "open_report", "Report", key_display="R", id="open-report", show=False),
     ]
 
-    def __init__(self, name: str, total: int, max_steps: int):
+    def __init__(self, name: str, total: int):
         super().__init__()
-        self.state = RunState(name=name, total=total, max_steps=max_steps)
+        self.state = RunState(name=name, total=total)
         self.steps_scope = "all"
         self._shown_task: str | None = None
         self._snapshot_timer: Timer | None = None
