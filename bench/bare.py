@@ -248,6 +248,7 @@ def bare_slot(args: argparse.Namespace) -> int:
     os.environ.update(browser_use_env(os.path.join(scratch, "config")))
     os.environ["TMPDIR"] = scratch
     from om2w_tui.benchmarks.site_keys import site_key
+    from om2w_tui.benchmarks.tasks import Task
     from om2w_tui.engine.config import RunConfig
     from om2w_tui.episode.runner import EpisodeControl, run_episode
     from om2w_tui.offline import judge_answer
@@ -275,7 +276,8 @@ def bare_slot(args: argparse.Namespace) -> int:
         tasks.remove(task)
         folder = out / task["task_id"]
         folder.mkdir(parents=True, exist_ok=True)
-        spec = cfg.worker_spec(folder, base_url=args.base_url)
+        # the task's budget by the loader's one rule (its own max_steps, else the run's)
+        spec = cfg.worker_spec(folder, base_url=args.base_url, max_steps=Task.from_dict(task, cfg.max_steps).max_steps)
         t_start = time.time()
         try:
             outcome = asyncio.run(run_episode(task, spec, lambda ev: None, EpisodeControl()))

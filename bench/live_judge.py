@@ -139,13 +139,12 @@ class Ends:
 
 async def one_run(tasks: list[Task], length: dict[str, float], out: Path, workers: int,
                   judge_url: str | None) -> dict[str, float]:
-    from om2w_tui.engine.launch import live_judge
-    from om2w_tui.evaluation.live_judge import JudgedRun
+    from om2w_tui.evaluation.live_judge import LIVE_JUDGE, JudgedRun
 
     cfg = RunConfig(out=out, workers=workers, pace_cooldown=0.0, site_slots=0, timeout=3600.0,
                     judge_url=judge_url, judge_model="judge" if judge_url else None, judge_workers=4)
     ends = Ends()
-    live = live_judge(cfg, [])
+    live = LIVE_JUDGE.open(cfg, lambda event: None)
     sched = Scheduler(cfg, tasks, FolderExecutor(length, step_s=1.0), [ends, *([live] if live else [])])
     t0 = time.monotonic()
     if live is None:

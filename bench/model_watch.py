@@ -161,7 +161,7 @@ def episode_child(args: argparse.Namespace) -> int:
             else:   # the pass-through: the models as browser-use makes them, unwatched
                 model_watch.ModelWatch.watch = lambda self, llm: llm   # type: ignore[method-assign]
                 model_watch.ModelWatch.client = lambda self, c: c      # type: ignore[method-assign]
-            spec = cfg.worker_spec(out / f"{task.task_id}-{k}", base_url=oracle.url)
+            spec = cfg.worker_spec(out / f"{task.task_id}-{k}", base_url=oracle.url, max_steps=task.max_steps)
             before = resource.getrusage(resource.RUSAGE_SELF)
             outcome = await run_episode(task.to_dict(), spec, lambda ev: None, EpisodeControl())
             after = resource.getrusage(resource.RUSAGE_SELF)

@@ -8,6 +8,10 @@ URL with a host and a port in range, on a port Chromium refuses, or that carries
 result files, the logs and the prompt would copy), a number anywhere beyond what a float holds exactly, and a
 `max_steps` or `reference_length` out of range. The file is read through `json_input` (a regular file of bounded
 size, nesting bounded).
+
+A task's step budget is decided here, once, as it is loaded: its own `max_steps` (a JSON whole number from 1 to
+MAX_STEPS; anything else, a string too, is refused) or else the run's `--max-steps`; `Task.max_steps` carries it to
+the scheduler, the worker's spec, the probe and the front ends, none of which decides it again.
 """
 
 from __future__ import annotations
@@ -22,7 +26,6 @@ from typing import Any, cast
 from urllib.parse import urlsplit
 
 from om2w_tui.benchmarks.site_keys import site_key
-from om2w_tui.episode.instruction import MAX_INSTRUCTION_CHARS, MAX_STEPS
 from om2w_tui.json_input import InputError, decode, read_bytes, text_of
 from om2w_tui.secret import check_http_url, redact_url
 
@@ -44,6 +47,12 @@ CHROMIUM_REFUSED_PORTS = frozenset((
     531, 532, 540, 548, 554, 556, 563, 587, 601, 636, 989, 990, 993, 995, 1719, 1720, 1723, 2049, 3659, 4045, 5060,
     5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6697, 10080))
 MAX_WEBSITE_CHARS = 100_000   # browser-use's MAX_URL_LENGTH (browser_use/agent/cloud_events.py) for a step's URL
+# the longest instruction browser-use's Agent runs: its CreateAgentTaskEvent (browser_use/agent/cloud_events.py,
+# MAX_TASK_LENGTH, built at the start of every run) refuses a longer `task` with `string_too_long`, failing every
+# episode as the agent's fault; tests/unit/test_children.py holds this to browser-use's own constant
+MAX_INSTRUCTION_CHARS = 100_000
+MAX_STEPS = 10_000            # the most steps an episode may be given (--max-steps, a task's own max_steps)
+DEFAULT_MAX_STEPS = 30        # the run's budget when --max-steps is not given (RunConfig's default)
 MAX_EXACT_INT = 2 ** 53       # a number anywhere in a task beyond this is no float exactly (reference_length 10**400
                               # overflowed the dispatcher's float after run.json was written)
 
@@ -59,6 +68,8 @@ class Task:
     website: str
     level: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # the episode's step budget, decided at load (its own max_steps, else the run's); a task built in code: the default
+    max_steps: int = DEFAULT_MAX_STEPS
 
     @property
     def site(self) -> str:
@@ -70,8 +81,11 @@ class Task:
                 "website": self.website, "level": self.level}
 
     @classmethod
-    def from_dict(cls, row: dict[str, Any]) -> Task:
-        return cls(row["task_id"], row["confirmed_task"], row["website"], row.get("level"), dict(row))
+    def from_dict(cls, row: dict[str, Any], max_steps: int = DEFAULT_MAX_STEPS) -> Task:
+        """A checked row (`parse_tasks`) as a task; `max_steps`: the run's budget, which its own max_steps overrides."""
+        own = row.get("max_steps")
+        return cls(row["task_id"], row["confirmed_task"], row["website"], row.get("level"), dict(row),
+                   own if own is not None else max_steps)
 
 
 def file_sha256(path: Path) -> str:
@@ -205,8 +219,9 @@ def _rows_jsonl(path: Path, text: str) -> Iterable[tuple[str, Any]]:
         yield f"{path}:{n}", row
 
 
-def parse_tasks(path: Path, text: str) -> list[Task]:
-    """Tasks from a file's text; JSON lines when the name ends in .jsonl or the text is several JSON objects."""
+def parse_tasks(path: Path, text: str, max_steps: int = DEFAULT_MAX_STEPS) -> list[Task]:
+    """Tasks from a file's text; JSON lines when the name ends in .jsonl or the text is several JSON objects.
+    `max_steps`: the run's --max-steps, the budget of each task without its own."""
     text = text.removeprefix("\ufeff")   # a byte order mark (files saved by some Windows editors)
     if not text.strip():
         raise TaskFileError(f"{path}: the file is empty")
@@ -230,7 +245,7 @@ def parse_tasks(path: Path, text: str) -> list[Task]:
         if tid in seen:
             raise TaskFileError(f"{where}: duplicate task id {tid!r} (first at {seen[tid]}); task ids must be unique")
         seen[tid] = where
-        tasks.append(Task.from_dict(row))
+        tasks.append(Task.from_dict(row, max_steps))
     if not tasks:
         raise TaskFileError(f"{path}: no tasks in the file")
     return tasks
@@ -250,9 +265,10 @@ def read_task_text(path: Path) -> str:
         raise TaskFileError(str(e)) from None
 
 
-def load_tasks(path: str | Path) -> list[Task]:
+def load_tasks(path: str | Path, max_steps: int = DEFAULT_MAX_STEPS) -> list[Task]:
+    """A task file's tasks, each with its step budget (its own, else `max_steps`: the run's); raises TaskFileError."""
     path = Path(path)
-    return parse_tasks(path, read_task_text(path))
+    return parse_tasks(path, read_task_text(path), max_steps)
 
 
 def select(tasks: list[Task], *, task_ids: Iterable[str] | None = None, levels: Iterable[str] | None = None,

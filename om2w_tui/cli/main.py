@@ -23,9 +23,11 @@ from om2w_tui.engine.launch import WARNING, UsageError, preflight, run_checks
 from om2w_tui.engine.settings import BEYOND, SETTINGS, UNPACED, Choice, Switch, bench_defaults, changed
 from om2w_tui.engine.sharding import shard_from_flags
 from om2w_tui.episode.instruction import TemplateError, read_template
+from om2w_tui.evaluation.live_judge import LIVE_JUDGE
 from om2w_tui.frontends.headless import run_headless
 
 EXIT_USAGE = exits.USAGE
+COMPANIONS = (LIVE_JUDGE,)   # what runs beside a run: its judge, when it asks for one (--judge-url)
 
 
 def add_run_flags(p: argparse.ArgumentParser, *, demo: bool = False) -> None:
@@ -142,7 +144,7 @@ def doctor(cfg: RunConfig) -> int:
 
     from om2w_tui.frontends.console.report_table import printed_console  # as above
 
-    pre, checks = run_checks(cfg)
+    pre, checks = run_checks(cfg, companions=COMPANIONS)
     table = Table(title="om2w-tui doctor", show_lines=False)
     table.add_column("check")
     table.add_column("", width=4)
@@ -178,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "doctor":
         return doctor(cfg)
     try:
-        pre = preflight(cfg)
+        pre = preflight(cfg, companions=COMPANIONS)
     except UsageError as e:
         return _fail(str(e))
     if not args.no_ui and not has_terminal():

@@ -70,8 +70,8 @@ class AttemptRun(Protocol):
         """A background task the run owns (awaited before it ends)."""
         ...
 
-    def spec_for(self, folder: Path) -> WorkerSpec:
-        """The run's settings for an episode into `folder`."""
+    def spec_for(self, task: Task, folder: Path) -> WorkerSpec:
+        """The run's settings for an episode of `task` into `folder`."""
         ...
 
     def model_called(self, slot: int, task_id: str, call: ModelCall) -> None:
@@ -132,7 +132,7 @@ class Attempt:
         await asyncio.to_thread(prepare_folder, self.folder)
         if self.stop_reason:
             return Outcome(self.stop_reason, self.stop_error)
-        if not await worker.send(Run(self.task.to_dict(), run.spec_for(self.folder))):
+        if not await worker.send(Run(self.task.to_dict(), run.spec_for(self.task, self.folder))):
             seat.kill_worker(worker)
             return harness_error("the worker process is gone")
         self.sent = True

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from om2w_tui.benchmarks.tasks import DEFAULT_MAX_STEPS
 from om2w_tui.episode.browser import DEFAULT_LOCALE, DEFAULT_TIMEZONE, DEFAULT_VIEWPORT
 from om2w_tui.episode.instruction import DEFAULT_TEMPLATE
 from om2w_tui.protocol.worker import BrowserSettings, WorkerSpec
@@ -41,7 +42,7 @@ class RunConfig:
     api_key_env: str = "OPENAI_API_KEY"
     temperature: float = 0.0
     timeout: float = 1800.0
-    max_steps: int = 30
+    max_steps: int = DEFAULT_MAX_STEPS   # a task without its own max_steps gets this budget as it is loaded
     pace_cooldown: float = 120.0
     site_slots: int = 1            # episodes at once on one site (0: no limit); with cooldown 0, no pacing at all
     workers: int = 4
@@ -113,14 +114,15 @@ class RunConfig:
                 "adapters": [a for a in self.adapters.split(",") if a.strip() and a.strip() != "none"],
                 "planner_turns": self.planner_turns}
 
-    def worker_spec(self, folder: Path, base_url: EndpointURL | str | None = None) -> WorkerSpec:
+    def worker_spec(self, folder: Path, base_url: EndpointURL | str | None = None, *, max_steps: int) -> WorkerSpec:
         """What a worker needs to run one episode of this run into `folder`, on the endpoint `base_url` (the run's,
-        or the oracle it serves itself). The key is read now and travels in the spec only: never in the worker's
-        environment, which its Chromium would inherit; the endpoint as its model client opens it."""
+        or the oracle it serves itself), with its task's step budget (`Task.max_steps`). The key is read now and
+        travels in the spec only: never in the worker's environment, which its Chromium would inherit; the endpoint
+        as its model client opens it."""
         return WorkerSpec(
             folder=str(folder), chromium=self.chromium or "", model=self.model,
             base_url=reveal(base_url) or self.endpoint.for_client(),
-            api_key=self.api_key(), temperature=self.temperature, max_steps=self.max_steps,
+            api_key=self.api_key(), temperature=self.temperature, max_steps=max_steps,
             max_completion_tokens=self.max_completion_tokens, vision=self.vision, llm_timeout=self.llm_timeout,
             llm_retries=self.llm_retries, arm=self.arm, arm_options=self.arm_options(),
             schema="v2" if self.trajectory_schema == "v2" else "v1",

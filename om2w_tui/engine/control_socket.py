@@ -136,12 +136,12 @@ class ControlServer:
     removes the socket on the way out; commands go to `control` (the scheduler) through `engine.control.apply`,
     events to every subscriber."""
 
-    def __init__(self, folder: RunFolder | Path, *, max_steps: int = 0):
+    def __init__(self, folder: RunFolder | Path):
         folder = folder if isinstance(folder, RunFolder) else RunFolder(Path(folder))   # a plain folder: a whole run
         self.out = folder.out
         self.path = folder.socket           # the run's own socket: a shard's is named after its lock
         self.name = self.path.name
-        self.info = RunInfo(pid=os.getpid(), out=str(self.out), max_steps=max_steps)
+        self.info = RunInfo(pid=os.getpid(), out=str(self.out))
         self.clients: set[_Client] = set()
         self.dropped = 0                      # clients dropped for falling behind
         self._control: RunControl | None = None

@@ -43,7 +43,7 @@ class EpisodeStarted:
     level: str | None
     attempt: int
     started_at: float
-    max_steps: int | None = None   # the episode's step budget (a task's own, or the run's)
+    max_steps: int                 # the episode's step budget: its task's (Task.max_steps, decided at load)
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,7 @@ class SlotRow:
     step: int = 0
     started_at: float | None = None   # epoch seconds
     attempt: int | None = None
-    max_steps: int | None = None
+    max_steps: int | None = None      # its episode's step budget (Task.max_steps); None when idle
     model_error: str = ""       # the kind of its episode's last model call, when that call failed
 
 

@@ -3,7 +3,11 @@
 `preflight` checks everything that can be checked before anything is written (task file, filters, out folder,
 Chromium, the model endpoint); `open_run` starts what the run needs (the offline sites, the oracle), writes the
 manifest `run.json`, and yields a Scheduler. Bad input raises `UsageError`, which front ends show as it is and
-turn into exit code 2."""
+turn into exit code 2.
+
+What a front end runs beside its runs (the live judge, `evaluation/live_judge.py`) is a `Companion` it gives the
+checks: launch checks it with the run and runs it with the run, knowing nothing of it (evaluation sits above the
+engine: it reads what runs write)."""
 
 from __future__ import annotations
 
@@ -15,16 +19,17 @@ import os
 import platform
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from om2w_tui.benchmarks.dates import refresh_note
 from om2w_tui.benchmarks.episode_folder import unsafe_task_folder
 from om2w_tui.benchmarks.site_keys import site_key
 from om2w_tui.benchmarks.tasks import (
+    DEFAULT_MAX_STEPS,
     Task,
     TaskFileError,
     file_sha256,
@@ -37,7 +42,7 @@ from om2w_tui.engine.chromium_check import check_starts
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.control import Run
 from om2w_tui.engine.control_socket import ControlServer, ControlSocketError
-from om2w_tui.engine.events import Log, Sink
+from om2w_tui.engine.events import Event, Log, Sink
 from om2w_tui.engine.machine import slot_room, starts_at_once, too_many_workers
 from om2w_tui.engine.model_check import WARNING as WARNING  # re-exported: the front ends show the warning state
 from om2w_tui.engine.model_check import Check as Check  # re-exported: a check row, as the front ends show it
@@ -53,9 +58,6 @@ from om2w_tui.engine.start_rate import PacedStarts
 from om2w_tui.episode.arms import arm_names
 from om2w_tui.episode.browser import BrowserNotFound, check_browser_settings, find_chromium, resolve_browser
 from om2w_tui.episode.instruction import check_template
-from om2w_tui.evaluation.judge_files import output_path as judge_output_path
-from om2w_tui.evaluation.judge_settings import Settings as JudgeSettings
-from om2w_tui.evaluation.live_judge import JudgedRun, LiveJudge, sinks_emit
 from om2w_tui.executors.local import LocalExecutor
 from om2w_tui.executors.ray import check_address, on_loopback, ray_missing
 from om2w_tui.files import holds_no_files, unsafe_entry, write_json_atomic
@@ -66,6 +68,30 @@ from om2w_tui.secret import EndpointURL
 
 class UsageError(ValueError):
     """Input the run cannot start with; the message names the file, line or flag and what to do."""
+
+
+class CompanionRun(Sink, Protocol):
+    """A companion for one run: a sink of its events, started once the run's sinks listen and closed with the run;
+    `hold(run)` is the run its front end holds then (the live judge's lets it finish its queue after the run)."""
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    def hold(self, run: Run) -> Run: ...
+
+
+class Companion(Protocol):
+    """What a front end runs beside its runs (the live judge: evaluation/live_judge.py's LIVE_JUDGE), given to
+    `run_checks` and carried by the Preflight to `open_run`."""
+
+    def check(self, cfg: RunConfig) -> str:
+        """'' or what refuses the run (a file of its own in the out folder that it must not write through)."""
+        ...
+
+    def open(self, cfg: RunConfig, emit: Callable[[Event], None]) -> CompanionRun | None:
+        """Its service for this run (None: `cfg` asks for none); `emit` tells every sink of the run."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -84,6 +110,7 @@ class Preflight:
     settled: int
     checks: list[Check] = field(default_factory=list)   # (what, ok | WARNING, detail)
     resolved: Resolved = field(default_factory=Resolved)
+    companions: tuple[Companion, ...] = ()              # run beside the run (checked with it)
 
     @property
     def run_config(self) -> RunConfig:
@@ -101,23 +128,24 @@ def _stand_in(name: str) -> str:
     return f"http://{name}.offline.invalid"
 
 
-def offline_tasks(path: Path | None = None) -> tuple[Path, list[Task]]:
+def offline_tasks(path: Path | None = None, max_steps: int = DEFAULT_MAX_STEPS) -> tuple[Path, list[Task]]:
     """The offline suite's tasks (the shipped file, or a file of the same kind): their `{shop}`-style placeholders
-    become stand-in addresses until the sites run and `live_offline_task` puts the real ones in."""
+    become stand-in addresses until the sites run and `live_offline_task` puts the real ones in. `max_steps`: the
+    run's budget (a task's own wins)."""
     from om2w_tui.offline import SITE_NAMES, TASKS_TEMPLATE  # the offline suite only when a run uses it
 
     path = Path(path or TASKS_TEMPLATE)
     text = read_task_text(path)
     for name in SITE_NAMES:
         text = text.replace("{" + name + "}", _stand_in(name))
-    return path, parse_tasks(path, text)
+    return path, parse_tasks(path, text, max_steps)
 
 
 def live_offline_task(task: Task, base_urls: dict[str, str]) -> Task:
     raw = json.dumps(task.to_dict())
     for name, url in base_urls.items():
         raw = raw.replace(_stand_in(name), url)
-    return Task.from_dict(json.loads(raw))
+    return Task.from_dict(json.loads(raw), task.max_steps)
 
 
 def check_endpoint(endpoint: EndpointURL, model: str, api_key: str) -> str:
@@ -209,7 +237,7 @@ def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task]]:
     """(task file, all its tasks, the selected ones); raises UsageError."""
     try:
         if cfg.bench == "offline":
-            task_file, tasks = offline_tasks(cfg.tasks)
+            task_file, tasks = offline_tasks(cfg.tasks, cfg.max_steps)
         else:
             # without --tasks, the benchmark's file shipped in data/ (as the seed's defaults were)
             found = cfg.tasks or default_task_file(cfg.bench)
@@ -218,7 +246,7 @@ def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task]]:
                                  f"`om2w-tui tasks fetch {cfg.bench}` puts it in {data_dir()}; "
                                  f"use --bench offline for the built-in suite)")
             task_file = found
-            tasks = load_tasks(task_file)
+            tasks = load_tasks(task_file, cfg.max_steps)   # each task's step budget decided here, once
         chosen = select(tasks, task_ids=cfg.task_ids, levels=cfg.levels, sites=cfg.sites, limit=cfg.limit)
         # this node's share (--shard) of the selection, its sites assigned on the whole file: the same on every node
         chosen = select_shard(tasks, cfg.shard, chosen)
@@ -231,11 +259,12 @@ def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task]]:
     return Path(task_file), tasks, chosen
 
 
-def run_checks(cfg: RunConfig, *, check_model: bool = True,
-               ask_model: bool = True) -> tuple[Preflight | None, list[Check]]:
+def run_checks(cfg: RunConfig, *, check_model: bool = True, ask_model: bool = True,
+               companions: Sequence[Companion] = ()) -> tuple[Preflight | None, list[Check]]:
     """Every check that can be made before a run, each on its own (for `om2w-tui doctor` and the launch screen):
     -> (the Preflight when none failed, else None; [(what, ok | WARNING, detail)]). Writes nothing. `ask_model`:
-    send the model the run's first step (engine/model_check.py); what it gets wrong is a WARNING, never a failure."""
+    send the model the run's first step (engine/model_check.py); what it gets wrong is a WARNING, never a failure.
+    `companions`: what the front end runs beside the run (the live judge), checked here and carried to `open_run`."""
     checks: list[Check] = []
 
     def add(name: str, problem: str, ok_detail: str) -> bool:
@@ -257,11 +286,9 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True,
         add("tasks", str(e), "")
     out_ok = add("out folder", _check_out(cfg.out, cfg.shard, chosen),
                  str(cfg.out) + (f", shard {cfg.shard}" if cfg.shard else ""))
-    if out_ok and cfg.judge_url and cfg.judge_model:
-        # the live judge's file is appended to: a symlink or a FIFO there is refused as the run's own files are
-        problem = unsafe_entry(judge_output_path(cfg.out, JudgeSettings(model=cfg.judge_model)))
-        if problem:
-            out_ok = add("out folder", f"--out {cfg.out}: {problem}", "")
+    for companion in companions:   # a companion's files (the live judge's) are refused as the run's own files are
+        if out_ok and (problem := companion.check(cfg)):
+            out_ok = add("out folder", problem, "")
     if cfg.pace_dir is not None:
         names = pace_names(chosen)
         add("pace dir", check_pace_dir(cfg.pace_dir) or check_pace_files(cfg.pace_dir, names),
@@ -294,7 +321,7 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True,
         endpoint_ok = add("model endpoint", check_endpoint(cfg.endpoint, cfg.model, cfg.api_key()),
                           f"{cfg.endpoint} serves {cfg.model}")
     if check_model and ask_model and endpoint_ok and chromium_ok:
-        checks.extend(model_checks(resolved_config(cfg, resolved), [t.to_dict() for t in chosen]))
+        checks.extend(model_checks(resolved_config(cfg, resolved), chosen))
     if cfg.judge_url and cfg.judge_model and check_model:
         add("judge endpoint", check_judge_endpoint(cfg), f"{cfg.judge_url} serves {cfg.judge_model}: each episode "
             f"judged as it ends ({cfg.judge_workers} calls at once)")
@@ -305,12 +332,12 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True,
         checks.append(("resume", True, f"{settled} of {len(chosen)} already done in {cfg.out}"))
     if not all(ok for _, ok, _ in checks) or task_file is None:
         return None, checks
-    return Preflight(cfg, chosen, task_file, settled, checks, resolved), checks
+    return Preflight(cfg, chosen, task_file, settled, checks, resolved, tuple(companions)), checks
 
 
-def preflight(cfg: RunConfig, *, check_model: bool = True) -> Preflight:
+def preflight(cfg: RunConfig, *, check_model: bool = True, companions: Sequence[Companion] = ()) -> Preflight:
     """Every check that needs no browser and writes nothing. Raises UsageError with the first problem."""
-    pre, checks = run_checks(cfg, check_model=check_model, ask_model=False)
+    pre, checks = run_checks(cfg, check_model=check_model, ask_model=False, companions=companions)
     if pre is None:
         raise UsageError(next(detail for _, ok, detail in checks if not ok))
     return pre
@@ -350,15 +377,13 @@ def reference_judge(task: dict[str, Any], rec: EpisodeRecord) -> bool | None:
     return rec.status == "done" and rec.agent_done and judge_answer(task, rec.answer)
 
 
-def live_judge(cfg: RunConfig, sinks: list[Sink]) -> LiveJudge | None:
-    """The background judge of a run with --judge-url (WebJudge, the official reading, as `om2w-tui judge`)."""
-    if not cfg.judge_url or not cfg.judge_model:
-        return None
-    from om2w_tui.evaluation.judge import judge_client  # the judge's client only when a run judges as it goes
-
-    settings = JudgeSettings(model=cfg.judge_model, workers=cfg.judge_workers)
-    client = judge_client(cfg.judge_url.for_client(), cfg.judge_api_key(), settings)
-    return LiveJudge(cfg.out, settings, client, sinks_emit(sinks))
+def emit_to(sinks: list[Sink]) -> Callable[[Event], None]:
+    """An emit that tells each of the run's sinks (a companion's log lines reach the console and the headless log)."""
+    def emit(event: Event) -> None:
+        for sink in sinks:
+            with contextlib.suppress(Exception):
+                sink.handle(event)
+    return emit
 
 
 def make_executor(cfg: RunConfig, stack: contextlib.ExitStack) -> Any:
@@ -427,9 +452,11 @@ async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = 
             return await asyncio.to_thread(probe_endpoint, endpoint, cfg.model, cfg.api_key())
 
         # every run listens on its control socket (ctl, attach) for its life; one that cannot still runs
-        server = ControlServer(folder, max_steps=cfg.max_steps)
-        live = live_judge(cfg, [*sinks, server])    # None unless the run judges as it goes (--judge-url)
-        run = Scheduler(cfg, tasks, executor, [*sinks, server, *([live] if live else [])], judge=judge, probe=probe,
+        server = ControlServer(folder)
+        emit = emit_to([*sinks, server])
+        # the live judge unless the run judges nothing as it goes (--judge-url)
+        beside = [c for c in (companion.open(cfg, emit) for companion in pre.companions) if c is not None]
+        run = Scheduler(cfg, tasks, executor, [*sinks, server, *beside], judge=judge, probe=probe,
                         endpoint=endpoint.for_client(), guard_ends_run=guard_ends_run, site_names=local_names,
                         slot_room=lambda: slot_room(cfg.slot_memory) if cfg.executor != "ray" or _ray_here(cfg)
                         else None)
@@ -439,12 +466,12 @@ async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = 
             except (ControlSocketError, OSError) as e:
                 for sink in sinks:
                     sink.handle(Log("warning", f"no control socket, so ctl and attach cannot reach this run: {e}"))
-            if live is None:
-                yield run
-            else:
-                await live.start()
-                listening.push_async_callback(live.close)
-                yield JudgedRun(run, live)
+            held: Run = run
+            for companion_run in beside:
+                await companion_run.start()
+                listening.push_async_callback(companion_run.close)
+                held = companion_run.hold(held)
+            yield held
     finally:
         # in a thread: a server's shutdown waits for its poll loop (up to 0.5 s each), which froze the console's
         # screen at the end of every offline run (bench/console_lag.py); shielded, so a cancel still closes it all

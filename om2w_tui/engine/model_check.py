@@ -24,6 +24,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
+from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.settings import key_variables
 from om2w_tui.protocol.codec import CodecError, from_json, to_json
@@ -83,16 +84,16 @@ class ProbeSpec:
         return SETUP_S + self.llm_timeout * (1 + self.llm_retries) + 10
 
 
-def probe_spec(cfg: RunConfig, base_url: str, tasks: list[dict[str, Any]]) -> ProbeSpec:
-    """The run's first step as its worker would send it, on the run's first selected task."""
+def probe_spec(cfg: RunConfig, base_url: str, tasks: list[Task]) -> ProbeSpec:
+    """The run's first step as its worker would send it, on the run's first selected task (its step budget too)."""
     from om2w_tui.episode.instruction import instruction  # the template's filling, shared with the worker
 
-    task = tasks[0] if tasks else {"confirmed_task": SAMPLE_TASK, "website": "the shop"}
+    task = tasks[0] if tasks else Task("sample", SAMPLE_TASK, "the shop", max_steps=cfg.max_steps)
     return ProbeSpec(model=cfg.model, base_url=base_url, api_key_env=cfg.api_key_env, temperature=cfg.temperature,
                      max_completion_tokens=cfg.max_completion_tokens, vision=cfg.vision,
                      coordinates=cfg.coordinates_mode,
-                     instruction=instruction(task, cfg.instruction_template, cfg.hint_field),
-                     max_steps=cfg.max_steps, llm_timeout=cfg.llm_timeout, llm_retries=cfg.llm_retries,
+                     instruction=instruction(task.to_dict(), cfg.instruction_template, cfg.hint_field),
+                     max_steps=task.max_steps, llm_timeout=cfg.llm_timeout, llm_retries=cfg.llm_retries,
                      chromium=cfg.chromium or "", browser=cfg.browser_settings(), withhold=key_variables(cfg))
 
 
@@ -150,7 +151,7 @@ _keeping = threading.Lock()
 _asking: dict[str, threading.Lock] = {}
 
 
-def model_checks(cfg: RunConfig, tasks: list[dict[str, Any]]) -> list[Check]:
+def model_checks(cfg: RunConfig, tasks: list[Task]) -> list[Check]:
     """The model's rows for a run's preflight: the built-in oracle is served for the question, as a run serves it."""
     key_spec = probe_spec(cfg, "built-in oracle" if cfg.builtin_oracle else cfg.endpoint.for_client(), tasks)
     key = key_spec.to_json()
@@ -166,12 +167,12 @@ def model_checks(cfg: RunConfig, tasks: list[dict[str, Any]]) -> list[Check]:
         return rows
 
 
-def _ask_and_judge(cfg: RunConfig, spec: ProbeSpec, tasks: list[dict[str, Any]]) -> tuple[list[Check], bool]:
+def _ask_and_judge(cfg: RunConfig, spec: ProbeSpec, tasks: list[Task]) -> tuple[list[Check], bool]:
     if not cfg.builtin_oracle:
         return _judged(replace(spec, base_url=cfg.endpoint.for_client()), cfg.api_key())
     from om2w_tui.offline import OracleServer  # the oracle only when it is the model asked
 
-    with OracleServer(tasks) as oracle:
+    with OracleServer([t.to_dict() for t in tasks]) as oracle:
         return _judged(replace(spec, base_url=oracle.url), "EMPTY")
 
 

@@ -68,7 +68,6 @@ from om2w_tui.engine.settings import clamp_workers
 from om2w_tui.engine.shared_pacing import make_pacer
 from om2w_tui.engine.slot import Slot
 from om2w_tui.engine.snapshot import RunStats, run_snapshot, run_summary
-from om2w_tui.episode.instruction import step_budget
 from om2w_tui.executors.base import Executor
 from om2w_tui.protocol.worker import ModelCall, Outcome, WorkerSpec
 from om2w_tui.run_folder import RunFolder
@@ -309,13 +308,13 @@ class Scheduler:
                                     run=self)
         # said when decided, so that sinks see starts and ends in the order the pacer saw them
         self.emit(EpisodeStarted(slot.id, task.task_id, self.site_name(task.site), task.level, attempt, ep.started_at,
-                                 step_budget(task.raw, self.cfg.max_steps)))
+                                 task.max_steps))
         self.emit(SlotChanged(slot.id, "starting", task.task_id))
         self.spawn(self._episode(slot, ep))
 
     # ── one attempt (its life is engine/attempt.py's) ─────
-    def spec_for(self, folder: Path) -> WorkerSpec:
-        return self.cfg.worker_spec(folder, base_url=self.endpoint)
+    def spec_for(self, task: Task, folder: Path) -> WorkerSpec:
+        return self.cfg.worker_spec(folder, base_url=self.endpoint, max_steps=task.max_steps)
 
     def model_called(self, slot: int, task_id: str, call: ModelCall) -> None:
         first = self.model.call(self.loop.time(), slot, call)

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from om2w_tui.benchmarks.tasks import MAX_STEPS
 from om2w_tui.engine.config import BENCHES, COORDINATES, DEFAULT_VLLM, EXECUTORS, SCHEMAS, RunConfig
 from om2w_tui.episode.browser import DEFAULT_LOCALE, DEFAULT_TIMEZONE, DEFAULT_VIEWPORT
-from om2w_tui.episode.instruction import MAX_STEPS
 from om2w_tui.secret import EndpointURL, URLError, check_endpoint_url
 
 WHAT, AGENT, ARMS, BROWSER, PACING, FAULTS, WHERE, BEYOND = (

@@ -20,7 +20,6 @@ from om2w_tui.engine.pacing import SitePacer
 from om2w_tui.engine.record_writer import RecordWriter
 from om2w_tui.engine.results import ResultsStore
 from om2w_tui.engine.slot import Slot
-from om2w_tui.episode.instruction import step_budget
 from om2w_tui.protocol.run_end import decide
 
 
@@ -98,7 +97,7 @@ def run_snapshot(run: ObservedRun) -> RunSnapshot:
             slots.append(SlotRow(s.id, "retiring" if s.retired else "idle"))
             continue
         slots.append(SlotRow(s.id, ep.state, ep.task.task_id, run.site_name(ep.task.site), ep.task.level, ep.steps,
-                             ep.started_at, ep.attempt, step_budget(ep.task.raw, run.cfg.max_steps),
+                             ep.started_at, ep.attempt, ep.task.max_steps,
                              run.model.slot_error(s.id)))
     sites = []
     for name, c in run.ledger.sites.items():

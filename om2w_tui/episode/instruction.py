@@ -1,5 +1,5 @@
 """What the agent is asked: the task and the website it starts on, through a template (as the seed runner's
-`instruction(task, website)` did), and how many steps it may take (a task's own `max_steps` wins)."""
+`instruction(task, website)` did). How many steps it may take is the task's (`Task.max_steps`, decided at load)."""
 
 from __future__ import annotations
 
@@ -9,19 +9,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from om2w_tui.benchmarks.tasks import MAX_INSTRUCTION_CHARS
 from om2w_tui.files import read_file
 from om2w_tui.json_input import InputError, text_of
 
 # the seed's shape: the task, then the site it starts on (the browser is already there)
 DEFAULT_TEMPLATE = "{task}\n\nThe task starts on {website} (already open in the browser)."
 FIELDS = ("task", "website")
-MAX_STEPS = 10_000      # the most steps an episode may be given (--max-steps, a task's own max_steps)
 TEMPLATE_LIMIT = 1 << 20   # bytes of an --instruction-template read (a prompt of a million characters is no prompt)
 MAX_WIDTH = 10_000      # the widest a `{task:>N}` may pad (a width of 10**9 would fill memory in every episode)
-# the longest instruction browser-use's Agent runs: its CreateAgentTaskEvent (browser_use/agent/cloud_events.py,
-# MAX_TASK_LENGTH, built at the start of every run) refuses a longer `task` with `string_too_long`, failing every
-# episode as the agent's fault; tests/unit/test_children.py holds this to browser-use's own constant
-MAX_INSTRUCTION_CHARS = 100_000
 _SAMPLE: dict[str, Any] = {"task_id": "sample", "confirmed_task": "Find the opening hours.",
                            "website": "https://www.example.com/"}
 
@@ -87,10 +83,3 @@ def instruction(task: dict[str, Any], template: str | None = None, hint_field: s
     """The template filled with the task (and hint) and the website it starts on."""
     return (template or DEFAULT_TEMPLATE).format(task=task_text(task, hint_field), website=task.get("website", ""))
 
-
-def step_budget(task: dict[str, Any], default: int) -> int:
-    """The task's own `max_steps` when it is a whole number from 1 to MAX_STEPS (as in the seed), else the run's."""
-    value = task.get("max_steps")
-    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit() and len(value.strip()) < 9:
-        value = int(value)
-    return value if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_STEPS else default

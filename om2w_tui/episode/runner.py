@@ -31,7 +31,7 @@ from om2w_tui.episode.arms import load_arm
 from om2w_tui.episode.arms.interface import MAX_FAILURES, ArmContext, ArmResult
 from om2w_tui.episode.blocking import page_block
 from om2w_tui.episode.browser import make_session, start_session
-from om2w_tui.episode.instruction import instruction, step_budget
+from om2w_tui.episode.instruction import instruction
 from om2w_tui.episode.model_watch import ModelWatch
 from om2w_tui.episode.rows import CallLog, write_rows
 from om2w_tui.files import write_json_atomic
@@ -173,7 +173,7 @@ async def run_episode(task: dict[str, Any], spec: WorkerSpec, emit: Emit, contro
         ctx = ArmContext(
             task=task, instruction=instruction(task, spec.instruction_template, spec.hint_field),
             session=session, model=spec.model, base_url=spec.base_url, api_key=spec.api_key or "EMPTY",
-            temperature=spec.temperature, max_steps=step_budget(task, spec.max_steps),
+            temperature=spec.temperature, max_steps=spec.max_steps,
             step_done=step_done, record_step=record_step, vision=spec.vision,
             llm_timeout=spec.llm_timeout, llm_retries=spec.llm_retries, options=dict(spec.arm_options),
             call_log=call_log, coordinates=spec.coordinates, max_completion_tokens=spec.max_completion_tokens,

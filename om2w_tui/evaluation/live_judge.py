@@ -13,7 +13,11 @@ new line the one that counts. A task the judge endpoint fails on is left out of 
 
 `JudgedRun` is the run a front end holds then: its `run()` lets the judge finish its queue once the scheduler is done
 (saying how many are left), and its `stop()` (quit, Ctrl-C, `ctl stop`) ends that wait too; the tasks still queued
-are judged at the next start."""
+are judged at the next start.
+
+`LIVE_JUDGE` is how a front end asks for it: given to `engine.launch.run_checks` (a launch `Companion`), it refuses a
+judge file the run must not append to before anything is written, and judges each run with --judge-url as it goes;
+launch runs it without importing evaluation (which sits above the engine)."""
 
 from __future__ import annotations
 
@@ -26,13 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.benchmarks.conformance import load_episode
+from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.control import Interrupt, Run
-from om2w_tui.engine.events import EpisodeFinished, Event, Log, RunSnapshot, Sink
+from om2w_tui.engine.events import EpisodeFinished, Event, Log, RunSnapshot
 from om2w_tui.engine.results import read_results
-from om2w_tui.evaluation.judge import Caller, JudgeFatal, judge_episode
+from om2w_tui.evaluation.judge import Caller, JudgeFatal, judge_client, judge_episode
 from om2w_tui.evaluation.judge_files import RESULTS_SUFFIX, adopt_legacy_output, append_line, output_path, read_judged
 from om2w_tui.evaluation.judge_settings import Settings
-from om2w_tui.files import open_own
+from om2w_tui.files import open_own, unsafe_entry
 from om2w_tui.json_input import InputError, decode
 
 READ_LIMIT = 16 << 20   # bytes of the judge file read at one look (the rest at the next)
@@ -145,6 +150,10 @@ class LiveJudge:
                      f"{self.s.model} --judge-url URL` judges them" if c.failed or left else ""),
                   "warning" if c.failed or left else "info")
 
+    def hold(self, run: Run) -> JudgedRun:
+        """The run its front end holds while this judge runs beside it."""
+        return JudgedRun(run, self)
+
     def _busy(self) -> int:
         return len(self._queued) - self.queue.qsize()
 
@@ -234,13 +243,26 @@ class JudgedRun:
         return self.inner.retry_errors()
 
 
-def sinks_emit(sinks: list[Sink]) -> Emit:
-    """An emit that tells each of the run's sinks (the judge's log lines reach the console and the headless log)."""
-    def emit(event: Event) -> None:
-        for sink in sinks:
-            with contextlib.suppress(Exception):
-                sink.handle(event)
-    return emit
+class LiveJudging:
+    """The live judge as a launch `Companion`: for a run with --judge-url and --judge-model (WebJudge, the official
+    reading, into the file `om2w-tui judge` writes)."""
+
+    def check(self, cfg: RunConfig) -> str:
+        """The judge's file is appended to: a symlink or a FIFO there is refused as the run's own files are."""
+        if not cfg.judge_url or not cfg.judge_model:
+            return ""
+        problem = unsafe_entry(output_path(cfg.out, Settings(model=cfg.judge_model)))
+        return f"--out {cfg.out}: {problem}" if problem else ""
+
+    def open(self, cfg: RunConfig, emit: Emit) -> LiveJudge | None:
+        if not cfg.judge_url or not cfg.judge_model:
+            return None
+        settings = Settings(model=cfg.judge_model, workers=cfg.judge_workers)
+        client = judge_client(cfg.judge_url.for_client(), cfg.judge_api_key(), settings)
+        return LiveJudge(cfg.out, settings, client, emit)
+
+
+LIVE_JUDGE = LiveJudging()
 
 
 class VerdictTail:

@@ -44,7 +44,7 @@ class RemoteRun:
         self.out = Path(out)
         self.socket_name = socket_name
         self.sinks = list(sinks)
-        self.info = RunInfo(pid=0, out=str(self.out))   # the run's pid, out folder, max_steps ... (once connected)
+        self.info = RunInfo(pid=0, out=str(self.out))   # the run's pid, out folder, progress (once connected)
         self.end: RunEnd | None = None        # how the run said it ended (its RunFinished), once it has
         self._snapshot = RunSnapshot()
         self._snapshot_at = time.monotonic()

@@ -32,7 +32,7 @@ class SlotView:
     step: int = 0
     started_at: float | None = None     # epoch seconds (the engine's record time)
     last_task: str | None = None        # the task it ran last, for the episode view and the steps of an idle slot
-    max_steps: int | None = None        # the running episode's step budget, when the engine said it
+    max_steps: int | None = None        # the running episode's step budget (its task's), as the engine said it
     model_error: str = ""               # the kind of its episode's last model call, when that call failed
 
     @property
@@ -59,7 +59,6 @@ class RunState:
     name: str = ""
     total: int = 0
     settled_before: int = 0
-    max_steps: int = 0
     phase: str = "starting"             # starting | running | stopping | finished | failed | stopped
     end: RunEnd | None = None           # how the run ended (its RunFinished; the engine's failure), once it has
     paused: bool = False

@@ -22,13 +22,13 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
-from om2w_tui.episode.arms.planner import FAMILIES
 from om2w_tui.offline import vllm_answers as vllm
 from om2w_tui.offline.agent_request import AgentRequest, message_text, normalise
 from om2w_tui.offline.planner_play import planner_reply
 from om2w_tui.offline.player import Decision, decide, find_task
 from om2w_tui.offline.serving import BackgroundServer, QuietHandler
 from om2w_tui.offline.suite import OfflineSuite
+from om2w_tui.protocol.planner import FAMILIES
 
 SLOW_DEFAULT_SECONDS = 3.0
 MODES: dict[str, str] = {

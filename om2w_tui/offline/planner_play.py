@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any
 
-from om2w_tui.episode.arms.planner import PLANNER_MARKER
+from om2w_tui.protocol.planner import PLANNER_MARKER
 
 _TASK = re.compile(r"<task>(.*?)</task>", re.S)
 _REPORTS = re.compile(r"<specialist_reports>\n(.*?)\n</specialist_reports>", re.S)

@@ -129,10 +129,10 @@ class Refused:
 
 @dataclass(frozen=True)
 class RunInfo:
-    """The run a socket belongs to: its process and folder, its step budget, and its progress as it began."""
+    """The run a socket belongs to: its process and folder, and its progress as it began (each episode's step budget
+    comes with its `EpisodeStarted` and its snapshot row)."""
     pid: int
     out: str
-    max_steps: int = 0
     total: int | None = None        # tasks selected (None until the run has started)
     settled: int | None = None      # of those, already finished in the out folder when it started
     started_at: float | None = None

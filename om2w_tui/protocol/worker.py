@@ -48,7 +48,7 @@ class WorkerSpec:
     base_url: str = field(repr=False)    # the endpoint as the client opens it (credentials in it, if any)
     api_key: str = field(repr=False)
     temperature: float
-    max_steps: int                   # the run's budget; a task's own max_steps wins (episode/instruction.py)
+    max_steps: int                   # the episode's step budget: its task's (Task.max_steps, decided at load)
     max_completion_tokens: int
     vision: bool
     llm_timeout: float

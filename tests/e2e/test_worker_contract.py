@@ -55,7 +55,8 @@ async def real_worker(tmp_path: Path) -> AsyncIterator[tuple[Any, Callable[[str]
                         chromium=find_chromium(None))
         worker = await LocalExecutor(tmp_path).start_worker(0)
         try:
-            yield worker, lambda tid: Run(tasks[tid].to_dict(), cfg.worker_spec(tmp_path / tid, base_url=oracle.url))
+            yield worker, lambda tid: Run(tasks[tid].to_dict(), cfg.worker_spec(tmp_path / tid, base_url=oracle.url,
+                                                                                max_steps=tasks[tid].max_steps))
         finally:
             await worker.kill()
 
@@ -76,7 +77,7 @@ async def started(executor: Any, tmp_path: Path) -> AsyncIterator[tuple[Any, Cal
     cfg = RunConfig(out=tmp_path, max_steps=12, chromium="/bin/true")
     try:
         yield worker, lambda tid: Run({"task_id": tid, "confirmed_task": "x", "website": "http://x/"},
-                                      cfg.worker_spec(tmp_path / tid))
+                                      cfg.worker_spec(tmp_path / tid, max_steps=cfg.max_steps))
     finally:
         await worker.kill()
 

@@ -128,9 +128,9 @@ def events() -> list[Any]:
     return [
         RunStarted(total=6, settled=1, workers=2, out="/runs/demo"),
         SlotChanged(0, "idle"), SlotChanged(1, "idle"),
-        EpisodeStarted(0, "offline_shop_search_01", SHOP, "easy", 1, T0 - 40),
+        EpisodeStarted(0, "offline_shop_search_01", SHOP, "easy", 1, T0 - 40, 30),
         SlotChanged(0, "starting", "offline_shop_search_01"),
-        EpisodeStarted(1, "offline_wiki_port_06", WIKI, "easy", 1, T0 - 38),
+        EpisodeStarted(1, "offline_wiki_port_06", WIKI, "easy", 1, T0 - 38, 30),
         SlotChanged(1, "starting", "offline_wiki_port_06"),
         SlotChanged(0, "running", "offline_shop_search_01"),
         EpisodeStep(0, "offline_shop_search_01", 1, ['<input id="q" name="q"> Search products -> TYPE: kettle'],
@@ -145,7 +145,7 @@ def events() -> list[Any]:
         EpisodeFinished(0, record("offline_shop_search_01", SHOP, answer="The Copper Pour-Over Kettle costs $42.50.",
                                   finished=T0 - 25, duration=15.0)),
         SlotChanged(0, "idle"),
-        EpisodeStarted(0, "offline_booking_rates_11", BOOKING, "easy", 1, T0 - 20),
+        EpisodeStarted(0, "offline_booking_rates_11", BOOKING, "easy", 1, T0 - 20, 30),
         SlotChanged(0, "starting", "offline_booking_rates_11"),
         SlotChanged(0, "running", "offline_booking_rates_11"),
         EpisodeStep(1, "offline_wiki_port_06", 2, ["SCROLL DOWN"], f"http://{WIKI}/docs/config"),
@@ -167,8 +167,9 @@ def snapshot() -> RunSnapshot:
     """The scheduler's snapshot at T0 (loop clock LOOP0): the shop cools down for another 65 s."""
     return RunSnapshot(
         now=LOOP0,
-        slots=[SlotRow(0, "running", "offline_booking_rates_11", BOOKING, "easy", 1, T0 - 20),
-               SlotRow(1, "paused", "offline_wiki_port_06", WIKI, "easy", 2, T0 - 38, model_error="context_length")],
+        slots=[SlotRow(0, "running", "offline_booking_rates_11", BOOKING, "easy", 1, T0 - 20, max_steps=30),
+               SlotRow(1, "paused", "offline_wiki_port_06", WIKI, "easy", 2, T0 - 38, max_steps=30,
+                       model_error="context_length")],
         sites=[SiteRow(SHOP, "cooling", LOOP0 + 65, left=1, done=1, errors=0, total=2, cooldown=90),
                SiteRow(WIKI, "running", 0.0, left=1, done=0, errors=0, total=2, cooldown=90),
                SiteRow(BOOKING, "running", 0.0, left=0, done=0, errors=0, total=1, cooldown=90),

@@ -21,7 +21,7 @@ def fold(state: RunState) -> RunState:
 
 
 def test_events_give_slots_steps_and_counts():
-    st = fold(RunState(max_steps=30))
+    st = fold(RunState())
     assert {s: (v.state, v.task_id, v.step) for s, v in st.slots.items()} == {
         0: ("running", "offline_booking_rates_11", 1), 1: ("paused", "offline_wiki_port_06", 2)}
     assert st.done == 2 and st.running == 2 and st.paused and st.finished_here == 1 and st.correct == 1
@@ -118,7 +118,7 @@ def simulate(tasks: dict[str, int], slots: int, length: float, cooldown: float, 
                 ready[site] = t + cooldown
     assert state_at is not None
     left_then, ready_then, running_then, done_then = state_at
-    st = RunState(max_steps=30)
+    st = RunState()
     st.run_started(RunStarted(sum(tasks.values()), 0, slots, "o", started_at=1.0), upto)
     for i, (_, site) in enumerate(done_then):
         st.episode_finished(EpisodeFinished(0, EpisodeRecord(task_id=f"{site}-{i}", status="done", steps=3,

@@ -79,8 +79,7 @@ def test_children_start_without_the_users_folder_on_their_import_path(tmp_path):
 def test_the_agents_limits_are_browser_uses_own():
     from browser_use.agent import cloud_events
 
-    from om2w_tui.benchmarks.tasks import MAX_WEBSITE_CHARS
-    from om2w_tui.episode.instruction import MAX_INSTRUCTION_CHARS
+    from om2w_tui.benchmarks.tasks import MAX_INSTRUCTION_CHARS, MAX_WEBSITE_CHARS
 
     assert MAX_INSTRUCTION_CHARS == cloud_events.MAX_TASK_LENGTH
     assert MAX_WEBSITE_CHARS == cloud_events.MAX_URL_LENGTH

@@ -175,7 +175,7 @@ async def test_commands_reach_the_run_by_task_and_refusals_say_why(deep):
 
 async def test_subscribers_get_the_replay_then_every_event_and_snapshots(deep):
     run = FakeRun()
-    server = ControlServer(deep, max_steps=7)
+    server = ControlServer(deep)
     async with server.serving(run):
         server.handle(RunStarted(total=5, settled=1, workers=2, out=str(deep)))
         server.handle(EpisodeStarted(0, "t-a", "a.com", "easy", 1, 100.0, 8))
@@ -183,11 +183,11 @@ async def test_subscribers_get_the_replay_then_every_event_and_snapshots(deep):
         for i, (reader, writer) in enumerate(consoles):
             writer.write(request_line(Subscribe(), i))
             hello = read(await reader.readline())
-            assert isinstance(hello, Subscribed) and hello.id == i and hello.run.max_steps == 7
+            assert isinstance(hello, Subscribed) and hello.id == i
             assert (hello.run.total, hello.run.settled) == (5, 1)
             replay = [read(await reader.readline()) for _ in range(3)]   # the replay, then a snapshot
             assert [type(e).__name__ for e in replay] == ["RunStarted", "EpisodeStarted", "RunSnapshot"]
-            assert replay[1].task_id == "t-a"
+            assert (replay[1].task_id, replay[1].max_steps) == ("t-a", 8)   # its budget comes with it
         server.handle(Log("info", "hello"))
         for reader, _ in consoles:
             assert read(await reader.readline()) == Log("info", "hello")
@@ -277,7 +277,7 @@ async def test_a_remote_run_sends_commands_at_once_and_a_refusal_comes_back_as_a
             self.events.append(ev)
 
     run, sink = FakeRun(), Sink()
-    server = ControlServer(deep, max_steps=9)
+    server = ControlServer(deep)
     async with server.serving(run):
         server.handle(RunStarted(total=5, settled=0, workers=2, out=str(deep)))
         remote = RemoteRun(deep, sinks=[sink])
@@ -286,7 +286,7 @@ async def test_a_remote_run_sends_commands_at_once_and_a_refusal_comes_back_as_a
         follow = asyncio.ensure_future(remote.run())
         assert isinstance(sink.events[0], RunStarted)                   # the replay
         assert remote.snapshot().slots[0].task_id == "t-a"
-        assert (remote.info.max_steps, remote.info.total, remote.info.pid) == (9, 5, os.getpid())
+        assert (remote.info.total, remote.info.pid) == (5, os.getpid())
         assert remote.kill(1) is True                                   # optimistic; slot 1 runs nothing
         assert remote.kill(0, requeue=True) is True
         while not any(isinstance(e, Log) for e in sink.events):

@@ -16,13 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from om2w_tui.benchmarks.tasks import TaskFileError, load_tasks
+from om2w_tui.benchmarks.tasks import DEFAULT_MAX_STEPS, MAX_STEPS, TaskFileError, load_tasks
 from om2w_tui.cli.main import main
 from om2w_tui.engine.control_socket import ControlServer
 from om2w_tui.engine.settings import MAX_WORKERS, SETTINGS, Choice, Endpoint, Number, PathKind, Switch, Whole
 from om2w_tui.engine.wire import line as message_line
 from om2w_tui.engine.wire import read as read_message
-from om2w_tui.episode.instruction import MAX_STEPS, step_budget
 from om2w_tui.protocol.control import COMMANDS, Refused
 from om2w_tui.secret import check_http_url
 from tests.stand_ins import STAND_IN_CHROMIUM
@@ -78,7 +77,7 @@ def test_a_task_file_loads_into_tasks_that_can_run_or_is_refused_by_name(draw, s
         assert check_http_url(t.website) == "" and t.site
         assert t.task_id.strip() == t.task_id and "\n" not in t.task_id and "/" not in t.task_id
         json.dumps(t.to_dict(), ensure_ascii=False).encode("utf-8")
-        assert 1 <= step_budget(t.raw, 30) <= MAX_STEPS
+        assert 1 <= t.max_steps <= MAX_STEPS and t.max_steps == (t.raw.get("max_steps") or DEFAULT_MAX_STEPS)
 
 
 @FUZZ

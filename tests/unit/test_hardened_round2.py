@@ -81,6 +81,7 @@ def test_1_judge_refuses_an_output_file_that_is_no_file_of_its_own(tmp_path, vic
 def test_1_a_run_with_a_live_judge_refuses_a_symlinked_judge_file_before_it_starts(tmp_path, victim):
     from om2w_tui.engine.config import RunConfig
     from om2w_tui.engine.launch import run_checks
+    from om2w_tui.evaluation.live_judge import LIVE_JUDGE
     from om2w_tui.secret import EndpointURL
     from tests.stand_ins import STAND_IN_CHROMIUM
 
@@ -89,7 +90,7 @@ def test_1_a_run_with_a_live_judge_refuses_a_symlinked_judge_file_before_it_star
     (out / JUDGE_NAME).symlink_to(victim)
     cfg = RunConfig(out=out, bench="offline", model="oracle", chromium=STAND_IN_CHROMIUM, judge_model="m",
                     judge_url=EndpointURL.parse("http://127.0.0.1:9/v1"))
-    pre, checks = run_checks(cfg, check_model=False)
+    pre, checks = run_checks(cfg, check_model=False, companions=[LIVE_JUDGE])
     assert pre is None
     assert any(JUDGE_NAME in detail and "symbolic link" in detail for _, ok, detail in checks if not ok), checks
     assert victim.read_text() == "keep me\n"

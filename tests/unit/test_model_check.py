@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.model_check import PAGE_TOKENS, WARNING, ProbeSpec, probe_spec, verdicts
 from om2w_tui.offline import vllm_answers as vllm
@@ -168,7 +169,7 @@ def test_a_probe_that_could_not_build_the_step_warns_without_blaming_the_model()
 def test_the_spec_is_the_runs_first_step(tmp_path):
     cfg = RunConfig(out=tmp_path, model="qwen3-vl", temperature=0.3, vision=False, coordinates="pixels",
                     max_steps=7, llm_timeout=45.0, api_key_env="MY_KEY")
-    spec = probe_spec(cfg, "http://h/v1", [{"confirmed_task": "Buy a kettle.", "website": "https://shop.example/"}])
+    spec = probe_spec(cfg, "http://h/v1", [Task("t", "Buy a kettle.", "https://shop.example/", max_steps=7)])
     assert (spec.model, spec.base_url, spec.temperature, spec.vision, spec.coordinates, spec.max_steps,
             spec.llm_timeout, spec.api_key_env, spec.max_completion_tokens) == (
         "qwen3-vl", "http://h/v1", 0.3, False, "pixels", 7, 45.0, "MY_KEY", 4096)

@@ -343,7 +343,7 @@ def ask(oracle: OracleServer, model: str = "oracle", state: str = SHOP_HOME_STAT
 
 def test_models_lists_every_mode(oracle):
     ids = [model.id for model in client(oracle).models.list()]
-    from om2w_tui.episode.arms.planner import FAMILIES
+    from om2w_tui.protocol.planner import FAMILIES
 
     # every mode, and the agent arm's specialist families served as adapters of the oracle
     assert ids[0] == "oracle" and set(ids) == set(ORACLE_MODES) | set(FAMILIES)

@@ -311,18 +311,34 @@ async def test_an_unwritable_results_file_stops_dispatch_and_keeps_the_record(tm
     assert sorted(r["task_id"] for r in records(tmp_path)) == ["a.com-0", "b.com-0", "c.com-0"]
 
 
-async def test_an_episode_says_its_own_step_budget(tmp_path):
-    """A task's own max_steps wins over --max-steps: the Slots panel shows `step k/5`, not k/30."""
+async def test_an_episode_says_its_own_step_budget(tmp_path, monkeypatch):
+    """A task's step budget is decided at load (its own max_steps, else the run's) and read from the task by the
+    scheduler's events, its snapshot and the worker's spec: the Slots panel shows `step k/5`, the worker runs 5."""
+    from om2w_tui.benchmarks.tasks import parse_tasks
+    from om2w_tui.protocol.worker import Run
+    from tests.fakes import FakeWorker
+
+    rows = [{"task_id": "a.com-0", "confirmed_task": "do it", "website": "https://www.a.com/", "max_steps": 5},
+            {"task_id": "b.com-0", "confirmed_task": "do it", "website": "https://www.b.com/"}]
+    tasks = parse_tasks(tmp_path / "tasks.json", json.dumps(rows), max_steps=12)
+    sent: dict[str, int] = {}
+    send = FakeWorker.send
+
+    async def recording(self, cmd):
+        if isinstance(cmd, Run):
+            sent[cmd.task["task_id"]] = cmd.spec.max_steps
+        return await send(self, cmd)
+
+    monkeypatch.setattr(FakeWorker, "send", recording)
     rec = Recorder()
-    own = Task("a.com-0", "do it", "https://www.a.com/", "easy", {"max_steps": 5})
-    sched = Scheduler(config(tmp_path, workers=2, max_steps=30), [own, *make_tasks({"b.com": 1})], FakeExecutor(),
-                      [rec])
+    # the config's own figure is not asked again: the tasks carry theirs
+    sched = Scheduler(config(tmp_path, workers=2, max_steps=12), tasks, FakeExecutor(), [rec])
     seen = {}
     loop = asyncio.get_running_loop()
     loop.call_at(loop.time() + 5, lambda: seen.update(snap=sched.snapshot()))
     await sched.run()
-    assert {e.task_id: e.max_steps for e in rec.of(EpisodeStarted)} == {"a.com-0": 5, "b.com-0": 30}
-    assert sorted(s.max_steps for s in seen["snap"].slots) == [5, 30]
+    assert {e.task_id: e.max_steps for e in rec.of(EpisodeStarted)} == {"a.com-0": 5, "b.com-0": 12} == sent
+    assert sorted(s.max_steps for s in seen["snap"].slots) == [5, 12]
 
 
 async def test_an_interrupt_stops_gracefully_and_a_second_ends_the_workers_now(tmp_path):

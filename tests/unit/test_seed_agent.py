@@ -10,7 +10,7 @@ import pytest
 from om2w_tui.cli.main import build_parser, config_from_args, main
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.episode.browser import check_browser_settings, desktop_user_agent, parse_viewport
-from om2w_tui.episode.instruction import DEFAULT_TEMPLATE, check_template, instruction, step_budget
+from om2w_tui.episode.instruction import DEFAULT_TEMPLATE, check_template, instruction
 
 TASK = {"task_id": "t1", "confirmed_task": "Find the cheapest lamp", "website": "https://shop.example/",
         "hint": "It is the Aurora lamp."}
@@ -32,13 +32,6 @@ def test_the_instruction_names_the_task_and_the_website_it_starts_on():
 ])
 def test_a_template_is_checked(template, problem):
     assert (problem in check_template(template)) if problem else check_template(template) == ""
-
-
-def test_a_tasks_own_max_steps_wins():
-    assert step_budget({**TASK, "max_steps": 7}, 30) == 7
-    assert step_budget({**TASK, "max_steps": "12"}, 30) == 12
-    for bad in (None, 0, -3, "many", True, 2.5):
-        assert step_budget({**TASK, "max_steps": bad}, 30) == 30
 
 
 def test_browser_settings_are_checked_naming_the_flag():
@@ -67,7 +60,7 @@ def test_new_flags_reach_the_worker_and_run_json(tmp_path):
     template.write_text("Website: {website}\nTask: {task}")
     cfg = _cfg("--instruction-template", str(template), "--coordinates", "pixels", "--viewport", "1024x768",
                "--user-agent", "UA/1", "--locale", "de-DE", "--timezone", "Europe/Berlin")
-    spec = cfg.worker_spec(Path("f"))
+    spec = cfg.worker_spec(Path("f"), max_steps=cfg.max_steps)
     assert spec.instruction_template == "Website: {website}\nTask: {task}" and spec.coordinates == "pixels"
     assert spec.browser.as_dict() == {"viewport": "1024x768", "user_agent": "UA/1", "locale": "de-DE",
                                       "timezone": "Europe/Berlin"}

@@ -17,13 +17,12 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from om2w_tui.episode.arms.interface import ArmContext, ArmResult, StepReporter, agent_usage, new_agent, run_agent
+from om2w_tui.protocol.planner import FAMILIES, PLANNER_MARKER
 
-if TYPE_CHECKING:   # openai is imported when the arm runs (the oracle imports this module for FAMILIES)
+if TYPE_CHECKING:   # openai is imported when the arm runs
     from openai import AsyncOpenAI
     from openai.types.chat import ChatCompletionMessageParam
 
-FAMILIES = ("drag", "io", "select", "rest", "reasoning")
-PLANNER_MARKER = "You are the planner of an om2w-tui agent team."
 PLANNER_SYSTEM = PLANNER_MARKER + """
 You see a web task, the page the browser shows now, and what your specialists did so far. Each turn, choose one:
 - delegate a subtask to a specialist who acts in the same browser. Families: drag (drag and drop, sliders),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -28,6 +29,7 @@ from om2w_tui.engine.control import RunControl
 from om2w_tui.engine.events import Sink
 from om2w_tui.engine.launch import Preflight, UsageError, open_run, run_checks
 from om2w_tui.engine.results import EpisodeRecord, read_results
+from om2w_tui.evaluation.live_judge import LIVE_JUDGE
 from om2w_tui.frontends.console.collector import Collector
 from om2w_tui.frontends.console.commands import Command, CommandTable, palette_of
 from om2w_tui.frontends.console.host import (
@@ -89,7 +91,8 @@ class ConsoleApp(App[int]):
         self.measure = measure           # the report's measure asked for (evaluation/measure.py; None: the best)
         self.annotator = annotator       # who labels from the report (`L`): asked once when not given
         self.clock: Clock = clock or time.time
-        self.checks_fn: ChecksFn = checks_fn or run_checks
+        # the launch form's checks: the live judge runs beside a run that asks for it (--judge-url)
+        self.checks_fn: ChecksFn = checks_fn or partial(run_checks, companions=(LIVE_JUDGE,))
         self.image_renderer = image_renderer
         self.start_engine = start_engine
         self.last_launch = last_launch
@@ -134,7 +137,7 @@ class ConsoleApp(App[int]):
         except OSError as e:
             self.notify(f"could not remember this launch: {e}", severity="warning")
         self._tasks = {t.task_id: t.confirmed_task for t in pre.tasks}
-        self.dashboard = DashboardScreen(Path(cfg.out).name or str(cfg.out), len(pre.tasks), cfg.max_steps)
+        self.dashboard = DashboardScreen(Path(cfg.out).name or str(cfg.out), len(pre.tasks))
         self.sink.target = self.dashboard
         if isinstance(self.screen, LaunchScreen):
             self.switch_screen(self.dashboard)
@@ -195,7 +198,7 @@ class ConsoleApp(App[int]):
     def start_attached(self, remote: RemoteRun) -> None:
         """Open the dashboard on the run `remote` reaches and follow it; its folder serves the episode views."""
         self.report_out = remote.out
-        self.dashboard = DashboardScreen(remote.out.name or str(remote.out), 0, 0)
+        self.dashboard = DashboardScreen(remote.out.name or str(remote.out), 0)
         self.sink.target = self.dashboard
         self.push_screen(self.dashboard)
         self.call_after_refresh(self._load_earlier_records, remote.out)
@@ -206,8 +209,6 @@ class ConsoleApp(App[int]):
         remote.sinks = [self.sink, *self.extra_sinks]
         try:
             await remote.connect()
-            if self.dashboard is not None:
-                self.dashboard.state.max_steps = remote.info.max_steps
             self.control = remote
             await remote.run()
             if remote.end is None:

@@ -104,9 +104,9 @@ class DashboardScreen(Screen[None]):
     )
     BINDINGS = COMMAND_TABLE.bindings()
 
-    def __init__(self, name: str, total: int, max_steps: int):
+    def __init__(self, name: str, total: int):
         super().__init__()
-        self.state: RunState = RunState(name=name, total=total, max_steps=max_steps)
+        self.state: RunState = RunState(name=name, total=total)
         self.steps_scope: str = "all"
         self._shown_task: str | None = None
         self._snapshot_timer: Timer | None = None

@@ -50,8 +50,9 @@ class SlotsTable(KeyedTable):
         shown = styled(s.state, STATE_STYLE)
         if busy and s.model_error:
             shown = Styled(f"!{kind_short(s.model_error)}", "red")
+        step = (f"{s.step}/{s.max_steps}" if s.max_steps else str(s.step)) if busy else ""
         return (str(sid), clip(s.task_id, task_w) if busy else "-", clip_left(s.site, site_w) if busy else "",
-                (s.level or "") if busy else "", f"{s.step}/{s.max_steps or state.max_steps}" if busy else "",
+                (s.level or "") if busy else "", step,
                 clock_text(now - s.started_at) if busy and s.started_at else "", shown)
 
 
