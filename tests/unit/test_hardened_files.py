@@ -251,7 +251,7 @@ async def test_7_a_deep_line_on_the_control_socket_gets_a_reply(tmp_path):
     from om2w_tui.engine.control_socket import SOCKET_NAME, ControlServer
     from om2w_tui.engine.wire import StatusReply, read
     from om2w_tui.protocol.control import Refused, Status, request_line
-    from tests.unit.test_control_socket import FakeRun
+    from tests.fakes import FakeRun
 
     with held_lock(tmp_path, SOCKET_NAME):
         async with ControlServer(tmp_path).serving(FakeRun()):

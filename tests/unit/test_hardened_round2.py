@@ -253,7 +253,7 @@ async def test_the_control_socket_refuses_connections_past_its_bound_and_serves_
     from om2w_tui.engine.control_socket import MAX_CLIENTS, SOCKET_NAME, ControlServer
     from om2w_tui.engine.wire import StatusReply, read
     from om2w_tui.protocol.control import Refused, Status, request_line
-    from tests.unit.test_control_socket import FakeRun
+    from tests.fakes import FakeRun
 
     with held_lock(tmp_path, SOCKET_NAME):
         async with ControlServer(tmp_path).serving(FakeRun()) as server:
@@ -282,7 +282,7 @@ async def test_a_socket_line_over_64_kib_gets_its_refused_answer_and_the_connect
     from om2w_tui.engine.control_socket import SOCKET_NAME, ControlServer
     from om2w_tui.engine.wire import StatusReply, read
     from om2w_tui.protocol.control import Refused, Status, request_line
-    from tests.unit.test_control_socket import FakeRun
+    from tests.fakes import FakeRun
 
     with held_lock(tmp_path, SOCKET_NAME):
         async with ControlServer(tmp_path).serving(FakeRun()):
@@ -302,7 +302,7 @@ async def test_a_socket_number_of_4000_digits_is_refused_by_name(tmp_path):
     from om2w_tui.engine.control_socket import SOCKET_NAME, ControlServer
     from om2w_tui.engine.wire import read
     from om2w_tui.protocol.control import Refused
-    from tests.unit.test_control_socket import FakeRun
+    from tests.fakes import FakeRun
 
     with held_lock(tmp_path, SOCKET_NAME):
         async with ControlServer(tmp_path).serving(FakeRun()) as server:
@@ -311,7 +311,7 @@ async def test_a_socket_number_of_4000_digits_is_refused_by_name(tmp_path):
             await writer.drain()
             reply = read(await asyncio.wait_for(reader.readline(), 10))
             assert isinstance(reply, Refused) and "beyond 64 bits" in reply.error
-            assert server._control.calls == []
+            assert server._control.commands == []
             writer.close()
 
 

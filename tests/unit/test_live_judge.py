@@ -19,6 +19,7 @@ from om2w_tui.evaluation.judge import Settings, output_path, read_judged
 from om2w_tui.evaluation.live_judge import JudgedRun, LiveJudge, VerdictTail
 from om2w_tui.offline.oracle import OracleServer
 from om2w_tui.offline.suite import load_task_templates
+from tests.fakes import FakeRun
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 
@@ -149,25 +150,6 @@ async def test_an_unknown_judge_model_stops_the_judge_not_the_run(tmp_path, judg
     assert judge.queue.qsize() == 0
 
 
-class StubRun:
-    """Stands for the scheduler: its run ends at once; it records what it is told."""
-
-    def __init__(self) -> None:
-        self.stopping = False
-        self.told: list[str] = []
-
-    async def run(self) -> str:
-        return "stats"
-
-    def stop(self, force: bool = False) -> None:
-        self.stopping = True
-        self.told.append("stop")
-
-    def interrupt(self) -> str:
-        self.stop()
-        return "stopping"
-
-
 async def test_the_judged_run_waits_for_its_judge_until_it_is_stopped(tmp_path, judge_server):
     out = tmp_path / "run"
     for t in ("a", "b", "c", "d", "e", "f"):
@@ -176,13 +158,13 @@ async def test_the_judged_run_waits_for_its_judge_until_it_is_stopped(tmp_path, 
     await judge.start()
     for t in "abcdef":
         judge.handle(finished(record(t)))
-    inner = StubRun()
+    inner = FakeRun()                          # the scheduler: its run ends at once
     run = JudgedRun(inner, judge)               # type: ignore[arg-type]
     going = asyncio.ensure_future(run.run())
     await asyncio.wait_for(_until(lambda: judge.counts.judged >= 1), 30)
     assert not going.done()                    # the scheduler is done; the judge is not
     run.stop()                                 # the console's quit (or Ctrl-C, or ctl stop)
-    assert await asyncio.wait_for(going, 10) == "stats" and inner.told == ["stop"]
+    assert await asyncio.wait_for(going, 10) == "stats" and inner.commands == [("stop",)]
     await judge.close()
     left = 6 - judge.counts.judged
     assert left > 0 and any(f"stopped judging; {left} episode(s)" in x for x in logs.lines)
