@@ -48,7 +48,7 @@ from om2w_tui.protocol.control import (
     request_line,
 )
 from om2w_tui.run_folder import RunFolder
-from tests.fakes import FakeRun
+from tests.fakes import FakeRun, Recorder
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -232,14 +232,7 @@ def test_the_socket_is_named_after_the_runs_lock():
 
 
 async def test_a_remote_run_sends_commands_at_once_and_a_refusal_comes_back_as_an_error_log(deep):
-    class Sink:
-        def __init__(self) -> None:
-            self.events: list[object] = []
-
-        def handle(self, ev: object) -> None:
-            self.events.append(ev)
-
-    run, sink = FakeRun(), Sink()
+    run, sink = FakeRun(), Recorder()
     server = ControlServer(deep, max_steps=9)
     async with server.serving(run):
         server.handle(RunStarted(total=5, settled=0, workers=2, out=str(deep)))

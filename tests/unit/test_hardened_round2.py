@@ -19,8 +19,7 @@ from pathlib import Path
 import pytest
 
 from om2w_tui.json_input import InputError
-from tests.unit.test_hardened_files import held_lock
-from tests.unit.test_report import judge_file, make_run, record
+from tests.unit.helpers import assert_usage_error, held_lock, judge_file, make_run, record, run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -157,7 +156,6 @@ def test_1_a_screenshot_that_is_a_fifo_or_dev_zero_is_a_problem_not_a_hang(tmp_p
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero", "large"])
 def test_1_an_instruction_template_that_is_no_small_file_is_a_usage_error(tmp_path, kind):
-    from tests.unit.test_cli_errors import assert_usage_error, run_cli
 
     work = tmp_path / "work"
     work.mkdir()

@@ -10,7 +10,6 @@ import asyncio
 import json
 from pathlib import Path
 
-import pytest
 from openai import AsyncOpenAI
 
 from om2w_tui.engine.events import EpisodeFinished, Log
@@ -18,16 +17,9 @@ from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.evaluation.judge import Settings, output_path, read_judged
 from om2w_tui.evaluation.live_judge import JudgedRun, LiveJudge, VerdictTail
 from om2w_tui.offline.oracle import OracleServer
-from om2w_tui.offline.suite import load_task_templates
 from tests.fakes import FakeRun
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
-
-
-@pytest.fixture(scope="module")
-def judge_server():
-    with OracleServer(load_task_templates()) as server:
-        yield server
 
 
 def folder(out: Path, tid: str, shots: int = 2) -> None:
