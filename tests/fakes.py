@@ -1,20 +1,35 @@
-"""A worker process stand-in for unit tests of the scheduler alone: it speaks the worker protocol's typed commands
-and events (protocol/worker.py) on queues, takes `step_s` seconds of loop time per step, and writes what a real
-worker writes (result.json, screenshots).
+"""The stand-ins the tests share, one of each (docs/contributing.md says which is for what):
 
-It is as slow and racy as a real process: a start takes time, a killed worker's exit is seen late, and its last
-events may arrive after the kill. Where the real `WorkerProcess` refuses, so does it (tests/unit/test_worker_contract.py
-runs one suite against both): a command sent after a kill is not taken (False), a killed worker says nothing more
-(no `Finished`), a second `Run` while one runs is refused with a log line. Never used to claim a feature works end
-to end; tests/e2e does that with real workers."""
+- `FakeExecutor` / `FakeWorker` / `Behaviour`: a worker process stand-in for unit tests of the scheduler alone. It
+  speaks the worker protocol's typed commands and events (protocol/worker.py) on queues, takes `step_s` seconds of
+  loop time per step, and writes what a real worker writes (result.json, screenshots). It is as slow and racy as a
+  real process: a start takes time, a killed worker's exit is seen late, and its last events may arrive after the
+  kill. Where the real `WorkerProcess` refuses, so does it (tests/e2e/test_worker_contract.py runs one suite against
+  both): a command sent after a kill is not taken (False), a killed worker says nothing more (no `Finished`), a
+  second `Run` while one runs is refused with a log line.
+- `FakeRun`: a RunControl (engine/control.py) that records every command it gets, for the controls' tests (the
+  control socket, `ctl`, the console's keys) and as the inner run a `JudgedRun` waits on.
+- `Recorder`: an event sink (engine/events.py's `Sink`) that keeps every event in order, with its loop time.
+- `StubServer`: an HTTP server on 127.0.0.1 (a free port) that answers with the replies a test gives it (status,
+  headers, body, or a callable of the request) and records every request it got.
+
+Never used to claim a feature works end to end; tests/e2e does that with real workers, Chromium and the oracle."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
+from om2w_tui.engine import events as engine
+from om2w_tui.engine.control import Interrupt
+from om2w_tui.engine.events import RunSnapshot, SlotRow
 from om2w_tui.protocol.faults import FaultKind
 from om2w_tui.protocol.model import ModelCalls
 from om2w_tui.protocol.worker import (
@@ -208,3 +223,222 @@ class FakeWorker:
     async def close(self) -> None:
         self.closed = True
         await self.kill()
+
+
+# ── a run, as the controls see it ─────────────────────────────────────────────────────────────────────────────
+def one_running() -> RunSnapshot:
+    """Two slots: slot 0 runs `t-a` (on a.com, at step 2), slot 1 is idle."""
+    return RunSnapshot(now=1.0, slots=[SlotRow(0, "running", "t-a", "a.com", step=2), SlotRow(1, "idle")],
+                       target_workers=2)
+
+
+@dataclass
+class FakeRun:
+    """A RunControl (engine/control.py) that records every command it gets in `commands`, in the order it got
+    them: ("pause_dispatch", paused), ("pause_episode", slot, paused), ("kill", slot, requeue), ("set_workers", n)
+    (n as asked), ("retry_errors",), ("stop",) or ("stop", True) when forced, ("interrupt",). Its snapshot is `base`
+    with what the commands changed (dispatch paused, target workers, errors) and what a test moved on (`steps`,
+    `states` by slot; only the first `episodes` slots, where set). `run()` ends at once with `result`, as a
+    scheduler whose work is done (what `JudgedRun` waits on)."""
+
+    base: RunSnapshot = field(default_factory=one_running)
+    dispatch_paused: bool = False
+    target_workers: int = 2
+    errored: dict[str, Any] = field(default_factory=lambda: {"t-b": "error", "t-c": "error", "t-d": "error"})
+    commands: list[tuple[Any, ...]] = field(default_factory=list)
+    episodes: int | None = None                            # how many of base's slots show; None: all
+    steps: dict[int, int] = field(default_factory=dict)    # slot -> step, where a test moved an episode on
+    states: dict[int, str] = field(default_factory=dict)   # slot -> state, where a test changed one
+    stopping: bool = False
+    result: object = "stats"
+
+    async def run(self) -> object:
+        return self.result
+
+    def pause_dispatch(self, paused: bool = True, reason: str = "") -> None:
+        self.dispatch_paused = paused
+        self.commands.append(("pause_dispatch", paused))
+
+    def pause_episode(self, slot_id: int, paused: bool = True) -> bool:
+        self.commands.append(("pause_episode", slot_id, paused))
+        return True
+
+    def kill(self, slot_id: int, requeue: bool = False) -> bool:
+        self.commands.append(("kill", slot_id, requeue))
+        return True
+
+    def set_workers(self, n: int) -> str:
+        self.target_workers = max(1, n)
+        self.commands.append(("set_workers", n))
+        return ""
+
+    def retry_errors(self) -> int:
+        n = len(self.errored)
+        self.errored.clear()
+        self.commands.append(("retry_errors",))
+        return n
+
+    def stop(self, force: bool = False) -> None:
+        self.stopping = True
+        self.commands.append(("stop", True) if force else ("stop",))
+
+    def interrupt(self) -> Interrupt:
+        self.commands.append(("interrupt",))
+        self.stop()
+        return "stopping"
+
+    def snapshot(self) -> RunSnapshot:
+        slots = [dataclasses.replace(s, step=self.steps.get(s.slot, s.step), state=self.states.get(s.slot, s.state))
+                 for s in self.base.slots[: self.episodes]]
+        return dataclasses.replace(self.base, paused=self.dispatch_paused, slots=slots, stopping=self.stopping,
+                                   target_workers=self.target_workers, errors=len(self.errored))
+
+
+# ── an event sink ──────────────────────────────────────────────────────────────────────────────────────────────
+class Recorder:
+    """A sink (engine/events.py's `Sink`): every engine event in order, and in `timed` with the loop's time where it
+    was handed one inside a running loop (virtual under looptime)."""
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+        self.timed: list[tuple[float, Any]] = []
+
+    def handle(self, event: engine.Event) -> None:
+        self.events.append(event)
+        try:
+            self.timed.append((asyncio.get_running_loop().time(), event))
+        except RuntimeError:   # fed by hand, outside a loop: no time to give it
+            pass
+
+    def of(self, kind: type, **match: Any) -> list[Any]:
+        """The events of `kind` whose fields equal `match`."""
+        return [e for e in self.events if isinstance(e, kind) and all(getattr(e, k) == v for k, v in match.items())]
+
+    def after(self, event: Any, kind: type) -> list[Any]:
+        """The events of `kind` that came after `event`."""
+        return [e for e in self.events[self.events.index(event) + 1:] if isinstance(e, kind)]
+
+
+# ── an HTTP server with the replies a test gives it ────────────────────────────────────────────────────────────
+@dataclass
+class Request:
+    """One request a StubServer got."""
+
+    method: str
+    path: str                      # with its query, as sent
+    headers: dict[str, str]
+    body: bytes
+    stopping: threading.Event      # set when the server stops: a reply that waits should wait on it
+
+    def header(self, name: str) -> str | None:
+        return next((v for k, v in self.headers.items() if k.lower() == name.lower()), None)
+
+    def json(self) -> Any:
+        return json.loads(self.body or b"{}")
+
+
+@dataclass
+class Reply:
+    """What a StubServer answers. `body`: bytes as they are, a str as UTF-8 (text/html unless `headers` say), any
+    other value as JSON (application/json). `stream`: chunks written one by one after `body`, flushed, until they
+    end, the client leaves or the server stops; with it (or `length=False`) no Content-Length is sent, so the body
+    ends when the connection closes (HTTP/1.0)."""
+
+    status: int = 200
+    body: Any = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    stream: Callable[[threading.Event], Iterable[bytes]] | None = None
+    length: bool = True
+
+    def encoded(self) -> tuple[bytes, dict[str, str]]:
+        headers = dict(self.headers)
+        if isinstance(self.body, bytes):
+            data = self.body
+        elif isinstance(self.body, str):
+            data = self.body.encode()
+            headers.setdefault("Content-Type", "text/html")
+        else:
+            data = json.dumps(self.body).encode()
+            headers.setdefault("Content-Type", "application/json")
+        if self.length and self.stream is None:
+            headers["Content-Length"] = str(len(data))
+        return data, headers
+
+
+NOT_FOUND = Reply(404, b"not found")
+# a reply, or what makes one from the request (None: answer nothing, the connection just closes)
+Responder = Reply | Callable[[Request], "Reply | None"]
+
+
+class StubServer:
+    """`with StubServer({"/v1/models": Reply(200, {...}), "POST /v1/chat/completions": answer}) as server:` an HTTP
+    server on 127.0.0.1 at a free port (`server.url`), answering each request by its route ("METHOD /path" first,
+    then "/path", both with the query as sent), else `default`; a route may be changed while it serves. Every
+    request is kept in `requests` before it is answered. Threads as a real server's: requests are answered at once
+    and in parallel, a slow reply holds only its own connection."""
+
+    def __init__(self, routes: Mapping[str, Responder] | None = None, default: Responder = NOT_FOUND):
+        self.routes: dict[str, Responder] = dict(routes or {})
+        self.default = default
+        self.requests: list[Request] = []
+        self.stopping = threading.Event()
+        self._lock = threading.Lock()
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                req = Request(self.command, self.path, dict(self.headers.items()), body, stub.stopping)
+                with stub._lock:
+                    stub.requests.append(req)
+                responder = stub.routes.get(f"{self.command} {self.path}", stub.routes.get(self.path, stub.default))
+                reply = responder(req) if callable(responder) else responder
+                if reply is not None:
+                    self._send(reply)
+
+            def _send(self, reply: Reply) -> None:
+                data, headers = reply.encoded()
+                self.send_response(reply.status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                try:
+                    self.wfile.write(data)
+                    for chunk in reply.stream(stub.stopping) if reply.stream else ():
+                        if stub.stopping.is_set():
+                            break
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
+                except OSError:   # the client left: what a bounded client does
+                    pass
+
+            do_GET = do_POST = do_PUT = do_DELETE = _answer
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port: int = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> StubServer:
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+    def paths(self) -> list[str]:
+        with self._lock:
+            return [r.path for r in self.requests]
+
+
+def every(seconds: float, chunk: bytes) -> Callable[[threading.Event], Iterator[bytes]]:
+    """A stream for Reply: `chunk` every `seconds` (0: as fast as the client takes it), until the server stops."""
+    def chunks(stopping: threading.Event) -> Iterator[bytes]:
+        while not stopping.wait(seconds):
+            yield chunk
+    return chunks

@@ -1,16 +1,21 @@
-"""Running the real command line and checking the folders it writes."""
+"""Running the real command line and checking the folders it writes; waiting on a run; a free port; a run folder
+for the judge."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import psutil
+
+from om2w_tui.offline.suite import load_task_templates
 
 REPO = Path(__file__).resolve().parents[2]
 RESULT_KEYS = {"task_id", "task", "final_result_response", "action_history", "thoughts"}
@@ -79,3 +84,34 @@ def steps_on_disk(folder: Path) -> int:
         return len(json.loads((folder / "result.json").read_text()).get("action_history") or [])
     except (OSError, ValueError):
         return 0
+
+
+def wait_for(predicate, timeout: float, proc: subprocess.Popen | None = None, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the run ended before {what}: {proc.stderr.read()[-2000:] if proc.stderr else ''}")
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ── a run folder for the judge: two offline tasks, one answered right, one wrong ──────────────────────────────
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+TEMPLATES = {t["task_id"]: t for t in load_task_templates()}
+RIGHT, WRONG = "offline_booking_rates_11", "offline_longpage_footer_15"
+
+
+def write_task(out: Path, tid: str, answer: str, shots: int = 4) -> None:
+    folder = out / tid
+    (folder / "trajectory").mkdir(parents=True)
+    (folder / "result.json").write_text(json.dumps({
+        "task_id": tid, "task": TEMPLATES[tid]["confirmed_task"], "final_result_response": answer,
+        "action_history": ['<a id="nav"> Next -> CLICK', "SCROLL DOWN"], "thoughts": ["a", "b"]}))
+    for i in range(shots):
+        (folder / "trajectory" / f"{i}_full_screenshot.png").write_bytes(PNG)

@@ -10,7 +10,8 @@ trailing remarks). Each score's reasoning names the screenshot (`shot-<fingerpri
 at least two screenshots were shown and the text carries a reasoning for each of them, so a judge that drops the
 kept screenshots' reasoning, or keeps others than the official method keeps, gives other verdicts.
 
-Every request is recorded (`requests`), with what it was and which screenshot it scored.
+Every request is recorded (`requests`), with what it was and which screenshot it scored. It is a use of
+tests/fakes.py's `StubServer`.
 
 `StubJudge(fault=...)` answers chat requests (and GET /models too with `fault_models=True`) as a broken endpoint does:
 `trickle` sends a 200 and then one byte a second, never ending; `endless` a 200 JSON body that never ends, as fast as
@@ -22,11 +23,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
-import json
 import re
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.fakes import Reply, Request, StubServer, every
 
 SCORE_FORMATS = (
     "1. **Reasoning**: {why}\n2. **Score**: {n}",
@@ -88,96 +89,57 @@ def reply(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return "I do not know this request.", {"kind": "other", "task": task}
 
 
-def send_json(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:
-    data = json.dumps(payload).encode()
-    handler.send_response(status)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(data)))
-    handler.end_headers()
-    handler.wfile.write(data)
-
-
 FAULTS = ("trickle", "endless", "huge", "html")
 HUGE_BYTES = 50 << 20
 
 
-def send_fault(handler: BaseHTTPRequestHandler, fault: str, stopping: threading.Event) -> None:
+def fault_reply(fault: str) -> Reply:
     """One of FAULTS as the answer; a trickle or an endless body goes on until the client leaves or the stub stops."""
     if fault == "html":
-        page = b"<!DOCTYPE html><html><head><title>Welcome to nginx!</title></head><body>It works</body></html>"
-        handler.send_response(200)
-        handler.send_header("Content-Type", "text/html")
-        handler.send_header("Content-Length", str(len(page)))
-        handler.end_headers()
-        handler.wfile.write(page)
-        return
+        return Reply(200, "<!DOCTYPE html><html><head><title>Welcome to nginx!</title></head><body>It works</body>"
+                          "</html>")
     if fault == "huge":
         content = "Status: success " * (HUGE_BYTES // 16)
-        send_json(handler, 200, {"id": "stub", "object": "chat.completion", "created": 0, "model": "stub-judge",
-                                 "choices": [{"index": 0, "finish_reason": "stop",
-                                              "message": {"role": "assistant", "content": content}}]})
-        return
-    handler.send_response(200)
-    handler.send_header("Content-Type", "application/json")
-    handler.end_headers()
-    handler.wfile.write(b'{"id": "stub", "choices": [{"message": {"content": "')
-    chunk = b"x" if fault == "trickle" else b"y" * 65536
-    try:
-        while not stopping.wait(1.0 if fault == "trickle" else 0):
-            handler.wfile.write(chunk)
-            handler.wfile.flush()
-    except OSError:   # the client left: what a bounded client does
-        pass
+        return Reply(200, {"id": "stub", "object": "chat.completion", "created": 0, "model": "stub-judge",
+                           "choices": [{"index": 0, "finish_reason": "stop",
+                                        "message": {"role": "assistant", "content": content}}]})
+    return Reply(200, b'{"id": "stub", "choices": [{"message": {"content": "', {"Content-Type": "application/json"},
+                 stream=every(1.0, b"x") if fault == "trickle" else every(0, b"y" * 65536))
 
 
 class StubJudge:
-    """`with StubJudge() as judge:` -> judge.url (an OpenAI base URL) and judge.requests."""
+    """`with StubJudge() as judge:` -> judge.url (an OpenAI base URL) and judge.requests (what each was)."""
 
     def __init__(self, fault: str = "", fault_models: bool = False) -> None:
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
-        self.stopping = threading.Event()
-        stub = self
+        models = fault_reply(fault) if fault and fault_models else Reply(
+            200, {"object": "list", "data": [{"id": "stub-judge", "object": "model"}]})
+        self.server = StubServer(default=lambda req: models if req.method == "GET" else self._chat(req, fault))
+        self.url = f"{self.server.url}/v1"
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:   # noqa: N802
-                if fault and fault_models:
-                    send_fault(self, fault, stub.stopping)
-                    return
-                send_json(self, 200, {"object": "list", "data": [{"id": "stub-judge", "object": "model"}]})
-
-            def do_POST(self) -> None:   # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                if fault:
-                    with stub.lock:
-                        stub.requests.append({"kind": fault, "model": body.get("model")})
-                    send_fault(self, fault, stub.stopping)
-                    return
-                text, seen = reply(body)
-                seen.update({"model": body.get("model"), "temperature": body.get("temperature"),
-                             "max_tokens": body.get("max_tokens")})
-                with stub.lock:
-                    stub.requests.append(seen)
-                send_json(self, 200, {"id": "stub", "object": "chat.completion", "created": 0,
-                                 "model": body.get("model"), "choices": [{"index": 0, "finish_reason": "stop",
-                                              "message": {"role": "assistant", "content": text}}],
-                                 "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}})
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+    def _chat(self, req: Request, fault: str) -> Reply:
+        body = req.json()
+        if fault:
+            with self.lock:
+                self.requests.append({"kind": fault, "model": body.get("model")})
+            return fault_reply(fault)
+        text, seen = reply(body)
+        seen.update({"model": body.get("model"), "temperature": body.get("temperature"),
+                     "max_tokens": body.get("max_tokens")})
+        with self.lock:
+            self.requests.append(seen)
+        return Reply(200, {"id": "stub", "object": "chat.completion", "created": 0, "model": body.get("model"),
+                           "choices": [{"index": 0, "finish_reason": "stop",
+                                        "message": {"role": "assistant", "content": text}}],
+                           "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}})
 
     def __enter__(self) -> StubJudge:
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self.server.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.stopping.set()
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.__exit__(*exc)
 
 
 if __name__ == "__main__":   # serve it by hand: python tests/e2e/judge_stub.py

@@ -5,7 +5,6 @@ byte a second, an endless body, 50 MB, an HTML page), and the real openai client
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from pathlib import Path
 
@@ -14,18 +13,11 @@ import pytest
 from om2w_tui.offline.oracle import OracleServer
 from om2w_tui.offline.suite import load_task_templates
 
-from .helpers import cli
+from .helpers import RIGHT, WRONG, cli, free_port, write_task
 from .judge_stub import StubJudge
-from .test_judge_report import RIGHT, WRONG, write_task
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 QUICK_S = 30     # what "refused in seconds" allows on a loaded 2-core machine (the old code took minutes)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

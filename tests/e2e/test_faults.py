@@ -11,35 +11,32 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import psutil
 import pytest
 
-from .helpers import REPO, assert_settled_once, check_task_folder, chromium_left, cli, popen, records, steps_on_disk
+from tests.fakes import Reply, Request, StubServer
+
+from .helpers import (
+    REPO,
+    assert_settled_once,
+    check_task_folder,
+    chromium_left,
+    cli,
+    free_port,
+    popen,
+    records,
+    steps_on_disk,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 MULTI_STEP = "offline_shop_cart_05"        # seven steps with the oracle
 
 
-def wait_for(predicate, timeout: float, proc: subprocess.Popen | None = None, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"the run ended before {what}: {proc.stderr.read()[-2000:] if proc.stderr else ''}")
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
-
-
 def first_step_on_disk(out: Path, task: str) -> bool:
     return steps_on_disk(out / task) >= 1
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_chromium_killed_mid_episode_is_an_infra_error_retried_with_its_steps_kept(tmp_path):
@@ -106,51 +103,36 @@ def test_a_model_server_that_goes_down_costs_no_task_its_result(tmp_path):
                           and r["error"].startswith("model endpoint: endpoint unreachable: ") for r in errors), errors
 
 
-class _Blocker(BaseHTTPRequestHandler):
+def hang(req: Request) -> None:
+    """A page that never answers (until the server stops)."""
+    req.stopping.wait(300)
+
+
+def _blocker() -> StubServer:
     """Pages that a bot wall would show, and one that never answers."""
-
-    def do_GET(self):   # noqa: N802
-        pages = {
-            "/cloudflare": (200, "<html><head><title>Just a moment...</title></head><body>"
+    def page(status: int, html: str) -> Reply:
+        return Reply(status, html, length=False)
+    return StubServer({
+        "/cloudflare": page(200, "<html><head><title>Just a moment...</title></head><body>"
                                  "<div id='cf-challenge-running'>Checking your browser</div></body></html>"),
-            "/forbidden": (403, "<html><body><h1>Forbidden</h1></body></html>"),
-            "/captcha": (200, "<html><body><form><iframe src='https://www.google.com/recaptcha/api2/anchor?k=x'>"
+        "/forbidden": page(403, "<html><body><h1>Forbidden</h1></body></html>"),
+        "/captcha": page(200, "<html><body><form><iframe src='https://www.google.com/recaptcha/api2/anchor?k=x'>"
                               "</iframe></form></body></html>"),
-        }
-        if self.path == "/hang":
-            time.sleep(300)
-            return
-        code, body = pages.get(self.path, (404, "no"))
-        self.send_response(code)
-        self.send_header("Content-Type", "text/html")
-        self.end_headers()
-        self.wfile.write(body.encode())
-
-    def log_message(self, *args):
-        pass
-
-
-def _serve_blocker():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Blocker)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}"
+        "/hang": hang,
+    }, default=page(404, "no"))
 
 
 @pytest.fixture
 def blocker():
-    server, url = _serve_blocker()
-    yield url
-    server.shutdown()
+    with _blocker() as server:
+        yield server.url
 
 
 @pytest.fixture
 def blockers():
     """Three blocker servers: three sites (a port is a site here), so that no widened cooldown is waited out."""
-    served = [_serve_blocker() for _ in range(3)]
-    yield [url for _, url in served]
-    for server, _ in served:
-        server.shutdown()
+    with _blocker() as a, _blocker() as b, _blocker() as c:
+        yield [a.url, b.url, c.url]
 
 
 def test_bot_walls_are_recorded_as_blocked(tmp_path, blockers):

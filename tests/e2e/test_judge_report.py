@@ -10,9 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -26,29 +24,9 @@ from om2w_tui.evaluation.judge_settings import Settings
 from om2w_tui.evaluation.report import compare, summarize
 from om2w_tui.evaluation.summary import Rate
 from om2w_tui.offline.oracle import OracleServer
-from om2w_tui.offline.suite import load_task_templates
+from tests.fakes import Reply, Request, StubServer
 
-from .helpers import cli, popen, records, steps_on_disk
-
-PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
-TEMPLATES = {t["task_id"]: t for t in load_task_templates()}
-RIGHT, WRONG = "offline_booking_rates_11", "offline_longpage_footer_15"
-
-
-def write_task(out: Path, tid: str, answer: str, shots: int = 4) -> None:
-    folder = out / tid
-    (folder / "trajectory").mkdir(parents=True)
-    (folder / "result.json").write_text(json.dumps({
-        "task_id": tid, "task": TEMPLATES[tid]["confirmed_task"], "final_result_response": answer,
-        "action_history": ['<a id="nav"> Next -> CLICK', "SCROLL DOWN"], "thoughts": ["a", "b"]}))
-    for i in range(shots):
-        (folder / "trajectory" / f"{i}_full_screenshot.png").write_bytes(PNG)
-
-
-@pytest.fixture(scope="module")
-def judge_server():
-    with OracleServer(load_task_templates()) as server:
-        yield server
+from .helpers import PNG, RIGHT, TEMPLATES, WRONG, cli, popen, records, steps_on_disk, write_task
 
 
 @pytest.fixture
@@ -225,28 +203,13 @@ async def test_calls_are_bounded_by_workers():
 # ============================================================================================== real runs
 
 
-class _Wall(BaseHTTPRequestHandler):
-    def do_GET(self):   # noqa: N802
-        body = (b"<html><head><title>Just a moment...</title></head><body>"
-                b"<div id='cf-challenge-running'>Checking your browser</div></body></html>")
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+WALL = ("<html><head><title>Just a moment...</title></head><body>"
+        "<div id='cf-challenge-running'>Checking your browser</div></body></html>")
 
 
 @pytest.fixture
-def wall():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Wall)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+def wall(stub_server):
+    return stub_server(default=Reply(200, WALL)).url
 
 
 def offline(*args: str) -> list[str]:
@@ -371,39 +334,28 @@ async def test_an_endpoint_that_refuses_the_sampling_settings_gets_the_call_with
     later calls follow."""
     from openai import AsyncOpenAI
 
-    from .judge_stub import send_json
-
     seen: list[dict] = []
 
-    class Picky(BaseHTTPRequestHandler):
-        def do_POST(self):   # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            seen.append(body)
-            if "temperature" in body or "max_tokens" in body:
-                bad = "temperature" if "temperature" in body else "max_tokens"
-                status, payload = 400, {"error": {"message": f"Unsupported parameter: '{bad}' is not supported "
-                                                             f"with this model.", "type": "invalid_request_error"}}
-            else:
-                status, payload = 200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                                        "choices": [{"index": 0, "finish_reason": "stop",
-                                                     "message": {"role": "assistant", "content": "ok"}}]}
-            send_json(self, status, payload)
+    def picky(req: Request) -> Reply:
+        body = req.json()
+        seen.append(body)
+        if "temperature" in body or "max_tokens" in body:
+            bad = "temperature" if "temperature" in body else "max_tokens"
+            return Reply(400, {"error": {"message": f"Unsupported parameter: '{bad}' is not supported with this "
+                                                    f"model.", "type": "invalid_request_error"}})
+        return Reply(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                           "choices": [{"index": 0, "finish_reason": "stop",
+                                        "message": {"role": "assistant", "content": "ok"}}]})
 
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Picky)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    client = AsyncOpenAI(base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", api_key="k", max_retries=0)
-    logged: list[str] = []
-    try:
-        call = Caller(client, Settings(model="o4-mini"), log=logged.append)
-        assert await call([{"role": "user", "content": "hi"}], Usage()) == "ok"
-        assert await call([{"role": "user", "content": "again"}], Usage()) == "ok"
-    finally:
-        await client.close()
-        server.shutdown()
-        server.server_close()
+    with StubServer({"POST /v1/chat/completions": picky}) as server:
+        client = AsyncOpenAI(base_url=f"{server.url}/v1", api_key="k", max_retries=0)
+        logged: list[str] = []
+        try:
+            call = Caller(client, Settings(model="o4-mini"), log=logged.append)
+            assert await call([{"role": "user", "content": "hi"}], Usage()) == "ok"
+            assert await call([{"role": "user", "content": "again"}], Usage()) == "ok"
+        finally:
+            await client.close()
     assert seen[0]["temperature"] == 0 and seen[0]["max_tokens"] == 512
     assert "temperature" not in seen[-1] and seen[-1]["max_completion_tokens"] == 512
     assert len(seen) == 4                                   # two refusals, then each call once

@@ -122,7 +122,7 @@ async def test_the_launch_form_shows_the_warning_and_still_launches(tmp_path):
 
     from om2w_tui.frontends.console.app import make_app
     from om2w_tui.frontends.console.screens.launch_form import LaunchScreen
-    from tests.ui.test_launch_form import remembered
+    from tests.ui.pilots import remembered
 
     path = remembered(tmp_path, bench="offline", model="oracle-think", task_ids="offline_shop_search_01",
                       out=str(tmp_path / "runs" / "x"))

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from om2w_tui.evaluation.labels import LabelFile
+from tests.unit.helpers import judge_file, make_run, record
 
-from ..unit.test_report import judge_file, make_run, record
 from .helpers import REPO, cli
 
 TASKS = [f"t{i}" for i in range(6)]

@@ -9,8 +9,7 @@ import sys
 
 import pytest
 
-from .helpers import REPO, cli, popen, records
-from .test_faults import free_port, wait_for
+from .helpers import REPO, cli, free_port, popen, records, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 

@@ -1,10 +1,9 @@
 """A recorded run for the console's deterministic tests: the engine events and snapshots of a short run on the
-offline suite (two slots, four sites), a frozen clock, a stand-in run (RunControl) that records the commands it
-gets, and an episode folder with small PNG screenshots written by the test."""
+offline suite (two slots, four sites), a frozen clock, the fake run (tests/fakes.py) as the recording left it,
+and an episode folder with small PNG screenshots written by the test."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import struct
 import zlib
@@ -14,7 +13,6 @@ from typing import Any
 
 from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.engine.config import RunConfig
-from om2w_tui.engine.control import Interrupt
 from om2w_tui.engine.events import (
     DispatchChanged,
     EpisodeFinished,
@@ -32,6 +30,7 @@ from om2w_tui.engine.events import (
 )
 from om2w_tui.engine.launch import Preflight
 from om2w_tui.engine.results import EpisodeRecord
+from tests.fakes import FakeRun
 
 T0 = 1_750_000_000.0          # the frozen clock's start (epoch seconds)
 LOOP0 = 5_000.0               # the engine's loop clock at T0
@@ -52,53 +51,14 @@ class FrozenClock:
 
 
 @dataclass
-class StubRun:
-    """Stands where the run stands for the controls (a RunControl): its state as its snapshot gives it, and every
-    command it receives."""
+class StubRun(FakeRun):
+    """The fake run (tests/fakes.py) as the recorded run left it: its snapshot, dispatch paused, two episodes, no
+    errored task."""
 
-    dispatch_paused: bool = True       # as the recorded run left it
-    target_workers: int = 2
+    base: RunSnapshot = field(default_factory=lambda: snapshot())
+    dispatch_paused: bool = True
     errored: dict[str, Any] = field(default_factory=dict)
-    commands: list[tuple[Any, ...]] = field(default_factory=list)
-    episodes: int = 2
-    steps: dict[int, int] = field(default_factory=dict)   # slot -> step, where a test moved an episode on
-    states: dict[int, str] = field(default_factory=dict)  # slot -> state, where a test changed one
-
-    def pause_dispatch(self, paused: bool = True, reason: str = "") -> None:
-        self.dispatch_paused = paused
-        self.commands.append(("pause_dispatch", paused))
-
-    def pause_episode(self, slot: int, paused: bool = True) -> bool:
-        self.commands.append(("pause_episode", slot, paused))
-        return True
-
-    def kill(self, slot: int, requeue: bool = False) -> bool:
-        self.commands.append(("kill", slot, requeue))
-        return True
-
-    def set_workers(self, n: int) -> None:
-        self.target_workers = max(1, n)
-        self.commands.append(("set_workers", self.target_workers))
-
-    def retry_errors(self) -> int:
-        n = len(self.errored)
-        self.errored.clear()
-        self.commands.append(("retry_errors",))
-        return n
-
-    def stop(self, force: bool = False) -> None:
-        self.commands.append(("stop", force) if force else ("stop",))
-
-    def interrupt(self) -> Interrupt:
-        self.commands.append(("interrupt",))
-        return "stopping"
-
-    def snapshot(self) -> RunSnapshot:
-        snap = snapshot()
-        slots = [dataclasses.replace(s, step=self.steps.get(s.slot, s.step), state=self.states.get(s.slot, s.state))
-                 for s in snap.slots[: self.episodes]]
-        return dataclasses.replace(snap, paused=self.dispatch_paused, slots=slots, target_workers=self.target_workers,
-                                   errors=len(self.errored))
+    episodes: int | None = 2
 
 
 def tasks() -> list[Task]:

@@ -13,7 +13,7 @@ import pytest
 
 from om2w_tui.engine.events import EpisodeFinished, EpisodeStarted, EpisodeStep, RunFinished, SlotChanged
 
-from .test_console_e2e import app_exits, console, our_chromium, records, still_alive, until
+from .pilots import app_exits, console, our_chromium, records, still_alive, until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 

@@ -4,18 +4,10 @@ the screen. A few tasks each, one or two slots: the machine may have two cores."
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import time
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
-import psutil
 import pytest
 
-from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.events import (
     DispatchChanged,
     EpisodeFinished,
@@ -24,102 +16,13 @@ from om2w_tui.engine.events import (
     RunFinished,
     SlotChanged,
 )
-from om2w_tui.engine.launch import preflight
-from om2w_tui.frontends.console.app import ConsoleApp, make_app
 from om2w_tui.frontends.console.screens.episode import EpisodeScreen
 from om2w_tui.frontends.console.screens.quit import ConfirmQuit
 from om2w_tui.frontends.console.widgets.panels import EpisodesTable, SlotsTable
 
+from .pilots import app_exits, console, our_chromium, records, stays, still_alive, task_folders, until
+
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
-WAIT_S = 150.0
-MARKER = "om2w-episode-"
-
-
-class Recorder:
-    """A second sink on the run: every engine event, in order."""
-
-    def __init__(self) -> None:
-        self.events: list[Any] = []
-
-    def handle(self, event: object) -> None:
-        self.events.append(event)
-
-    def after(self, event: Any, kind: type) -> list[Any]:
-        return [e for e in self.events[self.events.index(event) + 1:] if isinstance(e, kind)]
-
-    def of(self, kind: type, **match: Any) -> list[Any]:
-        return [e for e in self.events if isinstance(e, kind) and all(getattr(e, k) == v for k, v in match.items())]
-
-
-def console(tmp_path: Path, task_ids: list[str], *, model: str = "oracle-slow-1", workers: int = 1,
-            **cfg: Any) -> tuple[ConsoleApp, Recorder, Path]:
-    out = tmp_path / "run"
-    pre = preflight(RunConfig(out=out, bench="offline", model=model, task_ids=task_ids, workers=workers,
-                              pace_cooldown=0, **cfg))
-    rec = Recorder()
-    app = make_app(pre, image_renderer="unicode", last_launch=None, sinks=[rec])
-    return app, rec, out
-
-
-async def until(pilot: Any, what: str, cond: Callable[[], Any], timeout: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := cond()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.1)
-    return value
-
-
-async def stays(pilot: Any, what: str, cond: Callable[[], Any], seconds: float) -> None:
-    """`cond` holds for the whole window (for what must NOT happen, a window is all there is)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert cond(), what
-        await pilot.pause(0.1)
-
-
-async def app_exits(app: ConsoleApp, timeout: float = WAIT_S) -> None:
-    deadline = time.monotonic() + timeout
-    while app.is_running:
-        assert time.monotonic() < deadline, "the app did not exit"
-        await asyncio.sleep(0.1)
-
-
-def records(out: Path) -> list[dict[str, Any]]:
-    path = out / "results.jsonl"
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
-
-
-def task_folders(out: Path) -> set[str]:
-    return {p.name for p in out.iterdir() if p.is_dir()} if out.exists() else set()
-
-
-def our_chromium() -> dict[int, tuple[float, str]]:
-    """Chromium processes of this test's episodes (other runs may share the machine): pid -> (create time, the
-    episode's profile folder)."""
-    found = {}
-    for p in psutil.Process(os.getpid()).children(recursive=True):
-        try:
-            marked = [part for part in p.cmdline() if MARKER in part]
-            if marked:
-                found[p.pid] = (p.create_time(), marked[0][marked[0].index(MARKER):].split("/")[0])
-        except psutil.Error:
-            continue
-    return found
-
-
-def still_alive(procs: dict[int, tuple[float, str]]) -> list[int]:
-    alive = []
-    for pid, (created, _) in procs.items():
-        try:
-            p = psutil.Process(pid)
-            if p.create_time() == created and p.status() != psutil.STATUS_ZOMBIE:
-                alive.append(pid)
-        except psutil.Error:
-            continue
-    return alive
-
-
 async def test_p_stops_dispatch_and_space_pauses_one_episode(tmp_path):
     # different sites, four and five steps: a pause in either shows
     ids = ["offline_shop_compare_04", "offline_wiki_port_06"]

@@ -6,57 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
-from pathlib import Path
 
 from textual.command import CommandList
 
 from om2w_tui.engine.events import DispatchChanged, EpisodeStep, RunFinished, RunSummary, SlotChanged
-from om2w_tui.frontends.console.app import ConsoleApp, make_app
 from om2w_tui.frontends.console.screens.dashboard import DashboardScreen
 from om2w_tui.frontends.console.screens.episode import EpisodeScreen
 from om2w_tui.frontends.console.screens.quit import ConfirmQuit
 from om2w_tui.frontends.console.widgets.panels import EpisodesTable, SitesTable, SlotsTable, StepsLog
 
 from . import recorded as R
-
-
-def build(tmp_path: Path, **kw) -> tuple[ConsoleApp, R.FrozenClock, R.StubRun]:
-    out = tmp_path / "demo"
-    out.mkdir(exist_ok=True)
-    (out / "results.jsonl").write_text("".join(json.dumps(r.to_json()) + "\n" for r in R.earlier_records()))
-    clock = R.FrozenClock(R.T0 - 40)
-    app = make_app(R.preflight_for(out), clock=clock, start_engine=False, last_launch=None,
-                   image_renderer="unicode", **kw)
-    stub = R.StubRun()
-    app.control = stub
-    return app, clock, stub
-
-
-async def feed(pilot, app: ConsoleApp, clock: R.FrozenClock) -> None:
-    """The recorded run through the engine's own sink: RunStarted 40 s before T0, the rest at T0."""
-    await pilot.pause()
-    evs = R.events()
-    app.sink.handle(evs[0])
-    await pilot.pause()
-    clock.t = R.T0
-    for ev in evs[1:]:
-        app.sink.handle(ev)
-    app.sink.snapshot(R.snapshot(), clock())
-    await pilot.pause()
-    # events redraw at most every 0.2 s, every 1 s while the machine is busy (RedrawPace, on the real clock): draw
-    # now what that redraw would, so that a loaded machine running the tests does not decide what they read
-    app.screen.render_all()
-    await pilot.pause()
-
-
-def shown_keys(app: ConsoleApp) -> dict[str, str]:
-    return {b.binding.action: b.binding.description for b in app.screen.active_bindings.values()
-            if b.enabled and b.binding.show}
-
-
-def cells(table, key: str) -> list[str]:
-    return [str(c) for c in table.get_row(key)]
+from .pilots import build, cells, feed, shown_keys
+from .pilots import settle_episode as settle
 
 
 async def test_panels_show_the_recorded_run(tmp_path):
@@ -240,13 +201,6 @@ async def test_the_episode_view_steps_through_screenshots_and_follows_a_running_
         assert view.shown == 4 and "5/5" in view.query_one("#ep-shot-box").border_subtitle
         await pilot.press("escape")
         assert isinstance(app.screen, DashboardScreen)
-
-
-async def settle(pilot) -> None:
-    """Let the episode view's file and image reads (threads) land."""
-    for _ in range(4):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
 
 
 async def test_footer_rebuilds_keep_no_removed_keys_alive(tmp_path):

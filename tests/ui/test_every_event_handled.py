@@ -26,21 +26,14 @@ from om2w_tui.frontends.headless import HeadlessLog
 from om2w_tui.frontends.remote import RemoteRun
 from om2w_tui.frontends.run_state import RunState
 from om2w_tui.protocol.run_end import RunEnd
+from tests.fakes import Recorder
 
 from . import recorded as R
-from .test_dashboard import build
+from .pilots import build
 
 PUT_BACK = EpisodePutBack(1, "offline_wiki_wal_07", 1, "the worker vanished before it took the task")
 SAMPLES: list[Event] = [*R.events(), PUT_BACK, Log("warning", "the disk is nearly full"),
                         Log("error", "the model endpoint is down"), RunFinished(RunSummary(total=6, finished=1))]
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def handle(self, ev: Event) -> None:
-        self.events.append(ev)
 
 
 def test_the_samples_hold_every_event_type():

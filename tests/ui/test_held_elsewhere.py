@@ -7,7 +7,7 @@ import dataclasses
 from om2w_tui.frontends.console.widgets.panels import SitesTable
 
 from . import recorded as R
-from .test_dashboard import build, cells, feed
+from .pilots import build, cells, feed
 
 
 async def test_a_site_held_by_another_run_says_so(tmp_path):

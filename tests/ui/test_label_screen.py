@@ -24,8 +24,8 @@ from om2w_tui.frontends.console.screens.label_dialogs import AskAnnotator, Filte
 from om2w_tui.frontends.console.screens.report import ReportScreen
 from om2w_tui.frontends.console.widgets import block_image
 
-from .test_report_screen import RUN, finished_run, report_app
-from .test_report_screen import settle as settle_report
+from .pilots import RUN, finished_run, labeller, report_app, screen_of, settle_report, text
+from .pilots import settle_label as settle
 
 SIZES = pytest.mark.parametrize("size", [(80, 24), (160, 45)], ids=["80x24", "160x45"])
 TASKS = sorted(r[0] for r in RUN)
@@ -37,28 +37,6 @@ def judged(out: Path) -> Path:
     path.write_text("".join(json.dumps({"task_id": t, "predicted_label": int(t.startswith(("amazon", "wiki"))),
                                         "judge_model": "o4-mini", "mode": "webjudge"}) + "\n" for t in TASKS))
     return path
-
-
-def labeller(out: Path, annotator: str = "alice", **kw: Any) -> LabelApp:
-    show = kw.pop("show_judge", False)
-    return LabelApp(LabelSession(out, annotator, **kw), show_judge=show, renderer="unicode")
-
-
-async def settle(pilot) -> None:
-    """Let the folder reads and the screenshot loads (threads) land."""
-    for _ in range(5):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-
-
-def screen_of(app: LabelApp) -> LabelScreen:
-    screen = app.screen
-    assert isinstance(screen, LabelScreen)
-    return screen
-
-
-def text(screen: LabelScreen, part: str) -> str:
-    return str(screen.query_one(part).render())
 
 
 def on_disk(out: Path, annotator: str = "alice") -> dict[str, Any]:

@@ -5,51 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from textual.widgets import Input, Static
+from textual.widgets import Input
 
-from om2w_tui.benchmarks.tasks import Task
-from om2w_tui.engine.config import RunConfig
-from om2w_tui.engine.launch import Preflight
 from om2w_tui.frontends.console.app import make_app
-from om2w_tui.frontends.console.launch_values import DEFAULTS
 from om2w_tui.frontends.console.screens.dashboard import DashboardScreen
 from om2w_tui.frontends.console.screens.launch_form import LaunchScreen
 
-
-def remembered(tmp_path: Path, **values: str) -> Path:
-    path = tmp_path / "cfg" / "om2w-tui" / "last_launch.json"
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({**DEFAULTS, **values}))
-    return path
-
-
-class FakePreflight:
-    """Stands for launch.run_checks: records the configs it is given; finds what it is told to."""
-
-    def __init__(self, settled: int = 0, total: int = 3, problems: tuple[tuple[str, str], ...] = ()):
-        self.settled, self.total, self.problems = settled, total, problems
-        self.seen: list[RunConfig] = []
-
-    def __call__(self, cfg: RunConfig) -> tuple[Preflight | None, list[tuple[str, bool, str]]]:
-        self.seen.append(cfg)
-        checks = [("settings", True, f"arm base, {cfg.workers} workers"),
-                  ("tasks", True, f"tasks.json: {self.total} tasks, {self.total} selected"),
-                  ("out folder", True, str(cfg.out))]
-        checks += [(what, False, detail) for what, detail in self.problems]
-        if self.settled:
-            checks.append(("resume", True, f"{self.settled} of {self.total} already done in {cfg.out}"))
-        if self.problems:
-            return None, checks
-        tasks = [Task(f"t{i}", "do it", "http://example.com/") for i in range(self.total)]
-        return Preflight(cfg, tasks, Path("tasks.json"), self.settled, checks), checks
-
-
-async def checked(pilot) -> str:
-    for _ in range(4):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-    screen = pilot.app.screen
-    return str(screen.query_one("#preflight-report", Static).render()) if isinstance(screen, LaunchScreen) else ""
+from .pilots import FakePreflight, checked, remembered
 
 
 async def test_the_form_opens_with_the_last_launch_and_says_how_much_is_done(tmp_path):

@@ -14,10 +14,7 @@ from om2w_tui.frontends.console.screens.episode import EpisodeScreen
 from om2w_tui.frontends.console.widgets.report_tables import FailuresTable
 
 from . import recorded as R
-from .test_label_screen import labeller, screen_of, text
-from .test_label_screen import settle as settle_label
-from .test_report_screen import report_app, row_keys
-from .test_report_screen import settle as settle_report
+from .pilots import labeller, report_app, row_keys, screen_of, settle_label, settle_report, text
 
 LOOPING = "offline_longpage_loop_01"     # four scroll steps with one thought, then out of steps
 KILLED = "offline_shop_killed_02"        # killed; written before answers were only the agent's

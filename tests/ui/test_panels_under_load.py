@@ -13,7 +13,7 @@ from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable
 from om2w_tui.frontends.console.widgets.panels import EpisodesTable, SlotsTable, StepsLog
 
-from .test_dashboard import build, feed
+from .pilots import build, feed
 
 
 def rec(i: int) -> EpisodeRecord:

@@ -9,7 +9,6 @@ import asyncio
 import json
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +19,7 @@ from om2w_tui.engine.events import EpisodeFinished
 from om2w_tui.evaluation.report import summarize
 from om2w_tui.evaluation.report_text import fmt_rate, sections
 from om2w_tui.evaluation.summary import Rate
-from om2w_tui.frontends.console.app import ConsoleApp, make_app
+from om2w_tui.frontends.console.app import ConsoleApp
 from om2w_tui.frontends.console.screens.dashboard import DashboardScreen
 from om2w_tui.frontends.console.screens.episode import EpisodeScreen
 from om2w_tui.frontends.console.screens.report import ReportScreen
@@ -29,92 +28,10 @@ from om2w_tui.frontends.console.widgets.rate_chart import RateChart
 from om2w_tui.frontends.console.widgets.report_tables import ErrorsTable, FailuresTable
 
 from . import recorded as R
-from .test_dashboard import build, feed
+from .pilots import RUN, build, feed, finished_run, report_app, row_keys, shown_keys
+from .pilots import settle_report as settle
 
 SIZES = pytest.mark.parametrize("size", [(80, 24), (160, 45)], ids=["80x24", "160x45"])
-
-# (task id, site, level, status, correct, steps, duration, error, error kind, answer)
-RUN = [
-    ("amazon_kettle_price_01", "https://www.amazon.com/", "easy", "done", True, 4, 31.0, None, None,
-     "The Copper Pour-Over Kettle costs $42.50."),
-    ("amazon_cart_two_items_02", "https://www.amazon.com/", "medium", "done", False, 9, 74.5, None, None,
-     "I added the kettle to the cart."),
-    ("amazon_return_policy_03", "https://www.amazon.com/", "hard", "timeout", False, 30, 1800.0, "timeout", None,
-     ""),
-    ("wikipedia_wal_mode_04", "https://en.wikipedia.org/", "easy", "done", True, 3, 22.0, None, None,
-     "WAL stands for write-ahead logging."),
-    ("wikipedia_port_default_05", "https://en.wikipedia.org/", "medium", "done", True, 5, 40.0, None, None,
-     "The default port is 5432."),
-    ("booking_cheapest_room_06", "https://www.booking.com/", "medium", "error", False, 2, 12.0,
-     "model endpoint http://127.0.0.1:41234/v1 failed: HTTP 500", "infra", ""),
-    ("booking_cancel_07", "https://www.booking.com/", "hard", "error", False, 1, 8.0,
-     "model endpoint http://127.0.0.1:39999/v1 failed: HTTP 502", "infra", ""),
-    ("kayak_flight_08", "https://www.kayak.com/", "hard", "blocked", False, 1, 6.0, "Cloudflare challenge",
-     "site", ""),
-]
-
-
-def rec(row: tuple[Any, ...], finished: float, attempt: int = 1) -> dict[str, Any]:
-    tid, site, level, status, correct, steps, duration, error, kind, answer = row
-    return {"task_id": tid, "arm": "base", "website": site, "level": level, "model": "qwen3-vl-8b",
-            "status": status, "error": error, "error_kind": kind, "steps": steps, "actions": steps,
-            "screenshots": steps + 1, "answer": answer, "agent_done": status == "done", "duration_s": duration,
-            "started_at": finished - duration, "finished_at": finished, "attempt": attempt, "slot": 0,
-            "prompt_tokens": 1200 * steps, "completion_tokens": 90 * steps, "correct": correct}
-
-
-def write_task(out: Path, row: tuple[Any, ...], shots: int = 2) -> None:
-    tid, answer = row[0], row[9]
-    folder = out / tid
-    (folder / "trajectory").mkdir(parents=True, exist_ok=True)
-    actions = [f"<a id=\"link-{i}\"> Step {i} -> CLICK" for i in range(shots - 1)]
-    (folder / "result.json").write_text(json.dumps({
-        "task_id": tid, "task": f"Do the task {tid}.", "final_result_response": answer,
-        "action_history": actions, "thoughts": [f"thought {i}" for i in range(len(actions))]}))
-    for i in range(shots):
-        (folder / "trajectory" / f"{i}_full_screenshot.png").write_bytes(
-            R.png(32, 18, (250, 250, 245), (30, 90 + 20 * i, 160)))
-
-
-def finished_run(tmp_path: Path) -> Path:
-    """A finished run of eight tasks on four sites, one retried after an infra error."""
-    out = tmp_path / "om2w-qwen3"
-    out.mkdir()
-    records = [rec(RUN[6], R.T0 - 900)]       # booking_cancel_07's first attempt, retried
-    for n, row in enumerate(RUN):
-        write_task(out, row)
-        records.append(rec(row, R.T0 - 800 + 60 * n, attempt=2 if row[0] == "booking_cancel_07" else 1))
-    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    (out / "run.json").write_text(json.dumps({"config": {"arm": "base", "model": "qwen3-vl-8b", "bench": "om2w"}}))
-    return out
-
-
-def report_app(out: Path) -> ConsoleApp:
-    return make_app(None, report=out, clock=R.FrozenClock(), last_launch=None, image_renderer="unicode",
-                    start_engine=False, cursor_blink=False)
-
-
-async def settle(pilot) -> None:
-    """Let the report's computation and the episode view's reads (threads) land."""
-    for _ in range(200):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-        report = pilot.app.screen
-        if not isinstance(report, ReportScreen) or (report.data is not None or report.problem):
-            break
-    for _ in range(3):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-
-
-def shown_keys(app: ConsoleApp) -> dict[str, str]:
-    return {b.binding.action: b.binding.description for b in app.screen.active_bindings.values()
-            if b.enabled and b.binding.show}
-
-
-def row_keys(table) -> list[str]:
-    return [str(table.coordinate_to_cell_key((i, 0)).row_key.value) for i in range(table.row_count)]
-
 
 @SIZES
 async def test_the_report_shows_summarize_numbers(tmp_path, size):

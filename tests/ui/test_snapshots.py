@@ -9,8 +9,8 @@ import pytest
 from om2w_tui.frontends.console.app import make_app
 
 from . import recorded as R
-from .test_dashboard import build, feed, settle
-from .test_launch_form import FakePreflight, checked, remembered
+from .pilots import FakePreflight, build, checked, feed, remembered
+from .pilots import settle_episode as settle
 
 SIZES = pytest.mark.parametrize("size", [(80, 24), (160, 45)], ids=["80x24", "160x45"])
 

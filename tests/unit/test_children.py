@@ -22,7 +22,7 @@ from om2w_tui.engine.settings import SETTINGS, KeyVariable, key_variables
 from om2w_tui.evaluation.labels import LabelFileError, check_annotator
 from om2w_tui.executors.local import WorkerProcess, python_module, worker_environment
 from om2w_tui.executors.ray import ActorWorkerProcess
-from tests.unit.test_cli_errors import assert_usage_error, good_rows, run_cli
+from tests.unit.helpers import assert_usage_error, good_rows, run_cli
 
 ENV = {"PATH": "/usr/bin", "HOME": "/home/u", "OM2W_MODEL_KEY": "sk-model", "OM2W_JUDGE_KEY": "sk-judge",
        "OM2W_CHROMIUM": "/usr/bin/chromium", "BROWSER_USE_API_KEY": "bu-cloud", "RAY_REDIS_PASSWORD": "pw",
@@ -83,14 +83,6 @@ def test_the_agents_limits_are_browser_uses_own():
 
     assert MAX_INSTRUCTION_CHARS == cloud_events.MAX_TASK_LENGTH
     assert MAX_WEBSITE_CHARS == cloud_events.MAX_URL_LENGTH
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    w = tmp_path / "work"
-    w.mkdir()
-    (w / "tasks.json").write_text(json.dumps(good_rows()))
-    return w
 
 
 def _jsonl(work: Path, row: dict[str, Any], raw_tail: str = "") -> Path:

@@ -8,64 +8,12 @@ import os
 import socket
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
+from tests.fakes import Reply, StubServer
 from tests.stand_ins import STAND_IN_CHROMIUM
-
-REPO = Path(__file__).resolve().parents[2]
-SECRET = "sk-test-secret-never-shown"
-
-
-def good_rows() -> list[dict]:
-    return [{"task_id": "a", "confirmed_task": "do a", "website": "https://a.com/", "level": "easy"},
-            {"task_id": "b", "confirmed_task": "do b", "website": "https://b.com/", "level": "hard"}]
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    """The process's working folder: it must stay as the test left it."""
-    w = tmp_path / "work"
-    w.mkdir()
-    (w / "tasks.json").write_text(json.dumps(good_rows()))
-    return w
-
-
-def listing(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else b"<dir>") for p in folder.rglob("*")}
-
-
-def run_cli(work: Path, *args: str, out: Path | None = None, chromium: str | None = STAND_IN_CHROMIUM,
-            model: str | None = "oracle", timeout: float = 60) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("CHROME_PATH", "OM2W_CHROMIUM")}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-    env["OPENAI_API_KEY"] = SECRET
-    argv = [sys.executable, "-m", "om2w_tui", "run", "--no-ui", "--out", str(out or work / "out")]
-    if chromium:
-        argv += ["--chromium", chromium]
-    if model:
-        argv += ["--model", model]
-    before = listing(work)
-    proc = subprocess.run(argv + list(args), cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
-    assert listing(work) == before, "the run wrote something"
-    assert SECRET not in proc.stderr + proc.stdout
-    return proc
-
-
-def assert_usage_error(proc: subprocess.CompletedProcess, *parts: str) -> None:
-    assert proc.returncode == 2, (proc.returncode, proc.stderr)
-    assert proc.stdout == ""
-    for part in parts:
-        assert part in proc.stderr, (part, proc.stderr)
-
-
-def task_file(work: Path, text: str, name: str = "bad.json") -> Path:
-    p = work / name
-    p.write_text(text)
-    return p
+from tests.unit.helpers import REPO, SECRET, assert_usage_error, good_rows, run_cli, task_file
 
 
 def test_a_good_preflight_reaches_past_these_checks(work, monkeypatch):
@@ -192,54 +140,26 @@ def test_endpoint_that_does_not_answer(work):
     assert_usage_error(proc, f"--vllm {url}", "does not answer")
 
 
-class FakeVllm:
-    """GET /v1/models on 127.0.0.1, serving the given model names (or an HTTP status)."""
-
-    def __init__(self, served: list[str], status: int = 200):
-        self.requests: list[tuple[str, str | None]] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):
-                outer.requests.append((self.path, self.headers.get("Authorization")))
-                body = json.dumps({"object": "list", "data": [{"id": m, "object": "model"} for m in served]}).encode()
-                code = status if self.path == "/v1/models" else 404
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=10)
+def fake_vllm(served: list[str], status: int = 200) -> StubServer:
+    """GET /v1/models on 127.0.0.1, serving the given model names (or an HTTP status); any other path is a 404."""
+    listing = {"object": "list", "data": [{"id": m, "object": "model"} for m in served]}
+    return StubServer({"GET /v1/models": Reply(status, listing)}, default=Reply(404, listing))
 
 
 def test_model_not_served(work):
-    with FakeVllm(["other"]) as vllm:
-        proc = run_cli(work, "--tasks", "tasks.json", "--vllm", vllm.url, model="qwen")
+    with fake_vllm(["other"]) as vllm:
+        proc = run_cli(work, "--tasks", "tasks.json", "--vllm", f"{vllm.url}/v1", model="qwen")
     assert_usage_error(proc, "--model qwen", "not served", "other")
     # the list, then the model by name (servers that list aliases apart); the key only ever in the header
-    assert vllm.requests == [("/v1/models", f"Bearer {SECRET}"), ("/v1/models/qwen", f"Bearer {SECRET}")]
+    assert [(r.path, r.header("Authorization")) for r in vllm.requests] == [
+        ("/v1/models", f"Bearer {SECRET}"), ("/v1/models/qwen", f"Bearer {SECRET}")]
     assert not (work / "out").exists()
 
 
 def test_endpoint_refuses_the_key(work):
-    with FakeVllm(["qwen"], status=401) as vllm:
-        proc = run_cli(work, "--tasks", "tasks.json", "--vllm", vllm.url, model="qwen")
-    assert_usage_error(proc, f"--vllm {vllm.url}", "HTTP 401", "--api-key-env")
+    with fake_vllm(["qwen"], status=401) as vllm:
+        proc = run_cli(work, "--tasks", "tasks.json", "--vllm", f"{vllm.url}/v1", model="qwen")
+    assert_usage_error(proc, f"--vllm {vllm.url}/v1", "HTTP 401", "--api-key-env")
 
 
 def test_negative_limit(work):

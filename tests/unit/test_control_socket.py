@@ -28,7 +28,6 @@ from om2w_tui.engine.events import (
     RunFinished,
     RunSnapshot,
     RunStarted,
-    SlotRow,
 )
 from om2w_tui.engine.runlock import RunLock
 from om2w_tui.engine.wire import StatusReply, read
@@ -50,44 +49,9 @@ from om2w_tui.protocol.control import (
 )
 from om2w_tui.protocol.run_end import RunEnd
 from om2w_tui.run_folder import RunFolder
+from tests.fakes import FakeRun, Recorder
 
 pytestmark = pytest.mark.timeout(60)
-
-
-class FakeRun:
-    """A RunControl that records what it was asked; slot 0 runs `t-a`, slot 1 is idle."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[object, ...]] = []
-        self.paused = False
-
-    def snapshot(self) -> RunSnapshot:
-        return RunSnapshot(now=1.0, slots=[SlotRow(0, "running", "t-a", "a.com", step=2), SlotRow(1, "idle")],
-                           paused=self.paused, target_workers=2)
-
-    def pause_dispatch(self, paused: bool = True, reason: str = "") -> None:
-        self.paused = paused
-        self.calls.append(("pause_dispatch", paused))
-
-    def pause_episode(self, slot_id: int, paused: bool = True) -> bool:
-        self.calls.append(("pause_episode", slot_id, paused))
-        return True
-
-    def kill(self, slot_id: int, requeue: bool = False) -> bool:
-        self.calls.append(("kill", slot_id, requeue))
-        return True
-
-    def set_workers(self, n: int) -> None:
-        self.calls.append(("set_workers", n))
-
-    def retry_errors(self) -> int:
-        return 3
-
-    def stop(self, force: bool = False) -> None:
-        self.calls.append(("stop", force))
-
-    def interrupt(self) -> str:
-        return "stopping"
 
 
 @pytest.fixture
@@ -136,17 +100,17 @@ async def test_the_socket_is_an_owner_only_file_in_a_deep_folder_and_goes_with_t
 async def test_commands_reach_the_run_by_task_and_refusals_say_why(deep):
     run = FakeRun()
     async with ControlServer(deep).serving(run):
-        assert isinstance(await ask_async(deep, Pause()), Done) and run.calls[-1] == ("pause_dispatch", True)
-        assert isinstance(await ask_async(deep, Resume()), Done) and run.calls[-1] == ("pause_dispatch", False)
+        assert isinstance(await ask_async(deep, Pause()), Done) and run.commands[-1] == ("pause_dispatch", True)
+        assert isinstance(await ask_async(deep, Resume()), Done) and run.commands[-1] == ("pause_dispatch", False)
         done = await ask_async(deep, Pause(task="t-a"))
-        assert isinstance(done, Done) and run.calls[-1] == ("pause_episode", 0, True)
+        assert isinstance(done, Done) and run.commands[-1] == ("pause_episode", 0, True)
         assert (done.slot, done.task) == (0, "t-a")
-        assert isinstance(await ask_async(deep, Requeue(task="t-a")), Done) and run.calls[-1] == ("kill", 0, True)
-        assert isinstance(await ask_async(deep, Kill(slot=0)), Done) and run.calls[-1] == ("kill", 0, False)
-        assert isinstance(await ask_async(deep, Workers(4)), Done) and run.calls[-1] == ("set_workers", 4)
+        assert isinstance(await ask_async(deep, Requeue(task="t-a")), Done) and run.commands[-1] == ("kill", 0, True)
+        assert isinstance(await ask_async(deep, Kill(slot=0)), Done) and run.commands[-1] == ("kill", 0, False)
+        assert isinstance(await ask_async(deep, Workers(4)), Done) and run.commands[-1] == ("set_workers", 4)
         retried = await ask_async(deep, Retry())
         assert isinstance(retried, Done) and retried.queued == 3
-        n = len(run.calls)
+        n = len(run.commands)
         no = await ask_async(deep, Kill(task="t-zzz"))
         assert isinstance(no, Refused) and "t-zzz" in no.error and "t-a on slot 0" in no.error
         assert isinstance(await ask_async(deep, Kill(slot=1)), Refused)          # idle: nothing to kill
@@ -163,8 +127,8 @@ async def test_commands_reach_the_run_by_task_and_refusals_say_why(deep):
         assert isinstance(no, Refused) and "unknown command" in no.error and "status" in no.error
         no = await ask_line(deep, {"cmd": "kill", "task": "t-a", "signal": 9})
         assert isinstance(no, Refused) and "unknown fields ['signal']" in no.error
-        assert len(run.calls) == n     # nothing refused reached the run
-        assert isinstance(await ask_async(deep, Stop(force=True)), Done) and run.calls[-1] == ("stop", True)
+        assert len(run.commands) == n     # nothing refused reached the run
+        assert isinstance(await ask_async(deep, Stop(force=True)), Done) and run.commands[-1] == ("stop", True)
         # a line that is no JSON object is answered, not fatal
         reader, writer = await connect(deep)
         writer.write(b"nonsense\n[1]\n")
@@ -269,14 +233,7 @@ def test_the_socket_is_named_after_the_runs_lock():
 
 
 async def test_a_remote_run_sends_commands_at_once_and_a_refusal_comes_back_as_an_error_log(deep):
-    class Sink:
-        def __init__(self) -> None:
-            self.events: list[object] = []
-
-        def handle(self, ev: object) -> None:
-            self.events.append(ev)
-
-    run, sink = FakeRun(), Sink()
+    run, sink = FakeRun(), Recorder()
     server = ControlServer(deep)
     async with server.serving(run):
         server.handle(RunStarted(total=5, settled=0, workers=2, out=str(deep)))
@@ -293,7 +250,7 @@ async def test_a_remote_run_sends_commands_at_once_and_a_refusal_comes_back_as_a
             await asyncio.sleep(0.01)
         (refusal,) = [e for e in sink.events if isinstance(e, Log)]
         assert refusal.level == "error" and "refused to kill slot 1" in refusal.message
-        assert ("kill", 0, True) in run.calls and ("kill", 1, False) not in run.calls
+        assert ("kill", 0, True) in run.commands and ("kill", 1, False) not in run.commands
         server.handle(RunFinished())
     await asyncio.wait_for(follow, 5)                                   # the run's end closes the connection
     assert remote.end is RunEnd.FINISHED and isinstance(sink.events[-1], RunFinished)

@@ -13,7 +13,7 @@ from om2w_tui.cli.main import main
 from om2w_tui.engine.control_socket import SOCKET_NAME, ControlServer
 from om2w_tui.engine.runlock import RunLock
 from om2w_tui.protocol.control import COMMANDS
-from tests.unit.test_control_socket import FakeRun
+from tests.fakes import FakeRun
 
 
 @pytest.mark.parametrize("argv, says", [
@@ -50,7 +50,7 @@ async def _refusal_and_answers(tmp_path, capsys):
         assert capsys.readouterr().out.strip() == "workers: 3"
         assert await asyncio.to_thread(main, ["ctl", str(tmp_path), "status", "--json"]) == 0
         status = json.loads(capsys.readouterr().out)
-        assert status["running"][0]["task_id"] == "t-a" and status["target_workers"] == 2
+        assert status["running"][0]["task_id"] == "t-a" and status["target_workers"] == 3   # as `workers 3` left it
         # the keys the guide promises scripts (docs/clusters.md)
         assert {"ok", "done", "total", "pending", "paused", "breaker", "storage", "stopping", "target_workers",
                 "errors", "running", "model", "snapshot", "run"} <= set(status)

@@ -177,7 +177,7 @@ def test_3_a_template_that_cannot_be_filled_fails_doctor(tmp_path, capsys, templ
 async def test_5_the_control_socket_refuses_more_workers_than_the_bound(tmp_path):
     from om2w_tui.engine.control_socket import ControlServer
     from om2w_tui.protocol.control import Done, Refused, Workers
-    from tests.unit.test_control_socket import FakeRun
+    from tests.fakes import FakeRun
 
     run = FakeRun()
     server = ControlServer(tmp_path)
@@ -186,7 +186,7 @@ async def test_5_the_control_socket_refuses_more_workers_than_the_bound(tmp_path
         reply = server.execute(Workers(n))
         assert isinstance(reply, Refused) and "1 to 512" in reply.error
     assert isinstance(server.execute(Workers(512)), Done)
-    assert run.calls == [("set_workers", 512)]
+    assert run.commands == [("set_workers", 512)]
 
 
 @pytest.mark.looptime

@@ -4,14 +4,12 @@ or a refused socket line), inputs that can never succeed are refused when the ta
 talks only to the socket a held run lock names (9b). Each test is one item, named by its number; new names are
 imported inside the tests, so the file runs against code that lacks them and fails there for the right reason.
 
-The command-line cases run `om2w-tui run --no-ui` as a real process (tests/unit/test_cli_errors.py's `run_cli`:
+The command-line cases run `om2w-tui run --no-ui` as a real process (tests/unit/helpers.py's `run_cli`:
 exit 2, the message on stderr, nothing written in the working folder)."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import fcntl
 import json
 import os
 import resource
@@ -20,7 +18,6 @@ import stat
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,10 +25,7 @@ import pytest
 from om2w_tui.cli.main import main
 from om2w_tui.engine.config import RunConfig
 from tests.stand_ins import STAND_IN_CHROMIUM
-from tests.unit import test_cli_errors
-from tests.unit.test_cli_errors import REPO, assert_usage_error, run_cli, task_file
-
-work = test_cli_errors.work   # the fixture: a working folder the process must leave as it found it
+from tests.unit.helpers import REPO, assert_usage_error, held_lock, run_cli, task_file
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -251,7 +245,7 @@ async def test_7_a_deep_line_on_the_control_socket_gets_a_reply(tmp_path):
     from om2w_tui.engine.control_socket import SOCKET_NAME, ControlServer
     from om2w_tui.engine.wire import StatusReply, read
     from om2w_tui.protocol.control import Refused, Status, request_line
-    from tests.unit.test_control_socket import FakeRun
+    from tests.fakes import FakeRun
 
     with held_lock(tmp_path, SOCKET_NAME):
         async with ControlServer(tmp_path).serving(FakeRun()):
@@ -303,18 +297,6 @@ def test_8_a_port_out_of_range_or_no_host_in_the_endpoint_is_refused(work):
 
 
 # ── 9b: ctl and attach talk only to the run's own socket ─────────────────────────────────────────────────────
-@contextlib.contextmanager
-def held_lock(out: Path, socket_name: str) -> Iterator[None]:
-    """`<out>/.om2w-run.lock` held as a run holds it (flock, exclusive), naming this process and its socket."""
-    fd = os.open(out / ".om2w-run.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "socket": socket_name}).encode())
-        yield
-    finally:
-        os.close(fd)
-
-
 class RogueServer:
     """A process that is no run, answering every line on a socket it left in a folder."""
 

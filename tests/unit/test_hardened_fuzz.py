@@ -24,8 +24,8 @@ from om2w_tui.engine.wire import line as message_line
 from om2w_tui.engine.wire import read as read_message
 from om2w_tui.protocol.control import COMMANDS, Refused
 from om2w_tui.secret import check_http_url
+from tests.fakes import FakeRun
 from tests.stand_ins import STAND_IN_CHROMIUM
-from tests.unit.test_control_socket import FakeRun
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -162,7 +162,7 @@ def test_every_socket_line_gets_a_clean_reply_and_only_good_commands_reach_the_r
     reply, *_ = server._answer(line, SimpleNamespace(subscribed=False))
     assert not isinstance(reply, Refused) or reply.error
     assert read_message(message_line(reply)) == reply   # it can be sent, and read back
-    for call in run.calls:
+    for call in run.commands:
         if call[0] == "set_workers":
             assert isinstance(call[1], int) and 1 <= call[1] <= MAX_WORKERS
         if call[0] in ("kill", "pause_episode"):

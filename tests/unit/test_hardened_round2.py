@@ -19,8 +19,7 @@ from pathlib import Path
 import pytest
 
 from om2w_tui.json_input import InputError
-from tests.unit.test_hardened_files import held_lock
-from tests.unit.test_report import judge_file, make_run, record
+from tests.unit.helpers import assert_usage_error, held_lock, judge_file, make_run, record, run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -158,7 +157,6 @@ def test_1_a_screenshot_that_is_a_fifo_or_dev_zero_is_a_problem_not_a_hang(tmp_p
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero", "large"])
 def test_1_an_instruction_template_that_is_no_small_file_is_a_usage_error(tmp_path, kind):
-    from tests.unit.test_cli_errors import assert_usage_error, run_cli
 
     work = tmp_path / "work"
     work.mkdir()
@@ -254,7 +252,7 @@ async def test_the_control_socket_refuses_connections_past_its_bound_and_serves_
     from om2w_tui.engine.control_socket import MAX_CLIENTS, SOCKET_NAME, ControlServer
     from om2w_tui.engine.wire import StatusReply, read
     from om2w_tui.protocol.control import Refused, Status, request_line
-    from tests.unit.test_control_socket import FakeRun
+    from tests.fakes import FakeRun
 
     with held_lock(tmp_path, SOCKET_NAME):
         async with ControlServer(tmp_path).serving(FakeRun()) as server:
@@ -283,7 +281,7 @@ async def test_a_socket_line_over_64_kib_gets_its_refused_answer_and_the_connect
     from om2w_tui.engine.control_socket import SOCKET_NAME, ControlServer
     from om2w_tui.engine.wire import StatusReply, read
     from om2w_tui.protocol.control import Refused, Status, request_line
-    from tests.unit.test_control_socket import FakeRun
+    from tests.fakes import FakeRun
 
     with held_lock(tmp_path, SOCKET_NAME):
         async with ControlServer(tmp_path).serving(FakeRun()):
@@ -303,7 +301,7 @@ async def test_a_socket_number_of_4000_digits_is_refused_by_name(tmp_path):
     from om2w_tui.engine.control_socket import SOCKET_NAME, ControlServer
     from om2w_tui.engine.wire import read
     from om2w_tui.protocol.control import Refused
-    from tests.unit.test_control_socket import FakeRun
+    from tests.fakes import FakeRun
 
     with held_lock(tmp_path, SOCKET_NAME):
         async with ControlServer(tmp_path).serving(FakeRun()) as server:
@@ -312,7 +310,7 @@ async def test_a_socket_number_of_4000_digits_is_refused_by_name(tmp_path):
             await writer.drain()
             reply = read(await asyncio.wait_for(reader.readline(), 10))
             assert isinstance(reply, Refused) and "beyond 64 bits" in reply.error
-            assert server._control.calls == []
+            assert server._control.commands == []
             writer.close()
 
 

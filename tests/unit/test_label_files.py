@@ -24,8 +24,7 @@ from om2w_tui.evaluation.labels import (
 )
 from om2w_tui.evaluation.report import summarize
 from om2w_tui.evaluation.stats import wilson
-
-from .test_report import judge_file, make_run, record
+from tests.unit.helpers import judge_file, make_run, record
 
 PUBLISHED = Path(__file__).resolve().parents[1] / "data" / "human_label.json"
 AGENTS = ("Operator", "Agent-E", "Browser_Use", "Claude_Computer_Use_3.5", "Claude_Computer_Use_3.7", "SeeAct")

@@ -10,7 +10,6 @@ import asyncio
 import json
 from pathlib import Path
 
-import pytest
 from openai import AsyncOpenAI
 
 from om2w_tui.engine.events import EpisodeFinished, Log
@@ -19,16 +18,10 @@ from om2w_tui.evaluation.judge_files import output_path, read_judged
 from om2w_tui.evaluation.judge_settings import Settings
 from om2w_tui.evaluation.live_judge import JudgedRun, LiveJudge, VerdictTail
 from om2w_tui.offline.oracle import OracleServer
-from om2w_tui.offline.suite import load_task_templates
 from om2w_tui.protocol.faults import FaultKind
+from tests.fakes import FakeRun
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
-
-
-@pytest.fixture(scope="module")
-def judge_server():
-    with OracleServer(load_task_templates()) as server:
-        yield server
 
 
 def folder(out: Path, tid: str, shots: int = 2) -> None:
@@ -151,25 +144,6 @@ async def test_an_unknown_judge_model_stops_the_judge_not_the_run(tmp_path, judg
     assert judge.queue.qsize() == 0
 
 
-class StubRun:
-    """Stands for the scheduler: its run ends at once; it records what it is told."""
-
-    def __init__(self) -> None:
-        self.stopping = False
-        self.told: list[str] = []
-
-    async def run(self) -> str:
-        return "stats"
-
-    def stop(self, force: bool = False) -> None:
-        self.stopping = True
-        self.told.append("stop")
-
-    def interrupt(self) -> str:
-        self.stop()
-        return "stopping"
-
-
 async def test_the_judged_run_waits_for_its_judge_until_it_is_stopped(tmp_path, judge_server):
     out = tmp_path / "run"
     for t in ("a", "b", "c", "d", "e", "f"):
@@ -178,13 +152,13 @@ async def test_the_judged_run_waits_for_its_judge_until_it_is_stopped(tmp_path, 
     await judge.start()
     for t in "abcdef":
         judge.handle(finished(record(t)))
-    inner = StubRun()
+    inner = FakeRun()                          # the scheduler: its run ends at once
     run = JudgedRun(inner, judge)               # type: ignore[arg-type]
     going = asyncio.ensure_future(run.run())
     await asyncio.wait_for(_until(lambda: judge.counts.judged >= 1), 30)
     assert not going.done()                    # the scheduler is done; the judge is not
     run.stop()                                 # the console's quit (or Ctrl-C, or ctl stop)
-    assert await asyncio.wait_for(going, 10) == "stats" and inner.told == ["stop"]
+    assert await asyncio.wait_for(going, 10) == "stats" and inner.commands == [("stop",)]
     await judge.close()
     left = 6 - judge.counts.judged
     assert left > 0 and any(f"stopped judging; {left} episode(s)" in x for x in logs.lines)

@@ -14,9 +14,8 @@ from om2w_tui.engine.model_health import ModelGuard, ModelMeter
 from om2w_tui.engine.results import read_results, settles
 from om2w_tui.engine.scheduler import Scheduler
 from om2w_tui.protocol.worker import ModelCall
-from tests.fakes import Behaviour, FakeExecutor
-
-from .test_scheduler import Recorder, config, make_tasks, records
+from tests.fakes import Behaviour, FakeExecutor, Recorder
+from tests.unit.helpers import config, make_tasks, records
 
 pytestmark = pytest.mark.looptime
 

@@ -27,9 +27,8 @@ from om2w_tui.episode.worker import EventWriter, event_stream
 from om2w_tui.executors.local import WorkerProcess
 from om2w_tui.protocol.codec import to_json
 from om2w_tui.protocol.worker import EVENTS, Exited, Finished, Outcome, Pause
-from tests.fakes import Behaviour, FakeExecutor
-
-from .test_scheduler import Recorder, config, make_tasks, records
+from tests.fakes import Behaviour, FakeExecutor, Recorder
+from tests.unit.helpers import config, make_tasks, records
 
 
 def settling_records(tmp_path: Path) -> dict[str, list[dict]]:

@@ -17,50 +17,7 @@ from om2w_tui.evaluation.errors import normalise_error
 from om2w_tui.evaluation.report import compare, quantile, summarize
 from om2w_tui.evaluation.report_text import to_csv, to_json, to_markdown
 from om2w_tui.evaluation.summary import Counts, Rate, Stats
-
-PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
-REPO = Path(__file__).resolve().parents[2]
-
-
-def task_folder(out: Path, tid: str, actions: int = 2, answer: str = "") -> None:
-    (out / tid / "trajectory").mkdir(parents=True)
-    (out / tid / "result.json").write_text(json.dumps({
-        "task_id": tid, "task": f"task {tid}", "final_result_response": answer,
-        "action_history": [f"SCROLL DOWN {i}" for i in range(actions)], "thoughts": []}))
-    (out / tid / "trajectory" / "0_full_screenshot.png").write_bytes(PNG)
-
-
-def record(tid: str, status: str = "done", **kw) -> dict:
-    rec = {"task_id": tid, "arm": "base", "model": "m", "website": "https://www.shop.test/", "level": "easy",
-           "status": status, "error": None, "error_kind": None, "steps": 3, "actions": 2, "screenshots": 3,
-           "answer": "", "agent_done": status == "done", "duration_s": 10.0, "started_at": 0,
-           "finished_at": 1.0, "attempt": 1, "slot": 0}
-    rec.update(kw)
-    return rec
-
-
-def make_run(out: Path, records: list[dict], *, arm: str = "base", model: str = "m",
-             tasks: list[dict] | None = None) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    for r in records:
-        if not (out / r["task_id"]).exists():
-            task_folder(out, r["task_id"], actions=r.get("actions", 2))
-    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    manifest: dict = {"config": {"arm": arm, "model": model, "bench": "om2w"}}
-    if tasks is not None:
-        tf = out.parent / f"{out.name}-tasks.json"
-        tf.write_text(json.dumps(tasks))
-        manifest["task_file"] = {"path": str(tf), "sha256": "x"}
-    (out / "run.json").write_text(json.dumps(manifest))
-    return out
-
-
-def judge_file(out: Path, labels: dict[str, int], name: str = "webjudge_o4-mini_score_threshold_3") -> Path:
-    path = out / f"{name}_auto_eval_results.json"
-    path.write_text("".join(json.dumps({"task_id": t, "predicted_label": v, "mode": "webjudge",
-                                        "judge_model": "o4-mini"}) + "\n" for t, v in labels.items()))
-    return path
-
+from tests.unit.helpers import REPO, judge_file, make_run, record, task_folder
 
 # ------------------------------------------------------------------------------------------ pieces
 

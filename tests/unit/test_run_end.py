@@ -15,9 +15,9 @@ from om2w_tui.engine.wire import line, read
 from om2w_tui.frontends.headless import exit_code
 from om2w_tui.protocol.control import RunInfo, Subscribed
 from om2w_tui.protocol.run_end import RunEnd, decide
-from tests.fakes import Behaviour, FakeExecutor
+from tests.fakes import Behaviour, FakeExecutor, Recorder
 
-from .test_scheduler import Recorder, config, make_tasks
+from .helpers import config, make_tasks
 
 
 def test_the_rule_most_serious_first():

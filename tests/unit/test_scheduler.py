@@ -4,48 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 
 import pytest
 
 from om2w_tui.benchmarks.tasks import Task
-from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.events import EpisodeFinished, EpisodeStarted
 from om2w_tui.engine.results import read_results
 from om2w_tui.engine.scheduler import Scheduler
-from tests.fakes import Behaviour, FakeExecutor
+from tests.fakes import Behaviour, FakeExecutor, Recorder
+from tests.unit.helpers import config, make_tasks, records
 
 pytestmark = pytest.mark.looptime
-
-
-def make_tasks(spec: dict[str, int]) -> list[Task]:
-    """{'a.com': 3, 'b.com': 1} -> tasks a.com-0, a.com-1, ... on those sites."""
-    return [Task(f"{site}-{i}", f"do {i} on {site}", f"https://www.{site}/start", "easy")
-            for site, n in spec.items() for i in range(n)]
-
-
-class Recorder:
-    def __init__(self):
-        self.events = []
-        self.timed = []
-
-    def handle(self, ev):
-        self.events.append(ev)
-        self.timed.append((asyncio.get_running_loop().time(), ev))
-
-    def of(self, kind):
-        return [e for e in self.events if isinstance(e, kind)]
-
-
-def config(tmp_path: Path, **kw) -> RunConfig:
-    kw.setdefault("workers", 2)
-    kw.setdefault("pace_cooldown", 120)
-    kw.setdefault("timeout", 1800)
-    return RunConfig(out=tmp_path / "run", **kw)
-
-
-def records(tmp_path: Path) -> list[dict]:
-    return read_results(tmp_path / "run").records
 
 
 async def test_every_task_runs_once_and_records_its_fields(tmp_path):

@@ -26,7 +26,7 @@ from om2w_tui.engine.sharding import (
 )
 from om2w_tui.run_folder import RunFolder
 from tests.stand_ins import STAND_IN_CHROMIUM
-from tests.unit.test_cli_errors import assert_usage_error, run_cli, work  # noqa: F401 (work is a fixture)
+from tests.unit.helpers import assert_usage_error, run_cli
 
 site_lists = st.lists(st.sampled_from([f"s{i}.com" for i in range(12)]), min_size=1, max_size=60)
 

@@ -21,7 +21,7 @@ from om2w_tui.engine.events import EpisodeStarted, Log
 from om2w_tui.engine.pacing import SitePacer
 from om2w_tui.engine.scheduler import Scheduler
 from om2w_tui.engine.shared_pacing import RETRY_S, SharedSitePacer, lock_names, make_pacer, seed_domain
-from tests.fakes import FakeExecutor
+from tests.fakes import FakeExecutor, Recorder
 
 
 class Wall:
@@ -206,14 +206,11 @@ async def test_the_scheduler_waits_for_another_run_and_starts_within_the_retry(t
     fd = os.open(pace / "a.com.lock", os.O_RDWR | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_EX)
     tasks = [Task("a-0", "do", "https://www.a.com/", "easy"), Task("b-0", "do", "https://b.com/", "easy")]
-    events: list[tuple[float, object]] = []
-
-    class Sink:
-        def handle(self, ev: object) -> None:
-            events.append((asyncio.get_running_loop().time(), ev))
+    rec = Recorder()
+    events = rec.timed
 
     cfg = RunConfig(out=tmp_path / "run", workers=2, pace_cooldown=0, pace_dir=pace)
-    sched = Scheduler(cfg, tasks, FakeExecutor(), [Sink()])
+    sched = Scheduler(cfg, tasks, FakeExecutor(), [rec])
     loop = asyncio.get_running_loop()
     seen: dict[str, str] = {}
 
@@ -256,19 +253,14 @@ async def test_no_slot_is_kept_idle_for_a_site_another_run_holds(tmp_path):
     fcntl.flock(fd, fcntl.LOCK_EX)
     tasks = [Task(f"{s}-{i}", "do", f"https://{s}/", "easy") for s, n in (("a.com", 5), ("c.com", 2), ("b.com", 1))
              for i in range(n)]
-    starts: dict[str, float] = {}
-
-    class Sink:
-        def handle(self, ev: object) -> None:
-            if isinstance(ev, EpisodeStarted):
-                starts[ev.task_id] = asyncio.get_running_loop().time()
-
+    rec = Recorder()
     cfg = RunConfig(out=tmp_path / "run", workers=2, pace_cooldown=60, pace_dir=pace)
-    sched = Scheduler(cfg, tasks, FakeExecutor(), [Sink()])
+    sched = Scheduler(cfg, tasks, FakeExecutor(), [rec])
     loop = asyncio.get_running_loop()
     t0 = loop.time()
     loop.call_at(t0 + 300.0, lambda: (fcntl.flock(fd, fcntl.LOCK_UN), os.close(fd)))
     await sched.run()
+    starts = {ev.task_id: t for t, ev in rec.timed if isinstance(ev, EpisodeStarted)}
     assert starts["c.com-0"] - t0 < 1.0 and starts["b.com-0"] - t0 < 1.0
     a_starts = sorted(t for tid, t in starts.items() if tid.startswith("a.com"))
     assert a_starts[0] >= t0 + 300.0

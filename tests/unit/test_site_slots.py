@@ -14,9 +14,8 @@ from om2w_tui.engine.pacing import SitePacer
 from om2w_tui.engine.scheduler import Scheduler
 from om2w_tui.frontends.console.screens.dashboard import pacing_text
 from om2w_tui.frontends.run_state import RunState, SiteView
-from tests.fakes import FakeExecutor
-
-from .test_scheduler import Recorder, config, make_tasks, records
+from tests.fakes import FakeExecutor, Recorder
+from tests.unit.helpers import config, make_tasks, records
 
 
 def most_at_once(rec: Recorder) -> dict[str, int]:

@@ -19,9 +19,8 @@ import pytest
 
 from om2w_tui.engine.events import EpisodePutBack, EpisodeStarted
 from om2w_tui.engine.scheduler import Scheduler
-from tests.fakes import Behaviour, FakeExecutor
-
-from .test_scheduler import Recorder, config, make_tasks, records
+from tests.fakes import Behaviour, FakeExecutor, Recorder
+from tests.unit.helpers import config, make_tasks, records
 
 
 @pytest.mark.looptime

@@ -1,5 +1,5 @@
 """Task files: `tasks fetch` against a local server on 127.0.0.1, and `tasks refresh-dates` on every date form,
-then on the real WebVoyager file (skipped where ../shared/data is absent)."""
+then on the real WebVoyager file (data/ ships it)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ import hashlib
 import json
 import re
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -20,13 +18,12 @@ from om2w_tui.benchmarks.tasks import load_tasks
 from om2w_tui.cli.main import main as cli_main
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.launch import preflight, write_manifest
+from tests.fakes import Reply, Request, StubServer
 from tests.stand_ins import STAND_IN_CHROMIUM
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
-WV = SHARED / "WebVoyager_data.jsonl"
-OM2W = SHARED / "Online_Mind2Web.json"
-needs_wv = pytest.mark.skipif(not WV.is_file(), reason="../shared/data/WebVoyager_data.jsonl is absent")
-needs_om2w = pytest.mark.skipif(not OM2W.is_file(), reason="../shared/data/Online_Mind2Web.json is absent")
+DATA = Path(__file__).resolve().parents[2] / "data"    # the task files the project ships
+WV = DATA / "WebVoyager_data.jsonl"
+OM2W = DATA / "Online_Mind2Web.json"
 TODAY = dt.date(2026, 7, 15)
 MONTHS = {m: i for i, m in enumerate(["january", "february", "march", "april", "may", "june", "july", "august",
                                       "september", "october", "november", "december"], 1)}
@@ -140,7 +137,6 @@ def _full_dates(text: str) -> list[dt.date]:
     return dates
 
 
-@needs_wv
 @pytest.mark.parametrize("today", [dt.date(2026, 7, 15), dt.date(2025, 3, 1), dt.date(2031, 12, 31)])
 def test_the_real_webvoyager_file(tmp_path, today):
     dst = tmp_path / "WebVoyager_data.refreshed.jsonl"
@@ -174,7 +170,6 @@ def test_the_real_webvoyager_file(tmp_path, today):
     assert len(load_tasks(dst)) == 643
 
 
-@needs_wv
 def test_the_known_forms_of_the_real_file_are_all_read():
     """Every year written in a Booking or Google Flights task belongs to a date the refresh understands."""
     for line in WV.read_text().splitlines():
@@ -189,32 +184,19 @@ def test_the_known_forms_of_the_real_file_are_all_read():
 # ============================================================================================== fetch
 
 
-class _Files(BaseHTTPRequestHandler):
-    routes: dict[str, tuple[int, bytes, str | None]] = {}
-
-    def do_GET(self):   # noqa: N802
-        status, body, token = self.routes.get(self.path, (404, b"Entry not found", None))
-        if token is not None and self.headers.get("Authorization") != f"Bearer {token}":
-            status, body = 401, b"Access to dataset is restricted. You must be authenticated."
-        self.send_response(status)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def mirror():
-    _Files.routes = {}
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Files)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", _Files.routes
-    server.shutdown()
-    server.server_close()
+    """A dataset host: `routes[path] = (status, body, token)`; a route with a token wants it as a bearer."""
+    routes: dict[str, tuple[int, bytes, str | None]] = {}
+
+    def serve(req: Request) -> Reply:
+        status, body, token = routes.get(req.path, (404, b"Entry not found", None))
+        if token is not None and req.header("Authorization") != f"Bearer {token}":
+            status, body = 401, b"Access to dataset is restricted. You must be authenticated."
+        return Reply(status, body)
+
+    with StubServer(default=serve) as server:
+        yield server.url, routes
 
 
 OM2W_PATH = "/datasets/osunlp/Online-Mind2Web/resolve/{rev}/Online_Mind2Web.json"
@@ -229,7 +211,6 @@ def fetch(base: str, *args: str, capsys) -> tuple[int, str, str]:
     return code, cap.out, cap.err
 
 
-@needs_wv
 def test_fetch_webvoyager_at_the_pinned_commit(tmp_path, mirror, capsys):
     base, routes = mirror
     routes[WV_PATH.format(rev="5a78967")] = (200, WV.read_bytes(), None)
@@ -241,7 +222,6 @@ def test_fetch_webvoyager_at_the_pinned_commit(tmp_path, mirror, capsys):
     assert code == 0 and "already up to date" in out
 
 
-@needs_om2w
 def test_fetch_online_mind2web_from_main_and_pinned(tmp_path, mirror, capsys, monkeypatch):
     monkeypatch.delenv("HF_TOKEN", raising=False)
     base, routes = mirror

@@ -18,7 +18,7 @@ from om2w_tui.offline import OracleServer
 from om2w_tui.offline import vllm_answers as vllm
 from om2w_tui.offline.oracle import VLLM_MODES, parse_mode
 from om2w_tui.protocol.model import classify_error, context_limit, describe, remedy, reply_problem, split_thinking
-from tests.unit.test_offline_unit import AGENT_SCHEMA, SEARCH_TASK, SHOP_HOME_STATE, TEMPLATES, user_message
+from tests.unit.agent_requests import AGENT_SCHEMA, SEARCH_TASK, SHOP_HOME_STATE, TEMPLATES, user_message
 
 CAP = 4096   # browser-use 0.13's ChatOpenAI sends max_completion_tokens 4096
 RIGHT_ACTION = [{"input": {"index": 2, "text": "kettle", "clear": True}}, {"click": {"index": 26}}]

@@ -12,9 +12,8 @@ import pytest
 from om2w_tui.engine.events import DispatchChanged, EpisodePutBack
 from om2w_tui.engine.results import settles
 from om2w_tui.engine.scheduler import FREE_RESTARTS, Scheduler
-from tests.fakes import Behaviour, FakeExecutor
-
-from .test_scheduler import Recorder, config, make_tasks, records
+from tests.fakes import Behaviour, FakeExecutor, Recorder
+from tests.unit.helpers import config, make_tasks, records
 
 pytestmark = pytest.mark.looptime
 

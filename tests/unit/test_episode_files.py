@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from om2w_tui.benchmarks.episode_folder import episode_steps, read_episode
-
-from . import recorded as R
+from tests.ui import recorded as R
 
 
 def shots(n: int) -> list[Path]:

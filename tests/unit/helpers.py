@@ -1,0 +1,139 @@
+"""Helpers the unit tests share (no fakes here: those are tests/fakes.py): tasks and a config for the scheduler on
+the fake executor, the command line run as a real process on bad input, run folders for the report, and a run
+lock held as a run holds it."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from om2w_tui.benchmarks.tasks import Task
+from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.results import read_results
+from tests.stand_ins import STAND_IN_CHROMIUM
+
+
+# ── the scheduler on the fake executor ────────────────────────────────────────────────────────────────────────
+def make_tasks(spec: dict[str, int]) -> list[Task]:
+    """{'a.com': 3, 'b.com': 1} -> tasks a.com-0, a.com-1, ... on those sites."""
+    return [Task(f"{site}-{i}", f"do {i} on {site}", f"https://www.{site}/start", "easy")
+            for site, n in spec.items() for i in range(n)]
+
+
+def config(tmp_path: Path, **kw) -> RunConfig:
+    kw.setdefault("workers", 2)
+    kw.setdefault("pace_cooldown", 120)
+    kw.setdefault("timeout", 1800)
+    return RunConfig(out=tmp_path / "run", **kw)
+
+
+def records(tmp_path: Path) -> list[dict]:
+    return read_results(tmp_path / "run").records
+
+
+# ── the command line as a process (tests/unit/conftest.py's `work` is its working folder) ─────────────────────
+REPO = Path(__file__).resolve().parents[2]
+SECRET = "sk-test-secret-never-shown"
+
+
+def good_rows() -> list[dict]:
+    return [{"task_id": "a", "confirmed_task": "do a", "website": "https://a.com/", "level": "easy"},
+            {"task_id": "b", "confirmed_task": "do b", "website": "https://b.com/", "level": "hard"}]
+
+
+def listing(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else b"<dir>") for p in folder.rglob("*")}
+
+
+def run_cli(work: Path, *args: str, out: Path | None = None, chromium: str | None = STAND_IN_CHROMIUM,
+            model: str | None = "oracle", timeout: float = 60) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("CHROME_PATH", "OM2W_CHROMIUM")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    env["OPENAI_API_KEY"] = SECRET
+    argv = [sys.executable, "-m", "om2w_tui", "run", "--no-ui", "--out", str(out or work / "out")]
+    if chromium:
+        argv += ["--chromium", chromium]
+    if model:
+        argv += ["--model", model]
+    before = listing(work)
+    proc = subprocess.run(argv + list(args), cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
+    assert listing(work) == before, "the run wrote something"
+    assert SECRET not in proc.stderr + proc.stdout
+    return proc
+
+
+def assert_usage_error(proc: subprocess.CompletedProcess, *parts: str) -> None:
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert proc.stdout == ""
+    for part in parts:
+        assert part in proc.stderr, (part, proc.stderr)
+
+
+def task_file(work: Path, text: str, name: str = "bad.json") -> Path:
+    p = work / name
+    p.write_text(text)
+    return p
+
+
+# ── run folders, as the report reads them ──────────────────────────────────────────────────────────────────────
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
+
+
+def task_folder(out: Path, tid: str, actions: int = 2, answer: str = "") -> None:
+    (out / tid / "trajectory").mkdir(parents=True)
+    (out / tid / "result.json").write_text(json.dumps({
+        "task_id": tid, "task": f"task {tid}", "final_result_response": answer,
+        "action_history": [f"SCROLL DOWN {i}" for i in range(actions)], "thoughts": []}))
+    (out / tid / "trajectory" / "0_full_screenshot.png").write_bytes(PNG)
+
+
+def record(tid: str, status: str = "done", **kw) -> dict:
+    rec = {"task_id": tid, "arm": "base", "model": "m", "website": "https://www.shop.test/", "level": "easy",
+           "status": status, "error": None, "error_kind": None, "steps": 3, "actions": 2, "screenshots": 3,
+           "answer": "", "agent_done": status == "done", "duration_s": 10.0, "started_at": 0,
+           "finished_at": 1.0, "attempt": 1, "slot": 0}
+    rec.update(kw)
+    return rec
+
+
+def make_run(out: Path, records: list[dict], *, arm: str = "base", model: str = "m",
+             tasks: list[dict] | None = None) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    for r in records:
+        if not (out / r["task_id"]).exists():
+            task_folder(out, r["task_id"], actions=r.get("actions", 2))
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    manifest: dict = {"config": {"arm": arm, "model": model, "bench": "om2w"}}
+    if tasks is not None:
+        tf = out.parent / f"{out.name}-tasks.json"
+        tf.write_text(json.dumps(tasks))
+        manifest["task_file"] = {"path": str(tf), "sha256": "x"}
+    (out / "run.json").write_text(json.dumps(manifest))
+    return out
+
+
+def judge_file(out: Path, labels: dict[str, int], name: str = "webjudge_o4-mini_score_threshold_3") -> Path:
+    path = out / f"{name}_auto_eval_results.json"
+    path.write_text("".join(json.dumps({"task_id": t, "predicted_label": v, "mode": "webjudge",
+                                        "judge_model": "o4-mini"}) + "\n" for t, v in labels.items()))
+    return path
+
+
+# ── a run lock ────────────────────────────────────────────────────────────────────────────────────────────────
+@contextlib.contextmanager
+def held_lock(out: Path, socket_name: str) -> Iterator[None]:
+    """`<out>/.om2w-run.lock` held as a run holds it (flock, exclusive), naming this process and its socket."""
+    fd = os.open(out / ".om2w-run.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "socket": socket_name}).encode())
+        yield
+    finally:
+        os.close(fd)
