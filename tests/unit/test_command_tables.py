@@ -24,7 +24,7 @@ from om2w_tui.frontends.console.screens.report import ReportScreen
 
 BUILDERS: dict[type, Any] = {
     ConsoleApp: lambda tmp: ConsoleApp(None, last_launch=None),
-    DashboardScreen: lambda tmp: DashboardScreen("demo", 3, 30),
+    DashboardScreen: lambda tmp: DashboardScreen("demo", 3),
     EpisodeScreen: lambda tmp: EpisodeScreen(tmp, "task"),
     ReportScreen: lambda tmp: ReportScreen(tmp),
     LabelScreen: lambda tmp: LabelScreen(object(), renderer="unicode"),   # type: ignore[arg-type]
