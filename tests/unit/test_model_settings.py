@@ -58,3 +58,64 @@ def test_a_whole_config_where_the_settings_are_declared_is_refused_not_half_sent
     spec = dataclasses.replace(cfg.worker_spec(tmp_path), llm=cfg)   # mypy lets it by: a RunConfig is one
     with pytest.raises(CodecError, match="WorkerSpec.llm: a RunConfig where its field declares ModelSettings"):
         COMMANDS.line(Run({"task_id": "t"}, spec))
+
+
+# ── what reaches the request: every client the run builds, against the real oracle server ──
+def _cfg(*flags: str) -> RunConfig:
+    from om2w_tui.cli.main import build_parser, config_from_args
+
+    return config_from_args(build_parser().parse_args(["run", "--out", "runs/x", *flags]))
+
+
+def _bodies_sent(llm: ModelSettings) -> list[dict]:
+    """The bodies the oracle received from an agent step's client (browser-use's ChatOpenAI) and a planner's call
+    (a bare client, sent `**ctx.llm.sampling()`), each once: a model the oracle does not serve answers 404 at once."""
+    import asyncio
+
+    from om2w_tui.offline import OracleServer
+
+    async def nothing(*_args):
+        return None
+
+    async def ask(ctx: ArmContext) -> None:
+        from browser_use.llm.messages import UserMessage
+
+        with pytest.raises(Exception):   # noqa: B017 (the 404, as each client raises it)
+            await ctx.chat_model().ainvoke([UserMessage(content="hi")])
+        with pytest.raises(Exception):   # noqa: B017
+            await ctx.openai_client().chat.completions.create(model=ctx.llm.model, **ctx.llm.sampling(),
+                                                              messages=[{"role": "user", "content": "hi"}])
+
+    with OracleServer([], keep=True) as oracle:
+        ctx = ArmContext(task={}, instruction="", session=None, llm=llm, base_url=oracle.url, api_key="x",
+                         max_steps=1, step_done=nothing)
+        asyncio.run(ask(ctx))
+        return [json.loads(b) for b in oracle.bodies]
+
+
+def test_without_the_flags_no_seed_is_sent():
+    cfg = _cfg("--model", "not-served", "--llm-retries", "0")
+    assert cfg.seed is None and cfg.model_settings().sampling() == {"temperature": 0.0}
+    bodies = _bodies_sent(cfg.model_settings())
+    assert len(bodies) == 2 and all(b["temperature"] == 0.0 for b in bodies)
+    assert not any("seed" in b for b in bodies), bodies
+
+
+def test_the_seed_reaches_every_request_run_json_and_doctors_list():
+    from om2w_tui.engine.settings import changed, check_config
+
+    cfg = _cfg("--model", "not-served", "--llm-retries", "0", "--seed", "1234")
+    bodies = _bodies_sent(cfg.model_settings())
+    assert len(bodies) == 2 and all(b["seed"] == 1234 for b in bodies), bodies
+    assert cfg.to_json()["seed"] == 1234 and check_config(cfg) == ""
+    assert "--seed 1234" in changed(cfg) and not any("--seed" in c for c in changed(_cfg()))
+    assert _cfg().to_json()["seed"] is None
+
+
+@pytest.mark.parametrize(("flag", "value", "says"), [
+    ("--seed", "-1", "must be 0 to 4294967295"), ("--seed", "1.5", "not a whole number"),
+    ("--seed", "4294967296", "must be 0 to 4294967295")])
+def test_a_sampling_flag_out_of_its_range_is_refused_naming_it(capsys, flag, value, says):
+    with pytest.raises(SystemExit) as exit_:
+        _cfg(flag, value)
+    assert exit_.value.code == 2 and f"{flag} {value}: {says}" in capsys.readouterr().err
