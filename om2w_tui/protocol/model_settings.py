@@ -20,6 +20,7 @@ class ModelSettings:
     model: str = "qwen35-4b"              # the served model's name
     api_key_env: str = "OPENAI_API_KEY"   # the environment variable holding its key (the key itself: never here)
     temperature: float = 0.0
+    top_p: float | None = None            # nucleus sampling; None: not sent
     seed: int | None = None               # the sampling seed vLLM honours; None: not sent
     max_completion_tokens: int = 4096     # a reply's cap, as browser-use sends it
     vision: bool = True                   # screenshots sent to the model
@@ -31,5 +32,5 @@ class ModelSettings:
     def sampling(self) -> dict[str, Any]:
         """What every request of the run's model is sent besides its messages, by the request's own names (browser-
         use's `ChatOpenAI` takes them as fields of the same names); a setting left None is left out."""
-        sent: dict[str, Any] = {"temperature": self.temperature, "seed": self.seed}
+        sent: dict[str, Any] = {"temperature": self.temperature, "top_p": self.top_p, "seed": self.seed}
         return {k: v for k, v in sent.items() if v is not None}

@@ -93,12 +93,12 @@ def _bodies_sent(llm: ModelSettings) -> list[dict]:
         return [json.loads(b) for b in oracle.bodies]
 
 
-def test_without_the_flags_no_seed_is_sent():
+def test_without_the_flags_neither_seed_nor_top_p_is_sent():
     cfg = _cfg("--model", "not-served", "--llm-retries", "0")
-    assert cfg.seed is None and cfg.model_settings().sampling() == {"temperature": 0.0}
+    assert (cfg.seed, cfg.top_p) == (None, None) and cfg.model_settings().sampling() == {"temperature": 0.0}
     bodies = _bodies_sent(cfg.model_settings())
     assert len(bodies) == 2 and all(b["temperature"] == 0.0 for b in bodies)
-    assert not any("seed" in b for b in bodies), bodies
+    assert not any("seed" in b or "top_p" in b for b in bodies), bodies
 
 
 def test_the_seed_reaches_every_request_run_json_and_doctors_list():
@@ -112,9 +112,21 @@ def test_the_seed_reaches_every_request_run_json_and_doctors_list():
     assert _cfg().to_json()["seed"] is None
 
 
+def test_top_p_reaches_every_request_run_json_and_doctors_list():
+    from om2w_tui.engine.settings import changed, check_config
+
+    cfg = _cfg("--model", "not-served", "--llm-retries", "0", "--top-p", "0.9")
+    bodies = _bodies_sent(cfg.model_settings())
+    assert len(bodies) == 2 and all(b["top_p"] == 0.9 and "seed" not in b for b in bodies), bodies
+    assert cfg.to_json()["top_p"] == 0.9 and check_config(cfg) == ""
+    assert "--top-p 0.9" in changed(cfg) and not any("--top-p" in c for c in changed(_cfg()))
+    assert check_config(RunConfig(out=Path("x"), top_p=0.0)) == "--top-p 0: must be more than 0 and at most 1"
+
+
 @pytest.mark.parametrize(("flag", "value", "says"), [
     ("--seed", "-1", "must be 0 to 4294967295"), ("--seed", "1.5", "not a whole number"),
-    ("--seed", "4294967296", "must be 0 to 4294967295")])
+    ("--seed", "4294967296", "must be 0 to 4294967295"), ("--top-p", "0", "must be more than 0 and at most 1"),
+    ("--top-p", "1.01", "must be more than 0 and at most 1"), ("--top-p", "nan", "not a number")])
 def test_a_sampling_flag_out_of_its_range_is_refused_naming_it(capsys, flag, value, says):
     with pytest.raises(SystemExit) as exit_:
         _cfg(flag, value)
