@@ -1,4 +1,6 @@
-"""A run's settings, built by the CLI or the launch screen and handed to the engine; what `run.json` records."""
+"""A run's settings, built by the CLI or the launch screen and handed to the engine; what `run.json` records. Its
+model settings are `ModelSettings`'s (protocol/model_settings.py: declared there once, with their defaults), which
+`RunConfig` is built on; `model_settings()` hands them on whole."""
 
 from __future__ import annotations
 
@@ -6,17 +8,18 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, get_args
 
 from om2w_tui.benchmarks.tasks import DEFAULT_MAX_STEPS
 from om2w_tui.episode.browser import DEFAULT_LOCALE, DEFAULT_TIMEZONE, DEFAULT_VIEWPORT
 from om2w_tui.episode.instruction import DEFAULT_TEMPLATE
+from om2w_tui.protocol.model_settings import Coordinates, ModelSettings
 from om2w_tui.protocol.worker import BrowserSettings, WorkerSpec
 from om2w_tui.secret import EndpointURL, reveal
 
 BENCHES = ("om2w", "webvoyager", "offline")
 SCHEMAS = ("v1", "v2")
-COORDINATES = ("off", "pixels", "normalized")
+COORDINATES: tuple[str, ...] = get_args(Coordinates)
 DEFAULT_VLLM = "http://127.0.0.1:8400/v1"
 EXECUTORS = ("local", "ray")
 
@@ -27,7 +30,8 @@ def is_oracle(model: str) -> bool:
 
 
 @dataclass
-class RunConfig:
+class RunConfig(ModelSettings):
+    """The run's settings: the model's (inherited, keyword-only) and the rest below."""
     out: Path
     bench: str = "om2w"
     tasks: Path | None = None
@@ -36,11 +40,8 @@ class RunConfig:
     sites: list[str] = field(default_factory=list)
     limit: int = 0
     arm: str = "base"
-    model: str = "qwen35-4b"
     vllm: EndpointURL | None = None   # unset: DEFAULT_VLLM, or for an oracle model the oracle om2w-tui starts;
     # an EndpointURL shows only its redacted form (credentials in it reach the HTTP client alone)
-    api_key_env: str = "OPENAI_API_KEY"
-    temperature: float = 0.0
     timeout: float = 1800.0
     max_steps: int = DEFAULT_MAX_STEPS   # a task without its own max_steps gets this budget as it is loaded
     pace_cooldown: float = 120.0
@@ -49,12 +50,7 @@ class RunConfig:
     worker_start_rate: float = 8.0  # worker processes started per second at most (a run's first, and those added live)
     slot_memory: float = 0.5       # GiB a slot takes (a worker, its Chromium): no more slots than memory holds (0: any)
     chromium: str | None = None
-    vision: bool = True
     trajectory_schema: str = "v1"  # v1: the evaluator's result.json; v2: "online-mind2web-v2" steps
-    llm_timeout: float = 120.0
-    llm_retries: int = 2           # the model client's own retries of one call (429 with Retry-After, 5xx, refused)
-    max_completion_tokens: int = 4096   # a reply's cap, as browser-use sends it
-    mend_thinking: bool = True     # a <think> block before a reply is split off (and kept as the step's thought)
     model_guard: int = 3           # episodes in a row ending on the same model failure that stop dispatch (0: off)
     stop_grace: float = 20.0
     record_rows: bool = False      # every model call recorded as a training row under <task>/rows/
@@ -68,7 +64,6 @@ class RunConfig:
     probe_interval: float = 30.0   # seconds between endpoint probes while the breaker is open
     instruction_template: str = DEFAULT_TEMPLATE   # what the agent is asked: `{task}` and `{website}` filled in
     instruction_template_file: Path | None = None  # where a user's template came from (--instruction-template)
-    coordinates: str = "normalized"  # off | pixels | normalized (clicks and drags on a 0-1000 grid, as the seed)
     viewport: str = DEFAULT_VIEWPORT                # WxH in CSS pixels, the same on every host
     user_agent: str = "auto"       # auto: the browser's own desktop string, without "HeadlessChrome"
     locale: str = DEFAULT_LOCALE
@@ -114,25 +109,22 @@ class RunConfig:
                 "adapters": [a for a in self.adapters.split(",") if a.strip() and a.strip() != "none"],
                 "planner_turns": self.planner_turns}
 
+    def model_settings(self) -> ModelSettings:
+        """The run's model settings alone, whole (what a worker, the preflight's probe and an arm are given)."""
+        return ModelSettings(**{f.name: getattr(self, f.name) for f in dataclasses.fields(ModelSettings)})
+
     def worker_spec(self, folder: Path, base_url: EndpointURL | str | None = None, *, max_steps: int) -> WorkerSpec:
         """What a worker needs to run one episode of this run into `folder`, on the endpoint `base_url` (the run's,
         or the oracle it serves itself), with its task's step budget (`Task.max_steps`). The key is read now and
         travels in the spec only: never in the worker's environment, which its Chromium would inherit; the endpoint
         as its model client opens it."""
         return WorkerSpec(
-            folder=str(folder), chromium=self.chromium or "", model=self.model,
-            base_url=reveal(base_url) or self.endpoint.for_client(),
-            api_key=self.api_key(), temperature=self.temperature, max_steps=max_steps,
-            max_completion_tokens=self.max_completion_tokens, vision=self.vision, llm_timeout=self.llm_timeout,
-            llm_retries=self.llm_retries, arm=self.arm, arm_options=self.arm_options(),
+            folder=str(folder), chromium=self.chromium or "", llm=self.model_settings(),
+            base_url=reveal(base_url) or self.endpoint.for_client(), api_key=self.api_key(),
+            max_steps=max_steps, arm=self.arm, arm_options=self.arm_options(),
             schema="v2" if self.trajectory_schema == "v2" else "v1",
-            coordinates=self.coordinates_mode, instruction_template=self.instruction_template,
-            record_rows=self.record_rows, hint_field=self.hint_field, mend_thinking=self.mend_thinking,
-            browser=self.browser_settings())
-
-    @property
-    def coordinates_mode(self) -> Literal["off", "pixels", "normalized"]:
-        return _coordinates(self.coordinates)
+            instruction_template=self.instruction_template, record_rows=self.record_rows,
+            hint_field=self.hint_field, browser=self.browser_settings())
 
     def browser_settings(self) -> BrowserSettings:
         """The pinned browser: viewport, user agent, locale and timezone (what a worker's Chromium is started with)."""
@@ -156,6 +148,3 @@ class RunConfig:
         """The judge endpoint's key, read from the environment at the last moment, as `api_key`."""
         return os.environ.get(self.judge_api_key_env, "") or "EMPTY"
 
-
-def _coordinates(mode: str) -> Literal["off", "pixels", "normalized"]:
-    return "off" if mode == "off" else "pixels" if mode == "pixels" else "normalized"

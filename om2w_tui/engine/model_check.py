@@ -29,6 +29,7 @@ from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.settings import key_variables
 from om2w_tui.protocol.codec import CodecError, from_json, to_json
 from om2w_tui.protocol.model import classify_error, context_limit, describe, kind_label, remedy, reply_problem, short
+from om2w_tui.protocol.model_settings import ModelSettings
 from om2w_tui.protocol.probe import ActionCheck, ProbeAnswer, ProbeQuestion, not_asked
 from om2w_tui.protocol.worker import BrowserSettings
 from om2w_tui.secret import EndpointURL
@@ -43,45 +44,33 @@ PAGE_TOKENS = 10_000           # what a real site's page can add: browser-use ke
                                # elements (Agent's max_clickable_elements_length), ~10,000 tokens
 SLOW_SHARE = 0.5               # a first step slower than this share of --llm-timeout is worth a warning
 KEEP_S = 60.0                  # how long an answered probe is reused for the same settings
-DEFAULT_MAX_COMPLETION_TOKENS = RunConfig.max_completion_tokens   # the run's defaults, declared once there
-DEFAULT_LLM_RETRIES = RunConfig.llm_retries
 SAMPLE_TASK = "Find the price of the copper pour-over kettle."   # when the run has no task to show the model
 
 
 @dataclass(frozen=True)
 class ProbeSpec:
-    """What the probe process needs: the run's settings (no secret here: the key is added to the question on the
-    probe's stdin when it is asked, never to its environment)."""
+    """What the probe process needs: the run's settings, with no defaults of their own (no secret here: the key is
+    added to the question on the probe's stdin when it is asked, never to its environment)."""
 
-    model: str
+    llm: ModelSettings
     base_url: str
     instruction: str
-    api_key_env: str = "OPENAI_API_KEY"
-    temperature: float = 0.0
-    max_completion_tokens: int = DEFAULT_MAX_COMPLETION_TOKENS
-    vision: bool = True
-    coordinates: Literal["off", "pixels", "normalized"] = "normalized"
-    max_steps: int = 30
-    llm_timeout: float = 120.0
-    llm_retries: int = DEFAULT_LLM_RETRIES
-    chromium: str = ""
-    browser: BrowserSettings | None = None
-    withhold: tuple[str, ...] = ()   # the run's key variables (settings.key_variables): not in the probe's environment
+    max_steps: int
+    chromium: str
+    browser: BrowserSettings | None
+    withhold: tuple[str, ...]        # the run's key variables (settings.key_variables): not in the probe's environment
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
 
     def question(self, api_key: str) -> ProbeQuestion:
         """What the probe process is asked (the key added only now, on its way to the probe's stdin)."""
-        return ProbeQuestion(model=self.model, base_url=self.base_url, api_key=api_key, instruction=self.instruction,
-                             temperature=self.temperature, max_completion_tokens=self.max_completion_tokens,
-                             vision=self.vision, coordinates=self.coordinates, max_steps=self.max_steps,
-                             llm_timeout=self.llm_timeout, llm_retries=self.llm_retries, chromium=self.chromium,
-                             browser=self.browser)
+        return ProbeQuestion(llm=self.llm, base_url=self.base_url, api_key=api_key, instruction=self.instruction,
+                             max_steps=self.max_steps, chromium=self.chromium, browser=self.browser)
 
     @property
     def timeout(self) -> float:
-        return SETUP_S + self.llm_timeout * (1 + self.llm_retries) + 10
+        return SETUP_S + self.llm.llm_timeout * (1 + self.llm.llm_retries) + 10
 
 
 def probe_spec(cfg: RunConfig, base_url: str, tasks: list[Task]) -> ProbeSpec:
@@ -89,12 +78,10 @@ def probe_spec(cfg: RunConfig, base_url: str, tasks: list[Task]) -> ProbeSpec:
     from om2w_tui.episode.instruction import instruction  # the template's filling, shared with the worker
 
     task = tasks[0] if tasks else Task("sample", SAMPLE_TASK, "the shop", max_steps=cfg.max_steps)
-    return ProbeSpec(model=cfg.model, base_url=base_url, api_key_env=cfg.api_key_env, temperature=cfg.temperature,
-                     max_completion_tokens=cfg.max_completion_tokens, vision=cfg.vision,
-                     coordinates=cfg.coordinates_mode,
+    return ProbeSpec(llm=cfg.model_settings(), base_url=base_url,
                      instruction=instruction(task.to_dict(), cfg.instruction_template, cfg.hint_field),
-                     max_steps=task.max_steps, llm_timeout=cfg.llm_timeout, llm_retries=cfg.llm_retries,
-                     chromium=cfg.chromium or "", browser=cfg.browser_settings(), withhold=key_variables(cfg))
+                     max_steps=task.max_steps, chromium=cfg.chromium or "", browser=cfg.browser_settings(),
+                     withhold=key_variables(cfg))
 
 
 # ── asking ───────────────────────────────────────────────
@@ -178,7 +165,7 @@ def _ask_and_judge(cfg: RunConfig, spec: ProbeSpec, tasks: list[Task]) -> tuple[
 
 def _judged(spec: ProbeSpec, api_key: str) -> tuple[list[Check], bool]:
     outcome = ask(spec, api_key)
-    limit = served_model_len(spec.base_url, spec.model, api_key)
+    limit = served_model_len(spec.base_url, spec.llm.model, api_key)
     return verdicts(outcome, limit, spec), outcome.ok and outcome.status is not None
 
 
@@ -221,8 +208,8 @@ def reply_verdict(outcome: ProbeAnswer, spec: ProbeSpec) -> Check:
     if outcome.reasoning_field:
         detail += f", its thought in `{outcome.reasoning_field}` (kept as the step's thought)"
     latency = outcome.latency_s
-    if latency > SLOW_SHARE * spec.llm_timeout:
-        return what, WARNING, (f"{detail}; but it took {latency:.1f} s of --llm-timeout {spec.llm_timeout:g} → "
+    if latency > SLOW_SHARE * spec.llm.llm_timeout:
+        return what, WARNING, (f"{detail}; but it took {latency:.1f} s of --llm-timeout {spec.llm.llm_timeout:g} → "
                                f"{remedy('timeout')}")
     return what, True, detail
 
@@ -272,7 +259,7 @@ def _how_it_went(outcome: ProbeAnswer, spec: ProbeSpec) -> str:
 
 def context_verdict(outcome: ProbeAnswer, max_model_len: int | None, spec: ProbeSpec) -> Check:
     what = "model context"
-    cap = spec.max_completion_tokens
+    cap = spec.llm.max_completion_tokens
     refused = outcome.ok and outcome.status not in (200, None)
     kind, message = _refusal(outcome) if refused else ("ok", "")
     limit = max_model_len or (context_limit(message) if kind == "context_length" else None)

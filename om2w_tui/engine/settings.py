@@ -170,15 +170,18 @@ class Whole(Kind):
     low: int = 0
     high: int | None = None
     empty_default: bool = False     # an empty count (limit, per site) is its default
+    optional: bool = False          # None is a value: unset (a --seed not sent); an empty text is it
     form: ClassVar[str] = "int"
 
     def empty_is_default(self) -> bool:
-        return self.empty_default
+        return self.empty_default or self.optional
 
     def parse(self, text: str) -> Any:
         return int(parse_number(text, whole=True, low=self.low, high=self.high))
 
     def check(self, value: Any) -> str:
+        if value is None and self.optional:
+            return ""
         return check_number(value, whole=True, low=self.low, high=self.high)
 
     def bounds_text(self) -> str:
@@ -190,15 +193,18 @@ class Number(Kind):
     low: float = 0.0
     high: float | None = None
     above: bool = False             # more than `low` (0 is not allowed)
+    optional: bool = False          # None is a value: unset (a --top-p not sent); an empty text is it
     form: ClassVar[str] = "number"
 
     def empty_is_default(self) -> bool:
-        return False
+        return self.optional
 
     def parse(self, text: str) -> Any:
         return float(parse_number(text, whole=False, low=self.low, high=self.high, above=self.above))
 
     def check(self, value: Any) -> str:
+        if value is None and self.optional:
+            return ""
         return check_number(value, whole=False, low=self.low, high=self.high, above=self.above)
 
     def text(self, value: Any) -> str:
@@ -368,6 +374,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("api_key_env", "--api-key-env", "the environment variable holding the API key (never written anywhere)",
             KeyVariable(), label="API key variable", placeholder="name of the env variable", demo=False),
     Setting("temperature", "--temperature", "sampling temperature", Number(0, 2), demo=False),
+    Setting("top_p", "--top-p", "nucleus sampling: the share of probability mass each token is drawn from, sent "
+            "with every model call", Number(0, 1, above=True, optional=True), demo=False, metavar="P",
+            default_help="not sent"),
+    Setting("seed", "--seed", "the sampling seed sent with every model call (vLLM honours it per request)",
+            Whole(0, 2**32 - 1, optional=True), demo=False, default_help="not sent"),
     Setting("vision", "--no-vision", "send no screenshots to the model (text-only models)", Switch(False), demo=False),
     Setting("instruction_template_file", "--instruction-template", "a file with the agent's instruction, {task} and "
             "{website} filled in", PathKind(), metavar="FILE", label="instruction file",

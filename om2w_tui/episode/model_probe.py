@@ -9,10 +9,11 @@ The step is the real one a worker's first step makes: a fresh browser pinned to 
 stand-in page (the offline shop, served here on 127.0.0.1: a preflight never visits the sites a run paces), the
 run's agent (`new_agent`: its tools, coordinates, vision, browser-use's own system prompt for them), browser-use's
 `_prepare_context` for step 1 (the user message, the screenshot, the page's action model), and browser-use's
-`ChatOpenAI` with the run's model, temperature, max completion tokens, timeout and retries (its `response_format`
-is the action schema through `SchemaOptimizer`). Every HTTP answer is read as it arrives, so a reply that
-browser-use would refuse (prose, a <think> prefix, a cut) is seen as the server sent it; the reply is then checked
-against the step's real action model, as sent and after splitting off a <think> block or a code fence.
+`ChatOpenAI` as every step builds it (`chat_openai`: the run's model settings, its sampling, max completion tokens,
+timeout and retries; its `response_format` is the action schema through `SchemaOptimizer`). Every HTTP answer is
+read as it arrives, so a reply that browser-use would refuse (prose, a <think> prefix, a cut) is seen as the server
+sent it; the reply is then checked against the step's real action model, as sent and after splitting off a <think>
+block or a code fence.
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ async def _first_step(spec: ProbeQuestion, session: Any) -> ProbeAnswer:
     failure = ""
     try:
         await asyncio.wait_for(agent.llm.ainvoke(messages, output_format=agent.AgentOutput),
-                               spec.llm_timeout * (1 + spec.llm_retries))
+                               spec.llm.llm_timeout * (1 + spec.llm.llm_retries))
     except Exception as e:   # browser-use refuses what it cannot parse: the answers below say what came
         from om2w_tui.endpoint import reply_error  # loaded with the client that raised
 
@@ -119,22 +120,14 @@ async def _first_step(spec: ProbeQuestion, session: Any) -> ProbeAnswer:
 
 
 def _agent(spec: ProbeQuestion, session: Any, answers: Answers) -> Any:
-    from browser_use import ChatOpenAI  # browser-use only in this process
-
-    from om2w_tui.endpoint import MODEL_REPLY_BYTES, bounded_client  # the workers' bounded client, as a step's
-    from om2w_tui.episode.arms.interface import ArmContext, new_agent
+    from om2w_tui.episode.arms.interface import ArmContext, chat_openai, new_agent  # browser-use only here
 
     async def nothing(*_args: Any) -> None:
         return None
 
-    llm = ChatOpenAI(model=spec.model, base_url=spec.base_url, api_key=spec.api_key or "EMPTY",
-                     temperature=spec.temperature, timeout=spec.llm_timeout, max_retries=spec.llm_retries,
-                     max_completion_tokens=spec.max_completion_tokens,
-                     http_client=bounded_client(spec.llm_timeout, MODEL_REPLY_BYTES,
-                                                event_hooks={"response": [answers]}))
-    ctx = ArmContext(task={}, instruction=spec.instruction, session=session, model=spec.model,
-                     base_url=spec.base_url, api_key="", temperature=spec.temperature,
-                     max_steps=spec.max_steps, step_done=nothing, vision=spec.vision, coordinates=spec.coordinates)
+    llm = chat_openai(spec.llm, spec.base_url, spec.api_key, event_hooks={"response": [answers]})
+    ctx = ArmContext(task={}, instruction=spec.instruction, session=session, llm=spec.llm, base_url=spec.base_url,
+                     api_key="", max_steps=spec.max_steps, step_done=nothing)
     return new_agent(ctx, ctx.instruction, llm)
 
 
@@ -148,7 +141,7 @@ def _what_was_sent(messages: list[Any], spec: ProbeQuestion, agent: Any) -> Sent
     chars += sum(len(str(p.get("text", ""))) for p in parts if p.get("type") == "text")
     return Sent(messages=len(serialised), images=sum(1 for p in parts if p.get("type") == "image_url"),
                 text_chars=chars, schema=agent.AgentOutput.__name__,
-                max_completion_tokens=spec.max_completion_tokens, temperature=spec.temperature)
+                max_completion_tokens=spec.llm.max_completion_tokens, sampling=spec.llm.sampling())
 
 
 def _answer(answers: Answers, failure: str, agent: Any) -> ProbeAnswer:

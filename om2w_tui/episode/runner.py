@@ -138,7 +138,7 @@ async def run_episode(task: dict[str, Any], spec: WorkerSpec, emit: Emit, contro
     """Run one episode into `spec.folder` -> its outcome (the record's part the worker knows)."""
     folder = Path(spec.folder)
     writer = TrajectoryWriter(folder, task["task_id"], task["confirmed_task"], schema=spec.schema,
-                              reference_length=task.get("reference_length"), coordinates=spec.coordinates)
+                              reference_length=task.get("reference_length"), coordinates=spec.llm.coordinates)
     scratch = Path(tempfile.mkdtemp(prefix=f"om2w-episode-{os.environ.get('OM2W_RUN_TAG', 'run')}-"))
     # browser-use's per-agent leftovers (screenshots too) and Chromium's own temp files go here, then away
     worker_tmp = os.environ.get("TMPDIR")
@@ -148,7 +148,7 @@ async def run_episode(task: dict[str, Any], spec: WorkerSpec, emit: Emit, contro
     returned = False          # the arm's run() gave its result (else its partial() says what it did)
     session = None
     call_log = CallLog() if spec.record_rows else None
-    watch = ModelWatch(emit, spec.mend_thinking, call_log)
+    watch = ModelWatch(emit, spec.llm.mend_thinking, call_log)
 
     async def step_done(step: Any) -> None:
         lines = writer.add_step(step, thought=watch.take_thought())
@@ -172,12 +172,9 @@ async def run_episode(task: dict[str, Any], spec: WorkerSpec, emit: Emit, contro
             raise RuntimeError(f"browser failed to start or open {task['website']}: {type(e).__name__}: {e}") from e
         ctx = ArmContext(
             task=task, instruction=instruction(task, spec.instruction_template, spec.hint_field),
-            session=session, model=spec.model, base_url=spec.base_url, api_key=spec.api_key or "EMPTY",
-            temperature=spec.temperature, max_steps=spec.max_steps,
-            step_done=step_done, record_step=record_step, vision=spec.vision,
-            llm_timeout=spec.llm_timeout, llm_retries=spec.llm_retries, options=dict(spec.arm_options),
-            call_log=call_log, coordinates=spec.coordinates, max_completion_tokens=spec.max_completion_tokens,
-            watch=watch)
+            session=session, llm=spec.llm, base_url=spec.base_url, api_key=spec.api_key or "EMPTY",
+            max_steps=spec.max_steps, step_done=step_done, record_step=record_step,
+            options=dict(spec.arm_options), call_log=call_log, watch=watch)
         blocked = await _bounded(page_block(session), 10)
         if blocked:
             raise SiteBlocked(blocked)

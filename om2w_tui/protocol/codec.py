@@ -28,7 +28,7 @@ def to_json(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         if _own_codec(type(obj)):
             return obj.to_json()   # type: ignore[attr-defined]
-        return {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {f.name: to_json(_as_declared(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, list | tuple):
         return [to_json(x) for x in obj]
     if isinstance(obj, dict):
@@ -36,6 +36,19 @@ def to_json(obj: Any) -> Any:
     if isinstance(obj, enum.Enum):
         return obj.value
     return obj
+
+
+def _as_declared(obj: Any, name: str) -> Any:
+    """A field's value, refused when it is a subclass of the dataclass its field declares (a whole `RunConfig` where
+    a `ModelSettings` is declared): the other side would build the declared type and refuse the fields it lacks."""
+    value = getattr(obj, name)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        hint = _hints(typing.cast(type, type(obj)))[name]
+        declared = [a for a in typing.get_args(hint) or (hint,) if isinstance(a, type) and dataclasses.is_dataclass(a)]
+        if type(value) not in declared and any(isinstance(value, a) for a in declared):
+            raise CodecError(f"{type(obj).__name__}.{name}: a {type(value).__name__} where its field declares "
+                             f"{' | '.join(a.__name__ for a in declared)}: send that alone")
+    return value
 
 
 def _own_codec(cls: type) -> bool:

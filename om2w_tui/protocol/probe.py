@@ -7,25 +7,20 @@ first step sent and what the server answered, read apart."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any
 
+from om2w_tui.protocol.model_settings import ModelSettings
 from om2w_tui.protocol.worker import BrowserSettings
 
 
 @dataclass(frozen=True)
 class ProbeQuestion:
     """The run's first step, to be built by browser-use and sent to the run's model."""
-    model: str
+    llm: ModelSettings                     # the run's model settings, whole
     base_url: str = field(repr=False)      # as the client opens it (credentials in it, if any)
     api_key: str = field(repr=False)
     instruction: str                       # the run's first task through the run's template
-    temperature: float
-    max_completion_tokens: int
-    vision: bool
-    coordinates: Literal["off", "pixels", "normalized"]
     max_steps: int
-    llm_timeout: float
-    llm_retries: int
     chromium: str
     browser: BrowserSettings | None        # None: the browser's own defaults
 
@@ -39,7 +34,7 @@ class Sent:
     text_chars: int
     schema: str                            # the action model's name (its JSON schema was the response_format)
     max_completion_tokens: int
-    temperature: float
+    sampling: dict[str, Any]               # temperature (and top_p, seed where the run sets them) as sent
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
 """The worker's pipe, declared once: what the scheduler sends a worker process (commands, on its stdin) and what the
 worker says back (events, on its stdout), one JSON line each, through one codec (`COMMANDS`, `EVENTS`).
 
-- `WorkerSpec` is everything a worker needs to run an episode of the run. It is built from the run's settings on
-  the engine's side (`engine/config.py: RunConfig.worker_spec`) and has no defaults of its own: the worker never
-  decides a setting. The API key travels in it (never in the worker's environment, which Chromium inherits); the
-  spec is never written anywhere.
+- `WorkerSpec` is everything a worker needs to run an episode of the run (the model's settings whole, a
+  `ModelSettings`). It is built from the run's settings on the engine's side (`engine/config.py:
+  RunConfig.worker_spec`) and has no defaults of its own: the worker never decides a setting. The API key travels
+  in it (never in the worker's environment, which Chromium inherits); the spec is never written anywhere.
 - `Outcome` is how an attempt ended, as the worker (or, when the worker died, its folder) tells it: a `Status`, and
   for an error its `FaultKind` (protocol/faults.py), a type, never read back out of the message's words.
 - At the end of a worker's stream the executor adds `Exit(rc)` (rc None: the worker was lost with its node).
@@ -18,6 +18,7 @@ from typing import Any, Literal, get_args
 from om2w_tui.protocol.codec import Tagged
 from om2w_tui.protocol.faults import FaultKind
 from om2w_tui.protocol.model import ModelCalls
+from om2w_tui.protocol.model_settings import ModelSettings
 
 # out_of_steps: the agent used its whole step budget without saying `done` (the agent's failure, settled, never retried)
 Status = Literal["done", "out_of_steps", "timeout", "killed", "error", "blocked"]
@@ -44,23 +45,16 @@ class WorkerSpec:
     """One episode's settings, as the run decided them."""
     folder: str                      # the task's folder (the worker writes the trajectory there as it goes)
     chromium: str
-    model: str
+    llm: ModelSettings               # the run's model settings, whole
     base_url: str = field(repr=False)    # the endpoint as the client opens it (credentials in it, if any)
     api_key: str = field(repr=False)
-    temperature: float
     max_steps: int                   # the episode's step budget: its task's (Task.max_steps, decided at load)
-    max_completion_tokens: int
-    vision: bool
-    llm_timeout: float
-    llm_retries: int
     arm: str
     arm_options: dict[str, Any]
     schema: Literal["v1", "v2"]
-    coordinates: Literal["off", "pixels", "normalized"]
     instruction_template: str
     record_rows: bool
     hint_field: str | None
-    mend_thinking: bool              # split a <think> block off a reply before it is parsed
     browser: BrowserSettings
 
 

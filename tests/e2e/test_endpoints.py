@@ -118,6 +118,7 @@ def watched_call(url: str, deadline: float) -> tuple[str, str, float]:
     """One chat call as a worker's planner makes it (ArmContext.openai_client, watched): (kind, message, seconds)."""
     from om2w_tui.episode.arms.interface import ArmContext
     from om2w_tui.episode.model_watch import ModelWatch
+    from om2w_tui.protocol.model_settings import ModelSettings
 
     seen = []
     watch = ModelWatch(seen.append)
@@ -125,8 +126,9 @@ def watched_call(url: str, deadline: float) -> tuple[str, str, float]:
     async def nothing(*_args):
         return None
 
-    ctx = ArmContext(task={}, instruction="", session=None, model="stub-judge", base_url=url, api_key="x",
-                     temperature=0, max_steps=1, step_done=nothing, llm_timeout=deadline, llm_retries=0, watch=watch)
+    llm = ModelSettings(model="stub-judge", llm_timeout=deadline, llm_retries=0)
+    ctx = ArmContext(task={}, instruction="", session=None, llm=llm, base_url=url, api_key="x", max_steps=1,
+                     step_done=nothing, watch=watch)
 
     async def go() -> None:
         import openai

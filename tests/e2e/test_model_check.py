@@ -5,6 +5,7 @@ form showing the same rows. Each case is a row a user reads: the kind, the serve
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -107,10 +108,15 @@ def test_a_model_that_never_answers_times_out_and_the_probe_ends(tmp_path):
 
 
 def test_a_standalone_server_is_asked_the_same(tmp_path):
-    """An endpoint given with --vllm: the probe goes there, and max_model_len is read from its GET /v1/models."""
-    with OracleServer(load_task_templates()) as server:
-        code, rows = doctor(tmp_path, "--model", "oracle-think-flat", "--vllm", server.url)
+    """An endpoint given with --vllm: the probe goes there, with the run's sampling (--seed, --top-p), and
+    max_model_len is read from its GET /v1/models."""
+    with OracleServer(load_task_templates(), keep=True) as server:
+        code, rows = doctor(tmp_path, "--model", "oracle-think-flat", "--vllm", server.url, "--seed", "7",
+                            "--top-p", "0.5")
         assert server.calls == 1   # one request, shaped like the first step
+        (body,) = [json.loads(b) for b in server.bodies]
+    assert (body["seed"], body["top_p"], body["temperature"]) == (7, 0.5, 0.0)
+    assert "--top-p 0.5 --seed 7" in rows["settings"][1]   # doctor's list of what the run changes
     assert rows["model endpoint"][0] == "ok"
     mark, detail = rows["model reply"]
     assert (code, mark) == (0, "warn") and "<think>" in detail

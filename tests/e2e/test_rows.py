@@ -28,7 +28,9 @@ def test_rows_keep_no_hint_and_hold_images_as_files(tmp_path):
                 "--vllm", oracle.url, "--record-rows", "--hint-field", "hint", "--workers", "2",
                 "--pace-cooldown", "0", "--out", str(out))
         shown = b"".join(oracle.bodies).decode()
+        sent = [json.loads(b) for b in oracle.bodies]
     assert r.returncode == 0, r.stderr[-3000:]
+    assert sent and not any("seed" in b or "top_p" in b for b in sent)   # neither is sent unless given
     for hint in HINTS.values():
         assert json.dumps(hint)[1:-1] in shown        # the model saw each hint while it acted...
     recs = {x["task_id"]: x for x in records(out)}

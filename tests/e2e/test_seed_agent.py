@@ -23,8 +23,8 @@ CHROMIUM = os.environ.get("CHROME_PATH") or shutil.which("chromium") or "/usr/bi
 
 @pytest.fixture(scope="module")
 def oracle():
-    """An oracle in this process, so the test can count the calls it served."""
-    with OfflineSuite() as suite, OracleServer(suite.tasks()) as server:
+    """An oracle in this process, so the test can count the calls it served and read what it was sent."""
+    with OfflineSuite() as suite, OracleServer(suite.tasks(), keep=True) as server:
         yield server
 
 
@@ -71,15 +71,22 @@ def test_coordinates_clipboard_and_drag_on_a_viewport_of_our_choosing(tmp_path, 
 
 
 def test_the_agent_arm_writes_a_row_for_every_call_it_made(tmp_path, oracle):
+    """... and --seed and --top-p reach every call of it: the planner's (a bare client) and its specialists'
+    (browser-use's ChatOpenAI)."""
     out = tmp_path / "agent-rows"
-    before = oracle.calls
+    before, sent_before = oracle.calls, len(oracle.bodies)
     r = cli("run", "--no-ui", "--bench", "offline", "--model", "oracle", "--vllm", oracle.url, "--arm", "agent",
             "--adapters", "rest", "--task-ids", "offline_studio_board_19,offline_wiki_port_06", "--workers", "2",
-            "--pace-cooldown", "0", "--record-rows", "--out", str(out))
+            "--pace-cooldown", "0", "--record-rows", "--seed", "1234", "--top-p", "0.9", "--out", str(out))
     assert r.returncode == 0, r.stderr[-3000:]
     recs = records(out)
     assert len(recs) == 2 and all(x["correct"] for x in recs), recs
     assert sum(x["rows"] for x in recs) == oracle.calls - before
+    sent = [json.loads(b) for b in oracle.bodies[sent_before:]]
+    assert {b["model"] for b in sent} >= {"oracle", "rest"}   # the planner's calls and a specialist's
+    assert all((b.get("seed"), b.get("top_p")) == (1234, 0.9) for b in sent), [(b["model"], b.keys()) for b in sent]
+    config = json.loads((out / "run.json").read_text())["config"]
+    assert (config["seed"], config["top_p"]) == (1234, 0.9)
     for rec in recs:
         rows = _rows(out / rec["task_id"])
         assert [r["op"] for r in rows if r["segment"] == 0] == ["plan:delegate", "plan:answer"]

@@ -5,6 +5,7 @@ itself, doctor and the launch form against the oracle's modes are tested end to 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -13,9 +14,11 @@ from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.model_check import PAGE_TOKENS, WARNING, ProbeSpec, probe_spec, verdicts
 from om2w_tui.offline import vllm_answers as vllm
 from om2w_tui.protocol.codec import from_json
+from om2w_tui.protocol.model_settings import ModelSettings
 from om2w_tui.protocol.probe import ProbeAnswer
 
-SPEC = ProbeSpec(model="qwen", base_url="http://127.0.0.1:9/v1", instruction="Buy a kettle.")
+SPEC = probe_spec(RunConfig(out=Path("/tmp/x"), model="qwen"), "http://127.0.0.1:9/v1",
+                  [{"confirmed_task": "Buy a kettle.", "website": "https://shop.example/"}])
 GOOD = '{"thinking": "t", "next_goal": "search", "action": [{"input": {"index": 2, "text": "kettle"}}]}'
 VALID = {"valid": True, "how": "as sent", "actions": ["input"]}
 
@@ -24,7 +27,7 @@ def answered(content: str | None, *, finish: str = "stop", action: dict | None =
              images: int = 1, latency: float = 0.8, retried: list | None = None, reasoning: str | None = None) -> dict:
     """The probe's report of an HTTP 200, as its JSON line says it (read through the codec by `rows`)."""
     return {"ok": True, "sent": {"messages": 2, "images": images, "text_chars": 26000, "schema": "AgentOutput",
-                                 "max_completion_tokens": 4096, "temperature": 0.0},
+                                 "max_completion_tokens": 4096, "sampling": {"temperature": 0.0}},
             "latency_s": latency, "status": 200, "server": "uvicorn", "retried": retried or [],
             "content": content, "content_chars": len(content or ""), "finish_reason": finish,
             "prompt_tokens": prompt, "reasoning_field": reasoning, "action": action or VALID}
@@ -33,7 +36,7 @@ def answered(content: str | None, *, finish: str = "stop", action: dict | None =
 def refused(status: int | None, body: object, retried: list | None = None) -> dict:
     text = body if isinstance(body, str) else json.dumps(body)
     return {"ok": True, "sent": {"messages": 2, "images": 1, "text_chars": 26000, "schema": "AgentOutput",
-                                 "max_completion_tokens": 4096, "temperature": 0.0},
+                                 "max_completion_tokens": 4096, "sampling": {"temperature": 0.0}},
             "latency_s": 0.1, "status": status, "retried": retried or [], "error": text}
 
 
@@ -170,9 +173,11 @@ def test_the_spec_is_the_runs_first_step(tmp_path):
     cfg = RunConfig(out=tmp_path, model="qwen3-vl", temperature=0.3, vision=False, coordinates="pixels",
                     max_steps=7, llm_timeout=45.0, api_key_env="MY_KEY")
     spec = probe_spec(cfg, "http://h/v1", [Task("t", "Buy a kettle.", "https://shop.example/", max_steps=7)])
-    assert (spec.model, spec.base_url, spec.temperature, spec.vision, spec.coordinates, spec.max_steps,
-            spec.llm_timeout, spec.api_key_env, spec.max_completion_tokens) == (
+    llm = spec.llm
+    assert (llm.model, spec.base_url, llm.temperature, llm.vision, llm.coordinates, spec.max_steps,
+            llm.llm_timeout, llm.api_key_env, llm.max_completion_tokens) == (
         "qwen3-vl", "http://h/v1", 0.3, False, "pixels", 7, 45.0, "MY_KEY", 4096)
+    assert spec.llm == cfg.model_settings() and type(spec.llm) is ModelSettings   # whole, and nothing of the rest
     assert spec.instruction == ("Buy a kettle.\n\nThe task starts on https://shop.example/ (already open in the "
                                 "browser).")
     assert "MY_KEY" in spec.to_json() and spec.browser == cfg.browser_settings()
@@ -191,12 +196,12 @@ def test_the_probes_question_crosses_through_the_codec_with_the_runs_values_and_
     question = probe_spec(cfg, "http://127.0.0.1:9/v1", []).question("sk-planted-secret")
     back = from_json(ProbeQuestion, json.loads(json.dumps(to_json(question))))
     assert back == question and back.api_key == "sk-planted-secret"
-    assert (back.temperature, back.max_steps, back.llm_retries, back.vision, back.coordinates) == \
+    assert (back.llm.temperature, back.max_steps, back.llm.llm_retries, back.llm.vision, back.llm.coordinates) == \
         (0.7, 9, 4, False, "pixels")
     assert back.browser is not None and back.browser.viewport == "1024x768"
     assert "sk-planted-secret" not in repr(back) and "127.0.0.1" not in repr(back)
     # a question this version did not ask is refused by the probe before it starts anything
-    run = subprocess.run([sys.executable, "-m", "om2w_tui.episode.model_probe"], input='{"model": "qwen"}',
+    run = subprocess.run([sys.executable, "-m", "om2w_tui.episode.model_probe"], input='{"llm": {"model": "qwen"}}',
                          capture_output=True, text=True, timeout=60)
     answer = json.loads(run.stdout.strip().splitlines()[-1])
     assert answer["ok"] is False and answer["stage"] == "probe" and "missing fields" in answer["error"]

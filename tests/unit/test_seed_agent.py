@@ -11,6 +11,7 @@ from om2w_tui.cli.main import build_parser, config_from_args, main
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.episode.browser import check_browser_settings, desktop_user_agent, parse_viewport
 from om2w_tui.episode.instruction import DEFAULT_TEMPLATE, check_template, instruction
+from om2w_tui.protocol.model_settings import ModelSettings
 
 TASK = {"task_id": "t1", "confirmed_task": "Find the cheapest lamp", "website": "https://shop.example/",
         "hint": "It is the Aurora lamp."}
@@ -61,7 +62,7 @@ def test_new_flags_reach_the_worker_and_run_json(tmp_path):
     cfg = _cfg("--instruction-template", str(template), "--coordinates", "pixels", "--viewport", "1024x768",
                "--user-agent", "UA/1", "--locale", "de-DE", "--timezone", "Europe/Berlin")
     spec = cfg.worker_spec(Path("f"), max_steps=cfg.max_steps)
-    assert spec.instruction_template == "Website: {website}\nTask: {task}" and spec.coordinates == "pixels"
+    assert spec.instruction_template == "Website: {website}\nTask: {task}" and spec.llm.coordinates == "pixels"
     assert spec.browser.as_dict() == {"viewport": "1024x768", "user_agent": "UA/1", "locale": "de-DE",
                                       "timezone": "Europe/Berlin"}
     saved = cfg.to_json()
@@ -127,8 +128,8 @@ async def test_the_answer_is_the_agents_only_when_it_said_done(monkeypatch, done
     async def step_done(step):
         pass
 
-    ctx = ArmContext(task=TASK, instruction="x", session=object(), model="m", base_url="u", api_key="k",
-                     temperature=0, max_steps=7, step_done=step_done)
+    ctx = ArmContext(task=TASK, instruction="x", session=object(), llm=ModelSettings(model="m"), base_url="u",
+                     api_key="k", max_steps=7, step_done=step_done)
     result = await base.BaseArm(ctx).run()
     assert (result.answer, result.agent_done, agent.max_steps) == ("The lamp costs $19" if done else None, done, 7)
 

@@ -5,8 +5,9 @@ with `async run() -> ArmResult`, `async partial() -> ArmResult` (what it did bef
 after cancelling `run`), `pause()` and `resume()`. It reports steps as they happen, either browser-use history
 steps (`ctx.step_done(step)`) or plain ones (`await ctx.record_step(["SCROLL DOWN"], thought, png)`); each lands
 on disk at once, so a timeout or a kill keeps it. Its models come from `ctx.chat_model(name)` (browser-use's
-ChatOpenAI) or `ctx.openai_client()` (a bare client): every call of those is counted, mended and recorded
-(episode/model_watch.py), and an episode that ended on its model's failures says so in its record."""
+ChatOpenAI) or `ctx.openai_client()` (a bare client: send each call `**ctx.llm.sampling()`): every call of those is
+counted, mended and recorded (episode/model_watch.py), and an episode that ended on its model's failures says so in
+its record. The run's model settings are `ctx.llm`, a `ModelSettings`, whole."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 from om2w_tui.episode.browser import grant_clipboard
 from om2w_tui.episode.model_watch import ModelWatch
 from om2w_tui.episode.tools import agent_kwargs, use_coordinates
+from om2w_tui.protocol.model_settings import ModelSettings
 
 # consecutive failed steps after which browser-use's Agent gives up (then one last try with only `done` allowed)
 MAX_FAILURES = 3
@@ -27,42 +29,44 @@ class ArmContext:
     task: dict[str, Any]          # the task row (task_id, confirmed_task, website, level and any extra fields)
     instruction: str              # what the agent is asked to do
     session: Any                  # the live browser_use.BrowserSession, already on the task's website
-    model: str
-    base_url: str
+    llm: ModelSettings            # the run's model settings, whole (protocol/model_settings.py)
+    base_url: str                 # the run's endpoint, as the client opens it
     api_key: str
-    temperature: float
     max_steps: int
     step_done: Callable[[Any], Awaitable[None]]   # report one finished browser-use history step
     record_step: Callable[..., Awaitable[None]] | None = None   # (actions, thought="", png=None, url="")
-    vision: bool = True
-    llm_timeout: float = 120.0
-    llm_retries: int = 2
     agent_kwargs: dict[str, Any] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)     # the arm's own settings (planner name, adapters ...)
     call_log: Any = None          # with --record-rows: a rows.CallLog every model call is recorded into
-    coordinates: str = "normalized"   # off | pixels | normalized: how the agent may click and drag by coordinates
-    max_completion_tokens: int = 4096  # a reply's cap (browser-use's default)
     watch: ModelWatch | None = None   # sees every call of the models below (None: calls go unwatched)
 
     def chat_model(self, model: str | None = None) -> Any:
         """browser-use's ChatOpenAI for `model` (the run's, by default) on the run's endpoint, its calls watched."""
-        from browser_use import ChatOpenAI  # browser-use (slow to import) only inside a worker
-
-        from om2w_tui.endpoint import MODEL_REPLY_BYTES, bounded_client  # every call within its deadline and cap
-
-        llm = ChatOpenAI(model=model or self.model, base_url=self.base_url, api_key=self.api_key,
-                         temperature=self.temperature, timeout=self.llm_timeout, max_retries=self.llm_retries,
-                         max_completion_tokens=self.max_completion_tokens,
-                         http_client=bounded_client(self.llm_timeout, MODEL_REPLY_BYTES))
+        llm = chat_openai(self.llm, self.base_url, self.api_key, model)
         return self.watch.watch(llm) if self.watch is not None else llm
 
     def openai_client(self) -> Any:
-        """A bare OpenAI client on the run's endpoint (`chat.completions.create`), its calls watched."""
+        """A bare OpenAI client on the run's endpoint (`chat.completions.create`, sent `**ctx.llm.sampling()`), its
+        calls watched."""
         from om2w_tui.endpoint import MODEL_REPLY_BYTES, openai_client  # only when an arm asks for one
 
-        client = openai_client(self.base_url, self.api_key, self.llm_timeout, MODEL_REPLY_BYTES,
-                               max_retries=self.llm_retries)
+        client = openai_client(self.base_url, self.api_key, self.llm.llm_timeout, MODEL_REPLY_BYTES,
+                               max_retries=self.llm.llm_retries)
         return self.watch.client(client) if self.watch is not None else client
+
+
+def chat_openai(llm: ModelSettings, base_url: str, api_key: str, model: str | None = None,
+                event_hooks: dict[str, list[Any]] | None = None) -> Any:
+    """browser-use's ChatOpenAI as every step of the run asks the model (the run's sampling, cap, timeout and
+    retries; every call within its deadline and reply cap); `event_hooks` for its HTTP client (the probe's)."""
+    from browser_use import ChatOpenAI  # browser-use (slow to import) only inside a worker or the probe
+
+    from om2w_tui.endpoint import MODEL_REPLY_BYTES, bounded_client  # loaded with the client it bounds
+
+    return ChatOpenAI(model=model or llm.model, base_url=base_url, api_key=api_key or "EMPTY",
+                      timeout=llm.llm_timeout, max_retries=llm.llm_retries,
+                      max_completion_tokens=llm.max_completion_tokens, **llm.sampling(),
+                      http_client=bounded_client(llm.llm_timeout, MODEL_REPLY_BYTES, event_hooks=event_hooks))
 
 
 @dataclass
@@ -112,10 +116,10 @@ def new_agent(ctx: ArmContext, task: str, llm: Any) -> Any:
     synthetic first step for a URL in the task text; the seed's tools (drag, coordinates as asked)."""
     from browser_use import Agent  # browser-use (slow to import) only inside a worker
 
-    agent = Agent(task=task, llm=llm, browser_session=ctx.session, use_vision=ctx.vision, use_judge=False,
+    agent = Agent(task=task, llm=llm, browser_session=ctx.session, use_vision=ctx.llm.vision, use_judge=False,
                   enable_signal_handler=False, directly_open_url=False, max_failures=MAX_FAILURES,
-                  **{**agent_kwargs(ctx.coordinates), **ctx.agent_kwargs})
-    use_coordinates(ctx.session, ctx.coordinates)
+                  **{**agent_kwargs(ctx.llm.coordinates), **ctx.agent_kwargs})
+    use_coordinates(ctx.session, ctx.llm.coordinates)
     return agent
 
 

@@ -54,9 +54,9 @@ class PlannerArm:
         self.ctx = ctx
         self.record_step = ctx.record_step
         opts = ctx.options
-        self.planner_name = opts.get("planner_name") or ctx.model
+        self.planner_name = opts.get("planner_name") or ctx.llm.model
         self.adapters = set(opts.get("adapters") or [])
-        self.fallback = opts.get("fallback") or ctx.model
+        self.fallback = opts.get("fallback") or ctx.llm.model
         self.turns = int(opts.get("planner_turns") or 8)
         self.planner_log: list[dict[str, Any]] = []
         self.trace: list[dict[str, Any]] = []
@@ -81,7 +81,7 @@ class PlannerArm:
         text = (f"<task>{c.instruction}</task>\n<url>{url}</url>\n<specialist_reports>\n{reports}\n"
                 f"</specialist_reports>\n<budget>{max(0, c.max_steps - used)} site actions left</budget>")
         content: Any = text
-        if png and c.vision:
+        if png and c.llm.vision:
             content = [{"type": "text", "text": text},
                        {"type": "image_url", "image_url": {"url": "data:image/png;base64," +
                                                            base64.b64encode(png).decode()}}]
@@ -90,7 +90,7 @@ class PlannerArm:
         if c.call_log is not None:   # the planner's turns are segment 0 of the rows
             c.call_log.segment = 0
         reply = await client.chat.completions.create(model=self.planner_name, messages=messages,
-                                                      temperature=c.temperature)
+                                                      **c.llm.sampling())
         if reply.usage:
             self.prompt_tokens += reply.usage.prompt_tokens or 0
             self.completion_tokens += reply.usage.completion_tokens or 0
