@@ -10,7 +10,7 @@ asks for nothing outside itself (no CDN, no web font), from the same typed repor
                                  and text
     DIR/r<k>/t/<task>.html       one task: the verdicts, the labels, the trajectory step by step beside each
                                  screenshot (j/k or the arrow keys move between steps), the record
-    DIR/r<k>/s/<task>/<i>.t.jpg  thumbnails; <i>.jpg (or the original) the full image, unless --link
+    DIR/r<k>/s/<task>/<i>.t.jpg  thumbnails; <i>.png (a palette PNG, or the original) the full image, unless --link
     DIR/pair/<task>.html         with several runs, a task's trajectories side by side, step by step, the first
                                  step where they go different ways marked
     DIR/assets/                  the CSS and the JavaScript
@@ -150,6 +150,7 @@ class Cost:
     model_s: float
     dollars: float | None
     judge_model: str | None = None
+    judged: int = 0            # the episodes the judge's file has a line for: its per-episode figures' count
     judge_calls: int = 0
     judge_prompt: int = 0
     judge_completion: int = 0
@@ -248,7 +249,7 @@ def gather(report: RunReport, k: int, prices: Mapping[str, Price] | None, name: 
         in_run = [judged[t.task_id] for t in tasks if t.task_id in judged]
         calls, jp, jc = (sum(x) for x in zip(*(_usage(line) for line in in_run))) if in_run else (0, 0, 0)
         cost.judge_model = report.success.judge.model if report.success.judge else None
-        cost.judge_calls, cost.judge_prompt, cost.judge_completion = calls, jp, jc
+        cost.judged, cost.judge_calls, cost.judge_prompt, cost.judge_completion = len(in_run), calls, jp, jc
         jprice = (prices or {}).get(cost.judge_model or "")
         cost.judge_dollars = jprice.cost(jp, jc) if jprice else None
     failures = counted({t.task_id: t.failure for t in tasks})
