@@ -152,6 +152,17 @@ def test_the_list_filters_and_sorts_and_the_task_page_answers_the_keyboard(runs,
             assert "current" in (page.get_attribute("#step-1", "class") or "")
             page.keyboard.press("ArrowDown")
             assert "current" in (page.get_attribute("#step-2", "class") or "")
+            # the browser's own shortcuts stay its own: Ctrl+K / Ctrl+P neither move a step nor leave the page
+            here = page.url
+            page.keyboard.press("Control+k")
+            page.keyboard.press("Control+p")
+            assert "current" in (page.get_attribute("#step-2", "class") or "") and page.url == here
+            # n / p: the next or the previous task's page
+            key, link = ("n", "#next") if page.locator("#next").count() else ("p", "#prev")
+            target = page.locator(link).evaluate("a => a.href")
+            with page.expect_navigation():
+                page.keyboard.press(key)
+            assert page.url == target
         finally:
             browser.close()
 

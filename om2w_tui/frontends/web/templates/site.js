@@ -68,6 +68,7 @@
     };
     document.addEventListener("keydown", function (e) {
       if (e.target && /^(INPUT|SELECT|TEXTAREA)$/.test(e.target.tagName)) { return; }
+      if (e.ctrlKey || e.metaKey || e.altKey) { return; }   // the browser's own: Ctrl+P prints, Ctrl+K searches
       if (e.key === "j" || e.key === "ArrowDown") { e.preventDefault(); go(at + 1); }
       else if (e.key === "k" || e.key === "ArrowUp") { e.preventDefault(); go(Math.max(0, at - 1)); }
       else if (e.key === "n" && document.getElementById("next")) { location.href = document.getElementById("next").href; }
