@@ -6,8 +6,8 @@ asks for nothing outside itself (no CDN, no web font), from the same typed repor
     DIR/index.html               every run's numbers under both counting rules, by level and site (SVG bars and
                                  tables), statuses, failure classes, errors, the model, cost; with several runs,
                                  compare.html (the paired table, McNemar, the tasks only one run solved)
-    DIR/r<k>/tasks.html          the run's tasks: sortable, filtered by status, site, level, verdict, failure class
-                                 and text
+    DIR/r<k>/tasks.html          the run's tasks: sortable, filtered by status, site, level, verdict (the measure's,
+                                 the judge's, the humans'), failure class and text
     DIR/r<k>/t/<task>.html       one task: the verdicts, the labels, the trajectory step by step beside each
                                  screenshot (j/k or the arrow keys move between steps), the record
     DIR/r<k>/s/<task>/<i>.t.jpg  thumbnails; <i>.png (a palette PNG, or the original) the full image, unless --link
@@ -120,10 +120,19 @@ class TaskView:
     labels: list[tuple[str, Label]]
     steps: list[StepView] = field(default_factory=list)
     attempts: int = 0
+    humans: str = "not labelled"      # the humans' verdict: the reviewer's or the majority's, or "disputed"
 
     @property
     def verdict(self) -> str:
+        """The report's measure's verdict (the judge's, the humans', or the reference answers')."""
         return self.row.outcome or "pending"
+
+    @property
+    def judged(self) -> str:
+        """The judge's own verdict, whatever the report's measure is."""
+        if not self.judge:
+            return "not judged"
+        return "success" if self.judge.get("predicted_label") == 1 else "failure"
 
     @property
     def text(self) -> str:
@@ -227,8 +236,10 @@ def gather(report: RunReport, k: int, prices: Mapping[str, Price] | None, name: 
         who = [(a, labs[tid]) for a, labs in sorted(labels.annotators.items()) if tid in labs]
         if tid in labels.final:
             who.append(("final (reviewer)", labels.final[tid]))
+        agreed = labels.consensus(tid)
+        humans = VALUE_WORDS[agreed] if agreed in VALUE_WORDS else "disputed" if labels.values(tid) else "not labelled"
         view = TaskView(tid, slug(tid, taken), row, rec, ep, failure, judged.get(tid), who,
-                        attempts=attempts.get(tid, 0))
+                        attempts=attempts.get(tid, 0), humans=humans)
         scores = _judge_steps(view.judge)
         n = max(len(ep.steps), len(ep.shots))
         for i in range(n):

@@ -12,7 +12,7 @@
       var n = 0;
       rows.forEach(function (tr) {
         var ok = true;
-        ["status", "site", "level", "verdict", "failure"].forEach(function (k) {
+        ["status", "site", "level", "verdict", "judge", "humans", "failure"].forEach(function (k) {
           if (want[k] && (tr.dataset[k] || "").toLowerCase() !== want[k]) { ok = false; }
         });
         if (ok && want.q) {
@@ -29,7 +29,7 @@
     // filters from the address (#failure=loop&site=shop), as the index links them
     location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
       var p = kv.split("=");
-      if (["status", "site", "level", "verdict", "failure", "q"].indexOf(p[0]) < 0) { return; }
+      if (["status", "site", "level", "verdict", "judge", "humans", "failure", "q"].indexOf(p[0]) < 0) { return; }
       var el = form.querySelector("[data-filter='" + p[0] + "']");
       if (el && p.length === 2) { el.value = decodeURIComponent(p[1]); }
     });
