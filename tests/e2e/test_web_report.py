@@ -175,8 +175,8 @@ def test_a_comparison_of_two_runs_opens_clean_and_names_the_task_only_one_solved
     assert "compare.html" in pages and sum(1 for p in pages if p.startswith("r2/t/")) == 6
     assert sum(1 for p in pages if p.startswith("pair/")) == 6 and all(pages[p]["images"] for p in pages
                                                                       if p.startswith("pair/"))
-    for name, got in pages.items():
-        assert (got["errors"], got["failed"], got["broken"]) == ([], [], []), name
+    for name, got in pages.items():     # --link: the full images are links to the runs, not requests
+        assert (got["errors"], got["failed"], got["outside"], got["broken"]) == ([], [], [], []), name
     # --link: the full screenshots are the run's own files, nothing copied
     assert not list(site.rglob("*.png")) and not [p for p in site.rglob("*.jpg") if ".t." not in p.name]
     first = json.loads((out / "results.jsonl").read_text().splitlines()[0])["task_id"]

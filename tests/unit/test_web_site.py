@@ -192,7 +192,10 @@ def test_several_runs_get_a_comparison_and_each_task_side_by_side_with_the_first
     pair = (site / "pair" / "loop_2.html").read_text()
     assert '<tr id="row-2" class="diverge">' in pair and "go different ways at" in pair
     assert "the same actions throughout" in (site / "pair" / "ok_1.html").read_text()
-    assert 'href="pair/loop_2.html"' in (site / "compare.html").read_text()
+    compare = (site / "compare.html").read_text()
+    # the comparison lists every task's first different step, linked to that row of the side by side
+    assert '<td data-first="2"><a href="pair/loop_2.html#row-2">different from step 2</a>' in compare
+    assert '<td data-first=""><a href="pair/ok_1.html">the same actions throughout</a>' in compare
     assert 'href="../../pair/ok_1.html"' in (site / "r2" / "t" / "ok_1.html").read_text()
 
 

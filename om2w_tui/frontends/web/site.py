@@ -426,17 +426,19 @@ def _render(root: Path, runs: list[RunView], comparison: Comparison | None, link
                               "built": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                               "paired": {tid: runs[0].by_id[tid].slug for tid in shared}}
     _write(root / "index.html", env.get_template("index.html").render(root="", **common))
+    # each task every run has: its runs' pages and the first step where they go different ways
+    pairs = [(views, first_divergence(views)) for views in ([r.by_id[tid] for r in runs] for tid in shared)]
     if comparison is not None and len(runs) > 1:
         only = _only_solved(runs, comparison)
-        _write(root / "compare.html", env.get_template("compare.html").render(root="", only=only, **common))
+        _write(root / "compare.html", env.get_template("compare.html").render(root="", only=only, pairs=pairs,
+                                                                               **common))
     if shared:
         (root / "pair").mkdir()
         pair_page = env.get_template("pair.html")
-        for tid in shared:
-            views = [r.by_id[tid] for r in runs]
+        for views, first in pairs:
             rows = max(len(v.steps) for v in views)
             _write(root / "pair" / f"{views[0].slug}.html",
-                   pair_page.render(root="../", views=views, rows=rows, first=first_divergence(views), **common))
+                   pair_page.render(root="../", views=views, rows=rows, first=first, **common))
     task_page = env.get_template("task.html")
     for run in runs:
         (root / run.prefix / "t").mkdir(parents=True, exist_ok=True)
