@@ -3,9 +3,10 @@ its bytes against the run's screenshot bytes, and how soon its pages are interac
 
     .venv/bin/python bench/html_report.py [--tasks 300] [--shots 10] [--distinct 60]
 
-The screenshots are PNGs of the size a real one is (1280x1100, a page of text lines, links, blocks and a photo-like
-patch: 150-250 KB, as the offline suite's and live sites' are): `--distinct` of them drawn, then copied to every
-task's trajectory (each is still decoded and encoded on its own by the build). Records: every status, a third of
+The screenshots are PNGs of a real one's size (1280x1100, a page of text lines, links, blocks and a 300x220 patch of
+noise for a photo, the worst case for every encoder: 265-316 KB; the offline suite's are 35-170 KB at 1280x800, live
+sites' with photos more): `--distinct` of them drawn, then copied to every task's trajectory (each is still decoded
+and encoded on its own by the build). Records: every status, a third of
 the tasks solved (the reference answers), some looping. Goals (issue 29): the build <= 60 s on 2 cores, the site
 <= 1/4 of the screenshots' bytes with --link off, the index interactive <= 1 s.
 """

@@ -137,7 +137,7 @@ def test_the_list_filters_and_sorts_and_the_task_page_answers_the_keyboard(runs,
             page.click("th:has-text('steps')")
             page.click("th:has-text('steps')")   # descending
             steps = page.evaluate("Array.from(document.querySelectorAll('#tasks tbody tr'))"
-                                  ".map(r => +r.cells[6].dataset.value)")
+                                  ".map(r => +r.cells[8].dataset.value)")
             assert steps == sorted(steps, reverse=True)
             # the index links a failure class to the list filtered by it
             page.goto((site / "index.html").as_uri())
@@ -152,6 +152,17 @@ def test_the_list_filters_and_sorts_and_the_task_page_answers_the_keyboard(runs,
             assert "current" in (page.get_attribute("#step-1", "class") or "")
             page.keyboard.press("ArrowDown")
             assert "current" in (page.get_attribute("#step-2", "class") or "")
+            # the browser's own shortcuts stay its own: Ctrl+K / Ctrl+P neither move a step nor leave the page
+            here = page.url
+            page.keyboard.press("Control+k")
+            page.keyboard.press("Control+p")
+            assert "current" in (page.get_attribute("#step-2", "class") or "") and page.url == here
+            # n / p: the next or the previous task's page
+            key, link = ("n", "#next") if page.locator("#next").count() else ("p", "#prev")
+            target = page.locator(link).evaluate("a => a.href")
+            with page.expect_navigation():
+                page.keyboard.press(key)
+            assert page.url == target
         finally:
             browser.close()
 
@@ -164,8 +175,8 @@ def test_a_comparison_of_two_runs_opens_clean_and_names_the_task_only_one_solved
     assert "compare.html" in pages and sum(1 for p in pages if p.startswith("r2/t/")) == 6
     assert sum(1 for p in pages if p.startswith("pair/")) == 6 and all(pages[p]["images"] for p in pages
                                                                       if p.startswith("pair/"))
-    for name, got in pages.items():
-        assert (got["errors"], got["failed"], got["broken"]) == ([], [], []), name
+    for name, got in pages.items():     # --link: the full images are links to the runs, not requests
+        assert (got["errors"], got["failed"], got["outside"], got["broken"]) == ([], [], [], []), name
     # --link: the full screenshots are the run's own files, nothing copied
     assert not list(site.rglob("*.png")) and not [p for p in site.rglob("*.jpg") if ".t." not in p.name]
     first = json.loads((out / "results.jsonl").read_text().splitlines()[0])["task_id"]
@@ -174,3 +185,34 @@ def test_a_comparison_of_two_runs_opens_clean_and_names_the_task_only_one_solved
     report = report_json(out, other)
     test = next(t for t in report["compare"]["tests"] if t["rule"] == "over all")
     assert test["only_b_tasks"] == [first]
+
+
+def test_the_list_filters_by_the_judges_and_the_humans_verdicts_apart(tmp_path):
+    """A run judged and labelled: where the humans overrule the judge, the list finds it by both filters."""
+    from playwright.sync_api import sync_playwright  # Playwright's sync API only in this test
+
+    from om2w_tui.evaluation.labels import LabelFile
+    from tests.unit.test_web_site import make_run
+
+    run = make_run(tmp_path / "run")
+    LabelFile.open(run, "ann").set("ok_1", "0", note="the price shown is not the one asked")
+    site = tmp_path / "site"
+    assert cli_main(["report", str(run), "--html", str(site)]) == 0
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto((site / "r1" / "tasks.html").as_uri())
+            ids = "Array.from(document.querySelectorAll('#tasks tbody tr')).filter(r => !r.hidden)" \
+                  ".map(r => r.cells[0].querySelector('a').textContent)"
+            assert sorted(page.evaluate(ids)) == ["loop_2", "ok_1"]
+            page.select_option("select[data-filter=judge]", "success")
+            assert page.evaluate(ids) == ["ok_1"]
+            page.select_option("select[data-filter=humans]", "failure")
+            assert page.evaluate(ids) == ["ok_1"]            # the judge said success, the humans failure
+            page.select_option("select[data-filter=judge]", "failure")
+            assert page.evaluate(ids) == []
+            page.select_option("select[data-filter=humans]", "not labelled")
+            assert page.evaluate(ids) == ["loop_2"]
+        finally:
+            browser.close()

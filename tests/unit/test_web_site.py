@@ -10,12 +10,13 @@ import re
 from pathlib import Path
 
 import pytest
-from PIL import Image
+from PIL import Image, ImageChops, ImageDraw
 
 from om2w_tui.benchmarks.trajectory import TrajectoryWriter
 from om2w_tui.cli.main import main as cli_main
 from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.evaluation.report import summarize
+from om2w_tui.frontends.web import images
 from om2w_tui.frontends.web import site as web_site
 from om2w_tui.frontends.web.prices import PricesError, read_prices
 
@@ -74,6 +75,9 @@ def test_a_site_of_a_run_shows_the_failure_class_the_judge_per_screenshot_and_th
     assert shown == summarize(run).failures == {"loop": 1}      # `report`'s counts: one rule set
     assert "$0.0040" in index          # (2000 prompt x $1 + 200 completion x $10) / 1e6 for the agent
     assert "$0.0063" in index          # the judge apart: (3000 x $2 + 70 x $4) / 1e6
+    # the judge's cost per episode it judged (2) and per success (1), beside its total
+    judge_dollars = re.search(r'data-check="judge-dollars"><th>judge dollars</th>(.*?)</tr>', index)
+    assert judge_dollars and re.findall(r"<td>(.*?)</td>", judge_dollars[1]) == ["$0.0063", "$0.0031", "$0.0063"]
     task = (site / "r1" / "t" / "ok_1.html").read_text()
     assert "judge's score 5" in task and "Reasoning: shows $12" in task and "1. the price" in task
     looped = (site / "r1" / "t" / "loop_2.html").read_text()
@@ -81,12 +85,39 @@ def test_a_site_of_a_run_shows_the_failure_class_the_judge_per_screenshot_and_th
     made = {p.name: p for p in (site / "r1" / "s" / "ok_1").iterdir()}
     assert {"0.t.jpg", "1.t.jpg"} <= set(made) and len(made) == 4
     with Image.open(made["0.t.jpg"]) as im:
-        assert im.size[0] == 360 and im.format == "JPEG"
-    # the full image: a JPEG, or the original where that is smaller (a flat colour compresses better as PNG)
+        assert im.size[0] == 267 and im.format == "JPEG"       # 800 px reduced by 3: at most 320
     original = run / "ok_1" / "trajectory" / "0_full_screenshot.png"
-    full = made.get("0.jpg") or made["0.png"]
-    assert full.stat().st_size <= original.stat().st_size
+    assert made["0.png"].stat().st_size <= original.stat().st_size
     assert 'data-failure="loop"' in (site / "r1" / "tasks.html").read_text()
+
+
+def page_like() -> bytes:
+    """A screenshot of a page: a header bar, lines of small text in two colours, a noisy photo."""
+    im = Image.new("RGB", (1280, 1100), (250, 250, 252))
+    draw = ImageDraw.Draw(im)
+    draw.rectangle((0, 0, 1280, 60), fill=(30, 40, 70))
+    for i, y in enumerate(range(80, 1060, 18)):
+        draw.text((20 + i % 7 * 5, y), f"line {i} price rating review cart checkout $ {i * 37 % 100}.99 " * 3,
+                  fill=(20, 60, 200) if i % 5 == 0 else (30, 30, 30))
+    im.paste(Image.effect_noise((300, 220), 40).convert("RGB"), (950, 120))
+    buf = io.BytesIO()
+    im.save(buf, "PNG")
+    return buf.getvalue()
+
+
+def test_the_full_image_is_a_palette_png_at_full_size_with_the_text_kept_and_a_third_of_the_bytes(tmp_path):
+    src = tmp_path / "0_full_screenshot.png"
+    src.write_bytes(page_like())
+    made = images.make(images.Job(src, tmp_path / "s" / "0.t.jpg", tmp_path / "s" / "0"))
+    assert (made.thumb, made.full) == ("0.t.jpg", "0.png")
+    with Image.open(src) as a, Image.open(tmp_path / "s" / "0.png") as b:
+        assert b.format == "PNG" and b.mode == "P" and b.size == a.size == (1280, 1100)
+        # not scaled, not blurred: every pixel of the text's colour within a few levels of the original's
+        diff = ImageChops.difference(a.convert("RGB"), b.convert("RGB")).crop((0, 0, 900, 1100)).getextrema()
+        assert max(hi for _, hi in diff) <= 24
+    assert (tmp_path / "s" / "0.png").stat().st_size <= src.stat().st_size / 3
+    with Image.open(tmp_path / "s" / "0.t.jpg") as t:
+        assert t.format == "JPEG" and t.size == (320, 275)
 
 
 def test_refused_inside_a_run_folder_over_other_files_and_over_a_file(run, tmp_path, capsys):
@@ -161,7 +192,10 @@ def test_several_runs_get_a_comparison_and_each_task_side_by_side_with_the_first
     pair = (site / "pair" / "loop_2.html").read_text()
     assert '<tr id="row-2" class="diverge">' in pair and "go different ways at" in pair
     assert "the same actions throughout" in (site / "pair" / "ok_1.html").read_text()
-    assert 'href="pair/loop_2.html"' in (site / "compare.html").read_text()
+    compare = (site / "compare.html").read_text()
+    # the comparison lists every task's first different step, linked to that row of the side by side
+    assert '<td data-first="2"><a href="pair/loop_2.html#row-2">different from step 2</a>' in compare
+    assert '<td data-first=""><a href="pair/ok_1.html">the same actions throughout</a>' in compare
     assert 'href="../../pair/ok_1.html"' in (site / "r2" / "t" / "ok_1.html").read_text()
 
 

@@ -6,11 +6,11 @@ asks for nothing outside itself (no CDN, no web font), from the same typed repor
     DIR/index.html               every run's numbers under both counting rules, by level and site (SVG bars and
                                  tables), statuses, failure classes, errors, the model, cost; with several runs,
                                  compare.html (the paired table, McNemar, the tasks only one run solved)
-    DIR/r<k>/tasks.html          the run's tasks: sortable, filtered by status, site, level, verdict, failure class
-                                 and text
+    DIR/r<k>/tasks.html          the run's tasks: sortable, filtered by status, site, level, verdict (the measure's,
+                                 the judge's, the humans'), failure class and text
     DIR/r<k>/t/<task>.html       one task: the verdicts, the labels, the trajectory step by step beside each
                                  screenshot (j/k or the arrow keys move between steps), the record
-    DIR/r<k>/s/<task>/<i>.t.jpg  thumbnails; <i>.jpg (or the original) the full image, unless --link
+    DIR/r<k>/s/<task>/<i>.t.jpg  thumbnails; <i>.png (a palette PNG, or the original) the full image, unless --link
     DIR/pair/<task>.html         with several runs, a task's trajectories side by side, step by step, the first
                                  step where they go different ways marked
     DIR/assets/                  the CSS and the JavaScript
@@ -120,10 +120,19 @@ class TaskView:
     labels: list[tuple[str, Label]]
     steps: list[StepView] = field(default_factory=list)
     attempts: int = 0
+    humans: str = "not labelled"      # the humans' verdict: the reviewer's or the majority's, or "disputed"
 
     @property
     def verdict(self) -> str:
+        """The report's measure's verdict (the judge's, the humans', or the reference answers')."""
         return self.row.outcome or "pending"
+
+    @property
+    def judged(self) -> str:
+        """The judge's own verdict, whatever the report's measure is."""
+        if not self.judge:
+            return "not judged"
+        return "success" if self.judge.get("predicted_label") == 1 else "failure"
 
     @property
     def text(self) -> str:
@@ -150,6 +159,7 @@ class Cost:
     model_s: float
     dollars: float | None
     judge_model: str | None = None
+    judged: int = 0            # the episodes the judge's file has a line for: its per-episode figures' count
     judge_calls: int = 0
     judge_prompt: int = 0
     judge_completion: int = 0
@@ -226,8 +236,10 @@ def gather(report: RunReport, k: int, prices: Mapping[str, Price] | None, name: 
         who = [(a, labs[tid]) for a, labs in sorted(labels.annotators.items()) if tid in labs]
         if tid in labels.final:
             who.append(("final (reviewer)", labels.final[tid]))
+        agreed = labels.consensus(tid)
+        humans = VALUE_WORDS[agreed] if agreed in VALUE_WORDS else "disputed" if labels.values(tid) else "not labelled"
         view = TaskView(tid, slug(tid, taken), row, rec, ep, failure, judged.get(tid), who,
-                        attempts=attempts.get(tid, 0))
+                        attempts=attempts.get(tid, 0), humans=humans)
         scores = _judge_steps(view.judge)
         n = max(len(ep.steps), len(ep.shots))
         for i in range(n):
@@ -248,7 +260,7 @@ def gather(report: RunReport, k: int, prices: Mapping[str, Price] | None, name: 
         in_run = [judged[t.task_id] for t in tasks if t.task_id in judged]
         calls, jp, jc = (sum(x) for x in zip(*(_usage(line) for line in in_run))) if in_run else (0, 0, 0)
         cost.judge_model = report.success.judge.model if report.success.judge else None
-        cost.judge_calls, cost.judge_prompt, cost.judge_completion = calls, jp, jc
+        cost.judged, cost.judge_calls, cost.judge_prompt, cost.judge_completion = len(in_run), calls, jp, jc
         jprice = (prices or {}).get(cost.judge_model or "")
         cost.judge_dollars = jprice.cost(jp, jc) if jprice else None
     failures = counted({t.task_id: t.failure for t in tasks})
@@ -414,17 +426,19 @@ def _render(root: Path, runs: list[RunView], comparison: Comparison | None, link
                               "built": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                               "paired": {tid: runs[0].by_id[tid].slug for tid in shared}}
     _write(root / "index.html", env.get_template("index.html").render(root="", **common))
+    # each task every run has: its runs' pages and the first step where they go different ways
+    pairs = [(views, first_divergence(views)) for views in ([r.by_id[tid] for r in runs] for tid in shared)]
     if comparison is not None and len(runs) > 1:
         only = _only_solved(runs, comparison)
-        _write(root / "compare.html", env.get_template("compare.html").render(root="", only=only, **common))
+        _write(root / "compare.html", env.get_template("compare.html").render(root="", only=only, pairs=pairs,
+                                                                               **common))
     if shared:
         (root / "pair").mkdir()
         pair_page = env.get_template("pair.html")
-        for tid in shared:
-            views = [r.by_id[tid] for r in runs]
+        for views, first in pairs:
             rows = max(len(v.steps) for v in views)
             _write(root / "pair" / f"{views[0].slug}.html",
-                   pair_page.render(root="../", views=views, rows=rows, first=first_divergence(views), **common))
+                   pair_page.render(root="../", views=views, rows=rows, first=first, **common))
     task_page = env.get_template("task.html")
     for run in runs:
         (root / run.prefix / "t").mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@
       var n = 0;
       rows.forEach(function (tr) {
         var ok = true;
-        ["status", "site", "level", "verdict", "failure"].forEach(function (k) {
+        ["status", "site", "level", "verdict", "judge", "humans", "failure"].forEach(function (k) {
           if (want[k] && (tr.dataset[k] || "").toLowerCase() !== want[k]) { ok = false; }
         });
         if (ok && want.q) {
@@ -29,7 +29,7 @@
     // filters from the address (#failure=loop&site=shop), as the index links them
     location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
       var p = kv.split("=");
-      if (["status", "site", "level", "verdict", "failure", "q"].indexOf(p[0]) < 0) { return; }
+      if (["status", "site", "level", "verdict", "judge", "humans", "failure", "q"].indexOf(p[0]) < 0) { return; }
       var el = form.querySelector("[data-filter='" + p[0] + "']");
       if (el && p.length === 2) { el.value = decodeURIComponent(p[1]); }
     });
@@ -68,6 +68,7 @@
     };
     document.addEventListener("keydown", function (e) {
       if (e.target && /^(INPUT|SELECT|TEXTAREA)$/.test(e.target.tagName)) { return; }
+      if (e.ctrlKey || e.metaKey || e.altKey) { return; }   // the browser's own: Ctrl+P prints, Ctrl+K searches
       if (e.key === "j" || e.key === "ArrowDown") { e.preventDefault(); go(at + 1); }
       else if (e.key === "k" || e.key === "ArrowUp") { e.preventDefault(); go(Math.max(0, at - 1)); }
       else if (e.key === "n" && document.getElementById("next")) { location.href = document.getElementById("next").href; }
