@@ -5,6 +5,7 @@ by hand, the launch form with a stand-in preflight, and the console on a real ru
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
@@ -14,6 +15,7 @@ from typing import Any
 
 import psutil
 from textual.widgets import Static
+from textual.worker import WorkerCancelled
 
 from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.engine.config import RunConfig
@@ -162,9 +164,11 @@ def labeller(out: Path, annotator: str = "alice", **kw: Any) -> LabelApp:
 
 
 async def settle_label(pilot) -> None:
-    """Let the folder reads and the screenshot loads (threads) land."""
+    """Let the folder reads and the screenshot loads (threads) land. A load a later one replaced is cancelled (the
+    latest wins, `exclusive`): waiting on it says so, and the wait goes on for the one that replaced it."""
     for _ in range(5):
-        await pilot.app.workers.wait_for_complete()
+        with contextlib.suppress(WorkerCancelled):
+            await pilot.app.workers.wait_for_complete()
         await pilot.pause()
 
 
