@@ -192,7 +192,7 @@ def test_the_list_filters_by_the_judges_and_the_humans_verdicts_apart(tmp_path):
     from playwright.sync_api import sync_playwright  # Playwright's sync API only in this test
 
     from om2w_tui.evaluation.labels import LabelFile
-    from tests.unit.test_web_site import make_run
+    from tests.unit.helpers import web_run as make_run
 
     run = make_run(tmp_path / "run")
     LabelFile.open(run, "ann").set("ok_1", "0", note="the price shown is not the one asked")

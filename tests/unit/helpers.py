@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import io
 import json
 import os
 import socket
@@ -14,9 +15,12 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from PIL import Image
+
 from om2w_tui.benchmarks.tasks import Task
+from om2w_tui.benchmarks.trajectory import TrajectoryWriter
 from om2w_tui.engine.config import RunConfig
-from om2w_tui.engine.results import read_results
+from om2w_tui.engine.results import EpisodeRecord, read_results
 from tests.stand_ins import STAND_IN_CHROMIUM
 
 
@@ -137,3 +141,39 @@ def held_lock(out: Path, socket_name: str) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+# ── a run for the web report ──────────────────────────────────────────────────────────────────────────────────
+def web_png(shade: int, size: tuple[int, int] = (800, 600)) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", size, (shade, 90, 255 - shade)).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def web_run(out: Path) -> Path:
+    """A run for the web report (test_web_site.py, e2e/test_web_report.py). Two tasks: one solved, one that looped
+    on the same page; a judge file scoring each screenshot."""
+    same = ["<button id=\"more\"> More -> CLICK"]
+    for tid, steps, answer, correct in (("ok_1", [(["<a> Shop -> CLICK"], "open")], "$12", True),
+                                        ("loop_2", [(same, "more")] * 3, "", False)):
+        w = TrajectoryWriter(out / tid, tid, f"task {tid}", schema="v2")
+        for i, (acts, thought) in enumerate(steps):
+            w.add_plain_step(acts, thought, png=web_png(10 * i + len(tid)), url="http://127.0.0.1:9/shop")
+        w.finish(answer, web_png(250))
+        rec = EpisodeRecord(task_id=tid, status="done", website="http://127.0.0.1:9/", level="easy", model="m1",
+                            steps=len(steps), answer=answer, agent_done=bool(answer), prompt_tokens=1000,
+                            completion_tokens=100, correct=correct)
+        with (out / "results.jsonl").open("a") as f:
+            f.write(json.dumps(rec.to_json()) + "\n")
+    (out / "run.json").write_text(json.dumps({"config": {"max_steps": 10, "model": "m1", "arm": "base"}}))
+    judge = out / "om2w-tui_WebJudge_Online_Mind2Web_eval_j1_score_threshold_3_auto_eval_results.json"
+    lines = [{"task_id": "ok_1", "predicted_label": 1, "judge_model": "j1", "mode": "WebJudge_Online_Mind2Web_eval",
+              "key_points": "1. the price", "response": "Status: success",
+              "image_judge_screenshots": ["0_full_screenshot.png"],
+              "image_judge_record": [{"Response": "Reasoning: shows $12", "Score": 5}],
+              "usage": {"calls": 3, "prompt_tokens": 2000, "completion_tokens": 50}},
+             {"task_id": "loop_2", "predicted_label": 0, "judge_model": "j1", "usage": {"calls": 2,
+                                                                                     "prompt_tokens": 1000,
+                                                                                     "completion_tokens": 20}}]
+    judge.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return out

@@ -36,7 +36,7 @@ def test_the_runs_defaults_are_the_settings_own_and_nobody_keeps_a_second_set():
 def test_the_workers_spec_round_trips_with_its_settings_nested(tmp_path):
     cfg = RunConfig(out=tmp_path, model="qwen3-vl", temperature=0.4, vision=False, coordinates="pixels",
                     llm_timeout=33.0, llm_retries=5, max_completion_tokens=512, mend_thinking=False)
-    run = Run({"task_id": "t"}, cfg.worker_spec(tmp_path / "t", base_url="http://127.0.0.1:9/v1"))
+    run = Run({"task_id": "t"}, cfg.worker_spec(tmp_path / "t", base_url="http://127.0.0.1:9/v1", max_steps=30))
     back = COMMANDS.read(COMMANDS.line(run))
     assert back == run and type(back.spec.llm) is ModelSettings
     assert back.spec.llm == cfg.model_settings()
@@ -55,7 +55,7 @@ def test_the_probes_question_round_trips_with_its_settings_nested(tmp_path):
 
 def test_a_whole_config_where_the_settings_are_declared_is_refused_not_half_sent(tmp_path):
     cfg = RunConfig(out=tmp_path)
-    spec = dataclasses.replace(cfg.worker_spec(tmp_path), llm=cfg)   # mypy lets it by: a RunConfig is one
+    spec = dataclasses.replace(cfg.worker_spec(tmp_path, max_steps=30), llm=cfg)   # mypy lets it by: a RunConfig is one
     with pytest.raises(CodecError, match="WorkerSpec.llm: a RunConfig where its field declares ModelSettings"):
         COMMANDS.line(Run({"task_id": "t"}, spec))
 

@@ -12,47 +12,13 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageChops, ImageDraw
 
-from om2w_tui.benchmarks.trajectory import TrajectoryWriter
 from om2w_tui.cli.main import main as cli_main
-from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.evaluation.report import summarize
 from om2w_tui.frontends.web import images
 from om2w_tui.frontends.web import site as web_site
 from om2w_tui.frontends.web.prices import PricesError, read_prices
 
-
-def png(shade: int, size: tuple[int, int] = (800, 600)) -> bytes:
-    buf = io.BytesIO()
-    Image.new("RGB", size, (shade, 90, 255 - shade)).save(buf, "PNG")
-    return buf.getvalue()
-
-
-def make_run(out: Path) -> Path:
-    """Two tasks: one solved, one that looped on the same page; a judge file scoring each screenshot."""
-    same = ["<button id=\"more\"> More -> CLICK"]
-    for tid, steps, answer, correct in (("ok_1", [(["<a> Shop -> CLICK"], "open")], "$12", True),
-                                        ("loop_2", [(same, "more")] * 3, "", False)):
-        w = TrajectoryWriter(out / tid, tid, f"task {tid}", schema="v2")
-        for i, (acts, thought) in enumerate(steps):
-            w.add_plain_step(acts, thought, png=png(10 * i + len(tid)), url="http://127.0.0.1:9/shop")
-        w.finish(answer, png(250))
-        rec = EpisodeRecord(task_id=tid, status="done", website="http://127.0.0.1:9/", level="easy", model="m1",
-                            steps=len(steps), answer=answer, agent_done=bool(answer), prompt_tokens=1000,
-                            completion_tokens=100, correct=correct)
-        with (out / "results.jsonl").open("a") as f:
-            f.write(json.dumps(rec.to_json()) + "\n")
-    (out / "run.json").write_text(json.dumps({"config": {"max_steps": 10, "model": "m1", "arm": "base"}}))
-    judge = out / "om2w-tui_WebJudge_Online_Mind2Web_eval_j1_score_threshold_3_auto_eval_results.json"
-    lines = [{"task_id": "ok_1", "predicted_label": 1, "judge_model": "j1", "mode": "WebJudge_Online_Mind2Web_eval",
-              "key_points": "1. the price", "response": "Status: success",
-              "image_judge_screenshots": ["0_full_screenshot.png"],
-              "image_judge_record": [{"Response": "Reasoning: shows $12", "Score": 5}],
-              "usage": {"calls": 3, "prompt_tokens": 2000, "completion_tokens": 50}},
-             {"task_id": "loop_2", "predicted_label": 0, "judge_model": "j1", "usage": {"calls": 2,
-                                                                                     "prompt_tokens": 1000,
-                                                                                     "completion_tokens": 20}}]
-    judge.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    return out
+from .helpers import web_run as make_run
 
 
 @pytest.fixture
