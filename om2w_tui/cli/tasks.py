@@ -1,6 +1,7 @@
-"""`om2w-tui tasks fetch` and `om2w-tui tasks refresh-dates`: their flags, what they print and their exit codes. The
-work itself is `benchmarks/fetch.py` (downloads with pins) and `benchmarks/dates.py` (past dates moved), which
-neither print nor exit."""
+"""`om2w-tui tasks fetch`, `om2w-tui tasks refresh-dates` and `om2w-tui tasks health`: their flags, what they print
+and their exit codes. The work itself is `benchmarks/fetch.py` (downloads with pins), `benchmarks/dates.py` (past
+dates moved) and `evaluation/health.py` (every attempt over runs, the candidates for label 2), which neither print
+nor exit."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ EXIT_FAIL = exits.USAGE
 
 
 def add_arguments(sub: Any) -> None:
-    p = sub.add_parser("tasks", help="task files: fetch the official ones, refresh past booking dates")
-    tsub = p.add_subparsers(dest="tasks_command", metavar="{fetch,refresh-dates}")
+    p = sub.add_parser("tasks", help="task files: fetch the official ones, refresh past booking dates; tasks' health "
+                                     "over runs")
+    tsub = p.add_subparsers(dest="tasks_command", metavar="{fetch,refresh-dates,health}")
     f = tsub.add_parser("fetch", help="download an official task file, check and validate it",
                         description="Download Online-Mind2Web (Hugging Face; may be gated: set HF_TOKEN) or "
                                     "WebVoyager (GitHub); a pinned revision is checked by sha256.")
@@ -45,6 +47,13 @@ def add_arguments(sub: Any) -> None:
     r.add_argument("--sites", type=_csv, default=None,
                    help="comma-separated web_name values to refresh (Booking,Google Flights); 'none' for none")
     r.add_argument("--task-ids", type=_csv, default=[], help="comma-separated task ids to refresh as well")
+    h = tsub.add_parser("health", help="every task's attempts over runs, and the candidates for label 2",
+                        description="Per task, its attempts over the runs (and arms) and how each ended (bot wall, "
+                                    "site error page, site down, timeout, model error, done, success); the tasks "
+                                    "no run solved that met the site failing are listed as candidates for label 2 "
+                                    "(not executable) with that evidence.")
+    h.add_argument("outs", type=Path, nargs="+", metavar="OUT", help="run folders, or folders of runs (any dates)")
+    h.add_argument("--format", choices=("table", "md", "csv", "json"), default="table", help="output format (table)")
     p.set_defaults(tasks_parser=p)
 
 
@@ -64,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
         return _run_fetch(args)
     if args.tasks_command == "refresh-dates":
         return _run_refresh(args)
+    if args.tasks_command == "health":
+        return _run_health(args)
     args.tasks_parser.print_help(sys.stderr)
     return EXIT_FAIL
 
@@ -106,4 +117,20 @@ def _run_refresh(args: argparse.Namespace) -> int:
             print(f"{c['task_id']}: note: {note}")
     print(f"{len(moved)} task(s) changed (today {today.isoformat()}, sites {', '.join(sites) or 'none'}"
           f"{', ids ' + ', '.join(args.task_ids) if args.task_ids else ''}) -> {args.out}")
+    return exits.OK
+
+
+def _run_health(args: argparse.Namespace) -> int:
+    # evaluation is imported when the command runs: `om2w-tui run` builds this parser and pays nothing for it
+    from om2w_tui.evaluation import health_text
+    from om2w_tui.evaluation.health import HealthInputError, health
+
+    try:
+        found = health(args.outs)
+    except HealthInputError as e:
+        print(f"om2w-tui tasks health: {e}", file=sys.stderr)
+        return EXIT_FAIL
+    write = {"table": health_text.to_text, "md": health_text.to_markdown, "csv": health_text.to_csv,
+             "json": health_text.to_json}[args.format]
+    sys.stdout.write(write(found))
     return exits.OK

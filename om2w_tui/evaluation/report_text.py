@@ -428,13 +428,16 @@ def notes(s: RunReport) -> list[str]:
     return out
 
 
-def to_markdown(summaries: list[RunReport], comparison: Comparison | None) -> str:
-    def table(header: list[str], rows: list[list[str]]) -> str:
-        esc = [[c.replace("|", "\\|") for c in r] for r in [header, *rows]]
-        lines = ["| " + " | ".join(esc[0]) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
-        lines += ["| " + " | ".join(r) + " |" for r in esc[1:]]
-        return "\n".join(lines)
+def md_table(header: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table, its cells' `|` escaped."""
+    esc = [[c.replace("|", "\\|") for c in r] for r in [header, *rows]]
+    lines = ["| " + " | ".join(esc[0]) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in esc[1:]]
+    return "\n".join(lines)
 
+
+def to_markdown(summaries: list[RunReport], comparison: Comparison | None) -> str:
+    table = md_table
     parts: list[str] = []
     for s in summaries:
         parts.append(f"## {title(s)}\n")

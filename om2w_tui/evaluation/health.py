@@ -1,0 +1,259 @@
+"""Task health across runs: every attempt of every task over one or more run folders (any dates, any arms) and how
+each ended, and the tasks no run solved that show evidence of the site, the candidates for label 2 (not executable).
+
+How an attempt ended (`ENDINGS`), by the failure rules of `evaluation/failure.py` on the attempt's record and its
+folder (the task's folder for its latest attempt, `attempts/<n>` for an earlier one kept there):
+
+  success        the task's latest attempt, and the run's measure of success (`evaluation/measure.py`: labels,
+                 a judge, the reference answers) calls the task a success
+  bot_wall       a bot wall or CAPTCHA (status blocked)
+  site_error     the site answered with an error page (an HTTP 4xx/5xx status named in the error or read on the
+                 last page)
+  site_down      the site did not answer (a network error, the browser's error page, never a page at all)
+  harness_error  the harness or its services failed (infra, endpoint, storage)
+  model_error    the model failed (status error of kind model, or a model fault)
+  timeout        the episode's time ran out
+  out_of_steps   the step budget was used up without an answer
+  stopped        killed by its user, or requeued / interrupted (run again)
+  error          an error of the agent's own
+  done           the agent finished (an answer not judged a success, or not judged)
+
+The evidence of the site is an attempt that ended in `SITE_ENDINGS`. Reading only: nothing printed, nothing
+written; `HealthInputError` says which folder is not a run."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from om2w_tui.benchmarks.episode_folder import ATTEMPTS, EpisodeFolder, read_episode
+from om2w_tui.engine.results import EpisodeRecord, read_results
+from om2w_tui.evaluation.failure import Failure, classify, max_steps_of
+from om2w_tui.evaluation.report import summarize
+from om2w_tui.evaluation.summary import Outcome
+from om2w_tui.run_folder import what_is
+
+ENDINGS: tuple[str, ...] = ("success", "done", "bot_wall", "site_error", "site_down", "harness_error", "model_error",
+                            "timeout", "out_of_steps", "stopped", "error")
+ENDING_WORDS: dict[str, str] = {
+    "success": "success", "done": "done", "bot_wall": "bot wall", "site_error": "site error page",
+    "site_down": "site down", "harness_error": "harness error", "model_error": "model error", "timeout": "timeout",
+    "out_of_steps": "step budget used up", "stopped": "stopped", "error": "agent error",
+}
+SITE_ENDINGS: tuple[str, ...] = ("bot_wall", "site_error", "site_down")
+# an HTTP status the site answered with (a page that came back with an error), not a network failure
+_HTTP_STATUS = re.compile(r"\bHTTP(?: error| status)?[ :]*[45]\d\d\b|\b[45]\d\d (?:Not Found|Forbidden|Internal "
+                          r"Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out)\b|"
+                          r"\b(?:404|500|502|503|504)\b[^.\n]{0,40}\b(?:not found|error|unavailable|bad gateway|"
+                          r"gateway)|\berror page\b", re.IGNORECASE)
+
+
+class HealthInputError(ValueError):
+    """A folder given that is neither a run nor a folder of runs; the message names it."""
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt of a task in one run: which run (its folder and arm), its number, how it ended and why."""
+
+    out: str
+    arm: str
+    attempt: int
+    status: str
+    ending: str
+    why: str
+    latest: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"out": self.out, "arm": self.arm, "attempt": self.attempt, "status": self.status,
+                "ending": self.ending, "why": self.why, "latest": self.latest}
+
+
+@dataclass(frozen=True)
+class TaskHealth:
+    """A task's attempts over every run read, in the runs' order."""
+
+    task_id: str
+    site: str
+    attempts: tuple[Attempt, ...]
+
+    @property
+    def solved(self) -> bool:
+        return any(a.ending == "success" for a in self.attempts)
+
+    @property
+    def evidence(self) -> tuple[Attempt, ...]:
+        """The attempts that met the site failing: a bot wall, an error page, the site not answering."""
+        return tuple(a for a in self.attempts if a.ending in SITE_ENDINGS)
+
+    @property
+    def suspect(self) -> bool:
+        """A candidate for label 2 (not executable): no run solved it, and an attempt met the site failing."""
+        return not self.solved and bool(self.evidence)
+
+    def endings(self) -> dict[str, int]:
+        """How many attempts ended each way, in ENDINGS order (none: left out)."""
+        n = Counter(a.ending for a in self.attempts)
+        return {e: n[e] for e in ENDINGS if n[e]}
+
+    def arms(self) -> dict[str, dict[str, int]]:
+        """Per arm (in the order first met), how its attempts ended."""
+        by: dict[str, Counter[str]] = {}
+        for a in self.attempts:
+            by.setdefault(a.arm, Counter())[a.ending] += 1
+        return {arm: {e: n[e] for e in ENDINGS if n[e]} for arm, n in by.items()}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "site": self.site, "solved": self.solved, "suspect": self.suspect,
+                "endings": self.endings(), "arms": self.arms(), "attempts": [a.to_json() for a in self.attempts]}
+
+
+@dataclass(frozen=True)
+class RunRead:
+    """One run read: its folder, its arm (run.json's; '' for none), the measure its success was read by, counts."""
+
+    out: str
+    arm: str
+    measure: str
+    tasks: int
+    attempts: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"out": self.out, "arm": self.arm, "measure": self.measure, "tasks": self.tasks,
+                "attempts": self.attempts}
+
+
+@dataclass(frozen=True)
+class Health:
+    """Every task's attempts over the runs read, and the runs."""
+
+    runs: tuple[RunRead, ...]
+    tasks: tuple[TaskHealth, ...]
+
+    @property
+    def candidates(self) -> tuple[TaskHealth, ...]:
+        """The tasks no run solved that show evidence of the site: candidates for label 2."""
+        return tuple(t for t in self.tasks if t.suspect)
+
+    @property
+    def by_arm(self) -> bool:
+        """Whether the runs differ by arm (then the attempts are shown per arm too)."""
+        return len({r.arm for r in self.runs}) > 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"runs": [r.to_json() for r in self.runs], "tasks": [t.to_json() for t in self.tasks],
+                "candidates": [{"task_id": t.task_id, "site": t.site,
+                                "evidence": [a.to_json() for a in t.evidence]} for t in self.candidates]}
+
+
+def run_folders(folders: Iterable[Path]) -> list[Path]:
+    """The runs `folders` name: each a run, or a folder of runs (its runs, by name). Raises HealthInputError naming a
+    folder that is neither."""
+    runs: list[Path] = []
+    for folder in folders:
+        found = what_is(Path(folder))
+        if found.is_run:
+            runs.append(Path(folder))
+        elif found.runs_inside:
+            runs += [Path(folder) / name for name in found.runs_inside]
+        else:
+            raise HealthInputError(found.problem("give a run's --out folder, or a folder of runs"))
+    return list(dict.fromkeys(runs))
+
+
+def ending_of(record: EpisodeRecord | None, episode: EpisodeFolder | None, outcome: Outcome | None,
+              max_steps: int | None = None) -> tuple[str, str]:
+    """How one attempt ended (one of ENDINGS) and why, in words. `outcome`: the run's outcome of the task when this
+    is its latest attempt (None otherwise: an earlier attempt is never judged)."""
+    if outcome == "success":
+        return "success", "the run's measure calls the task a success"
+    failure: Failure | None = classify(record, episode, outcome, max_steps)
+    status = record.status if record is not None else ""
+    if failure is not None and failure.cls == "site_error":
+        return ("site_error" if _error_page(record, episode) else "site_down"), failure.why
+    if failure is not None and failure.cls in ("bot_wall", "harness_error", "model_error"):
+        return failure.cls, failure.why
+    if record is not None and record.requeued:
+        return "stopped", f"status killed: {record.error} (run again)"
+    by_status = {"timeout": "timeout", "out_of_steps": "out_of_steps", "killed": "stopped", "error": "error"}
+    if status in by_status:
+        return by_status[status], failure.why if failure is not None else f"status {status}"
+    if failure is not None and failure.cls == "out_of_steps":
+        return "out_of_steps", failure.why
+    why = failure.words if failure is not None else ("not judged" if outcome is None else "judged")
+    return "done", why
+
+
+def _error_page(record: EpisodeRecord | None, episode: EpisodeFolder | None) -> bool:
+    """Whether the site answered with an error page: an HTTP status in the error, or on the last page's thought (the
+    browser's own error page, a network failure, no page at all: it did not answer)."""
+    if record is not None and record.error and _HTTP_STATUS.search(record.error):
+        return True
+    shown = [s for s in episode.steps if s.url or s.thought] if episode is not None else []
+    return bool(shown) and not shown[-1].url.startswith("chrome-error://") and bool(_HTTP_STATUS.search(
+        shown[-1].thought))
+
+
+def _episode(out: Path, rec: EpisodeRecord, latest: bool) -> EpisodeFolder | None:
+    """The attempt's folder read (None: an earlier attempt kept no folder, or the folder has no result)."""
+    folder = out / rec.task_id if latest else out / rec.task_id / ATTEMPTS / str(rec.attempt)
+    if not folder.is_dir():
+        return None
+    ep = read_episode(folder)
+    return ep if ep.layout is not None else None
+
+
+def _read_run(out: Path) -> tuple[RunRead, dict[str, tuple[str, list[Attempt]]]]:
+    summary = summarize(out)
+    arm = summary.arm or ""
+    log = read_results(out)
+    budget = max_steps_of(out)
+    found: dict[str, tuple[str, list[Attempt]]] = {tid: (row.site, []) for tid, row in summary.per_task.items()}
+    records = log.episode_records()
+    # each task's latest record by the results log's own rule: by finish time, file order breaking ties
+    last = {records[i].task_id: i for i in sorted(range(len(records)), key=lambda i: records[i].finished_at)}
+    for i, rec in enumerate(records):
+        is_latest = last[rec.task_id] == i
+        row = summary.per_task.get(rec.task_id)
+        outcome = row.outcome if row is not None and is_latest else None
+        ending, why = ending_of(rec, _episode(out, rec, is_latest), outcome, budget)
+        site = row.site if row is not None else rec.website
+        found.setdefault(rec.task_id, (site, []))[1].append(
+            Attempt(str(out), arm, rec.attempt, rec.status, ending, why, is_latest))
+    for tid, (_, attempts) in found.items():
+        if not attempts:   # another harness's folder: its task folders only, one attempt each
+            ep = read_episode(out / tid)
+            ending, why = ending_of(None, ep if ep.layout is not None else None, summary.per_task[tid].outcome,
+                                    budget)
+            attempts.append(Attempt(str(out), arm, 1, "", ending, why, True))
+    measure = summary.measure.name if summary.measure is not None else (
+        summary.success.source if summary.success.source else "none")
+    run = RunRead(str(out), arm, measure, len(found), sum(len(a) for _, a in found.values()))
+    return run, found
+
+
+def health(outs: Sequence[Path]) -> Health:
+    """Every task's attempts over the runs `outs` names (runs, or folders of runs). Raises HealthInputError for a
+    folder that is neither."""
+    runs: list[RunRead] = []
+    tasks: dict[str, tuple[str, list[Attempt]]] = {}
+    for out in run_folders(outs):
+        run, found = _read_run(out)
+        runs.append(run)
+        for tid, (site, attempts) in found.items():
+            tasks.setdefault(tid, (site, []))[1].extend(attempts)
+    rows = tuple(TaskHealth(tid, site, tuple(attempts)) for tid, (site, attempts) in sorted(tasks.items()))
+    return Health(tuple(runs), rows)
+
+
+def suspects(out: Path) -> list[str]:
+    """The tasks of one run that are candidates for label 2 (the label screen's `suspect` filter)."""
+    return [t.task_id for t in health([out]).candidates]
+
+
+__all__ = ["ENDINGS", "ENDING_WORDS", "SITE_ENDINGS", "Attempt", "Health", "HealthInputError", "RunRead",
+           "TaskHealth", "ending_of", "health", "run_folders", "suspects"]

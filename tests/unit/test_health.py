@@ -1,0 +1,123 @@
+"""Task health across runs (evaluation/health.py): every attempt of every task over two runs of two arms and how each
+ended, read from run folders written by the project's own writers, and the tasks no run solved that met the site
+failing (a bot wall, an HTTP error page, the site not answering) as candidates for label 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from om2w_tui.benchmarks.trajectory import TrajectoryWriter
+from om2w_tui.evaluation.health import HealthInputError, health, run_folders, suspects
+from tests.unit.helpers import judge_file, make_run, record
+from tests.unit.test_failure_classes import png
+
+
+def earlier_attempt(out: Path, tid: str, n: int, url: str) -> None:
+    """`<task>/attempts/<n>/` as an attempt left it when the next began: v2, its last page `url`."""
+    w = TrajectoryWriter(out / tid / "attempts" / str(n), tid, "find the price", schema="v2")
+    w.add_plain_step(["NAVIGATE -> x"], "open the site", png=png(10), url=url)
+    w.finish("", png(200), cut_short="timeout")
+
+
+def two_arms(root: Path) -> tuple[Path, Path]:
+    """Two runs of one task set, arms base and agent, each judged (its own measure)."""
+    base = make_run(root / "base", [
+        record("ok", answer="It costs $12."),
+        record("wall", "blocked", error="CAPTCHA", agent_done=False),
+        record("down", "timeout", attempt=1, finished_at=1.0, agent_done=False),
+        record("down", "error", attempt=2, finished_at=2.0, error="page.goto: net::ERR_NAME_NOT_RESOLVED at x",
+               error_kind="agent", agent_done=False),
+        record("later", "blocked", error="CAPTCHA", agent_done=False),
+        record("slow", "timeout", agent_done=False),
+    ], arm="base")
+    earlier_attempt(base, "down", 1, "chrome-error://chromewebdata/")
+    judge_file(base, {"ok": 1})
+    agent = make_run(root / "agent", [
+        record("ok", answer="It costs $12.", arm="agent"),
+        record("http", "error", error="HTTP 503 Service Unavailable", error_kind="agent", agent_done=False,
+               arm="agent"),
+        record("later", answer="found it", arm="agent"),
+        record("wall", "blocked", error="CAPTCHA", agent_done=False, arm="agent"),
+    ], arm="agent")
+    judge_file(agent, {"ok": 1, "later": 1})
+    return base, agent
+
+
+def test_every_attempt_over_runs_and_arms_and_how_it_ended(tmp_path):
+    base, agent = two_arms(tmp_path)
+    h = health([base, agent])
+    assert [(r.arm, r.tasks, r.attempts) for r in h.runs] == [("base", 5, 6), ("agent", 4, 4)]
+    assert h.by_arm
+    tasks = {t.task_id: t for t in h.tasks}
+    assert set(tasks) == {"ok", "wall", "down", "later", "slow", "http"}
+    assert tasks["ok"].endings() == {"success": 2} and tasks["ok"].solved
+    assert tasks["wall"].arms() == {"base": {"bot_wall": 1}, "agent": {"bot_wall": 1}}
+    # the earlier attempt is read from attempts/1 (the browser's error page: the site did not answer), the latest
+    # from its record (a network failure)
+    down = {a.attempt: a for a in tasks["down"].attempts}
+    assert down[1].ending == "site_down" and "chrome-error" in down[1].why and not down[1].latest
+    assert down[2].ending == "site_down" and "ERR_NAME_NOT_RESOLVED" in down[2].why and down[2].latest
+    assert tasks["http"].endings() == {"site_error": 1}
+    assert tasks["later"].arms() == {"base": {"bot_wall": 1}, "agent": {"success": 1}}
+    assert tasks["slow"].endings() == {"timeout": 1}
+
+
+def test_candidates_for_label_2_are_the_unsolved_tasks_that_met_the_site_failing(tmp_path):
+    base, agent = two_arms(tmp_path)
+    h = health([base, agent])
+    # `later` met a bot wall in one arm but the other solved it; `slow` only ran out of time: neither is a candidate
+    assert [t.task_id for t in h.candidates] == ["down", "http", "wall"]
+    wall = next(t for t in h.candidates if t.task_id == "wall")
+    assert [(a.out, a.attempt, a.ending) for a in wall.evidence] == [(str(base), 1, "bot_wall"),
+                                                                       (str(agent), 1, "bot_wall")]
+    data = json.loads(json.dumps(h.to_json()))
+    assert [c["task_id"] for c in data["candidates"]] == ["down", "http", "wall"]
+    assert suspects(base) == ["down", "later", "wall"]   # one run alone: `later` was never solved there
+
+
+def test_a_folder_of_runs_is_its_runs_and_anything_else_is_refused_by_name(tmp_path):
+    base, agent = two_arms(tmp_path)
+    assert run_folders([tmp_path]) == [agent, base]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(HealthInputError, match="empty: not a run"):
+        run_folders([base, tmp_path / "empty"])
+    with pytest.raises(HealthInputError, match="nowhere: no such folder"):
+        health([tmp_path / "nowhere"])
+
+
+def health_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "om2w_tui", "tasks", "health", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_tasks_health_on_two_runs_as_text_and_json(tmp_path):
+    base, agent = two_arms(tmp_path)
+    text = health_cli(str(base), str(agent))
+    assert text.returncode == 0, text.stderr
+    assert "candidates for label 2 (not executable): 3 tasks" in text.stdout
+    assert f"{base} attempt 1 (base): bot wall" in text.stdout and "site error page 1" in text.stdout
+    got = health_cli(str(base), str(agent), "--format", "json")
+    assert got.returncode == 0, got.stderr
+    data = json.loads(got.stdout)
+    assert [r["arm"] for r in data["runs"]] == ["base", "agent"]
+    assert [c["task_id"] for c in data["candidates"]] == ["down", "http", "wall"]
+    assert {t["task_id"]: t["arms"] for t in data["tasks"]}["later"] == {"base": {"bot_wall": 1},
+                                                                         "agent": {"success": 1}}
+
+
+@pytest.mark.parametrize("what", ["missing", "empty", "file"])
+def test_tasks_health_refuses_what_is_not_a_run_naming_it(tmp_path, what):
+    base, _ = two_arms(tmp_path / "runs")
+    bad = tmp_path / what
+    if what == "empty":
+        bad.mkdir()
+    elif what == "file":
+        bad.write_text("x")
+    got = health_cli(str(base), str(bad))
+    assert got.returncode == 2 and got.stdout == ""
+    assert f"om2w-tui tasks health: {bad}: " in got.stderr
