@@ -14,11 +14,11 @@ from om2w_tui.benchmarks.conformance import task_dirs
 from om2w_tui.benchmarks.episode_folder import load_result
 from om2w_tui.engine.results import read_results
 from om2w_tui.evaluation.failure import CLASSES
+from om2w_tui.evaluation.label_session import FILTERS
 from om2w_tui.evaluation.labels import FINAL, LabelFileError, check_annotator, default_annotator, export_labels
 from om2w_tui.run_folder import what_is
 
 EXIT_USAGE = 2
-FILTERS = ("all", "unlabelled", "judge", "annotators", "notes")
 
 
 def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -37,7 +37,9 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                         "the newest *_auto_eval_results.json in OUT)")
     p.add_argument("--filter", default="all", metavar="WHICH",
                    help="which tasks to show first: all, unlabelled, judge (disagreeing with the judge), "
-                        "annotators (disagreeing with another annotator), notes, site:HOST, level:LEVEL, "
+                        "annotators (disagreeing with another annotator), notes, suspect (not solved, met a bot "
+                        "wall, an error page or the site down: candidates for label 2, as `tasks health` says), "
+                        "site:HOST, level:LEVEL, "
                         f"failure:CLASS (why it failed, as `report` says: {', '.join(CLASSES)})")
     p.add_argument("--review", action="store_true",
                    help="review: the tasks where annotators disagree; the label given is the final one "

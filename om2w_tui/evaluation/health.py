@@ -207,8 +207,8 @@ def _episode(out: Path, rec: EpisodeRecord, latest: bool) -> EpisodeFolder | Non
     return ep if ep.layout is not None else None
 
 
-def _read_run(out: Path) -> tuple[RunRead, dict[str, tuple[str, list[Attempt]]]]:
-    summary = summarize(out)
+def _read_run(out: Path, judge: Path | None = None) -> tuple[RunRead, dict[str, tuple[str, list[Attempt]]]]:
+    summary = summarize(out, judge)
     arm = summary.arm or ""
     log = read_results(out)
     budget = max_steps_of(out)
@@ -250,9 +250,12 @@ def health(outs: Sequence[Path]) -> Health:
     return Health(tuple(runs), rows)
 
 
-def suspects(out: Path) -> list[str]:
-    """The tasks of one run that are candidates for label 2 (the label screen's `suspect` filter)."""
-    return [t.task_id for t in health([out]).candidates]
+def suspects(out: Path, judge: Path | None = None) -> list[str]:
+    """The tasks of one run that are candidates for label 2 (the label screen's `suspect` filter); `judge`: the judge
+    file success is read from (default: the run's newest)."""
+    _, found = _read_run(Path(out), judge)
+    rows = [TaskHealth(tid, site, tuple(attempts)) for tid, (site, attempts) in sorted(found.items())]
+    return [t.task_id for t in rows if t.suspect]
 
 
 __all__ = ["ENDINGS", "ENDING_WORDS", "SITE_ENDINGS", "Attempt", "Health", "HealthInputError", "RunRead",

@@ -1,8 +1,8 @@
 """One annotator labelling one run, with no screen in it: `LabelSession` holds the run's tasks (each one's level,
 site and latest record), the labels given (each written to the annotator's file at once, `evaluation/labels.py`),
 the other annotators' labels, the judge's verdicts, the filters (unlabelled, a site, a level, a failure class,
-disagreeing with the judge or another annotator, with a note) and the position in the filtered tasks. The console's
-label screen (`frontends/console/screens/label.py`) draws it."""
+disagreeing with the judge or another annotator, with a note, a candidate for label 2 by `evaluation/health.py`)
+and the position in the filtered tasks. The console's label screen (`frontends/console/screens/label.py`) draws it."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from om2w_tui.benchmarks.conformance import task_dirs
 from om2w_tui.benchmarks.episode_folder import EpisodeFolder, no_answer
 from om2w_tui.engine.results import EpisodeRecord, read_manifest, read_results
 from om2w_tui.evaluation.failure import CLASSES, WORDS
+from om2w_tui.evaluation.health import HealthInputError, suspects
 from om2w_tui.evaluation.judge_files import read_judged
 from om2w_tui.evaluation.labels import FINAL, LabelFile, LabelFileError, majority, read_run_labels
 from om2w_tui.evaluation.labels import Label as TaskLabel
@@ -21,9 +22,10 @@ from om2w_tui.evaluation.report import LEVEL_NAMES, find_judge_file, site_of, su
 from om2w_tui.json_input import InputError
 from om2w_tui.run_folder import RunFolder
 
-FILTERS = ("all", "unlabelled", "judge", "annotators", "notes")
+FILTERS = ("all", "unlabelled", "judge", "annotators", "notes", "suspect")
 FILTER_WORDS = {"all": "every task", "unlabelled": "not labelled yet", "judge": "disagreeing with the judge",
-                "annotators": "disagreeing with another annotator", "notes": "with a note"}
+                "annotators": "disagreeing with another annotator", "notes": "with a note",
+                "suspect": "not solved, met the site failing (label 2?)"}
 READ_AHEAD = 2          # tasks read ahead on each side of the current one
 
 
@@ -71,6 +73,7 @@ class LabelSession:
         self.others: dict[str, dict[str, TaskLabel]] = {}
         self.reload_others()
         self._failures: dict[str, str] | None = None
+        self._suspects: set[str] | None = None
         self.filter = "all"
         self.view: list[str] = []
         self.pos = 0
@@ -117,6 +120,17 @@ class LabelSession:
                 self._failures = {}
         return self._failures
 
+    @property
+    def suspects(self) -> set[str]:
+        """The tasks `om2w-tui tasks health` names candidates for label 2 in this run (not solved, and an attempt met
+        a bot wall, an error page or the site down), worked out when first asked for and kept, as `failures`."""
+        if self._suspects is None:
+            try:
+                self._suspects = set(suspects(self.out, self.judge_path))
+            except (OSError, InputError, LabelFileError, HealthInputError):   # as `failures`: none, said by a 0
+                self._suspects = set()
+        return self._suspects
+
     # ── filters ──
     def filters(self) -> list[tuple[str, str, int]]:
         """(filter, what it shows, how many tasks) for every filter there is: the fixed ones, then each level and
@@ -149,6 +163,8 @@ class LabelSession:
             if self.review:                       # the reviewer's tasks: those the annotators split on
                 return len(values) > 1
             return mine is not None and bool(values - {mine})
+        if flt == "suspect":
+            return task_id in self.suspects
         if flt == "notes":
             lab = self.mine.get(task_id)
             return bool(lab and lab.note) or any(bool((labs.get(task_id) or TaskLabel(None)).note)

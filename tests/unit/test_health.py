@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from om2w_tui.benchmarks.trajectory import TrajectoryWriter
+from om2w_tui.cli.label import check_filter
 from om2w_tui.evaluation.health import HealthInputError, health, run_folders, suspects
+from om2w_tui.evaluation.label_session import FILTER_WORDS, LabelSession
 from tests.unit.helpers import judge_file, make_run, record
 from tests.unit.test_failure_classes import png
 
@@ -121,3 +123,13 @@ def test_tasks_health_refuses_what_is_not_a_run_naming_it(tmp_path, what):
     got = health_cli(str(base), str(bad))
     assert got.returncode == 2 and got.stdout == ""
     assert f"om2w-tui tasks health: {bad}: " in got.stderr
+
+
+def test_the_label_sessions_suspect_filter_walks_the_candidates(tmp_path):
+    """`label --filter suspect`: the run's tasks not solved that met the site failing, with their count among the
+    filters the label screen offers."""
+    base, _ = two_arms(tmp_path)
+    s = LabelSession(base, "alice", flt="suspect")
+    assert s.view == ["down", "later", "wall"]
+    assert ("suspect", FILTER_WORDS["suspect"], 3) in s.filters()
+    assert check_filter("suspect") == "suspect"
