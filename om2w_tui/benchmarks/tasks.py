@@ -26,6 +26,7 @@ from typing import Any, cast
 from urllib.parse import urlsplit
 
 from om2w_tui.benchmarks.site_keys import site_key
+from om2w_tui.files import read_file
 from om2w_tui.json_input import InputError, decode, read_bytes, text_of
 from om2w_tui.secret import check_http_url, redact_url
 
@@ -269,6 +270,38 @@ def load_tasks(path: str | Path, max_steps: int = DEFAULT_MAX_STEPS) -> list[Tas
     """A task file's tasks, each with its step budget (its own, else `max_steps`: the run's); raises TaskFileError."""
     path = Path(path)
     return parse_tasks(path, read_task_text(path), max_steps)
+
+
+TASK_LIST_LIMIT = 16 << 20   # bytes of a list of task ids (a million ids is ~40 MiB: far more than any benchmark)
+_TASK_ID = re.compile(r"\S{1,512}")
+_COMMENT = re.compile(r"(?:^|\s)#")    # a `#` that starts a word starts a comment (one inside an id does not)
+
+
+def read_task_list(path: Path, flag: str) -> list[str]:
+    """The task ids a list file names (`--exclude-tasks`): one a line, blank lines and `#` comments (a `#` starting a
+    word, to the line's end) skipped, in file order, each once. Raises TaskFileError naming the flag, the file and
+    the line."""
+    try:
+        data = read_file(path, TASK_LIST_LIMIT, own=False, what=flag)
+    except InputError as e:
+        raise TaskFileError(str(e) if str(e).startswith(flag) else f"{flag} {e}") from None
+    try:
+        text = data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as e:
+        bad = data[:e.start].count(b"\n") + 1
+        raise TaskFileError(f"{flag} {path} line {bad}: not UTF-8 text ({e.reason}); "
+                            f"one task id a line") from None
+    ids: list[str] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        comment = _COMMENT.search(line)
+        word = (line[:comment.start()] if comment else line).strip()
+        if not word:
+            continue
+        if not _TASK_ID.fullmatch(word):
+            raise TaskFileError(f"{flag} {path} line {n}: {word[:80]!r} is not one task id (one id a line, "
+                                f"# starts a comment)")
+        ids.append(word)
+    return list(dict.fromkeys(ids))
 
 
 def select(tasks: list[Task], *, task_ids: Iterable[str] | None = None, levels: Iterable[str] | None = None,

@@ -39,6 +39,7 @@ class RunConfig(ModelSettings):
     levels: list[str] = field(default_factory=list)
     sites: list[str] = field(default_factory=list)
     limit: int = 0
+    exclude_tasks: Path | None = None   # a file of task ids left out of the run (--exclude-tasks)
     arm: str = "base"
     vllm: EndpointURL | None = None   # unset: DEFAULT_VLLM, or for an oracle model the oracle om2w-tui starts;
     # an EndpointURL shows only its redacted form (credentials in it reach the HTTP client alone)
@@ -86,6 +87,8 @@ class RunConfig(ModelSettings):
         self.out = Path(self.out)
         if self.tasks is not None:
             self.tasks = Path(self.tasks)
+        if self.exclude_tasks is not None:
+            self.exclude_tasks = Path(self.exclude_tasks)
         if self.instruction_template_file is not None:
             self.instruction_template_file = Path(self.instruction_template_file)
         if self.pace_dir is not None:

@@ -35,6 +35,7 @@ from om2w_tui.benchmarks.tasks import (
     file_sha256,
     load_tasks,
     parse_tasks,
+    read_task_list,
     read_task_text,
     select,
 )
@@ -102,6 +103,26 @@ class Resolved:
     user_agent: str | None = None
 
 
+@dataclass(frozen=True)
+class Excluded:
+    """What --exclude-tasks left out: the selected tasks it named, and the ids it names that the file lacks."""
+
+    left_out: tuple[str, ...] = ()
+    unknown: tuple[str, ...] = ()
+
+    def words(self, cfg: RunConfig) -> str:
+        """`, 2 left out by --exclude-tasks FILE: a, b (not in the task file, ignored: x)`, or ''."""
+        if cfg.exclude_tasks is None:
+            return ""
+        unknown = f" (not in the task file, ignored: {_some(self.unknown)})" if self.unknown else ""
+        named = f": {_some(self.left_out)}" if self.left_out else ""
+        return f", {len(self.left_out)} left out by --exclude-tasks {cfg.exclude_tasks}{named}{unknown}"
+
+
+def _some(ids: Sequence[str], n: int = 8) -> str:
+    return ", ".join(ids[:n]) + (f" and {len(ids) - n} more" if len(ids) > n else "")
+
+
 @dataclass
 class Preflight:
     config: RunConfig                                   # as given, never rewritten by the checks
@@ -111,6 +132,7 @@ class Preflight:
     checks: list[Check] = field(default_factory=list)   # (what, ok | WARNING, detail)
     resolved: Resolved = field(default_factory=Resolved)
     companions: tuple[Companion, ...] = ()              # run beside the run (checked with it)
+    excluded: Excluded = field(default_factory=Excluded)   # what --exclude-tasks left out
 
     @property
     def run_config(self) -> RunConfig:
@@ -233,8 +255,19 @@ def _check_out(out: Path, shard: str = "", tasks: list[Task] | None = None) -> s
     return check_out_free(out, shard)
 
 
-def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task]]:
-    """(task file, all its tasks, the selected ones); raises UsageError."""
+def _exclude(cfg: RunConfig, tasks: list[Task], chosen: list[Task]) -> tuple[list[Task], Excluded]:
+    """The selection less the tasks --exclude-tasks names; raises TaskFileError for a file that cannot be read."""
+    if cfg.exclude_tasks is None:
+        return chosen, Excluded()
+    ids = read_task_list(cfg.exclude_tasks, "--exclude-tasks")
+    known = {t.task_id for t in tasks}
+    gone = set(ids)
+    return ([t for t in chosen if t.task_id not in gone],
+            Excluded(tuple(t.task_id for t in chosen if t.task_id in gone), tuple(i for i in ids if i not in known)))
+
+
+def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task], Excluded]:
+    """(task file, all its tasks, the selected ones, what --exclude-tasks left out); raises UsageError."""
     try:
         if cfg.bench == "offline":
             task_file, tasks = offline_tasks(cfg.tasks, cfg.max_steps)
@@ -250,13 +283,15 @@ def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task]]:
         chosen = select(tasks, task_ids=cfg.task_ids, levels=cfg.levels, sites=cfg.sites, limit=cfg.limit)
         # this node's share (--shard) of the selection, its sites assigned on the whole file: the same on every node
         chosen = select_shard(tasks, cfg.shard, chosen)
+        chosen, excluded = _exclude(cfg, tasks, chosen)
     except TaskFileError as e:
         raise UsageError(str(e)) from None
     if not chosen:
         raise UsageError(f"no task left after the filters (--task-ids/--level/--site/--limit"
-                         f"{', --shard ' + cfg.shard if cfg.shard else ''}) out of {len(tasks)} in {task_file}; "
+                         f"{', --shard ' + cfg.shard if cfg.shard else ''}"
+                         f"{', --exclude-tasks' if cfg.exclude_tasks else ''}) out of {len(tasks)} in {task_file}; "
                          f"loosen them")
-    return Path(task_file), tasks, chosen
+    return Path(task_file), tasks, chosen, excluded
 
 
 def run_checks(cfg: RunConfig, *, check_model: bool = True, ask_model: bool = True,
@@ -279,9 +314,14 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True, ask_model: bool = Tr
            if cfg.executor == "ray" else ""))
     chosen: list[Task] = []
     task_file = None
+    excluded = Excluded()
     try:
-        task_file, tasks, chosen = _load_selection(cfg)
-        add("tasks", "", f"{task_file}: {len(tasks)} tasks, {len(chosen)} selected")
+        task_file, tasks, chosen, excluded = _load_selection(cfg)
+        detail = f"{task_file}: {len(tasks)} tasks, {len(chosen)} selected{excluded.words(cfg)}"
+        if excluded.unknown:   # ids the task file lacks: a list kept from another file, or a typo; the run goes on
+            checks.append(("tasks", WARNING, detail))
+        else:
+            add("tasks", "", detail)
     except UsageError as e:
         add("tasks", str(e), "")
     out_ok = add("out folder", _check_out(cfg.out, cfg.shard, chosen),
@@ -332,7 +372,7 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True, ask_model: bool = Tr
         checks.append(("resume", True, f"{settled} of {len(chosen)} already done in {cfg.out}"))
     if not all(ok for _, ok, _ in checks) or task_file is None:
         return None, checks
-    return Preflight(cfg, chosen, task_file, settled, checks, resolved, tuple(companions)), checks
+    return Preflight(cfg, chosen, task_file, settled, checks, resolved, tuple(companions), excluded), checks
 
 
 def preflight(cfg: RunConfig, *, check_model: bool = True, companions: Sequence[Companion] = ()) -> Preflight:
@@ -361,7 +401,9 @@ def write_manifest(pre: Preflight, extra: dict[str, Any] | None = None) -> None:
     write_json_atomic(path, {
         "config": cfg.to_json(),
         "task_file": {"path": str(pre.task_file.resolve()), "sha256": file_sha256(pre.task_file),
-                      "selected": len(pre.tasks)},
+                      "selected": len(pre.tasks), **({"excluded": list(pre.excluded.left_out),
+                                                      "excluded_unknown": list(pre.excluded.unknown)}
+                                                     if pre.config.exclude_tasks is not None else {})},
         "task_refresh": refresh_note(pre.task_file),
         "versions": versions(), "argv": redact_argv(sys.argv[1:]), "started_at": now,
         "first_started_at": first or now, **(extra or {})})

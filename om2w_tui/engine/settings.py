@@ -361,6 +361,9 @@ SETTINGS: tuple[Setting, ...] = (
             placeholder="host names (all)", demo=False),
     Setting("limit", "--limit", "at most this many tasks (0: all)", Whole(0, 10_000_000, empty_default=True), WHAT,
             label="limit", placeholder="0: all", demo=False),
+    Setting("exclude_tasks", "--exclude-tasks", "a file of task ids to leave out of the run: one a line, # comments "
+            "(e.g. the candidates for label 2 `om2w-tui tasks health` lists)", PathKind(), WHAT, metavar="FILE",
+            demo=False),
     Setting("out", "--out", "the run's folder: one subfolder per task, results.jsonl, run.json", PathKind(), WHAT,
             label="out folder", placeholder="runs/my-run", form_default="runs/offline"),
     # the agent

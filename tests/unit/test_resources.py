@@ -35,7 +35,7 @@ def test_every_package_folder_is_in_pyprojects_list():
 
 @pytest.mark.parametrize("bench, count", [("om2w", 300), ("webvoyager", 643)])
 def test_a_benchmark_without_tasks_reads_the_shipped_file(tmp_path, bench, count):
-    task_file, tasks, chosen = _load_selection(RunConfig(out=tmp_path / "o", bench=bench))
+    task_file, tasks, chosen, _ = _load_selection(RunConfig(out=tmp_path / "o", bench=bench))
     assert task_file == default_task_file(bench) and len(tasks) == len(chosen) == count
 
 
