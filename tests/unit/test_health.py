@@ -15,15 +15,14 @@ from om2w_tui.benchmarks.trajectory import TrajectoryWriter
 from om2w_tui.cli.label import check_filter
 from om2w_tui.evaluation.health import HealthInputError, health, run_folders, suspects
 from om2w_tui.evaluation.label_session import FILTER_WORDS, LabelSession
-from tests.unit.helpers import judge_file, make_run, record
-from tests.unit.test_failure_classes import png
+from tests.unit.helpers import judge_file, make_run, record, web_png
 
 
 def earlier_attempt(out: Path, tid: str, n: int, url: str) -> None:
     """`<task>/attempts/<n>/` as an attempt left it when the next began: v2, its last page `url`."""
     w = TrajectoryWriter(out / tid / "attempts" / str(n), tid, "find the price", schema="v2")
-    w.add_plain_step(["NAVIGATE -> x"], "open the site", png=png(10), url=url)
-    w.finish("", png(200), cut_short="timeout")
+    w.add_plain_step(["NAVIGATE -> x"], "open the site", png=web_png(10, (64, 48)), url=url)
+    w.finish("", web_png(200, (64, 48)), cut_short="timeout")
 
 
 def two_arms(root: Path) -> tuple[Path, Path]:
