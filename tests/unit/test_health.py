@@ -132,3 +132,20 @@ def test_the_label_sessions_suspect_filter_walks_the_candidates(tmp_path):
     assert s.view == ["down", "later", "wall"]
     assert ("suspect", FILTER_WORDS["suspect"], 3) in s.filters()
     assert check_filter("suspect") == "suspect"
+
+
+def test_an_error_page_read_on_the_last_page_is_a_site_error_and_a_browser_error_page_the_site_down(tmp_path):
+    """The two site endings apart: the site answered with an error page (HTTP status on the page), or did not answer
+    (the browser's own error page), each read from the attempt's trajectory."""
+    from om2w_tui.benchmarks.episode_folder import read_episode
+    from om2w_tui.engine.results import EpisodeRecord
+    from om2w_tui.evaluation.health import ending_of
+
+    for name, thought, url in (("page", "The page shows 503 Service Unavailable.", "https://x.test/"),
+                               ("gone", "nothing loaded", "chrome-error://chromewebdata/")):
+        w = TrajectoryWriter(tmp_path / name, name, "find the price", schema="v2")
+        w.add_plain_step(["NAVIGATE -> x"], thought, png=web_png(10, (64, 48)), url=url)
+        w.finish("", web_png(200, (64, 48)), cut_short="timeout")
+    rec = EpisodeRecord(task_id="t", status="timeout", steps=1)
+    assert ending_of(rec, read_episode(tmp_path / "page"), "failure")[0] == "site_error"
+    assert ending_of(rec, read_episode(tmp_path / "gone"), "failure")[0] == "site_down"
