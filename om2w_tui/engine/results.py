@@ -213,14 +213,16 @@ class ResultsLog:
     warnings: list[str] = field(default_factory=list)
 
     def latest(self) -> dict[str, dict[str, Any]]:
-        """task_id -> its latest record (by finish time; file order breaks ties)."""
+        """task_id -> its latest record (by finish time; file order breaks ties), as the JSON object read: the
+        engine's own resume (`settled`, the scheduler's queue); evaluation and the front ends read `latest_records`."""
         out: dict[str, dict[str, Any]] = {}
         for rec in sorted(self.records, key=_finish_time):
             out[str(rec.get("task_id"))] = rec
         return out
 
     def latest_records(self) -> dict[str, EpisodeRecord]:
-        """task_id -> its latest record, as an `EpisodeRecord` (what evaluation reads: never the JSON objects)."""
+        """task_id -> its latest record, as an `EpisodeRecord` (what evaluation and the front ends read: never the
+        JSON objects)."""
         return {tid: EpisodeRecord.from_json(rec) for tid, rec in self.latest().items()}
 
     def episode_records(self) -> list[EpisodeRecord]:

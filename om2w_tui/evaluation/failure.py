@@ -37,7 +37,7 @@ from typing import Any
 
 from om2w_tui.benchmarks.episode_folder import EpisodeFolder, read_episode
 from om2w_tui.engine.results import EpisodeRecord, read_results
-from om2w_tui.evaluation.summary import Outcome
+from om2w_tui.evaluation.task_outcome import Outcome
 from om2w_tui.json_input import InputError, load
 from om2w_tui.protocol.faults import FaultKind
 from om2w_tui.run_folder import RunFolder
