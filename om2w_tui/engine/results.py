@@ -47,6 +47,7 @@ class EpisodeRecord:
     error: str | None = None
     error_kind: FaultKind | None = None   # whose fault an error was (None: no error, or a kind this version lacks)
     steps: int = 0
+    max_steps: int | None = None      # the step budget it ran under (its task's, Task.max_steps); older records lack it
     actions: int = 0
     screenshots: int = 0
     answer: str = ""                  # the agent's `done` text; "" for an episode that ended otherwise
@@ -137,10 +138,11 @@ class EpisodeRecord:
 
 _BAD = object()
 _NOT_WRITTEN = {"extra", "written"}   # the record's own bookkeeping, never a key of its line
-_OPTIONAL = {"slot", "rows", "hint_left", "blank_screenshot", "model_calls", "model_fault", "correct"}
+_OPTIONAL = {"max_steps", "slot", "rows", "hint_left", "blank_screenshot", "model_calls", "model_fault", "correct"}
 _KINDS: dict[str, type] = {
     "task_id": str, "status": str, "arm": str, "website": str, "level": str, "model": str, "error": str,
-    "error_kind": str, "steps": int, "actions": int, "screenshots": int, "answer": str, "agent_done": bool,
+    "error_kind": str, "steps": int, "max_steps": int, "actions": int, "screenshots": int, "answer": str,
+    "agent_done": bool,
     "prompt_tokens": int, "completion_tokens": int, "duration_s": float, "started_at": float, "finished_at": float,
     "attempt": int, "slot": int, "rows": int, "hint_left": bool, "blank_screenshot": bool, "model_calls": dict,
     "model_fault": str, "correct": bool,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 
 import pytest
@@ -20,6 +21,7 @@ pytestmark = pytest.mark.looptime
 async def test_every_task_runs_once_and_records_its_fields(tmp_path):
     ex, rec = FakeExecutor(), Recorder()
     tasks = make_tasks({"a.com": 2, "b.com": 2, "c.com": 1})
+    tasks[0] = dataclasses.replace(tasks[0], max_steps=7)   # a task's own budget, decided at load
     stats = await Scheduler(config(tmp_path), tasks, ex, [rec]).run()
     rows = records(tmp_path)
     assert sorted(r["task_id"] for r in rows) == sorted(t.task_id for t in tasks)
@@ -28,8 +30,10 @@ async def test_every_task_runs_once_and_records_its_fields(tmp_path):
         assert {"task_id", "arm", "website", "level", "steps", "actions", "screenshots", "answer", "duration_s",
                 "error", "status", "started_at", "finished_at", "attempt", "slot", "model"} <= r.keys()
         assert r["status"] == "done" and r["steps"] == 3 and r["attempt"] == 1
+        assert r["max_steps"] == next(t.max_steps for t in tasks if t.task_id == r["task_id"])   # its budget
         assert r["finished_at"] - r["started_at"] == pytest.approx(30, abs=1.5)
     assert len(rec.of(EpisodeFinished)) == 5
+    assert {r["max_steps"] for r in rows} == {7, config(tmp_path).max_steps}
 
 
 async def test_one_episode_per_site_and_the_cooldown_between(tmp_path):
