@@ -126,8 +126,8 @@ async def test_a_stopped_run_reruns_its_interrupted_episodes_keeping_the_earlier
     ex = FakeExecutor()
     await Scheduler(config(tmp_path, pace_cooldown=0), tasks, ex).run()
     assert sorted(t for t, _ in ex.runs) == ["a.com-0", "b.com-0"]
-    latest = read_results(tmp_path / "run").latest()
-    assert all(r["status"] == "done" and r["attempt"] == 2 for r in latest.values())
+    latest = read_results(tmp_path / "run").latest_records()
+    assert all(r.status == "done" and r.attempt == 2 for r in latest.values())
     kept = tmp_path / "run" / "a.com-0" / "attempts" / "1"
     assert (kept / "result.json").exists() and (kept / "trajectory" / "0_full_screenshot.png").exists()
     assert not [p for p in (tmp_path / "run").iterdir() if p.is_dir() and p.name not in ("a.com-0", "b.com-0")]
@@ -238,8 +238,8 @@ async def test_the_breaker_pauses_dispatch_while_the_endpoint_is_down_and_no_tas
     sched = Scheduler(config(tmp_path, workers=2, pace_cooldown=0, retries=1, breaker_after=3, probe_interval=30),
                       tasks, ex, [rec], probe=probe)
     await sched.run()
-    latest = read_results(tmp_path / "run").latest()
-    assert {r["status"] for r in latest.values()} == {"done"} and len(latest) == 8
+    latest = read_results(tmp_path / "run").latest_records()
+    assert {r.status for r in latest.values()} == {"done"} and len(latest) == 8
     paused = [e for e in rec.events if type(e).__name__ == "DispatchChanged"]
     assert paused[0].paused and "circuit breaker" in paused[0].reason
     assert not paused[-1].paused and "answers again" in paused[-1].reason
