@@ -13,6 +13,7 @@ import pytest
 from PIL import Image, ImageChops, ImageDraw
 
 from om2w_tui.cli.main import main as cli_main
+from om2w_tui.evaluation.label_session import LabelSession
 from om2w_tui.evaluation.report import summarize
 from om2w_tui.frontends.web import images
 from om2w_tui.frontends.web import site as web_site
@@ -180,8 +181,6 @@ def test_one_task_page_alone_links_no_page_it_lacks_and_refuses_a_task_not_there
 def test_an_older_writers_row_reads_on_the_site_and_in_the_label_session_as_in_the_report(run, tmp_path):
     """A row of another writer (a fault kind this version lacks, no counts, a task text of its own) is read as an
     `EpisodeRecord` everywhere: its kind kept in its words, the numbers it lacks shown `-` as `report` shows them."""
-    from om2w_tui.evaluation.label_session import LabelSession
-
     old = {"task_id": "old_3", "status": "error", "error": "browser gone", "error_kind": "gremlin",
            "website": "http://127.0.0.1:9/", "task": "find the old price", "agent_done": 1, "finished_at": 5}
     with (run / "results.jsonl").open("a") as f:
