@@ -212,7 +212,7 @@ def main() -> int:
             stop.set()
             proxy.stop()
     log = read_results(out)
-    latest = log.latest()
+    latest = log.latest_records()
     ids = [r["task_id"] for r in rows]
     by_task: dict[str, list[dict]] = {t: [] for t in ids}
     for r in log.records:   # file order is the order they were written
@@ -228,13 +228,13 @@ def main() -> int:
     print(f"faults injected: {dict(proxy.counts)} model calls and server flaps, {dict(kills)}, "
           f"{args.hanging} hanging start pages")
     print(f"records: {len(log.records)} attempts; per status {dict(Counter(r['status'] for r in log.records))}")
-    print(f"final records per status: {dict(Counter(r['status'] for r in latest.values()))}")
+    print(f"final records per status: {dict(Counter(r.status for r in latest.values()))}")
     print(f"tasks with exactly one settling record, their last: {len(exactly_one)} of {len(ids)}; "
           f"settled twice: {twice or 'none'}; run after settling: {after or 'none'}; "
           f"attempts with a gap: {gaps or 'none'}; never settled: {unsettled or 'none'}")
     print(f"task folders: {len(folders)}, conforming: {len(folders) - len({p.split(':')[0] for p in problems})}, "
           f"problems: {problems[:5] or 'none'}")
-    correct = sum(bool(r.get("correct")) for r in latest.values())
+    correct = sum(bool(r.correct) for r in latest.values())
     print(f"correct (reference judge on the final record): {correct} of {len(ids) - args.hanging} solvable")
     print(f"chromium processes left: {len(chromium_of(out))}")
     print(f"wall time: soak {soak_s:.0f} s" + (f", clean {baseline_s:.0f} s, ratio {soak_s / baseline_s:.2f}x"

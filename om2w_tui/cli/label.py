@@ -71,7 +71,7 @@ def check_filter(text: str) -> str:
 
 def run_tasks(out: Path) -> list[str]:
     """The run's tasks: its task folders and the tasks its results name."""
-    return sorted(set(task_dirs(out)) | set(read_results(out).latest()))
+    return sorted(set(task_dirs(out)) | set(read_results(out).latest_records()))
 
 
 def task_texts(out: Path, task_ids: list[str]) -> dict[str, str]:

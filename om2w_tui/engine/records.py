@@ -48,7 +48,8 @@ def build_record(cfg: RunConfig, task: Task, outcome: Outcome, *, attempt: int, 
     o = outcome
     return EpisodeRecord(
         task_id=task.task_id, status=o.status, arm=cfg.arm, website=task.website, level=task.level,
-        model=cfg.model, error=o.error, error_kind=o.fault, steps=o.steps, actions=o.actions,
+        model=cfg.model, error=o.error, error_kind=o.fault, steps=o.steps, max_steps=task.max_steps,
+        actions=o.actions,
         screenshots=o.screenshots, answer=o.answer, agent_done=o.agent_done, prompt_tokens=o.prompt_tokens,
         completion_tokens=o.completion_tokens, duration_s=round(finished_at - started_at, 1),
         started_at=round(started_at, 3), finished_at=round(finished_at, 3), attempt=attempt, slot=slot,

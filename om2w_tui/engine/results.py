@@ -3,7 +3,8 @@ scheduler alone. Resume reads every `results*.jsonl` of the folder (the seed's `
 
 `EpisodeRecord` is one attempt as the engine hands it to its front ends and writes it (`to_json`, one line); the
 log on disk is read back as plain JSON objects (`ResultsLog.records`), since older runs and the seed's runner wrote
-other keys, and `EpisodeRecord.from_json` reads one of them as a record."""
+other keys, and `EpisodeRecord.from_json` reads one of them as a record. Every reader (the engine's resume, evaluation,
+the front ends) takes records (`ResultsLog.latest_records`, `episode_records`), never the JSON objects."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ class EpisodeRecord:
     error: str | None = None
     error_kind: FaultKind | None = None   # whose fault an error was (None: no error, or a kind this version lacks)
     steps: int = 0
+    max_steps: int | None = None      # the step budget it ran under (its task's, Task.max_steps); older records lack it
     actions: int = 0
     screenshots: int = 0
     answer: str = ""                  # the agent's `done` text; "" for an episode that ended otherwise
@@ -137,10 +139,11 @@ class EpisodeRecord:
 
 _BAD = object()
 _NOT_WRITTEN = {"extra", "written"}   # the record's own bookkeeping, never a key of its line
-_OPTIONAL = {"slot", "rows", "hint_left", "blank_screenshot", "model_calls", "model_fault", "correct"}
+_OPTIONAL = {"max_steps", "slot", "rows", "hint_left", "blank_screenshot", "model_calls", "model_fault", "correct"}
 _KINDS: dict[str, type] = {
     "task_id": str, "status": str, "arm": str, "website": str, "level": str, "model": str, "error": str,
-    "error_kind": str, "steps": int, "actions": int, "screenshots": int, "answer": str, "agent_done": bool,
+    "error_kind": str, "steps": int, "max_steps": int, "actions": int, "screenshots": int, "answer": str,
+    "agent_done": bool,
     "prompt_tokens": int, "completion_tokens": int, "duration_s": float, "started_at": float, "finished_at": float,
     "attempt": int, "slot": int, "rows": int, "hint_left": bool, "blank_screenshot": bool, "model_calls": dict,
     "model_fault": str, "correct": bool,
@@ -178,7 +181,8 @@ def statuses_text(by_status: dict[str, int]) -> str:
 def settles(record: dict[str, Any]) -> bool:
     """Whether a task's latest record means it is finished and must not run again: not when its run was stopped
     under it, nor when the harness failed it (an infra, endpoint or storage error is retried, never counted as the
-    agent's; a model error is the model's own: settled, a failure)."""
+    agent's; a model error is the model's own: settled, a failure). This is a row of the file as written (what the
+    tests and the soak check); the engine asks a record's `settles`, the same rule."""
     return _settles(record.get("status"), record.get("error"), record.get("error_kind"))
 
 
@@ -212,23 +216,20 @@ class ResultsLog:
     records: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
-    def latest(self) -> dict[str, dict[str, Any]]:
-        """task_id -> its latest record (by finish time; file order breaks ties)."""
-        out: dict[str, dict[str, Any]] = {}
-        for rec in sorted(self.records, key=_finish_time):
-            out[str(rec.get("task_id"))] = rec
-        return out
-
     def latest_records(self) -> dict[str, EpisodeRecord]:
-        """task_id -> its latest record, as an `EpisodeRecord` (what evaluation reads: never the JSON objects)."""
-        return {tid: EpisodeRecord.from_json(rec) for tid, rec in self.latest().items()}
+        """task_id -> its latest record (by finish time; file order breaks ties), as an `EpisodeRecord`: what the
+        engine's resume, evaluation and the front ends read, never the JSON objects."""
+        latest: dict[str, dict[str, Any]] = {}
+        for rec in sorted(self.records, key=_finish_time):
+            latest[str(rec.get("task_id"))] = rec
+        return {tid: EpisodeRecord.from_json(rec) for tid, rec in latest.items()}
 
     def episode_records(self) -> list[EpisodeRecord]:
         """Every record, as an `EpisodeRecord`, in file order."""
         return [EpisodeRecord.from_json(rec) for rec in self.records]
 
     def settled(self) -> set[str]:
-        return {tid for tid, rec in self.latest().items() if settles(rec)}
+        return {tid for tid, rec in self.latest_records().items() if rec.settles}
 
     def attempts(self) -> dict[str, int]:
         n: dict[str, int] = {}

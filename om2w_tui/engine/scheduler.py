@@ -160,14 +160,14 @@ class Scheduler:
         prior = read_results(self.out)
         for w in prior.warnings:
             self.emit(Log("warning", w))
-        settled = prior.settled()
         self.ledger.attempts.update(prior.attempts())
-        latest = prior.latest()
+        latest = prior.latest_records()
         for t in self.tasks:
             self.ledger.add(t)
-            if t.task_id in settled:
+            rec = latest.get(t.task_id)
+            if rec is not None and rec.settles:
                 self.stats.settled_before += 1
-                self.ledger.settle(t, latest[t.task_id].get("status") == "error", before=True)
+                self.ledger.settle(t, rec.status == "error", before=True)
             else:
                 self._enqueue(t)
         self.dispatch.sort_sites()

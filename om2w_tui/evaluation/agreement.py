@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from om2w_tui.evaluation.outcomes import Outcome, succeeded
+from om2w_tui.evaluation.outcomes import succeeded
 from om2w_tui.evaluation.stats import PairedDifference, cohen_kappa, paired_difference, spread
 from om2w_tui.evaluation.summary import Agreement, Confusion, Disagreement, PairedTest, Rate, Repeats
+from om2w_tui.evaluation.task_outcome import Outcome
 
 Outcomes = Mapping[str, "Outcome | None"]
 GroupOf = Callable[[str], str]

@@ -15,7 +15,7 @@ The classes, in their order of precedence (the first rule that holds names the c
                     URL; a v1 trajectory keeps no URL: the action lines alone)
   6. timeout        status `timeout`
   7. out_of_steps   status `out_of_steps`, or `done` without the agent saying it was done after the step budget
-                    (run.json's max_steps) was used up
+                    (the record's own max_steps; a record written before records kept it: run.json's) was used up
   8. stopped        status `killed` (its user ended it, and it was not run again)
   9. gave_up        it ended without an answer, with an answer that says it failed ("could not", "unable to",
                     "cannot" ...), or on an error of the agent's own
@@ -37,7 +37,7 @@ from typing import Any
 
 from om2w_tui.benchmarks.episode_folder import EpisodeFolder, read_episode
 from om2w_tui.engine.results import EpisodeRecord, read_results
-from om2w_tui.evaluation.summary import Outcome
+from om2w_tui.evaluation.task_outcome import Outcome
 from om2w_tui.json_input import InputError, load
 from om2w_tui.protocol.faults import FaultKind
 from om2w_tui.run_folder import RunFolder
@@ -112,13 +112,15 @@ def _site_error(rec: EpisodeRecord, episode: EpisodeFolder | None) -> str:
 def classify(record: EpisodeRecord | None, episode: EpisodeFolder | None, outcome: Outcome | None,
              max_steps: int | None = None) -> Failure | None:
     """The failure class of a task from its latest record, its episode folder (None: not read) and its outcome
-    under the report's measure; None when it succeeded, or when nothing says it failed yet."""
+    under the report's measure; None when it succeeded, or when nothing says it failed yet. `max_steps`: the run's
+    step budget (run.json's), for a record that does not carry the budget it ran under."""
     if outcome == "success":
         return None
     rec = record or EpisodeRecord(task_id=episode.task_id if episode else "", status="done",
                                   answer=episode.answer if episode else "",
                                   steps=episode.recorded_steps if episode else 0)
     status, kind = rec.status, rec.error_kind
+    max_steps = rec.max_steps if rec.max_steps is not None else max_steps   # the task's own budget first
     if status == "blocked":
         return Failure("bot_wall", "status blocked: a bot wall or CAPTCHA")
     if status == "error" and kind is not None and kind.harness:
@@ -150,7 +152,8 @@ def classify(record: EpisodeRecord | None, episode: EpisodeFolder | None, outcom
 
 
 def max_steps_of(out: Path) -> int | None:
-    """The run's step budget from its run.json (None: no manifest says)."""
+    """The run's step budget from its run.json (None: no manifest says): the budget of a record written before
+    records carried their own (`EpisodeRecord.max_steps`)."""
     for path in RunFolder(Path(out)).manifests():
         try:
             manifest = load(path)

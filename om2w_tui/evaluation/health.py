@@ -34,7 +34,7 @@ from om2w_tui.benchmarks.episode_folder import ATTEMPTS, EpisodeFolder, read_epi
 from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.evaluation.failure import Failure, classify, max_steps_of
 from om2w_tui.evaluation.report import summarize
-from om2w_tui.evaluation.summary import Outcome
+from om2w_tui.evaluation.task_outcome import Outcome
 from om2w_tui.run_folder import what_is
 
 ENDINGS: tuple[str, ...] = ("success", "done", "bot_wall", "site_error", "site_down", "harness_error", "model_error",

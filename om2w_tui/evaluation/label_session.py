@@ -58,8 +58,7 @@ class LabelSession:
         self.review = review
         self.annotator = FINAL if review else annotator
         self.mine = LabelFile.open(self.out, self.annotator)
-        log = read_results(self.out)
-        latest = log.latest()
+        latest = read_results(self.out).latest_records()
         self.tasks = sorted(set(task_dirs(self.out)) | set(latest))
         meta = task_meta(_manifest(self.out))
         self.info = {t: _task_info(t, latest.get(t), meta.get(t, {})) for t in self.tasks}
@@ -239,8 +238,7 @@ def _manifest(out: Path) -> dict[str, Any] | None:
     return None
 
 
-def _task_info(task_id: str, record: dict[str, Any] | None, meta: dict[str, Any]) -> TaskInfo:
-    rec = EpisodeRecord.from_json(record) if record else None
+def _task_info(task_id: str, rec: EpisodeRecord | None, meta: dict[str, Any]) -> TaskInfo:
     website = rec.website if rec else ""
     level = (rec.level if rec and rec.level else None) or meta.get("level") or "-"
     return TaskInfo(task_id, str(level), str(meta.get("site") or site_of(website)), website, rec)

@@ -28,7 +28,7 @@ from typing import Any
 
 from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.evaluation.summary import Counts
-from om2w_tui.evaluation.summary import Outcome as Outcome  # re-exported: the type of what this module computes
+from om2w_tui.evaluation.task_outcome import Outcome
 
 SUCCESS: Outcome = "success"
 FAILURE: Outcome = "failure"

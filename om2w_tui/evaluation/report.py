@@ -37,7 +37,7 @@ from om2w_tui.evaluation.judge_files import parse_output_name, read_judged
 from om2w_tui.evaluation.judge_replies import compare_readings
 from om2w_tui.evaluation.labels import HumanLabelFile, RunLabels, read_run_labels
 from om2w_tui.evaluation.measure import KIND_OF_SOURCE, Measure, NoCommonMeasure, choose
-from om2w_tui.evaluation.outcomes import RULE_ALL, RULES, Outcome, count, count_by, label_outcome, run_outcome
+from om2w_tui.evaluation.outcomes import RULE_ALL, RULES, count, count_by, label_outcome, run_outcome
 from om2w_tui.evaluation.summary import (
     Agreement,
     CompareRow,
@@ -54,6 +54,7 @@ from om2w_tui.evaluation.summary import (
     Success,
     TaskRow,
 )
+from om2w_tui.evaluation.task_outcome import Outcome
 from om2w_tui.json_input import InputError, decode, read_bytes, text_of
 from om2w_tui.run_folder import RunFolder
 
@@ -216,7 +217,7 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
     task_ids = sorted(set(latest) | folders)
     meta = task_meta(manifest)
     cfg = (manifest or {}).get("config") or {}
-    keeps_records = bool(log.records)
+    keeps_records = bool(records)
 
     # success: human labels, a judge file, the offline suite's `correct` (every one there is, the first decides)
     labels = read_run_labels(out)
@@ -287,8 +288,8 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
     return RunReport(
         out=str(out), name=_label(manifest, out), arm=cfg.get("arm"), model=cfg.get("model"),
         bench=cfg.get("bench"), task_file=(manifest or {}).get("task_file"),
-        has_results=bool(log.records), has_manifest=manifest is not None,
-        tasks=len(per_task), attempts=len(log.records),
+        has_results=bool(records), has_manifest=manifest is not None,
+        tasks=len(per_task), attempts=len(records),
         success=success, status=status_counts,
         metrics={k: stats(t.metric(k) for t in per_task.values()) for k in METRICS},
         errors=error_groups(records),

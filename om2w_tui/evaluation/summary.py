@@ -12,16 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
+from om2w_tui.evaluation.failure import Failure, counted
 from om2w_tui.evaluation.measure import Measure
 from om2w_tui.evaluation.stats import PairedDifference, Spread, wilson
-
-if TYPE_CHECKING:   # failure.py reads this module's Outcome: its Failure is only named here
-    from om2w_tui.evaluation.failure import Failure
-
-# what a task came to (evaluation/outcomes.py); None: no outcome yet
-Outcome = Literal["success", "failure", "not_executable"]
+from om2w_tui.evaluation.task_outcome import Outcome
 
 
 @dataclass(frozen=True)
@@ -443,7 +439,6 @@ class RunReport:
     def failures(self) -> dict[str, int]:
         """How many tasks each failure class has under the report's measure, in the classes' order (none: left
         out)."""
-        from om2w_tui.evaluation.failure import counted  # failure.py imports this module (its Outcome)
         return counted({t: row.failure for t, row in self.per_task.items()})
 
     def available(self) -> list[Measure]:

@@ -98,6 +98,26 @@ async def test_a_new_session_resumes_on_the_first_task_left(tmp_path):
         assert screen.session.current == TASKS[3] and "labelled 3 of 8" in text(screen, "#label-title")
 
 
+async def test_an_older_writers_row_shows_no_steps_or_time_it_never_recorded(tmp_path):
+    """A row without steps or a duration (another writer's) is read as `report` reads it: not known, never `0`."""
+    out = finished_run(tmp_path)
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    for r in rows:
+        if r["task_id"] == TASKS[0]:
+            del r["steps"], r["duration_s"]
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert summarize(out).per_task[TASKS[0]].duration_s is None
+    app = labeller(out)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        head = text(screen, "#label-task").splitlines()[0]
+        assert TASKS[0] in head and "done" in head and "steps" not in head and "0s" not in head
+        await pilot.press("right_square_bracket")
+        await settle(pilot)
+        assert " · 4 steps · 31s" in text(screen, "#label-task")   # a row that has them: shown
+
+
 async def test_the_judge_stays_hidden_unless_asked(tmp_path):
     out = finished_run(tmp_path)
     judged(out)

@@ -110,6 +110,27 @@ def test_timeout_and_the_step_budget(tmp_path):
     assert got is not None and got.cls == "gave_up"          # under the budget, no answer
 
 
+def test_the_step_budget_is_the_records_own_and_run_json_only_for_an_older_record(tmp_path):
+    """A task's budget is decided as it loads (its own max_steps, else the run's): its record carries it, and
+    run.json's run-wide one reads only a record written before records did."""
+    out = tmp_path / "run"
+    for name in ("own", "older", "roomy"):
+        normal(out, answer="", name=name)
+    (out / "run.json").write_text(json.dumps({"config": {"max_steps": 10}}))
+    lines = [rec(status="done", agent_done=False, steps=2, max_steps=2).to_json() | {"task_id": "own"},
+             rec(status="done", agent_done=False, steps=2).to_json() | {"task_id": "older"},
+             rec(status="done", agent_done=False, steps=2, max_steps=30).to_json() | {"task_id": "roomy"}]
+    assert "max_steps" not in lines[1]                     # an older writer's line: no budget of its own
+    (out / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    got = classify_run(out, dict.fromkeys(("own", "older", "roomy"), "failure"))
+    assert got["own"] is not None and got["own"].cls == "out_of_steps" and "a budget of 2" in got["own"].why
+    assert got["older"] is not None and got["older"].cls == "gave_up"      # 2 of run.json's 10: under the budget
+    (out / "run.json").write_text(json.dumps({"config": {"max_steps": 2}}))
+    got = classify_run(out, dict.fromkeys(("own", "older", "roomy"), "failure"))
+    assert got["older"] is not None and got["older"].cls == "out_of_steps"
+    assert got["roomy"] is not None and got["roomy"].cls == "gave_up"      # its own 30 wins over run.json's 2
+
+
 def test_gave_up_without_an_answer_or_with_one_that_says_it_failed(tmp_path):
     assert classify(rec(answer=""), normal(tmp_path, answer=""), "failure").cls == "gave_up"  # type: ignore[union-attr]
     ep = normal(tmp_path, answer="I could not find the price on this site.", name="t2")

@@ -229,7 +229,7 @@ def test_every_reader_of_a_run_s_files_reads_them_or_names_what_is_wrong(recs, e
         judge = out / "om2w-tui_WebJudge_Online_Mind2Web_eval_m_score_threshold_3_auto_eval_results.json"
         judge.write_bytes(_lines(judged, hard))
         log = read_results(out)   # resume: whatever the lines, it reads past them
-        log.latest(), log.settled(), log.attempts()
+        log.latest_records(), log.settled(), log.attempts()
         for rec in log.records:
             assert EpisodeRecord.from_json(rec).settles in (True, False)
         data, _ = read_manifest(out / "run.json")

@@ -96,7 +96,7 @@ def test_append_after_a_torn_line_starts_a_new_line(tmp_path):
     log = read_results(tmp_path)
     assert [r["task_id"] for r in log.records] == ["a", "c"]
     assert len(log.warnings) == 1 and f"{path}:2:" in log.warnings[0]
-    assert log.latest()["c"]["finished_at"] == 200.0
+    assert log.latest_records()["c"].finished_at == 200.0
     # a second store on the repaired file adds no blank line
     size = path.stat().st_size
     ResultsStore(tmp_path)
@@ -117,21 +117,21 @@ def test_latest_by_finish_time_not_file_order(tmp_path):
     store.append(rec("a", status="done", finished_at=200.0, attempt=1))
     store.append(rec("b", status="timeout", finished_at=50.0))
     (tmp_path / "results_0.jsonl").write_text(json.dumps({"task_id": "b", "steps": 1}) + "\n")   # the seed's
-    latest = read_results(tmp_path).latest()
-    assert latest["a"]["status"] == "error" and latest["a"]["attempt"] == 2
-    assert latest["b"]["status"] == "timeout"   # a seed record (no finish time) is older than any of ours
+    latest = read_results(tmp_path).latest_records()
+    assert latest["a"].status == "error" and latest["a"].attempt == 2
+    assert latest["b"].status == "timeout"   # a seed record (no finish time) is older than any of ours
 
 
 def test_latest_ties_go_to_the_later_line():
     log = ResultsLog([rec("a", status="error", finished_at=5.0), rec("a", status="done", finished_at=5.0)])
-    assert log.latest()["a"]["status"] == "done"
+    assert log.latest_records()["a"].status == "done"
 
 
 def test_latest_with_odd_finish_times():
     log = ResultsLog([rec("a", status="done", finished_at="2026-01-01T00:00:00"),
                       rec("a", status="error", finished_at=10.0), rec("b", finished_at=None)])
-    latest = log.latest()
-    assert latest["a"]["status"] == "error" and latest["b"]["status"] == "done"
+    latest = log.latest_records()
+    assert latest["a"].status == "error" and latest["b"].status == "done"
 
 
 def test_settles():
@@ -162,7 +162,7 @@ def test_settled():
         rec("infra", status="error", error="worker process exited", error_kind="infra"),
     ])
     assert log.settled() == {"done", "timeout", "error", "blocked", "killed", "seed", "seed-err", "redone"}
-    assert set(log.latest()) - log.settled() == {"interrupted", "requeued", "undone", "infra"}
+    assert set(log.latest_records()) - log.settled() == {"interrupted", "requeued", "undone", "infra"}
 
 
 def test_attempts():
@@ -177,7 +177,7 @@ def test_attempts():
 def test_task_ids_are_text(tmp_path):
     (tmp_path / "results.jsonl").write_text(json.dumps({"task_id": 7, "status": "done"}) + "\n")
     log = read_results(tmp_path)
-    assert set(log.latest()) == {"7"} and log.settled() == {"7"} and log.attempts() == {"7": 1}
+    assert set(log.latest_records()) == {"7"} and log.settled() == {"7"} and log.attempts() == {"7": 1}
 
 
 # ── EpisodeRecord: the typed record, its line and its reading back ──

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 
 import pytest
@@ -20,6 +21,7 @@ pytestmark = pytest.mark.looptime
 async def test_every_task_runs_once_and_records_its_fields(tmp_path):
     ex, rec = FakeExecutor(), Recorder()
     tasks = make_tasks({"a.com": 2, "b.com": 2, "c.com": 1})
+    tasks[0] = dataclasses.replace(tasks[0], max_steps=7)   # a task's own budget, decided at load
     stats = await Scheduler(config(tmp_path), tasks, ex, [rec]).run()
     rows = records(tmp_path)
     assert sorted(r["task_id"] for r in rows) == sorted(t.task_id for t in tasks)
@@ -28,8 +30,10 @@ async def test_every_task_runs_once_and_records_its_fields(tmp_path):
         assert {"task_id", "arm", "website", "level", "steps", "actions", "screenshots", "answer", "duration_s",
                 "error", "status", "started_at", "finished_at", "attempt", "slot", "model"} <= r.keys()
         assert r["status"] == "done" and r["steps"] == 3 and r["attempt"] == 1
+        assert r["max_steps"] == next(t.max_steps for t in tasks if t.task_id == r["task_id"])   # its budget
         assert r["finished_at"] - r["started_at"] == pytest.approx(30, abs=1.5)
     assert len(rec.of(EpisodeFinished)) == 5
+    assert {r["max_steps"] for r in rows} == {7, config(tmp_path).max_steps}
 
 
 async def test_one_episode_per_site_and_the_cooldown_between(tmp_path):
@@ -122,8 +126,8 @@ async def test_a_stopped_run_reruns_its_interrupted_episodes_keeping_the_earlier
     ex = FakeExecutor()
     await Scheduler(config(tmp_path, pace_cooldown=0), tasks, ex).run()
     assert sorted(t for t, _ in ex.runs) == ["a.com-0", "b.com-0"]
-    latest = read_results(tmp_path / "run").latest()
-    assert all(r["status"] == "done" and r["attempt"] == 2 for r in latest.values())
+    latest = read_results(tmp_path / "run").latest_records()
+    assert all(r.status == "done" and r.attempt == 2 for r in latest.values())
     kept = tmp_path / "run" / "a.com-0" / "attempts" / "1"
     assert (kept / "result.json").exists() and (kept / "trajectory" / "0_full_screenshot.png").exists()
     assert not [p for p in (tmp_path / "run").iterdir() if p.is_dir() and p.name not in ("a.com-0", "b.com-0")]
@@ -234,8 +238,8 @@ async def test_the_breaker_pauses_dispatch_while_the_endpoint_is_down_and_no_tas
     sched = Scheduler(config(tmp_path, workers=2, pace_cooldown=0, retries=1, breaker_after=3, probe_interval=30),
                       tasks, ex, [rec], probe=probe)
     await sched.run()
-    latest = read_results(tmp_path / "run").latest()
-    assert {r["status"] for r in latest.values()} == {"done"} and len(latest) == 8
+    latest = read_results(tmp_path / "run").latest_records()
+    assert {r.status for r in latest.values()} == {"done"} and len(latest) == 8
     paused = [e for e in rec.events if type(e).__name__ == "DispatchChanged"]
     assert paused[0].paused and "circuit breaker" in paused[0].reason
     assert not paused[-1].paused and "answers again" in paused[-1].reason

@@ -13,6 +13,7 @@ import pytest
 from PIL import Image, ImageChops, ImageDraw
 
 from om2w_tui.cli.main import main as cli_main
+from om2w_tui.evaluation.label_session import LabelSession
 from om2w_tui.evaluation.report import summarize
 from om2w_tui.frontends.web import images
 from om2w_tui.frontends.web import site as web_site
@@ -175,3 +176,23 @@ def test_one_task_page_alone_links_no_page_it_lacks_and_refuses_a_task_not_there
     assert not (tmp_path / "pages" / "loop_2" / "index.html").exists()
     with pytest.raises(web_site.SiteError, match="nope: not a task of"):
         web_site.build_task_page(tmp_path / "pages" / "nope", s, "nope")
+
+
+def test_an_older_writers_row_reads_on_the_site_and_in_the_label_session_as_in_the_report(run, tmp_path):
+    """A row of another writer (a fault kind this version lacks, no counts, a task text of its own) is read as an
+    `EpisodeRecord` everywhere: its kind kept in its words, the numbers it lacks shown `-` as `report` shows them."""
+    old = {"task_id": "old_3", "status": "error", "error": "browser gone", "error_kind": "gremlin",
+           "website": "http://127.0.0.1:9/", "task": "find the old price", "agent_done": 1, "finished_at": 5}
+    with (run / "results.jsonl").open("a") as f:
+        f.write(json.dumps(old) + "\n")
+    s = summarize(run)
+    row = s.per_task["old_3"]
+    assert row.steps is None and row.duration_s is None and row.prompt_tokens is None   # the report's read
+    body = web_site.build_task_page(tmp_path / "pages" / "old_3", s, "old_3").read_text()
+    assert "<code>browser gone</code> (gremlin)" in body            # the unknown kind in its writer's words
+    assert "<td>- · - · -</td>" in body and "<td>- s</td>" in body  # steps, actions, screenshots; duration
+    assert "<td>- prompt, - completion</td>" in body and "find the old price" in body
+    assert "<td>true</td>" in body                                   # agent_done 1: read as the record reads it
+    info = LabelSession(run, "ann").info["old_3"]
+    assert info.record is not None and info.record.error_kind_as_read == "gremlin"
+    assert not info.record.recorded("steps") and info.website == "http://127.0.0.1:9/"

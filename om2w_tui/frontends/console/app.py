@@ -151,7 +151,7 @@ class ConsoleApp(App[int]):
         if self.dashboard is None:
             return
         try:
-            records = [EpisodeRecord.from_json(r) for r in read_results(out).records] if out.is_dir() else []
+            records = read_results(out).episode_records() if out.is_dir() else []
         except OSError:
             records = []
         self.dashboard.add_earlier_records(records)

@@ -53,7 +53,7 @@ def compute(out: Path, judge: Path | None = None, measure: str | None = None) ->
     except NoCommonMeasure as e:   # asked for a measure the run lacks (yet): said, never another one in its place
         why = str(e)
         summary = replace(summary, success=replace(summary.success, source=None), measure=None)
-    latest = {tid: EpisodeRecord.from_json(r) for tid, r in read_results(out).latest().items()}
+    latest = read_results(out).latest_records()
     rows = []
     for tid, t in summary.per_task.items():
         if not failed(t):

@@ -38,7 +38,7 @@ from typing import Any
 import jinja2
 
 from om2w_tui.benchmarks.episode_folder import EpisodeFolder, read_episode
-from om2w_tui.engine.results import read_results
+from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.evaluation.failure import CLASSES, WORDS, Failure, counted
 from om2w_tui.evaluation.labels import VALUE_WORDS, Label, read_run_labels
 from om2w_tui.evaluation.outcomes import RULE_ALL, RULE_EXECUTABLE
@@ -113,7 +113,7 @@ class TaskView:
     task_id: str
     slug: str
     row: Any                                  # TaskRow
-    record: dict[str, Any] | None
+    record: EpisodeRecord | None
     episode: EpisodeFolder
     failure: Failure | None
     judge: dict[str, Any] | None
@@ -136,15 +136,21 @@ class TaskView:
 
     @property
     def text(self) -> str:
-        return self.episode.task or str((self.record or {}).get("task") or "")
+        return self.episode.task or str((self.record.extra if self.record else {}).get("task") or "")
 
     @property
     def website(self) -> str:
-        return str((self.record or {}).get("website") or self.episode.result.get("website") or "")
+        return (self.record.website if self.record else "") or str(self.episode.result.get("website") or "")
 
     @property
     def answer(self) -> str:
-        return self.episode.answer or str((self.record or {}).get("answer") or "")
+        return self.episode.answer or (self.record.answer if self.record else "")
+
+    def fact(self, name: str) -> Any:
+        """A field of the record as its writer wrote it; None (shown `-`, as `report` shows it) for one an older
+        writer left out, and for no record."""
+        rec = self.record
+        return getattr(rec, name) if rec is not None and rec.recorded(name) else None
 
 
 @dataclass
@@ -204,8 +210,8 @@ def _usage(line: dict[str, Any]) -> tuple[int, int, int]:
                  for v in (u.get("calls"), u.get("prompt_tokens"), u.get("completion_tokens")))
 
 
-def _latency(record: Mapping[str, Any] | None) -> float:
-    mc = (record or {}).get("model_calls")
+def _latency(record: EpisodeRecord | None) -> float:
+    mc = record.model_calls if record else None
     v = mc.get("latency_s") if isinstance(mc, dict) else None
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
 
@@ -220,7 +226,7 @@ def gather(report: RunReport, k: int, prices: Mapping[str, Price] | None, name: 
     one task's alone; the run's figures then cover it alone)."""
     out = Path(report.out)
     log = read_results(out)
-    latest = log.latest()
+    latest = log.latest_records()
     attempts = log.attempts()
     judge_file = report.success.judge.file if report.success.judge is not None else None
     judged = read_judge_file(Path(judge_file)) if judge_file and Path(judge_file).is_file() else {}

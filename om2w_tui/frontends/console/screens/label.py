@@ -253,7 +253,10 @@ class LabelScreen(Screen[None]):
             t.append(rec.status, style=STATUS_STYLE.get(rec.status, "bold"))
             if rec.error and rec.error != rec.status:
                 t.append(f" ({clip(rec.error, 120)})", style="dim")
-            t.append(f" · {rec.steps} steps · {rec.duration_s:.0f}s", style="dim")
+            # what an older writer left out is not shown as 0: `report` shows it as unknown too
+            counts = ([f"{rec.steps} steps"] if rec.recorded("steps") else []) + (
+                [f"{rec.duration_s:.0f}s"] if rec.recorded("duration_s") else [])
+            t.append("".join(f" · {c}" for c in counts), style="dim")
         else:
             t.append("   no record (not run here, or still running)", style="dim")
         text = (folder.task if folder is not None else "") or "(the task's text is in no result.json)"
