@@ -18,7 +18,7 @@ from om2w_tui.protocol.model_settings import ModelSettings
 from om2w_tui.protocol.probe import ProbeAnswer
 
 SPEC = probe_spec(RunConfig(out=Path("/tmp/x"), model="qwen"), "http://127.0.0.1:9/v1",
-                  [{"confirmed_task": "Buy a kettle.", "website": "https://shop.example/"}])
+                  [Task("t", "Buy a kettle.", "https://shop.example/", max_steps=30)])
 GOOD = '{"thinking": "t", "next_goal": "search", "action": [{"input": {"index": 2, "text": "kettle"}}]}'
 VALID = {"valid": True, "how": "as sent", "actions": ["input"]}
 
