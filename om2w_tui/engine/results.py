@@ -219,10 +219,13 @@ class ResultsLog:
     def latest_records(self) -> dict[str, EpisodeRecord]:
         """task_id -> its latest record (by finish time; file order breaks ties), as an `EpisodeRecord`: what the
         engine's resume, evaluation and the front ends read, never the JSON objects."""
-        latest: dict[str, dict[str, Any]] = {}
-        for rec in sorted(self.records, key=_finish_time):
-            latest[str(rec.get("task_id"))] = rec
-        return {tid: EpisodeRecord.from_json(rec) for tid, rec in latest.items()}
+        return {tid: EpisodeRecord.from_json(self.records[i]) for tid, i in self.latest_index().items()}
+
+    def latest_index(self) -> dict[str, int]:
+        """task_id -> where its latest record is in `records` (and `episode_records()`): the latest by finish time,
+        file order breaking ties (the sort is stable)."""
+        order = sorted(range(len(self.records)), key=lambda i: _finish_time(self.records[i]))
+        return {str(self.records[i].get("task_id")): i for i in order}
 
     def episode_records(self) -> list[EpisodeRecord]:
         """Every record, as an `EpisodeRecord`, in file order."""

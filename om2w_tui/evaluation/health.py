@@ -214,8 +214,7 @@ def _read_run(out: Path, judge: Path | None = None) -> tuple[RunRead, dict[str, 
     budget = max_steps_of(out)
     found: dict[str, tuple[str, list[Attempt]]] = {tid: (row.site, []) for tid, row in summary.per_task.items()}
     records = log.episode_records()
-    # each task's latest record by the results log's own rule: by finish time, file order breaking ties
-    last = {records[i].task_id: i for i in sorted(range(len(records)), key=lambda i: records[i].finished_at)}
+    last = log.latest_index()   # each task's latest record, by the results log's own rule
     for i, rec in enumerate(records):
         is_latest = last[rec.task_id] == i
         row = summary.per_task.get(rec.task_id)

@@ -44,6 +44,20 @@ def on_disk(out: Path, annotator: str = "alice") -> dict[str, Any]:
     return {t: (lab.value, lab.reason, lab.note) for t, lab in labels.items()}
 
 
+async def pick_filter(pilot, app, key: str) -> str:
+    """`f`, then the filter `key` chosen in the picker: -> the picker's words for it (its count in them)."""
+    await pilot.press("f")
+    await pilot.pause()
+    picker = app.screen
+    assert isinstance(picker, FilterPicker)
+    options = picker.query_one(OptionList)
+    prompt = str(options.get_option(key).prompt)
+    options.highlighted = options.get_option_index(key)
+    await pilot.press("enter")
+    await settle(pilot)
+    return prompt
+
+
 async def test_every_key_is_on_disk_at_once_and_the_next_task_follows(tmp_path):
     out = finished_run(tmp_path)
     app = labeller(out)
@@ -224,15 +238,7 @@ async def test_the_failure_filter_chooses_the_tasks_of_one_class(tmp_path):
         s = screen.session
         offered = [(k, n) for k, _, n in s.filters() if k.startswith("failure:")]
         assert offered == [("failure:bot_wall", 1), ("failure:harness_error", 2)]
-        await pilot.press("f")
-        await pilot.pause()
-        picker = app.screen
-        assert isinstance(picker, FilterPicker)
-        options = picker.query_one(OptionList)
-        assert "failed: harness error (2)" in str(options.get_option("failure:harness_error").prompt)
-        options.highlighted = options.get_option_index("failure:harness_error")
-        await pilot.press("enter")
-        await settle(pilot)
+        assert "failed: harness error (2)" in await pick_filter(pilot, app, "failure:harness_error")
         assert s.filter == "failure:harness_error"
         assert s.view == sorted(t for t, c in classes.items() if c == "harness_error") == \
             ["booking_cancel_07", "booking_cheapest_room_06"]
@@ -410,13 +416,5 @@ async def test_the_suspect_filter_walks_the_candidates_for_label_2(tmp_path):
         await settle(pilot)
         screen = screen_of(app)
         s = screen.session
-        await pilot.press("f")
-        await pilot.pause()
-        picker = app.screen
-        assert isinstance(picker, FilterPicker)
-        options = picker.query_one(OptionList)
-        assert "(1)" in str(options.get_option("suspect").prompt)
-        options.highlighted = options.get_option_index("suspect")
-        await pilot.press("enter")
-        await settle(pilot)
+        assert "(1)" in await pick_filter(pilot, app, "suspect")
         assert s.filter == "suspect" and s.view == ["kayak_flight_08"]
