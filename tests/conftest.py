@@ -15,6 +15,9 @@ from om2w_tui.offline.suite import load_task_templates
 from tests.fakes import StubServer
 
 os.environ.update(browser_use_env(os.path.join(os.environ.get("TMPDIR", "/tmp"), "om2w-tests-browser-use")))
+# Ray (where a test imports it) keeps every node and driver on 127.0.0.1: it reads this once, when first imported,
+# and a test process may import it before tests/e2e/test_ray.py's cluster starts (see docs/clusters.md)
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
 
 def pytest_collection_modifyitems(config, items):

@@ -195,7 +195,7 @@ def _check_settings(cfg: RunConfig) -> str:
         return problem
     if cfg.arm not in arm_names():
         return f"--arm {cfg.arm}: no such arm (known: {', '.join(arm_names())})"
-    if cfg.executor == "ray" and (problem := ray_missing() or check_address(cfg.ray_address)):
+    if cfg.executor == "ray" and (problem := ray_missing(cfg.ray_address) or check_address(cfg.ray_address)):
         return problem
     # workers on this machine (local, or a Ray node on its loopback): no more than its memory holds (each about
     # half a gigabyte with its Chromium)

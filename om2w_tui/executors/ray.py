@@ -42,12 +42,14 @@ POLL_S = 2.0                  # an idle actor answers `next_events` this often (
 KILL_WAIT_S = 5.0             # after a kill, time for the worker's exit to come back before the actor is ended
 PIP_HINT = "pip install 'om2w-tui[ray]'"
 SHIP_ENV = "OM2W_RAY_SHIP"    # =1: ship the files back even when --out is shared (no probe file is written)
+LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"   # =0: Ray keeps a node (and a driver) on 127.0.0.1
 
 
-def ray_missing() -> str:
-    """'' when Ray can be imported; else the message for `--executor ray` (exit code 2)."""
+def ray_missing(address: str | None = None) -> str:
+    """'' when Ray can be imported (as `import_ray` does, for a driver of the cluster at `address`: auto, HOST:PORT,
+    or RAY_ADDRESS when None); else the message for `--executor ray` (exit code 2)."""
     try:
-        import ray  # noqa: F401  (only asked when a run wants Ray: an optional extra)
+        import_ray(address or os.environ.get("RAY_ADDRESS") or "auto")
     except ImportError:
         return f"--executor ray: Ray is not installed; install it with `{PIP_HINT}` (or `pip install 'ray>=2.60'`)"
     return ""
@@ -319,12 +321,28 @@ def on_loopback(address: str) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
+def import_ray(address: str) -> Any:
+    """Ray, imported for a driver of the cluster at `address`. On loopback (a one-machine cluster) Ray would rewrite
+    127.0.0.1 into the machine's other address, which the head may not listen on (`ray.init` then retries for minutes):
+    LOOPBACK_ENV=0 keeps the driver on 127.0.0.1, unless the user set it. Ray reads it when first imported, so a Ray
+    imported before with the other setting is refused here rather than dialled out of loopback."""
+    loopback = on_loopback(address)
+    if loopback:
+        os.environ.setdefault(LOOPBACK_ENV, "0")
+    import ray  # asked for by --executor ray only: an optional extra
+    from ray._private import ray_constants  # where Ray keeps what it read of LOOPBACK_ENV
+
+    if loopback and os.environ[LOOPBACK_ENV] == "0" and getattr(ray_constants, "ENABLE_RAY_CLUSTER", False):
+        raise RuntimeError(f"Ray was imported before {LOOPBACK_ENV}=0 was set: a driver of the loopback cluster "
+                           f"{address} would leave 127.0.0.1; set it before anything imports ray")
+    return ray
+
+
 class RayExecutor:
     """Starts a Ray actor per slot in the cluster at `address` (auto, HOST:PORT, or RAY_ADDRESS when None)."""
 
     def __init__(self, out: Path, address: str | None = None, num_cpus: float = 1.0, withhold: tuple[str, ...] = ()):
-        import ray  # asked for by --executor ray only: an optional extra
-
+        ray = import_ray(address or os.environ.get("RAY_ADDRESS") or "auto")
         self.out = Path(out)
         self.num_cpus = num_cpus
         self.env = {"OM2W_RUN_TAG": run_tag(self.out)}

@@ -130,6 +130,7 @@ async def test_a_killed_ray_worker_ends_its_process_group_then_its_actor(cluster
 
     ex = RayExecutor(tmp_path / "out", cluster.address)
     try:
+        assert ray.util.get_node_ip_address() == "127.0.0.1"   # the driver too: not the machine's other address
         w = await ex.start_worker(0)
         assert w.info["shared"] is True and w.pid and psutil.pid_exists(w.pid)
         group = os.getpgid(w.pid)

@@ -106,3 +106,29 @@ def test_the_preflight_names_the_ray_cluster_a_run_will_use(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"on Ray actors (127.0.0.1:{port})" in r.stdout
     assert not out.exists()
+
+
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    """`code` in a fresh process whose environment has no Ray loopback setting (as a user's shell)."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO,
+                          env={**env, "PYTHONPATH": str(REPO)})
+
+
+def test_a_driver_of_a_loopback_cluster_stays_on_loopback_unasked():
+    """Ray rewrites 127.0.0.1 into the machine's other address unless told when first imported: the executor tells
+    it for a loopback address (CI found a driver dialling the other address, where nothing listened, for 5 min)."""
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("the ray extra is not installed")
+    r = _python("from om2w_tui.executors.ray import import_ray\n"
+                "print(import_ray('127.0.0.1:6379').util.get_node_ip_address())")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["127.0.0.1"]
+
+
+def test_a_ray_imported_before_the_loopback_setting_is_refused_by_name_not_dialled_out():
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("the ray extra is not installed")
+    r = _python("import ray\nfrom om2w_tui.executors.ray import import_ray\nimport_ray('127.0.0.1:6379')")
+    assert r.returncode == 1
+    assert "RuntimeError: Ray was imported before RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 was set" in r.stderr
