@@ -33,6 +33,7 @@ class SlotChanged:
     slot: int
     state: SlotState
     task_id: str | None = None
+    lane: str = ""                 # a campaign's lane its episode belongs to (engine/lanes.py); "" in a plain run
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class EpisodeStarted:
     attempt: int
     started_at: float
     max_steps: int                 # the episode's step budget: its task's (Task.max_steps, decided at load)
+    lane: str = ""                 # a campaign's lane (its run folder's name, engine/lanes.py); "" in a plain run
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ class EpisodeFinished:
     requeued: bool = False    # the task goes back in the queue (interrupted, requeued, or an infra retry)
     done: int | None = None   # tasks of the run's selection settled now (resumed ones included)
     errors: int | None = None  # of those, ended in error
+    lane: str = ""            # a campaign's lane: the run folder `record` was written to; "" in a plain run
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,7 @@ class EpisodePutBack:
     reason: str
     done: int | None = None
     errors: int | None = None
+    lane: str = ""
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,35 @@ class DispatchChanged:
 class Log:
     level: str            # info | warning | error
     message: str
+
+
+@dataclass(frozen=True)
+class LaneRow:
+    """A campaign's lane (an arm's repeat: a run folder of its own) as it stands: its counts over the campaign's
+    selection, and what holds its units back."""
+    name: str                   # its run folder's name (campaign_folder.lane_name)
+    arm: str
+    repeat: int
+    out: str = ""
+    total: int = 0              # its units (the campaign's tasks)
+    settled_before: int = 0     # finished in its folder before this run
+    done: int = 0               # settled now (resumed ones included)
+    errors: int = 0             # of those, ended in error
+    correct: int = 0            # the reference judge's verdicts on its settled units, when the run has one
+    judged: int = 0
+    paused: bool = False        # its units held by its user (pause one arm)
+    guard: str = ""             # why its model guard holds its units ("" when it does not)
+    model_calls: dict[str, int] = field(default_factory=dict)   # its model calls by kind ("ok" too)
+
+
+@dataclass(frozen=True)
+class PairingGaps:
+    """How close in time a task's units ran (a campaign): the gap between the first and the last start of each task
+    whose units all started, in seconds."""
+    n: int = 0                  # tasks measured
+    median_s: float | None = None
+    p90_s: float | None = None
+    worst_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +154,8 @@ class RunSummary:
     model_calls: dict[str, int] = field(default_factory=dict)   # this run's model calls by kind ("ok" too)
     model_ended: dict[str, int] = field(default_factory=dict)   # this run's episodes that ended on each model kind
     end: RunEnd = RunEnd.FINISHED   # how it ended (protocol/run_end.py); "finished" for a summary taken meanwhile
+    lanes: tuple[LaneRow, ...] = ()  # a campaign's lanes, in its plan's order (none in a plain run)
+    pairing: PairingGaps = field(default_factory=PairingGaps)   # a campaign's
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"total": self.total, "settled_before": self.settled_before, "finished": self.finished,
@@ -157,6 +192,7 @@ class SlotRow:
     attempt: int | None = None
     max_steps: int | None = None      # its episode's step budget (Task.max_steps); None when idle
     model_error: str = ""       # the kind of its episode's last model call, when that call failed
+    lane: str = ""              # a campaign's lane its episode belongs to ("" idle, or in a plain run)
 
 
 @dataclass(frozen=True)
@@ -213,6 +249,7 @@ class RunSnapshot:
     errors: int = 0             # tasks whose latest attempt ended in error (what retry_errors would queue)
     summary: RunSummary = field(default_factory=RunSummary)
     model: ModelStats = field(default_factory=ModelStats)
+    lanes: tuple[LaneRow, ...] = ()   # a campaign's lanes (none in a plain run); `summary.pairing` its pairing gaps
 
     @property
     def running(self) -> int:
