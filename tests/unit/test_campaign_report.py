@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -226,3 +227,23 @@ def test_a_malformed_campaign_json_is_refused_naming_it(tmp_path):
     write_plan(empty, [("base", 1), ("agent", 1)])
     done = report(str(empty))
     assert done.returncode == 2 and "none of whose lanes (base, agent) has a task yet" in done.stderr
+
+
+def test_the_site_of_a_campaign_shows_its_lanes_each_arm_s_repeats_and_the_gap(tmp_path):
+    camp = make_campaign(tmp_path / "c")
+    site = camp / "site"                 # beside the lanes, inside none of them: allowed
+    done = report(str(camp), "--html", str(site))
+    assert done.returncode == 0, done.stderr
+    index, compare = (site / "index.html").read_text(), (site / "compare.html").read_text()
+    for page in (index, compare):
+        assert 'id="campaign"' in page and 'data-lane="agent-r2"' in page
+        assert 'data-repeats="base|over all" data-always="1" data-sometimes="1" data-never="2"' in page
+        assert 'data-pairing="median" data-value="115.0">115 s<' in page
+        assert "<th>t2</th><td>8.3 min</td><td>base r1</td><td>base r2</td>" in page
+    # the tests are repeat by repeat: agent r2 against base r2, the tasks only agent r2 solved linked
+    assert "agent r2 against base r2" in compare and re.search(r'href="r4/t/t3\.html">t3</a>', compare)
+    assert [p.name for p in sorted(site.iterdir()) if p.name.startswith("r")] == ["r1", "r2", "r3", "r4"]
+    # a plain comparison's pages have no campaign part
+    plain = tmp_path / "plain"
+    assert report(str(camp / "base"), str(camp / "agent"), "--html", str(plain)).returncode == 0
+    assert 'id="campaign"' not in (plain / "index.html").read_text()
