@@ -247,3 +247,69 @@ def test_the_site_of_a_campaign_shows_its_lanes_each_arm_s_repeats_and_the_gap(t
     plain = tmp_path / "plain"
     assert report(str(camp / "base"), str(camp / "agent"), "--html", str(plain)).returncode == 0
     assert 'id="campaign"' not in (plain / "index.html").read_text()
+
+
+# ------------------------------------------------------------------------------------------ tasks health, label
+
+
+def health_campaign(out: Path) -> Path:
+    """Arms qwen (two repeats) and lora (its second repeat not started), every lane's run.json saying arm `base`:
+    `wall` met a bot wall in every lane that ran it."""
+    write_plan(out, [("qwen", 1), ("lora", 1), ("qwen", 2), ("lora", 2)])
+    for lane in ("qwen", "qwen-r2", "lora"):
+        make_run(out / lane, [record("ok", correct=True, answer="$12"),
+                              record("wall", "blocked", error="CAPTCHA", agent_done=False, correct=False)])
+    return out
+
+
+def health_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "om2w_tui", "tasks", "health", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_tasks_health_reads_a_campaign_as_its_lanes_named_by_arm_and_repeat(tmp_path):
+    from om2w_tui.evaluation.health import health, run_folders
+
+    camp = health_campaign(tmp_path / "c")
+    h = health([camp])
+    assert [(r.lane, r.arm, r.tasks, r.measure) for r in h.runs] == [
+        ("qwen r1", "qwen", 2, "reference answers"), ("qwen r2", "qwen", 2, "reference answers"),
+        ("lora r1", "lora", 2, "reference answers"), ("lora r2", "lora", 0, "not started yet")]
+    assert h.by_arm      # the campaign's arms, not run.json's `base`
+    wall = next(t for t in h.tasks if t.task_id == "wall")
+    assert wall.arms() == {"qwen": {"bot_wall": 2}, "lora": {"bot_wall": 1}}
+    assert [c.task_id for c in h.candidates] == ["wall"]
+    assert [a.lane for a in wall.evidence] == ["qwen r1", "qwen r2", "lora r1"]
+    # a lane given beside its campaign is read once, named by its arm and repeat
+    assert [r.lane for r in health([camp / "qwen", camp]).runs][:2] == ["qwen r1", "qwen r2"]
+    assert run_folders([camp]) == [camp / "qwen", camp / "qwen-r2", camp / "lora"]
+    text = health_cli(str(camp))
+    assert text.returncode == 0, text.stderr
+    assert f"{camp / 'qwen-r2'} attempt 1 (qwen r2): bot wall" in text.stdout and "not started yet" in text.stdout
+    data = json.loads(health_cli(str(camp), "--format", "json").stdout)
+    assert [r["lane"] for r in data["runs"]] == ["qwen r1", "qwen r2", "lora r1", "lora r2"]
+    rows = list(csv.DictReader(io.StringIO(health_cli(str(camp), "--format", "csv").stdout)))
+    assert {r["lane"] for r in rows} == {"qwen r1", "qwen r2", "lora r1"}
+
+
+def test_tasks_health_and_label_refuse_a_malformed_campaign_naming_its_plan(tmp_path):
+    camp = health_campaign(tmp_path / "c")
+    (camp / PLAN_FILE).write_text(json.dumps({"format": 1, "lanes": [{"name": "qwen", "arm": "qwen"}]}))
+    for argv in (["tasks", "health", str(camp)], ["label", str(camp)]):
+        done = subprocess.run([sys.executable, "-m", "om2w_tui", *argv], cwd=REPO, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 2 and f"{camp / PLAN_FILE}: lane #1 is not" in done.stderr, (argv, done.stderr)
+        assert done.stdout == ""
+
+
+def test_label_on_a_campaign_names_its_lanes_to_pick_and_writes_nothing(tmp_path):
+    camp = health_campaign(tmp_path / "c")
+    before = sorted(p.relative_to(camp).as_posix() for p in camp.rglob("*"))
+    for extra in ([], ["--export", str(tmp_path / "h.json"), "--agent", "qwen"]):
+        done = subprocess.run([sys.executable, "-m", "om2w_tui", "label", str(camp), *extra], cwd=REPO,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and done.stdout == ""
+        assert (f"{camp} is a campaign's folder: label one of its lanes at a time (qwen, qwen-r2, lora, lora-r2), "
+                f"e.g. `om2w-tui label {camp / 'qwen'}`") in done.stderr
+    assert sorted(p.relative_to(camp).as_posix() for p in camp.rglob("*")) == before
+    assert not (tmp_path / "h.json").exists()
