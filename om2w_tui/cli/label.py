@@ -12,13 +12,11 @@ from typing import Any
 
 from om2w_tui.benchmarks.conformance import task_dirs
 from om2w_tui.benchmarks.episode_folder import load_result
-from om2w_tui.campaign_folder import is_campaign
 from om2w_tui.engine.results import read_results
-from om2w_tui.evaluation.campaign_report import lanes_words, read_lanes
+from om2w_tui.evaluation.campaign_report import one_run_problem
 from om2w_tui.evaluation.failure import CLASSES
 from om2w_tui.evaluation.label_session import FILTERS
 from om2w_tui.evaluation.labels import FINAL, LabelFileError, check_annotator, default_annotator, export_labels
-from om2w_tui.json_input import InputError
 from om2w_tui.run_folder import what_is
 
 EXIT_USAGE = 2
@@ -117,24 +115,10 @@ def export(args: Any, out: Path) -> int:
     return 0
 
 
-def campaign_problem(out: Path) -> str:
-    """Why a campaign's folder is not labelled whole ('' for any other folder): its lanes are runs, each labelled on
-    its own (a label is of one run's episode; the official file has one column per agent)."""
-    if not is_campaign(out):
-        return ""
-    try:
-        lanes = read_lanes(out)
-    except InputError as e:
-        return str(e)
-    first = lanes[0].out if lanes else out / "ARM"
-    return (f"{out} is a campaign's folder: label one of its lanes at a time ({lanes_words(lanes) or 'none'}), e.g. "
-            f"`om2w-tui label {first}` (--export too, each lane its own --agent column); `om2w-tui tasks health "
-            f"{out}` lists the tasks to look at over every lane")
-
-
 def run(args: Any) -> int:
     out: Path = args.out
-    problem = campaign_problem(out) or what_is(out).problem()
+    problem = one_run_problem(out, "label", " (--export too, each lane its own --agent column); `om2w-tui tasks "
+                              f"health {out}` lists the tasks to look at over every lane") or what_is(out).problem()
     if problem:      # a campaign, a folder of runs, empty or missing: its subfolders would be taken for tasks
         return _fail(problem)
     try:

@@ -21,11 +21,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from om2w_tui.campaign_folder import CampaignFolder, LaneName
+from om2w_tui.campaign_folder import CampaignFolder, LaneName, is_campaign
 from om2w_tui.engine.results import read_results
 from om2w_tui.evaluation.measure import Measure
 from om2w_tui.evaluation.report import compare, quantile
 from om2w_tui.evaluation.summary import CampaignView, Comparison, Gap, LaneInfo, Pairing, RunReport
+from om2w_tui.json_input import InputError
 from om2w_tui.run_folder import what_is
 
 LARGEST = 10      # the widest pairing gaps named
@@ -61,6 +62,21 @@ def read_lanes(folder: Path) -> list[LaneRun]:
 def lanes_words(lanes: Sequence[LaneRun]) -> str:
     """`base, base-r2, agent`: the lanes' run folders, for a message."""
     return ", ".join(lane.lane.name for lane in lanes)
+
+
+def one_run_problem(out: Path, command: str, hint: str = "") -> str:
+    """Why `om2w-tui COMMAND OUT` (a reader of one run: label, judge, check) does not take a campaign's folder whole
+    ('' for any other folder): its lanes are the runs, each taken on its own. Names the lanes, or the plan's problem
+    where it is malformed."""
+    if not is_campaign(Path(out)):
+        return ""
+    try:
+        lanes = read_lanes(Path(out))
+    except InputError as e:
+        return str(e)
+    first = lanes[0].out if lanes else Path(out) / "ARM"
+    return (f"{out} is a campaign's folder: {command} one of its lanes at a time ({lanes_words(lanes) or 'none'}), "
+            f"e.g. `om2w-tui {command} {first}`{hint}")
 
 
 def pairing_gaps(lanes: Sequence[tuple[str, Path]], largest: int = LARGEST) -> Pairing:
@@ -117,4 +133,5 @@ def compare_campaign(view: CampaignView, summaries: list[RunReport], measure: Me
     return replace(c, campaign=view)
 
 
-__all__ = ["LaneRun", "campaign_view", "compare_campaign", "lanes_words", "pairing_gaps", "read_lanes"]
+__all__ = ["LaneRun", "campaign_view", "compare_campaign", "lanes_words", "one_run_problem", "pairing_gaps",
+           "read_lanes"]

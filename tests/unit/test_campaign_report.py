@@ -302,14 +302,16 @@ def test_tasks_health_and_label_refuse_a_malformed_campaign_naming_its_plan(tmp_
         assert done.stdout == ""
 
 
-def test_label_on_a_campaign_names_its_lanes_to_pick_and_writes_nothing(tmp_path):
+def test_label_judge_and_check_on_a_campaign_name_its_lanes_to_pick_and_write_nothing(tmp_path):
     camp = health_campaign(tmp_path / "c")
     before = sorted(p.relative_to(camp).as_posix() for p in camp.rglob("*"))
-    for extra in ([], ["--export", str(tmp_path / "h.json"), "--agent", "qwen"]):
-        done = subprocess.run([sys.executable, "-m", "om2w_tui", "label", str(camp), *extra], cwd=REPO,
+    for command, extra in (("label", []), ("label", ["--export", str(tmp_path / "h.json"), "--agent", "qwen"]),
+                           ("judge", ["--judge-model", "m", "--judge-url", "http://127.0.0.1:9/v1"]),
+                           ("check", [])):
+        done = subprocess.run([sys.executable, "-m", "om2w_tui", command, str(camp), *extra], cwd=REPO,
                               capture_output=True, text=True, timeout=120)
-        assert done.returncode == 2 and done.stdout == ""
-        assert (f"{camp} is a campaign's folder: label one of its lanes at a time (qwen, qwen-r2, lora, lora-r2), "
-                f"e.g. `om2w-tui label {camp / 'qwen'}`") in done.stderr
+        assert done.returncode == 2 and done.stdout == "", (command, done.stderr)
+        assert (f"{camp} is a campaign's folder: {command} one of its lanes at a time (qwen, qwen-r2, lora, "
+                f"lora-r2), e.g. `om2w-tui {command} {camp / 'qwen'}`") in done.stderr, (command, done.stderr)
     assert sorted(p.relative_to(camp).as_posix() for p in camp.rglob("*")) == before
     assert not (tmp_path / "h.json").exists()
