@@ -10,6 +10,7 @@ from typing import Any
 
 from om2w_tui import exits
 from om2w_tui.benchmarks.conformance import read_run
+from om2w_tui.evaluation.campaign_report import one_run_problem
 from om2w_tui.run_folder import what_is
 
 
@@ -23,8 +24,8 @@ def add_arguments(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     outs: list[Path] = args.outs
     for out in outs:
-        problem = what_is(out).problem()
-        if problem:     # an empty folder or a folder of runs would "pass" or list its runs as bad tasks
+        problem = one_run_problem(out, "check") or what_is(out).problem()
+        if problem:     # a campaign, an empty folder or a folder of runs would "pass" or list its runs as bad tasks
             print(f"om2w-tui check: {problem}", file=sys.stderr)
             return exits.USAGE
     return run_check(outs)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from om2w_tui import exits
 from om2w_tui.cli.argtypes import count, endpoint, number, positive_int
+from om2w_tui.evaluation.campaign_report import one_run_problem
 from om2w_tui.evaluation.judge import JudgeFatal, JudgeOutcome, judge_run
 from om2w_tui.evaluation.judge_files import output_path
 from om2w_tui.evaluation.judge_settings import MAX_TOKENS, MODES, PARSINGS, Settings
@@ -72,8 +73,8 @@ def _temperature(text: str) -> float | None:
 
 def run(args: argparse.Namespace) -> int:
     out: Path = args.out
-    problem = what_is(out).problem()
-    if problem:      # missing, empty, or a folder of runs (each run would be judged as a task)
+    problem = one_run_problem(out, "judge") or what_is(out).problem()
+    if problem:      # missing, empty, a campaign or a folder of runs (each run would be judged as a task)
         print(f"om2w-tui judge: {problem}", file=sys.stderr)
         return EXIT_USAGE
     s = Settings(model=args.judge_model, mode=args.mode, score_threshold=args.score_threshold,

@@ -13,6 +13,7 @@ from typing import Any
 from om2w_tui.benchmarks.conformance import task_dirs
 from om2w_tui.benchmarks.episode_folder import load_result
 from om2w_tui.engine.results import read_results
+from om2w_tui.evaluation.campaign_report import one_run_problem
 from om2w_tui.evaluation.failure import CLASSES
 from om2w_tui.evaluation.label_session import FILTERS
 from om2w_tui.evaluation.labels import FINAL, LabelFileError, check_annotator, default_annotator, export_labels
@@ -116,8 +117,9 @@ def export(args: Any, out: Path) -> int:
 
 def run(args: Any) -> int:
     out: Path = args.out
-    problem = what_is(out).problem()
-    if problem:      # a folder of runs, empty or missing: its subfolders would be taken for tasks
+    problem = one_run_problem(out, "label", " (--export too, each lane its own --agent column); `om2w-tui tasks "
+                              f"health {out}` lists the tasks to look at over every lane") or what_is(out).problem()
+    if problem:      # a campaign, a folder of runs, empty or missing: its subfolders would be taken for tasks
         return _fail(problem)
     try:
         if args.annotator is not None and not (args.export and args.annotator == FINAL):

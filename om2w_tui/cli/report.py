@@ -5,15 +5,21 @@ themselves are `evaluation/report.py` and their text `evaluation/report_text.py`
 Runs are read from their folders; an official `human_label.json` (`--labels`) gives one run per agent column, with
 no folder at all; several runs are compared against the first (task by task: McNemar and the paired interval), or
 with `--repeats` summed up as repeats of one configuration, every run read by the one measure
-`evaluation/measure.py` chooses (or `--measure`)."""
+`evaluation/measure.py` chooses (or `--measure`). A campaign's folder (`campaign_folder.is_campaign`) is given alone:
+its lanes are its runs, compared arm by arm with each arm's repeats and the pairing gaps
+(`evaluation/campaign_report.py`)."""
 
 from __future__ import annotations
 
 import argparse
+import copy
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from om2w_tui.campaign_folder import is_campaign
+from om2w_tui.evaluation.campaign_report import LaneRun, campaign_view, compare_campaign, lanes_words, read_lanes
 from om2w_tui.evaluation.labels import FINAL, LABELS_LIMIT, LabelFileError, check_annotator, column, read_human_labels
 from om2w_tui.evaluation.measure import KINDS, NoCommonMeasure
 from om2w_tui.evaluation.report import (
@@ -25,9 +31,10 @@ from om2w_tui.evaluation.report import (
     with_measure,
 )
 from om2w_tui.evaluation.report_text import to_csv, to_json, to_markdown
-from om2w_tui.evaluation.summary import RunReport
+from om2w_tui.evaluation.summary import Comparison, RunReport
 from om2w_tui.files import given_file
 from om2w_tui.frontends.web import command as web
+from om2w_tui.json_input import InputError
 from om2w_tui.resources import default_task_file
 from om2w_tui.run_folder import what_is
 
@@ -39,7 +46,9 @@ def add_arguments(sub: Any) -> None:
                        description="Success rates under both counting rules with 95% intervals (overall, by level "
                                    "and site), the judge's agreement with human labels, statuses, steps, durations, "
                                    "tokens and grouped errors of runs; several runs are compared against the first.")
-    p.add_argument("outs", type=Path, nargs="*", metavar="OUT", help="run folders (the first is the baseline)")
+    p.add_argument("outs", type=Path, nargs="*", metavar="OUT",
+                   help="run folders (the first is the baseline), or one campaign's folder (its lanes: every arm "
+                        "and repeat, the arms compared, each arm's repeats, the pairing gaps)")
     p.add_argument("--format", choices=("table", "md", "csv", "json"), default="table", help="output format (table)")
     p.add_argument("--judge", type=Path, action="append", default=[],
                    help="the judge output file to take success from (default: the newest *_auto_eval_results.json "
@@ -122,9 +131,54 @@ def _label_summaries(args: Any) -> list[RunReport]:
     return [summarize_labels(file, a, meta, judged) for a in agents]
 
 
+def _campaign_problem(args: Any, camp: Path, lanes: list[LaneRun]) -> str:
+    """Why the flags do not go with a campaign's folder ('' when they do)."""
+    example = lanes[0].out if lanes else camp / "ARM"
+    if len(args.outs) > 1:
+        others = [o for o in args.outs if o != camp]
+        return (f"{camp} is a campaign's folder: give it alone (its lanes {lanes_words(lanes)} are reported and "
+                f"compared arm by arm), or give its lanes as run folders beside the others (e.g. {example} "
+                f"{others[0]})")
+    if args.labels is not None:
+        return f"{camp} is a campaign's folder: --labels goes with run folders (give its lanes, e.g. {example})"
+    if args.repeats:
+        return f"{camp} is a campaign's folder: its repeats are its plan's (each arm's, summed up without --repeats)"
+    if getattr(args, "ui", False):
+        return f"{camp} is a campaign's folder; --ui shows one run: give one of its lanes, e.g. {example}"
+    if len(args.judge) > 1:
+        return (f"--judge given {len(args.judge)} times for the campaign {camp}: give it once (a judge file's name "
+                f"each lane has)")
+    return ""
+
+
+def _campaign(args: Any, wanted: str | None) -> tuple[list[RunReport], Comparison]:
+    """A campaign's started lanes' summaries and their comparison; raises ValueError with the message to show."""
+    camp: Path = args.outs[0]
+    try:
+        lanes = read_lanes(camp)
+    except InputError as e:
+        raise ValueError(str(e)) from None
+    if problem := _campaign_problem(args, camp, lanes):
+        raise ValueError(problem)
+    runs = [lane for lane in lanes if lane.is_run]
+    summaries = _run_summaries([lane.out for lane in runs], args.judge)
+    started = [(lane, s) for lane, s in zip(runs, summaries) if s.tasks]
+    if not started:
+        raise ValueError(f"{camp}: a campaign none of whose lanes ({lanes_words(lanes)}) has a task yet; nothing "
+                         f"to report")
+    measure = choose_measure([s for _, s in started], wanted)
+    view = campaign_view(camp, lanes, [lane for lane, _ in started])
+    comparison = compare_campaign(view, [s for _, s in started], measure)
+    names = dict(zip(comparison.outs, comparison.runs))
+    return [replace(with_measure(s, measure), name=names[s.out]) for _, s in started], comparison
+
+
 def run(args: Any) -> int:
     outs: list[Path] = args.outs
     judges: list[Path] = args.judge
+    campaign = next((o for o in outs if is_campaign(o)), None)
+    if campaign is not None:
+        return _run_campaign(args, campaign)
     if not outs and args.labels is None:
         return _fail("give run folders (OUT ...) or --labels FILE")
     if args.labels is None and (args.agent or args.judged or args.tasks):
@@ -165,6 +219,34 @@ def run(args: Any) -> int:
             judge = outs[0] / judge
         return run_console(None, report=outs[0], judge=judge, measure=wanted, annotator=annotator)
     comparison = compare(summaries, repeated=args.repeats, measure=measure) if len(summaries) > 1 else None
+    return _write(args, summaries, comparison)
+
+
+def _run_campaign(args: Any, camp: Path) -> int:
+    """`report CAMPAIGN`: its lanes reported and compared (every format, the site)."""
+    if args.outs[0] != camp:
+        return _fail(f"{camp} is a campaign's folder: give it alone (its lanes are reported and compared arm by arm), "
+                     f"or give its lanes as run folders beside the others (e.g. {camp / 'ARM'} {args.outs[0]})")
+    wanted = getattr(args, "measure", None) or ("judge" if args.judge else None)
+    if getattr(args, "annotator", None) is not None:
+        return _fail("--annotator goes with --ui (the label screen `L` opens)")
+    try:
+        if getattr(args, "html", None) is not None:     # the site's folder is checked against the lanes' folders
+            lanes = read_lanes(camp)
+            flags = copy.copy(args)
+            flags.outs = [lane.out for lane in lanes]
+            if problem := web.problem(flags):
+                return _fail(problem)
+        elif problem := web.problem(args):
+            return _fail(problem)
+        summaries, comparison = _campaign(args, wanted)
+    except (ValueError, LabelFileError, NoCommonMeasure) as e:
+        return _fail(str(e))
+    return _write(args, summaries, comparison)
+
+
+def _write(args: Any, summaries: list[RunReport], comparison: Comparison | None) -> int:
+    """The report in the format asked for, or its site."""
     if getattr(args, "html", None) is not None:
         return web.write_site(args, summaries, comparison)
     if args.format == "table":

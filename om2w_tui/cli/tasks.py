@@ -52,7 +52,8 @@ def add_arguments(sub: Any) -> None:
                                     "site error page, site down, timeout, model error, done, success); the tasks "
                                     "no run solved that met the site failing are listed as candidates for label 2 "
                                     "(not executable) with that evidence.")
-    h.add_argument("outs", type=Path, nargs="+", metavar="OUT", help="run folders, or folders of runs (any dates)")
+    h.add_argument("outs", type=Path, nargs="+", metavar="OUT",
+                   help="run folders, folders of runs, or campaigns' folders (each lane by arm and repeat; any dates)")
     h.add_argument("--format", choices=("table", "md", "csv", "json"), default="table", help="output format (table)")
     p.set_defaults(tasks_parser=p)
 

@@ -4,8 +4,8 @@
   kappa, both rates on the tasks both rated and their gap, per level, and the tasks where they disagree;
 - `paired`: two arms (two runs, two label columns) on the tasks both have an outcome for: both rates, the
   difference with its paired interval, McNemar's exact test, the tasks only one solved, per site;
-- `repeats`: several runs of one configuration: each run's rate, their mean and spread, and each task solved
-  always, sometimes or never.
+- `repeats`: several runs of one configuration: each run's rate, their mean and spread, each task solved
+  always, sometimes or never, and pass^k / pass@k (tau-bench's: solved in all k of k tries / in at least one).
 
 Each is computed under one counting rule: over all tasks (not executable counted as a failure) or over the
 executable ones (a task either side calls not executable is left out). The numbers are the typed values of
@@ -14,6 +14,7 @@ executable ones (a task either side calls not executable is left out). The numbe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 
 from om2w_tui.evaluation.outcomes import succeeded
@@ -90,9 +91,9 @@ def _difference(c: Confusion) -> PairedDifference:
     return paired_difference(c.both, c.only_a, c.only_b, c.neither)
 
 
-def repeats(runs: Sequence[Outcomes], names: Sequence[str], rule: str) -> Repeats:
+def repeats(runs: Sequence[Outcomes], names: Sequence[str], rule: str, arm: str = "") -> Repeats:
     """Several runs of one configuration under `rule`: every run's own rate (over its own tasks), and on the tasks
-    every run counts, how many were solved always, sometimes, never."""
+    every run counts, how many were solved always, sometimes, never, and pass^j / pass@j for j = 1..k (k runs)."""
     rates = tuple(_rate(r, rule) for r in runs)
     common: list[str] = []
     if runs:
@@ -101,8 +102,21 @@ def repeats(runs: Sequence[Outcomes], names: Sequence[str], rule: str) -> Repeat
     always = sum(1 for v in solved.values() if v == len(runs))
     never = sum(1 for v in solved.values() if v == 0)
     sometimes = tuple(t for t, v in solved.items() if 0 < v < len(runs))
+    hat, at = pass_k(list(solved.values()), len(runs))
     return Repeats(tuple(names), rule, rates, spread([r.rate for r in rates if r.rate is not None]), len(common),
-                   always, len(sometimes), never, sometimes)
+                   always, len(sometimes), never, sometimes, arm=arm, pass_hat=hat, pass_at=at)
+
+
+def pass_k(solved: Sequence[int], n: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """pass^j and pass@j for j = 1..n over tasks each tried `n` times, `solved[i]` of them solved (tau-bench's
+    unbiased estimates): pass^j = mean C(c, j) / C(n, j), the chance that j tries all succeed; pass@j = mean
+    1 - C(n - c, j) / C(n, j), that at least one does. () for no task."""
+    if not solved or n < 1:
+        return (), ()
+    hat = tuple(sum(math.comb(c, j) for c in solved) / (math.comb(n, j) * len(solved)) for j in range(1, n + 1))
+    at = tuple(1 - sum(math.comb(n - c, j) for c in solved) / (math.comb(n, j) * len(solved))
+               for j in range(1, n + 1))
+    return hat, at
 
 
 def _rate(outcomes: Outcomes, rule: str) -> Rate:

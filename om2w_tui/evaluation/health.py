@@ -18,8 +18,10 @@ folder (the task's folder for its latest attempt, `attempts/<n>` for an earlier 
   error          an error of the agent's own
   done           the agent finished (an answer not judged a success, or not judged)
 
-The evidence of the site is an attempt that ended in `SITE_ENDINGS`. Reading only: nothing printed, nothing
-written; `HealthInputError` says which folder is not a run."""
+The evidence of the site is an attempt that ended in `SITE_ENDINGS`. A campaign's folder (`campaign_folder.py`) is
+read as its lanes (`evaluation/campaign_report.py`), each attempt named by the lane's arm and repeat; a lane not
+started yet is listed with nothing read. Reading only: nothing printed, nothing written; `HealthInputError` says
+which folder is not a run (or which campaign's plan is malformed)."""
 
 from __future__ import annotations
 
@@ -31,10 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.benchmarks.episode_folder import ATTEMPTS, EpisodeFolder, read_episode
+from om2w_tui.campaign_folder import is_campaign
 from om2w_tui.engine.results import EpisodeRecord, read_results
+from om2w_tui.evaluation.campaign_report import LaneRun, read_lanes
 from om2w_tui.evaluation.failure import Failure, classify, max_steps_of
 from om2w_tui.evaluation.report import summarize
 from om2w_tui.evaluation.task_outcome import Outcome
+from om2w_tui.json_input import InputError
 from om2w_tui.run_folder import what_is
 
 ENDINGS: tuple[str, ...] = ("success", "done", "bot_wall", "site_error", "site_down", "harness_error", "model_error",
@@ -58,7 +63,8 @@ class HealthInputError(ValueError):
 
 @dataclass(frozen=True)
 class Attempt:
-    """One attempt of a task in one run: which run (its folder and arm), its number, how it ended and why."""
+    """One attempt of a task in one run: which run (its folder and arm; a campaign's lane: the campaign's arm and
+    the lane's name by arm and repeat), its number, how it ended and why."""
 
     out: str
     arm: str
@@ -67,10 +73,11 @@ class Attempt:
     ending: str
     why: str
     latest: bool
+    lane: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {"out": self.out, "arm": self.arm, "attempt": self.attempt, "status": self.status,
-                "ending": self.ending, "why": self.why, "latest": self.latest}
+                "ending": self.ending, "why": self.why, "latest": self.latest, "lane": self.lane}
 
 
 @dataclass(frozen=True)
@@ -114,17 +121,19 @@ class TaskHealth:
 
 @dataclass(frozen=True)
 class RunRead:
-    """One run read: its folder, its arm (run.json's; '' for none), the measure its success was read by, counts."""
+    """One run read: its folder, its arm (run.json's, or a campaign's arm; '' for none), the measure its success was
+    read by, counts; a campaign's lane: its name by arm and repeat (`base r2`)."""
 
     out: str
     arm: str
     measure: str
     tasks: int
     attempts: int
+    lane: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {"out": self.out, "arm": self.arm, "measure": self.measure, "tasks": self.tasks,
-                "attempts": self.attempts}
+                "attempts": self.attempts, "lane": self.lane}
 
 
 @dataclass(frozen=True)
@@ -151,18 +160,33 @@ class Health:
 
 
 def run_folders(folders: Iterable[Path]) -> list[Path]:
-    """The runs `folders` name: each a run, or a folder of runs (its runs, by name). Raises HealthInputError naming a
-    folder that is neither."""
-    runs: list[Path] = []
+    """The runs `folders` name: each a run, or a folder of runs (its runs, by name), or a campaign's (its lanes that
+    have started). Raises HealthInputError naming a folder that is none of these."""
+    return [out for out, lane in _sources(folders) if lane is None or lane.is_run]
+
+
+def _sources(folders: Iterable[Path]) -> list[tuple[Path, LaneRun | None]]:
+    """Each run to read, and the campaign's lane it is (None: a run given, or in a folder of runs)."""
+    runs: dict[Path, LaneRun | None] = {}
     for folder in folders:
+        if is_campaign(Path(folder)):       # before what_is: a campaign's lanes are read with their arm and repeat
+            try:
+                lanes = read_lanes(Path(folder))
+            except InputError as e:
+                raise HealthInputError(str(e)) from None
+            for lane in lanes:
+                if runs.get(lane.out) is None:   # a lane given as a run too is still named by arm and repeat
+                    runs[lane.out] = lane
+            continue
         found = what_is(Path(folder))
         if found.is_run:
-            runs.append(Path(folder))
+            runs.setdefault(Path(folder), None)
         elif found.runs_inside:
-            runs += [Path(folder) / name for name in found.runs_inside]
+            for name in found.runs_inside:
+                runs.setdefault(Path(folder) / name, None)
         else:
-            raise HealthInputError(found.problem("give a run's --out folder, or a folder of runs"))
-    return list(dict.fromkeys(runs))
+            raise HealthInputError(found.problem("give a run's --out folder, a folder of runs or a campaign's"))
+    return list(runs.items())
 
 
 def ending_of(record: EpisodeRecord | None, episode: EpisodeFolder | None, outcome: Outcome | None,
@@ -207,9 +231,13 @@ def _episode(out: Path, rec: EpisodeRecord, latest: bool) -> EpisodeFolder | Non
     return ep if ep.layout is not None else None
 
 
-def _read_run(out: Path, judge: Path | None = None) -> tuple[RunRead, dict[str, tuple[str, list[Attempt]]]]:
+def _read_run(out: Path, judge: Path | None = None, lane: LaneRun | None = None) \
+        -> tuple[RunRead, dict[str, tuple[str, list[Attempt]]]]:
+    if lane is not None and not lane.is_run:
+        return RunRead(str(out), lane.lane.arm, "not started yet", 0, 0, lane.shown), {}
     summary = summarize(out, judge)
-    arm = summary.arm or ""
+    arm = lane.lane.arm if lane is not None else summary.arm or ""
+    shown = lane.shown if lane is not None else ""
     log = read_results(out)
     budget = max_steps_of(out)
     found: dict[str, tuple[str, list[Attempt]]] = {tid: (row.site, []) for tid, row in summary.per_task.items()}
@@ -222,26 +250,26 @@ def _read_run(out: Path, judge: Path | None = None) -> tuple[RunRead, dict[str, 
         ending, why = ending_of(rec, _episode(out, rec, is_latest), outcome, budget)
         site = row.site if row is not None else rec.website
         found.setdefault(rec.task_id, (site, []))[1].append(
-            Attempt(str(out), arm, rec.attempt, rec.status, ending, why, is_latest))
+            Attempt(str(out), arm, rec.attempt, rec.status, ending, why, is_latest, shown))
     for tid, (_, attempts) in found.items():
         if not attempts:   # another harness's folder: its task folders only, one attempt each
             ep = read_episode(out / tid)
             ending, why = ending_of(None, ep if ep.layout is not None else None, summary.per_task[tid].outcome,
                                     budget)
-            attempts.append(Attempt(str(out), arm, 1, "", ending, why, True))
+            attempts.append(Attempt(str(out), arm, 1, "", ending, why, True, shown))
     measure = summary.measure.name if summary.measure is not None else (
         summary.success.source if summary.success.source else "none")
-    run = RunRead(str(out), arm, measure, len(found), sum(len(a) for _, a in found.values()))
+    run = RunRead(str(out), arm, measure, len(found), sum(len(a) for _, a in found.values()), shown)
     return run, found
 
 
 def health(outs: Sequence[Path]) -> Health:
-    """Every task's attempts over the runs `outs` names (runs, or folders of runs). Raises HealthInputError for a
-    folder that is neither."""
+    """Every task's attempts over the runs `outs` names (runs, folders of runs, campaigns' folders). Raises
+    HealthInputError for a folder that is none of these."""
     runs: list[RunRead] = []
     tasks: dict[str, tuple[str, list[Attempt]]] = {}
-    for out in run_folders(outs):
-        run, found = _read_run(out)
+    for out, lane in _sources(outs):
+        run, found = _read_run(out, lane=lane)
         runs.append(run)
         for tid, (site, attempts) in found.items():
             tasks.setdefault(tid, (site, []))[1].extend(attempts)

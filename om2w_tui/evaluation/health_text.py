@@ -18,13 +18,17 @@ def _counted(endings: dict[str, int]) -> str:
 
 
 def _seen(a: Attempt) -> str:
-    return f"{a.out} attempt {a.attempt}{' (' + a.arm + ')' if a.arm else ''}: {ENDING_WORDS[a.ending]}: {a.why}"
+    who = a.lane or a.arm
+    return f"{a.out} attempt {a.attempt}{' (' + who + ')' if who else ''}: {ENDING_WORDS[a.ending]}: {a.why}"
 
 
 def sections(h: Health) -> list[Section]:
-    """The runs read, every task's attempts (per arm when the runs differ by arm), and the candidates for label 2."""
-    runs: Section = ("runs", ["out", "arm", "success read from", "tasks", "attempts"],
-                     [[r.out, r.arm, r.measure, str(r.tasks), str(r.attempts)] for r in h.runs])
+    """The runs read (a campaign's lanes by arm and repeat), every task's attempts (per arm when the runs differ by
+    arm), and the candidates for label 2."""
+    lanes = any(r.lane for r in h.runs)
+    runs: Section = ("runs", ["out", *(["lane"] if lanes else []), "arm", "success read from", "tasks", "attempts"],
+                     [[r.out, *([r.lane] if lanes else []), r.arm, r.measure, str(r.tasks), str(r.attempts)]
+                      for r in h.runs])
     header = ["task", "site", "attempts", "solved", *(["arm"] if h.by_arm else []), "how they ended"]
     rows: list[list[str]] = []
     for t in h.tasks:
@@ -57,11 +61,12 @@ def to_csv(h: Health) -> str:
     """One attempt a line, its task's verdicts beside it."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["task_id", "site", "out", "arm", "attempt", "status", "ending", "latest", "solved", "suspect", "why"])
+    w.writerow(["task_id", "site", "out", "arm", "attempt", "status", "ending", "latest", "solved", "suspect", "why",
+                "lane"])
     for t in h.tasks:
         for a in t.attempts:
             w.writerow([t.task_id, t.site, a.out, a.arm, a.attempt, a.status, a.ending, a.latest, t.solved, t.suspect,
-                        a.why])
+                        a.why, a.lane])
     return buf.getvalue()
 
 

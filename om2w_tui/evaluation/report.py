@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -454,13 +454,15 @@ def with_measure(s: RunReport, m: Measure | None) -> RunReport:
 
 
 def compare(summaries: list[RunReport], repeated: bool = False, measure: Measure | None = None,
-            wanted: str | None = None) -> Comparison:
+            wanted: str | None = None, pairs: Sequence[tuple[int, int]] | None = None,
+            groups: Sequence[tuple[str, Sequence[int]]] = ()) -> Comparison:
     """Several runs side by side, every one read by the same measure (`measure`, else `choose_measure(summaries,
     wanted)`: raises NoCommonMeasure where they share none); every difference is against the first run (the
     baseline), in percentage points. `paired` compares the runs on the tasks they all have an outcome for; `tests`
     compares each run with the baseline task by task (McNemar, the paired interval), under both rules. `repeated`:
     the runs are repeats of one configuration (the leaderboard averages three): their mean and spread, and each
-    task solved always, sometimes or never."""
+    task solved always, sometimes or never. `pairs` ((a, b): run a tested against run b, by index) replaces the
+    tests against the baseline; `groups` ((arm, run indices)) are each summed up as repeats of one arm."""
     chosen = measure if measure is not None else choose_measure(summaries, wanted)
     summaries = [with_measure(s, chosen) for s in summaries]
     names = unique_names(summaries)
@@ -503,9 +505,11 @@ def compare(summaries: list[RunReport], repeated: bool = False, measure: Measure
         status={k: tuple(s.status.get(k, 0) for s in summaries) for k in statuses},
         median={k: tuple(s.metrics[k].median for s in summaries) for k in METRICS},
         tests=tuple(replace(t, measure=chosen.name if chosen else "") for t in
-                    (() if repeated else _tests(summaries, names))),
+                    (() if repeated else _tests(summaries, names, pairs))),
         repeats=tuple(replace(r, measure=chosen.name if chosen else "") for r in
-                      (_repeats(summaries, names) if repeated else ())),
+                      (_repeats(summaries, names) if repeated else ())
+                      + tuple(x for arm, ks in groups for x in _repeats([summaries[k] for k in ks],
+                                                                          [names[k] for k in ks], arm))),
         measure=chosen)
 
 
@@ -513,17 +517,30 @@ def _outcomes(s: RunReport) -> dict[str, Outcome | None]:
     return {t: row.outcome for t, row in s.per_task.items()} if s.success.source else {}
 
 
-def _tests(summaries: list[RunReport], names: list[str]) -> tuple[PairedTest, ...]:
-    """Each run against the baseline, task by task, under both rules; sites as the baseline names them."""
-    if len(summaries) < 2 or not summaries[0].success.source:
-        return ()
-    base, site = _outcomes(summaries[0]), {t: r.site for t, r in summaries[0].per_task.items()}
-    return tuple(paired(_outcomes(s), base, rule, name, names[0], lambda t: site.get(t, UNKNOWN))
-                 for s, name in zip(summaries[1:], names[1:]) if s.success.source for rule in RULES)
+def _tests(summaries: list[RunReport], names: list[str], pairs: Sequence[tuple[int, int]] | None = None) \
+        -> tuple[PairedTest, ...]:
+    """Each pair (a, b) of runs task by task (default: each run against the baseline), under both rules; sites as
+    b names them."""
+    if pairs is None:
+        pairs = [(k, 0) for k in range(1, len(summaries))]
+    out: list[PairedTest] = []
+    for a, b in pairs:
+        sa, sb = summaries[a], summaries[b]
+        if not (sa.success.source and sb.success.source):
+            continue
+        out += [paired(_outcomes(sa), _outcomes(sb), rule, names[a], names[b], _site_of(sb)) for rule in RULES]
+    return tuple(out)
 
 
-def _repeats(summaries: list[RunReport], names: list[str]) -> tuple[Repeats, ...]:
+def _site_of(s: RunReport) -> Callable[[str], str]:
+    """A task's site as run `s` names it."""
+    site = {t: r.site for t, r in s.per_task.items()}
+    return lambda t: site.get(t, UNKNOWN)
+
+
+def _repeats(summaries: list[RunReport], names: list[str], arm: str = "") -> tuple[Repeats, ...]:
     measured = [(s, n) for s, n in zip(summaries, names) if s.success.source]
     if len(measured) < 2:
         return ()
-    return tuple(repeats([_outcomes(s) for s, _ in measured], [n for _, n in measured], rule) for rule in RULES)
+    return tuple(repeats([_outcomes(s) for s, _ in measured], [n for _, n in measured], rule, arm)
+                 for rule in RULES)

@@ -19,6 +19,7 @@ from om2w_tui.evaluation.report import unique_names
 from om2w_tui.evaluation.stats import PairedDifference
 from om2w_tui.evaluation.summary import (
     Agreement,
+    CampaignView,
     CompareRow,
     Comparison,
     Counts,
@@ -284,12 +285,13 @@ def _difference(d: PairedDifference) -> str:
     return fmt_pp(d.difference, d.low, d.high)
 
 
-def test_sections(tests: tuple[PairedTest, ...], limit: int = 20) -> list[Section]:
+def test_sections(tests: tuple[PairedTest, ...], limit: int = 20,
+                  heading: str = "task by task against the baseline (paired)") -> list[Section]:
     """Each arm against the baseline, task by task: both rates, the difference with its paired interval,
     McNemar's exact p, the tasks only one solved; per site under the first rule."""
     if not tests:
         return []
-    out: list[Section] = [("task by task against the baseline (paired)",
+    out: list[Section] = [(heading,
                            ["arm", "baseline", "measure", "rule", "tasks", "arm's rate", "baseline's rate",
                             "difference", "McNemar p", "only the arm", "only the baseline"],
                            [[t.a, t.b, t.measure, RULE_HEADERS.get(t.rule, t.rule), str(t.difference.n),
@@ -316,26 +318,68 @@ def test_sections(tests: tuple[PairedTest, ...], limit: int = 20) -> list[Sectio
     return out
 
 
+def _share(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
 def repeats_sections(reps: tuple[Repeats, ...], limit: int = 20) -> list[Section]:
+    """Repeats of one configuration (or of each arm of a campaign): each run's rate, their mean, sd and range, each
+    task solved always / sometimes / never, pass^k (every one of the k repeats solves it) and pass@k (one does)."""
     if not reps:
         return []
+    by_arm = any(r.arm for r in reps)
     rows = []
     for r in reps:
         sp = r.spread
-        rows.append([r.measure, RULE_HEADERS.get(r.rule, r.rule), str(len(r.runs)),
+        rows.append([*([r.arm] if by_arm else []), r.measure, RULE_HEADERS.get(r.rule, r.rule), str(len(r.runs)),
                      "; ".join(fmt_rate(x, False) for x in r.rates),
                      "-" if sp.mean is None else f"{100 * sp.mean:.1f}%",
                      "-" if sp.stdev is None else f"{100 * sp.stdev:.1f} pp",
                      "-" if sp.low is None or sp.high is None else f"{100 * sp.low:.1f}-{100 * sp.high:.1f}%",
-                     str(r.tasks), str(r.always), str(r.sometimes), str(r.never)])
-    out: list[Section] = [("repeats of one configuration", ["measure", "rule", "runs", "rates", "mean", "sd",
-                                                             "range", "tasks", "always", "sometimes", "never"],
-                           rows)]
-    first = reps[0]
-    if first.sometimes_tasks:
-        more = " ..." if len(first.sometimes_tasks) > limit else ""
-        out.append(("solved sometimes", ["", "tasks"],
-                    [[RULE_HEADERS.get(first.rule, first.rule), ", ".join(first.sometimes_tasks[:limit]) + more]]))
+                     str(r.tasks), str(r.always), str(r.sometimes), str(r.never), _share(r.pass_all),
+                     _share(r.pass_any)])
+    title_ = "repeats of each arm" if by_arm else "repeats of one configuration"
+    out: list[Section] = [(title_, [*(["arm"] if by_arm else []), "measure", "rule", "runs", "rates", "mean", "sd",
+                                    "range", "tasks", "always", "sometimes", "never", "pass^k", "pass@k"], rows)]
+    sometimes = [r for r in reps if r.rule == reps[0].rule and r.sometimes_tasks]
+    if sometimes:
+        out.append(("solved sometimes", [*(["arm"] if by_arm else []), "", "tasks"],
+                    [[*([r.arm] if by_arm else []), RULE_HEADERS.get(r.rule, r.rule),
+                      ", ".join(r.sometimes_tasks[:limit]) + (" ..." if len(r.sometimes_tasks) > limit else "")]
+                     for r in sometimes]))
+    return out
+
+
+def fmt_seconds(x: float | None) -> str:
+    """`42 s`, `3.5 min`, `1.2 h`: a gap in time, in the unit that reads best."""
+    if x is None:
+        return "-"
+    if x < 120:
+        return f"{x:.0f} s"
+    if x < 7200:
+        return f"{x / 60:.1f} min"
+    return f"{x / 3600:.1f} h"
+
+
+def campaign_sections(v: CampaignView) -> list[Section]:
+    """A campaign's lanes (each arm's repeats, those not started yet) and its pairing gaps."""
+    lanes: Section = (f"campaign {v.out}: {plural(len(v.lanes), 'lane')} (the first arm, {v.arms[0] if v.arms else '-'}"
+                      f", is the baseline)", ["lane", "arm", "repeat", "folder", "shown as"],
+                      [[lane.name, lane.arm, str(lane.repeat), lane.out,
+                        lane.shown if lane.started else "not started yet (left out)"] for lane in v.lanes])
+    return [lanes]
+
+
+def pairing_sections(v: CampaignView, limit: int = 10) -> list[Section]:
+    """How close in time the campaign ran each task's units: median, p90, worst, and the widest gaps."""
+    p = v.pairing
+    left = f"; {plural(p.left_out, 'task')} not settled in every lane yet, left out" if p.left_out else ""
+    out: list[Section] = [(f"pairing gap: the last start of a task's units minus the first, over every lane "
+                           f"({plural(p.tasks, 'task')}{left})", ["tasks", "median", "p90", "worst"],
+                           [[str(p.tasks), fmt_seconds(p.median_s), fmt_seconds(p.p90_s), fmt_seconds(p.worst_s)]])]
+    if p.largest:
+        out.append(("the widest pairing gaps", ["task", "gap", "started first", "started last"],
+                    [[g.task_id, fmt_seconds(g.gap_s), g.first, g.last] for g in p.largest[:limit]]))
     return out
 
 
@@ -355,10 +399,16 @@ def compare_sections(c: Comparison) -> list[Section]:
     p = c.paired
     rows.append([f"paired ({p.tasks} common tasks)"] + [fmt_rate(v) for v in p.values]
                 + [fmt_delta(d) for d in p.delta_pp[1:]])
-    out: list[Section] = [(f"success ({RULE_HEADERS[RULE_ALL]}) by {measure_words(c)}, against {c.baseline}",
-                           header, rows)]
-    out += test_sections(c.tests)
+    out: list[Section] = campaign_sections(c.campaign) if c.campaign is not None else []
+    out.append((f"success ({RULE_HEADERS[RULE_ALL]}) by {measure_words(c)}, against {c.baseline}", header, rows))
+    if c.campaign is not None and c.campaign.arms:
+        out += test_sections(c.tests, heading=f"each arm against {c.campaign.arms[0]}, repeat by repeat (paired: "
+                                              f"the units run together on each site)")
+    else:
+        out += test_sections(c.tests)
     out += repeats_sections(c.repeats)
+    if c.campaign is not None:
+        out += pairing_sections(c.campaign)
     statuses = [[k] + [str(x) for x in v] for k, v in c.status.items() if any(v)]
     if statuses:
         out.append(("episodes by status", ["status"] + names, statuses))
@@ -491,7 +541,18 @@ def to_csv(summaries: list[RunReport], comparison: Comparison | None) -> str:
                 w.writerow([t.a, "", f"paired vs {t.b} by {by}", t.rule, metric, _cell(value)])
         for rep in comparison.repeats:
             for metric, value in repeat_cells(rep):
-                w.writerow([" + ".join(rep.runs), "", f"repeats by {by}", rep.rule, metric, _cell(value)])
+                w.writerow([rep.arm or " + ".join(rep.runs), "", f"repeats by {by}", rep.rule, metric, _cell(value)])
+        if comparison.campaign is not None:
+            camp = comparison.campaign
+            for lane in camp.lanes:
+                for metric, value in (("arm", lane.arm), ("repeat", lane.repeat), ("started", lane.started)):
+                    w.writerow([lane.shown, lane.out, "campaign lane", lane.name, metric, value])
+            p = camp.pairing
+            for metric, value in (("tasks", p.tasks), ("left_out", p.left_out), ("median_s", p.median_s),
+                                  ("p90_s", p.p90_s), ("worst_s", p.worst_s)):
+                w.writerow(["", camp.out, "pairing gap", "all", metric, _cell(value)])
+            for gap in p.largest:
+                w.writerow([f"{gap.first} .. {gap.last}", camp.out, "pairing gap", gap.task_id, "gap_s", gap.gap_s])
     return buf.getvalue()
 
 
@@ -524,7 +585,7 @@ def repeat_cells(r: Repeats) -> list[tuple[str, Any]]:
     sp = r.spread
     return [("runs", len(r.runs)), ("mean", sp.mean), ("stdev", sp.stdev), ("lowest", sp.low),
             ("highest", sp.high), ("tasks", r.tasks), ("always", r.always), ("sometimes", r.sometimes),
-            ("never", r.never)]
+            ("never", r.never), ("pass^k", r.pass_all), ("pass@k", r.pass_any)]
 
 
 def to_json(summaries: list[RunReport], comparison: Comparison | None, per_task: bool = True) -> str:

@@ -212,6 +212,17 @@ class Repeats:
     never: int
     sometimes_tasks: tuple[str, ...]
     measure: str = ""             # the measure every run is read by (Measure.name)
+    arm: str = ""                 # a campaign's arm these are the repeats of ('' for runs given as repeats)
+    pass_hat: tuple[float, ...] = ()   # pass^j for j = 1..k: every one of j tries solves it (tau-bench's)
+    pass_at: tuple[float, ...] = ()    # pass@j for j = 1..k: at least one of j tries does
+
+    @property
+    def pass_all(self) -> float | None:      # pass^k: the share of the tasks every one of the k runs solved
+        return self.pass_hat[-1] if self.pass_hat else None
+
+    @property
+    def pass_any(self) -> float | None:      # pass@k: the share of the tasks one of the k runs solved at least
+        return self.pass_at[-1] if self.pass_at else None
 
     def to_json(self) -> dict[str, Any]:
         sp = self.spread
@@ -219,7 +230,8 @@ class Repeats:
                 "rates": [r.to_json() for r in self.rates],
                 "mean": sp.mean, "stdev": sp.stdev, "lowest": sp.low, "highest": sp.high, "tasks": self.tasks,
                 "always": self.always, "sometimes": self.sometimes, "never": self.never,
-                "sometimes_tasks": list(self.sometimes_tasks)}
+                "sometimes_tasks": list(self.sometimes_tasks), "arm": self.arm, "pass_hat": list(self.pass_hat),
+                "pass_at": list(self.pass_at)}
 
 
 @dataclass(frozen=True)
@@ -495,6 +507,67 @@ class Paired:
 
 
 @dataclass(frozen=True)
+class Gap:
+    """One task's pairing gap: the last start of its units minus the first (seconds), and the lanes they were."""
+    task_id: str
+    gap_s: float
+    first: str
+    last: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "gap_s": self.gap_s, "first": self.first, "last": self.last}
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """How close in time a campaign ran each task's units, from the records: per task every lane has a settled
+    record for, the last start minus the first (each lane's latest settled record's `started_at`). `left_out`:
+    the tasks some lane has none for yet; `largest`: the widest gaps, widest first."""
+    tasks: int = 0
+    left_out: int = 0
+    median_s: float | None = None
+    p90_s: float | None = None
+    worst_s: float | None = None
+    largest: tuple[Gap, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tasks": self.tasks, "left_out": self.left_out, "median_s": self.median_s, "p90_s": self.p90_s,
+                "worst_s": self.worst_s, "largest": [g.to_json() for g in self.largest]}
+
+
+@dataclass(frozen=True)
+class LaneInfo:
+    """One lane of a campaign as the report read it: its run folder's name, arm and repeat, its folder, its name in
+    the report's tables, and whether it has anything to read yet (a lane not started is left out of the tables)."""
+
+    name: str
+    arm: str
+    repeat: int
+    out: str
+    shown: str
+    started: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "arm": self.arm, "repeat": self.repeat, "out": self.out, "shown": self.shown,
+                "started": self.started}
+
+
+@dataclass(frozen=True)
+class CampaignView:
+    """A campaign's folder as its report reads it: its lanes in the report's order (arms in the plan's order, each
+    arm's repeats in order), its arms (the first is the baseline) and the pairing gaps."""
+
+    out: str
+    lanes: tuple[LaneInfo, ...]
+    arms: tuple[str, ...]
+    pairing: Pairing
+
+    def to_json(self) -> dict[str, Any]:
+        return {"out": self.out, "arms": list(self.arms), "lanes": [lane.to_json() for lane in self.lanes],
+                "pairing": self.pairing.to_json()}
+
+
+@dataclass(frozen=True)
 class Comparison:
     """Several runs side by side, against the first (the baseline), every one read by the same `measure`: `runs` are
     their unique names; `status` and `median` hold one value per run for each status and metric."""
@@ -511,12 +584,16 @@ class Comparison:
     tests: tuple[PairedTest, ...] = ()      # each run against the baseline, task by task, under each rule
     repeats: tuple[Repeats, ...] = ()       # the runs as repeats of one configuration, under each rule
     measure: Measure | None = None          # the one measure every run is read by (None: no run has one)
+    campaign: CampaignView | None = None    # the runs are a campaign's lanes (its key only then)
 
     def to_json(self) -> dict[str, Any]:
-        return {"runs": list(self.runs), "outs": list(self.outs), "baseline": self.baseline,
-                "sources": list(self.sources), "rows": [r.to_json() for r in self.rows],
-                "site_rows": [r.to_json() for r in self.site_rows], "paired": self.paired.to_json(),
-                "status": {k: list(v) for k, v in self.status.items()},
-                "median": {k: list(v) for k, v in self.median.items()},
-                "tests": [t.to_json() for t in self.tests], "repeats": [r.to_json() for r in self.repeats],
-                "measure": None if self.measure is None else self.measure.to_json()}
+        out = {"runs": list(self.runs), "outs": list(self.outs), "baseline": self.baseline,
+               "sources": list(self.sources), "rows": [r.to_json() for r in self.rows],
+               "site_rows": [r.to_json() for r in self.site_rows], "paired": self.paired.to_json(),
+               "status": {k: list(v) for k, v in self.status.items()},
+               "median": {k: list(v) for k, v in self.median.items()},
+               "tests": [t.to_json() for t in self.tests], "repeats": [r.to_json() for r in self.repeats],
+               "measure": None if self.measure is None else self.measure.to_json()}
+        if self.campaign is not None:
+            out["campaign"] = self.campaign.to_json()
+        return out

@@ -216,3 +216,30 @@ def test_the_list_filters_by_the_judges_and_the_humans_verdicts_apart(tmp_path):
             assert page.evaluate(ids) == ["loop_2"]
         finally:
             browser.close()
+
+
+def test_a_campaign_s_site_opens_clean_and_shows_each_arm_s_repeats_and_the_pairing_gap(runs, tmp_path):
+    """The fixture's runs as a campaign's lanes (base twice, the second a repeat where one task failed; agent once):
+    its site opened in Chromium, the repeats table and the pairing gap the ones `report --format json` gives."""
+    out, other = runs
+    camp = tmp_path / "campaign"
+    for lane, src in (("base", out), ("base-r2", other), ("agent", other)):
+        shutil.copytree(src, camp / lane, ignore=shutil.ignore_patterns("*.lock", "*.sock"))
+    (camp / "campaign.json").write_text(json.dumps({"format": 1, "lanes": [
+        {"name": "base", "arm": "base", "repeat": 1}, {"name": "agent", "arm": "agent", "repeat": 1},
+        {"name": "base-r2", "arm": "base", "repeat": 2}]}))
+    site = tmp_path / "site"
+    assert cli_main(["report", str(camp), "--html", str(site), "--link"]) == 0
+    pages = open_every_page(site)
+    assert {"index.html", "compare.html", "r3/tasks.html"} <= set(pages)
+    for name, got in pages.items():
+        assert (got["errors"], got["failed"], got["outside"], got["broken"]) == ([], [], [], []), name
+    data = report_json(camp)["compare"]
+    assert data["runs"] == ["base r1", "base r2", "agent"]
+    rep = next(r for r in data["repeats"] if r["arm"] == "base" and r["rule"] == "over all")
+    assert (rep["always"], rep["sometimes"]) == (5, 1)
+    for page in ("index.html", "compare.html"):
+        html = (site / page).read_text()
+        assert (f'data-repeats="base|over all" data-always="{rep["always"]}" data-sometimes="{rep["sometimes"]}" '
+                f'data-never="{rep["never"]}"') in html
+        assert f'data-pairing="median" data-value="{data["campaign"]["pairing"]["median_s"]}"' in html

@@ -5,7 +5,8 @@ asks for nothing outside itself (no CDN, no web font), from the same typed repor
 
     DIR/index.html               every run's numbers under both counting rules, by level and site (SVG bars and
                                  tables), statuses, failure classes, errors, the model, cost; with several runs,
-                                 compare.html (the paired table, McNemar, the tasks only one run solved)
+                                 compare.html (the paired table, McNemar, the tasks only one run solved); a
+                                 campaign's lanes, each arm's repeats and the pairing gap on both (campaign.html)
     DIR/r<k>/tasks.html          the run's tasks: sortable, filtered by status, site, level, verdict (the measure's,
                                  the judge's, the humans'), failure class and text
     DIR/r<k>/t/<task>.html       one task: the verdicts, the labels, the trajectory step by step beside each
@@ -43,6 +44,7 @@ from om2w_tui.evaluation.failure import CLASSES, WORDS, Failure, counted
 from om2w_tui.evaluation.labels import VALUE_WORDS, Label, read_run_labels
 from om2w_tui.evaluation.outcomes import RULE_ALL, RULE_EXECUTABLE
 from om2w_tui.evaluation.report import read_judge_file, unique_names
+from om2w_tui.evaluation.report_text import fmt_seconds
 from om2w_tui.evaluation.summary import Comparison, Counts, Rate, RunReport
 from om2w_tui.files import write_new
 from om2w_tui.frontends.web.images import Job, Made, make_all
@@ -315,7 +317,7 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("om2w_tui.frontends.web", "templates"),
                              autoescape=True, trim_blocks=True, lstrip_blocks=True,
                              undefined=jinja2.ChainableUndefined)
-    env.filters.update(pct=pct, num=num, dollars=dollars, when=when)
+    env.filters.update(pct=pct, num=num, dollars=dollars, when=when, seconds=fmt_seconds)
     env.globals.update(RULE_ALL=RULE_ALL, RULE_EXECUTABLE=RULE_EXECUTABLE, WORDS=WORDS, CLASSES=CLASSES,
                        VALUE_WORDS=VALUE_WORDS, rate_rows=rate_rows, Rate=Rate)
     return env

@@ -1,0 +1,137 @@
+"""A campaign's folder as `report` and `tasks health` read it (`campaign_folder.py` names it): its lanes (one run
+folder per arm and repeat) in the report's order, each named by its arm and repeat; the arms compared; each arm's
+repeats; and the pairing gaps, read from the lanes' records.
+
+What a researcher comparing arms reads here:
+- every lane is a run of `report OUT/<a> OUT/<b> ...`: its rates under both rules, and one column in the comparison
+  against the first lane (the first arm's first repeat), every lane read by the one measure they share;
+- the arms compared task by task **repeat by repeat**: each arm's k-th repeat against the first arm's k-th repeat
+  (McNemar, the paired interval, the tasks only one solved), the units the campaign ran together on each site;
+- each arm with two repeats or more summed up as repeats (`agreement.repeats`): always / sometimes / never solved,
+  pass^k and pass@k, the mean rate over its repeats and its spread, under both rules;
+- the pairing gap: per task, the last start of its units minus the first, over every lane (each lane's latest
+  settled record of the task); the tasks some lane has not settled yet are left out and counted.
+
+A lane with no task yet (no folder, or nothing run in it) is named as not started and left out of the tables. Only
+reading here: nothing printed, nothing written."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from om2w_tui.campaign_folder import CampaignFolder, LaneName, is_campaign
+from om2w_tui.engine.results import read_results
+from om2w_tui.evaluation.measure import Measure
+from om2w_tui.evaluation.report import compare, quantile
+from om2w_tui.evaluation.summary import CampaignView, Comparison, Gap, LaneInfo, Pairing, RunReport
+from om2w_tui.json_input import InputError
+from om2w_tui.run_folder import what_is
+
+LARGEST = 10      # the widest pairing gaps named
+
+
+@dataclass(frozen=True)
+class LaneRun:
+    """One lane of a campaign: its name, arm and repeat, its run folder, and how the report names it."""
+
+    lane: LaneName
+    out: Path
+    shown: str
+
+    @property
+    def is_run(self) -> bool:
+        """Its folder is a run's already (`run_folder.what_is`): it has something to read."""
+        return what_is(self.out).is_run
+
+
+def read_lanes(folder: Path) -> list[LaneRun]:
+    """The campaign's lanes: arms in the plan's order (the first is the baseline), each arm's repeats in order; a
+    lane is named by its arm, and `ARM rK` where its arm has repeats. Raises json_input.InputError naming
+    campaign.json where the plan is malformed."""
+    camp = CampaignFolder(Path(folder))
+    lanes = camp.lanes()
+    arms = list(dict.fromkeys(lane.arm for lane in lanes))
+    repeated = {a for a in arms if sum(1 for lane in lanes if lane.arm == a) > 1}
+    ordered = sorted(lanes, key=lambda lane: (arms.index(lane.arm), lane.repeat))
+    return [LaneRun(lane, camp.run(lane.name), f"{lane.arm} r{lane.repeat}" if lane.arm in repeated else lane.arm)
+            for lane in ordered]
+
+
+def lanes_words(lanes: Sequence[LaneRun]) -> str:
+    """`base, base-r2, agent`: the lanes' run folders, for a message."""
+    return ", ".join(lane.lane.name for lane in lanes)
+
+
+def one_run_problem(out: Path, command: str, hint: str = "") -> str:
+    """Why `om2w-tui COMMAND OUT` (a reader of one run: label, judge, check) does not take a campaign's folder whole
+    ('' for any other folder): its lanes are the runs, each taken on its own. Names the lanes, or the plan's problem
+    where it is malformed."""
+    if not is_campaign(Path(out)):
+        return ""
+    try:
+        lanes = read_lanes(Path(out))
+    except InputError as e:
+        return str(e)
+    first = lanes[0].out if lanes else Path(out) / "ARM"
+    return (f"{out} is a campaign's folder: {command} one of its lanes at a time ({lanes_words(lanes) or 'none'}), "
+            f"e.g. `om2w-tui {command} {first}`{hint}")
+
+
+def pairing_gaps(lanes: Sequence[tuple[str, Path]], largest: int = LARGEST) -> Pairing:
+    """The pairing gaps of `lanes` ((name, run folder)): per task every lane has a settled record for, the last
+    `started_at` minus the first, each lane's latest settled record (by finish time) read; a record with no start
+    recorded counts as none. The rest of the tasks any lane settled are `left_out`."""
+    starts: dict[str, dict[str, float]] = {}
+    for name, out in lanes:
+        latest: dict[str, float | None] = {}
+        records = read_results(out).episode_records() if Path(out).is_dir() else []
+        for rec in sorted(records, key=lambda r: r.finished_at):     # stable: file order breaks ties
+            if rec.settles:
+                started = rec.started_at if rec.recorded("started_at") and rec.started_at > 0 else None
+                latest[rec.task_id] = started
+        for tid, started in latest.items():
+            starts.setdefault(tid, {})
+            if started is not None:
+                starts[tid][name] = started
+    gaps: list[Gap] = []
+    for tid, by_lane in starts.items():
+        if len(by_lane) < len(lanes) or len(lanes) < 2:
+            continue
+        first = min(by_lane, key=lambda k: by_lane[k])
+        last = max(by_lane, key=lambda k: by_lane[k])
+        gaps.append(Gap(tid, by_lane[last] - by_lane[first], first, last))
+    values = [g.gap_s for g in gaps]
+    widest = sorted(gaps, key=lambda g: (-g.gap_s, g.task_id))[:largest]
+    return Pairing(tasks=len(gaps), left_out=len(starts) - len(gaps), median_s=quantile(values, 0.5),
+                   p90_s=quantile(values, 0.9), worst_s=max(values) if values else None, largest=tuple(widest))
+
+
+def campaign_view(folder: Path, lanes: Sequence[LaneRun], started: Sequence[LaneRun]) -> CampaignView:
+    """The campaign's lanes as read (`started`: those with a task) and its pairing gaps over every lane."""
+    ran = {lane.lane.name for lane in started}
+    infos = tuple(LaneInfo(lane.lane.name, lane.lane.arm, lane.lane.repeat, str(lane.out), lane.shown,
+                           lane.lane.name in ran) for lane in lanes)
+    arms = tuple(dict.fromkeys(lane.lane.arm for lane in lanes))
+    return CampaignView(str(folder), infos, arms, pairing_gaps([(lane.shown, lane.out) for lane in lanes]))
+
+
+def compare_campaign(view: CampaignView, summaries: list[RunReport], measure: Measure | None) -> Comparison:
+    """The started lanes' summaries (in `view`'s order, named as it names them) compared: against the first lane,
+    each arm against the first arm repeat by repeat, each arm with repeats summed up as such."""
+    lanes = [lane for lane in view.lanes if lane.started]
+    if len(lanes) != len(summaries):
+        raise ValueError(f"{len(summaries)} summaries for {len(lanes)} lanes")
+    summaries = [replace(s, name=lane.shown) for s, lane in zip(summaries, lanes)]
+    at = {(lane.arm, lane.repeat): k for k, lane in enumerate(lanes)}
+    base = view.arms[0] if view.arms else ""
+    pairs = [(k, at[(base, lane.repeat)]) for k, lane in enumerate(lanes)
+             if lane.arm != base and (base, lane.repeat) in at]
+    groups = [(arm, [k for k, lane in enumerate(lanes) if lane.arm == arm]) for arm in view.arms]
+    c = compare(summaries, measure=measure, pairs=pairs, groups=[(a, ks) for a, ks in groups if len(ks) > 1])
+    return replace(c, campaign=view)
+
+
+__all__ = ["LaneRun", "campaign_view", "compare_campaign", "lanes_words", "one_run_problem", "pairing_gaps",
+           "read_lanes"]

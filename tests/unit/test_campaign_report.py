@@ -1,0 +1,317 @@
+"""`report` on a campaign's folder: its lanes read as runs, named by arm and repeat, the arms compared repeat by
+repeat, each arm's repeats (always / sometimes / never, pass^k, mean and spread) and the pairing gaps from the
+records' starts; hand-checked numbers, the edges (a lane not started, a task one lane lacks, an errored unit), and
+the command as a real process in every format."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from om2w_tui.campaign_folder import PLAN_FILE, lane_name
+from om2w_tui.evaluation.agreement import pass_k, repeats
+from om2w_tui.evaluation.campaign_report import pairing_gaps, read_lanes
+from om2w_tui.evaluation.outcomes import RULE_ALL, RULE_EXECUTABLE
+from tests.unit.helpers import REPO, make_run, record
+
+# per lane, each task's verdict (`correct`) and start: base solves t0 always and t1 once; agent t0, t1 always and
+# t2, t3 once each
+PLAN = {("base", 1): {"t0": (True, 100), "t1": (True, 1000), "t2": (False, 2000), "t3": (False, 3000)},
+        ("agent", 1): {"t0": (True, 130), "t1": (True, 1010), "t2": (True, 2000), "t3": (False, 3000)},
+        ("base", 2): {"t0": (True, 250), "t1": (False, 1020), "t2": (False, 2500), "t3": (False, 3000)},
+        ("agent", 2): {"t0": (True, 300), "t1": (True, 1030), "t2": (False, 2100), "t3": (True, 3000)}}
+
+
+def write_plan(out: Path, lanes: list[tuple[str, int]]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / PLAN_FILE).write_text(json.dumps({"format": 1, "lanes": [
+        {"name": lane_name(arm, k), "arm": arm, "repeat": k} for arm, k in lanes]}))
+
+
+def make_campaign(out: Path, plan: dict[tuple[str, int], dict[str, tuple[bool, float]]] = PLAN) -> Path:
+    """A campaign's folder as the engine leaves it: campaign.json (lanes interleaved as the plan runs them) and one
+    run folder per lane, each record with its start."""
+    write_plan(out, list(plan))
+    for (arm, k), tasks in plan.items():
+        make_run(out / lane_name(arm, k), [record(t, correct=ok, started_at=start, finished_at=start + 60)
+                                           for t, (ok, start) in tasks.items()], arm="base", model=f"m-{arm}")
+    return out
+
+
+def report(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "om2w_tui", "report", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+
+
+# ------------------------------------------------------------------------------------------ the numbers
+
+
+def test_pass_k_is_tau_bench_s_estimate():
+    # 4 tasks tried 2 times, solved 2, 1, 0, 0 times: pass^1 = 3/8, pass^2 = 1/4 (only the first task every time);
+    # pass@2 = 1/2 (two tasks solved at least once)
+    hat, at = pass_k([2, 1, 0, 0], 2)
+    assert hat == pytest.approx((3 / 8, 1 / 4)) and at == pytest.approx((3 / 8, 1 / 2))
+    # 3 tries, a task solved twice: pass^2 = C(2,2)/C(3,2) = 1/3, pass@2 = 1 - C(1,2)/C(3,2) = 1
+    hat, at = pass_k([2], 3)
+    assert hat == pytest.approx((2 / 3, 1 / 3, 0.0)) and at == pytest.approx((2 / 3, 1.0, 1.0))
+    assert pass_k([], 3) == ((), ())
+
+
+def test_repeats_count_always_sometimes_never_under_both_rules():
+    runs = [{"t0": "success", "t1": "success", "t2": "failure", "t3": "not_executable"},
+            {"t0": "success", "t1": "failure", "t2": "failure", "t3": "failure"}]
+    over_all = repeats(runs, ["r1", "r2"], RULE_ALL, arm="base")
+    assert (over_all.tasks, over_all.always, over_all.sometimes, over_all.never) == (4, 1, 1, 2)
+    assert over_all.pass_all == pytest.approx(0.25) and over_all.pass_any == pytest.approx(0.5)
+    assert over_all.spread.mean == pytest.approx(0.375) and over_all.arm == "base"
+    # not executable in one repeat: the task is left out of the executable rule's counts
+    executable = repeats(runs, ["r1", "r2"], RULE_EXECUTABLE)
+    assert (executable.tasks, executable.always, executable.sometimes, executable.never) == (3, 1, 1, 1)
+    assert executable.pass_all == pytest.approx(1 / 3)
+
+
+def test_the_pairing_gap_is_the_last_start_minus_the_first_over_every_lane(tmp_path):
+    camp = make_campaign(tmp_path / "c")
+    lanes = read_lanes(camp)
+    p = pairing_gaps([(lane.shown, lane.out) for lane in lanes])
+    # gaps: t0 300-100 = 200, t1 30, t2 2500-2000 = 500, t3 0
+    assert (p.tasks, p.left_out) == (4, 0)
+    assert p.median_s == pytest.approx(115.0) and p.p90_s == pytest.approx(410.0) and p.worst_s == 500.0
+    assert [(g.task_id, g.gap_s, g.first, g.last) for g in p.largest] == [
+        ("t2", 500.0, "base r1", "base r2"), ("t0", 200.0, "base r1", "agent r2"), ("t1", 30.0, "base r1", "agent r2"),
+        ("t3", 0.0, "base r1", "base r1")]
+
+
+def test_the_lanes_are_ordered_by_arm_then_repeat_and_named_by_both(tmp_path):
+    camp = make_campaign(tmp_path / "c")
+    assert [(lane.lane.name, lane.shown) for lane in read_lanes(camp)] == [
+        ("base", "base r1"), ("base-r2", "base r2"), ("agent", "agent r1"), ("agent-r2", "agent r2")]
+    one = make_campaign(tmp_path / "one", {k: v for k, v in PLAN.items() if k[1] == 1})
+    assert [lane.shown for lane in read_lanes(one)] == ["base", "agent"]
+
+
+def test_gaps_leave_out_what_a_lane_has_not_settled(tmp_path):
+    out = tmp_path / "c"
+    a = make_run(out / "a", [record("t0", started_at=10, finished_at=20), record("t1", started_at=10, finished_at=20),
+                             record("t2", started_at=10, finished_at=20), record("t3", started_at=10, finished_at=20),
+                             record("t4", started_at=10, finished_at=20)])
+    b = make_run(out / "b", [
+        # t0: a settled attempt, then one stopped under it (not settled): the settled one's start counts
+        record("t0", started_at=15, finished_at=30),
+        record("t0", "killed", error="interrupted", started_at=99, finished_at=120, attempt=2),
+        # t1: only a harness error (infra: retried, never settled): left out
+        record("t1", "error", error="browser crashed", error_kind="infra", started_at=40, finished_at=50),
+        # t2: a model error is the model's own: settled, measured
+        record("t2", "error", error="context length", error_kind="model", started_at=70, finished_at=80),
+        # t3: a record written with no start: left out; t4: not in this lane at all
+        {k: v for k, v in record("t3", finished_at=90).items() if k != "started_at"},
+    ])
+    p = pairing_gaps([("a", a), ("b", b)])
+    assert (p.tasks, p.left_out) == (2, 3)
+    assert sorted((g.task_id, g.gap_s) for g in p.largest) == [("t0", 5.0), ("t2", 60.0)]
+    # a lane with no folder yet: no task has every unit
+    none = pairing_gaps([("a", a), ("later", out / "later")])
+    assert (none.tasks, none.left_out, none.median_s, none.largest) == (0, 5, None, ())
+    # one lane alone has nothing to pair
+    assert pairing_gaps([("a", a)]).tasks == 0
+
+
+# ------------------------------------------------------------------------------------------ the command
+
+
+def test_report_on_a_campaign_names_the_lanes_compares_the_arms_and_sums_up_each_arm_s_repeats(tmp_path):
+    camp = make_campaign(tmp_path / "c")
+    done = report(str(camp), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert [r["name"] for r in data["runs"]] == ["base r1", "base r2", "agent r1", "agent r2"]
+    c = data["compare"]
+    assert c["runs"] == ["base r1", "base r2", "agent r1", "agent r2"] and c["baseline"] == "base r1"
+    # each arm against the first, repeat by repeat, under both rules
+    tests = [(t["a"], t["b"], t["rule"]) for t in c["tests"]]
+    assert tests == [("agent r1", "base r1", "over all"), ("agent r1", "base r1", "executable"),
+                     ("agent r2", "base r2", "over all"), ("agent r2", "base r2", "executable")]
+    first = c["tests"][0]
+    assert (first["only_a_tasks"], first["only_b_tasks"], first["mcnemar_p"]) == (["t2"], [], 1.0)
+    second = c["tests"][2]
+    assert second["only_a_tasks"] == ["t1", "t3"] and second["mcnemar_p"] == pytest.approx(0.5)
+    reps = {(r["arm"], r["rule"]): r for r in c["repeats"]}
+    base, agent = reps[("base", "over all")], reps[("agent", "over all")]
+    assert (base["always"], base["sometimes"], base["never"]) == (1, 1, 2)
+    assert base["pass_hat"][-1] == pytest.approx(0.25) and base["pass_at"][-1] == pytest.approx(0.5)
+    assert base["mean"] == pytest.approx(0.375) and base["stdev"] == pytest.approx(0.1767767)
+    assert (base["lowest"], base["highest"]) == (0.25, 0.5)
+    assert (agent["always"], agent["sometimes"], agent["never"]) == (2, 2, 0)
+    assert agent["pass_hat"] == pytest.approx([0.75, 0.5]) and agent["stdev"] == 0.0
+    camp_json = c["campaign"]
+    assert camp_json["arms"] == ["base", "agent"] and [x["name"] for x in camp_json["lanes"]] == [
+        "base", "base-r2", "agent", "agent-r2"]
+    assert camp_json["pairing"]["median_s"] == pytest.approx(115.0) and camp_json["pairing"]["worst_s"] == 500.0
+    # a plain comparison's JSON keeps its keys: `campaign` only for a campaign
+    plain = report(str(camp / "base"), str(camp / "agent"), "--format", "json")
+    assert "campaign" not in json.loads(plain.stdout)["compare"]
+
+
+def test_every_format_says_the_repeats_and_the_gap(tmp_path):
+    camp = make_campaign(tmp_path / "c")
+    md = report(str(camp), "--format", "md")
+    assert md.returncode == 0, md.stderr
+    text = md.stdout
+    assert "### campaign " in text and "| base-r2 | base | 2 |" in text
+    assert "### each arm against base, repeat by repeat" in text
+    assert "### repeats of each arm" in text and "| base | reference answers | over all | 2 |" in text
+    assert "| 1 | 1 | 2 | 25.0% | 50.0% |" in text            # always, sometimes, never, pass^k, pass@k
+    assert "| 4 | 115 s | 6.8 min | 8.3 min |" in text         # the pairing gap: tasks, median, p90, worst
+    assert "| t2 | 8.3 min | base r1 | base r2 |" in text
+    table = report(str(camp))
+    assert table.returncode == 0 and "repeats of each arm" in table.stdout and "pairing gap" in table.stdout
+    assert "agent r2" in table.stdout
+    rows = list(csv.DictReader(io.StringIO(report(str(camp), "--format", "csv").stdout)))
+    assert {"run": "base", "section": "repeats by reference answers", "group": "over all", "metric": "pass^k",
+            "value": "0.25"}.items() <= next(r for r in rows if r["run"] == "base" and r["metric"] == "pass^k").items()
+    assert next(r for r in rows if r["section"] == "pairing gap" and r["metric"] == "median_s")["value"] == "115.0"
+    assert any(r["section"] == "campaign lane" and r["group"] == "agent-r2" for r in rows)
+
+
+def test_a_lane_not_started_is_named_and_left_out(tmp_path):
+    plan = {**PLAN, ("agent", 3): {}}          # planned, nothing run in it yet
+    camp = make_campaign(tmp_path / "c", {k: v for k, v in plan.items() if k != ("agent", 3)})
+    write_plan(camp, list(plan))
+    done = report(str(camp), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    c = json.loads(done.stdout)["compare"]
+    assert "agent r3" not in c["runs"] and len(c["runs"]) == 4
+    lanes = {x["name"]: x for x in c["campaign"]["lanes"]}
+    assert lanes["agent-r3"]["started"] is False and lanes["agent"]["started"] is True
+    # no task has every unit yet
+    assert c["campaign"]["pairing"]["tasks"] == 0 and c["campaign"]["pairing"]["left_out"] == 4
+    assert "not started yet" in report(str(camp), "--format", "md").stdout
+    # a task one lane lacks: left out of the gap, and of the paired tests' tasks
+    camp2 = make_campaign(tmp_path / "c2", {**PLAN, ("agent", 2): {k: v for k, v in PLAN[("agent", 2)].items()
+                                                                   if k != "t3"}})
+    c2 = json.loads(report(str(camp2), "--format", "json").stdout)["compare"]
+    assert c2["campaign"]["pairing"]["tasks"] == 3 and c2["campaign"]["pairing"]["left_out"] == 1
+    assert c2["tests"][2]["n"] == 3
+
+
+def test_what_does_not_go_with_a_campaign_is_refused_naming_it(tmp_path):
+    camp = make_campaign(tmp_path / "c")
+    other = make_run(tmp_path / "run", [record("t0", correct=True)])
+    for args, says in (([str(camp), str(other)], "is a campaign's folder: give it alone"),
+                       ([str(other), str(camp)], "is a campaign's folder: give it alone"),
+                       ([str(camp), "--repeats"], "its repeats are its plan's"),
+                       ([str(camp), "--ui"], "give one of its lanes, e.g."),
+                       ([str(camp), "--labels", str(other / "x.json")], "--labels goes with run folders"),
+                       ([str(camp), "--html", str(camp / "base" / "site")], "inside the run folder")):
+        done = report(*args)
+        assert done.returncode == 2 and says in done.stderr and done.stdout == "", (args, done.stderr)
+    assert not (camp / "base" / "site").exists()
+
+
+def test_a_malformed_campaign_json_is_refused_naming_it(tmp_path):
+    camp = make_campaign(tmp_path / "c")
+    (camp / PLAN_FILE).write_text(json.dumps({"format": 1, "lanes": [{"name": "x", "arm": "y", "repeat": 1}]}))
+    done = report(str(camp))
+    assert done.returncode == 2 and f"{camp / PLAN_FILE}: lane #1" in done.stderr and done.stdout == ""
+    (camp / PLAN_FILE).write_text("{not json")
+    done = report(str(camp), "--format", "json")
+    assert done.returncode == 2 and str(camp / PLAN_FILE) in done.stderr
+    empty = tmp_path / "empty"
+    write_plan(empty, [("base", 1), ("agent", 1)])
+    done = report(str(empty))
+    assert done.returncode == 2 and "none of whose lanes (base, agent) has a task yet" in done.stderr
+
+
+def test_the_site_of_a_campaign_shows_its_lanes_each_arm_s_repeats_and_the_gap(tmp_path):
+    camp = make_campaign(tmp_path / "c")
+    site = camp / "site"                 # beside the lanes, inside none of them: allowed
+    done = report(str(camp), "--html", str(site))
+    assert done.returncode == 0, done.stderr
+    index, compare = (site / "index.html").read_text(), (site / "compare.html").read_text()
+    for page in (index, compare):
+        assert 'id="campaign"' in page and 'data-lane="agent-r2"' in page
+        assert 'data-repeats="base|over all" data-always="1" data-sometimes="1" data-never="2"' in page
+        assert 'data-pairing="median" data-value="115.0">115 s<' in page
+        assert "<th>t2</th><td>8.3 min</td><td>base r1</td><td>base r2</td>" in page
+    # the tests are repeat by repeat: agent r2 against base r2, the tasks only agent r2 solved linked
+    assert "agent r2 against base r2" in compare and re.search(r'href="r4/t/t3\.html">t3</a>', compare)
+    assert [p.name for p in sorted(site.iterdir()) if p.name.startswith("r")] == ["r1", "r2", "r3", "r4"]
+    # a plain comparison's pages have no campaign part
+    plain = tmp_path / "plain"
+    assert report(str(camp / "base"), str(camp / "agent"), "--html", str(plain)).returncode == 0
+    assert 'id="campaign"' not in (plain / "index.html").read_text()
+
+
+# ------------------------------------------------------------------------------------------ tasks health, label
+
+
+def health_campaign(out: Path) -> Path:
+    """Arms qwen (two repeats) and lora (its second repeat not started), every lane's run.json saying arm `base`:
+    `wall` met a bot wall in every lane that ran it."""
+    write_plan(out, [("qwen", 1), ("lora", 1), ("qwen", 2), ("lora", 2)])
+    for lane in ("qwen", "qwen-r2", "lora"):
+        make_run(out / lane, [record("ok", correct=True, answer="$12"),
+                              record("wall", "blocked", error="CAPTCHA", agent_done=False, correct=False)])
+    return out
+
+
+def health_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "om2w_tui", "tasks", "health", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_tasks_health_reads_a_campaign_as_its_lanes_named_by_arm_and_repeat(tmp_path):
+    from om2w_tui.evaluation.health import health, run_folders
+
+    camp = health_campaign(tmp_path / "c")
+    h = health([camp])
+    assert [(r.lane, r.arm, r.tasks, r.measure) for r in h.runs] == [
+        ("qwen r1", "qwen", 2, "reference answers"), ("qwen r2", "qwen", 2, "reference answers"),
+        ("lora r1", "lora", 2, "reference answers"), ("lora r2", "lora", 0, "not started yet")]
+    assert h.by_arm      # the campaign's arms, not run.json's `base`
+    wall = next(t for t in h.tasks if t.task_id == "wall")
+    assert wall.arms() == {"qwen": {"bot_wall": 2}, "lora": {"bot_wall": 1}}
+    assert [c.task_id for c in h.candidates] == ["wall"]
+    assert [a.lane for a in wall.evidence] == ["qwen r1", "qwen r2", "lora r1"]
+    # a lane given beside its campaign is read once, named by its arm and repeat
+    assert [r.lane for r in health([camp / "qwen", camp]).runs][:2] == ["qwen r1", "qwen r2"]
+    assert run_folders([camp]) == [camp / "qwen", camp / "qwen-r2", camp / "lora"]
+    text = health_cli(str(camp))
+    assert text.returncode == 0, text.stderr
+    assert f"{camp / 'qwen-r2'} attempt 1 (qwen r2): bot wall" in text.stdout and "not started yet" in text.stdout
+    data = json.loads(health_cli(str(camp), "--format", "json").stdout)
+    assert [r["lane"] for r in data["runs"]] == ["qwen r1", "qwen r2", "lora r1", "lora r2"]
+    rows = list(csv.DictReader(io.StringIO(health_cli(str(camp), "--format", "csv").stdout)))
+    assert {r["lane"] for r in rows} == {"qwen r1", "qwen r2", "lora r1"}
+
+
+def test_tasks_health_and_label_refuse_a_malformed_campaign_naming_its_plan(tmp_path):
+    camp = health_campaign(tmp_path / "c")
+    (camp / PLAN_FILE).write_text(json.dumps({"format": 1, "lanes": [{"name": "qwen", "arm": "qwen"}]}))
+    for argv in (["tasks", "health", str(camp)], ["label", str(camp)]):
+        done = subprocess.run([sys.executable, "-m", "om2w_tui", *argv], cwd=REPO, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 2 and f"{camp / PLAN_FILE}: lane #1 is not" in done.stderr, (argv, done.stderr)
+        assert done.stdout == ""
+
+
+def test_label_judge_and_check_on_a_campaign_name_its_lanes_to_pick_and_write_nothing(tmp_path):
+    camp = health_campaign(tmp_path / "c")
+    before = sorted(p.relative_to(camp).as_posix() for p in camp.rglob("*"))
+    for command, extra in (("label", []), ("label", ["--export", str(tmp_path / "h.json"), "--agent", "qwen"]),
+                           ("judge", ["--judge-model", "m", "--judge-url", "http://127.0.0.1:9/v1"]),
+                           ("check", [])):
+        done = subprocess.run([sys.executable, "-m", "om2w_tui", command, str(camp), *extra], cwd=REPO,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and done.stdout == "", (command, done.stderr)
+        assert (f"{camp} is a campaign's folder: {command} one of its lanes at a time (qwen, qwen-r2, lora, "
+                f"lora-r2), e.g. `om2w-tui {command} {camp / 'qwen'}`") in done.stderr, (command, done.stderr)
+    assert sorted(p.relative_to(camp).as_posix() for p in camp.rglob("*")) == before
+    assert not (tmp_path / "h.json").exists()
