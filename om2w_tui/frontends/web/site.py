@@ -10,7 +10,7 @@ asks for nothing outside itself (no CDN, no web font), from the same typed repor
                                  the judge's, the humans'), failure class and text
     DIR/r<k>/t/<task>.html       one task: the verdicts, the labels, the trajectory step by step beside each
                                  screenshot (j/k or the arrow keys move between steps), the record
-    DIR/r<k>/s/<task>/<i>.t.webp thumbnails; <i>.png (a palette PNG, or the original) the full image, unless
+    DIR/r<k>/s/<task>/<i>.t.jpg  thumbnails; <i>.png (a palette PNG, or the original) the full image, unless
                                  --link; one of each for screenshots with the same bytes
     DIR/pair/<task>.html         with several runs, a task's trajectories side by side, step by step, the first
                                  step where they go different ways marked
