@@ -48,7 +48,8 @@ def report_json(*outs: Path) -> dict:
 
 def open_every_page(site: Path) -> dict[str, dict]:
     """Every HTML page of the site opened in Chromium; -> per page: console errors, failed and outside requests,
-    images that did not load, and the page's figures (data-check cells)."""
+    images that did not load, and the page's figures (data-check cells); and every full screenshot a page links
+    inside the site, opened alone (an entry of its own: its picture must decode)."""
     from playwright.sync_api import sync_playwright  # Playwright's sync API only in this test
 
     root = site.resolve()
@@ -69,6 +70,7 @@ def open_every_page(site: Path) -> dict[str, dict]:
                 return u.scheme != "file" or not Path(unquote(u.path)).resolve().is_relative_to(root)
 
             page.on("request", lambda r: state["outside"].append(r.url) if outside(r.url) else None)
+            fulls: set[str] = set()
             for html in sorted(root.rglob("*.html")):
                 state.update(errors=[], failed=[], outside=[])
                 page.goto(html.as_uri(), wait_until="load")
@@ -79,8 +81,18 @@ def open_every_page(site: Path) -> dict[str, dict]:
                 checks = page.evaluate("Object.fromEntries(Array.from(document.querySelectorAll("
                                        "'[data-check][data-s]')).map(e => [e.dataset.check, [+e.dataset.s, "
                                        "+e.dataset.n]]))")
+                # the full screenshots the page links inside the site (not --link's run files): each opened below
+                fulls.update(page.evaluate("Array.from(document.links).map(a => a.href)"
+                                           ".filter(h => /[.](png|jpe?g|webp)$/.test(h))"))
                 found[str(html.relative_to(root))] = {**{k: list(v) for k, v in state.items()}, "broken": broken,
                                                       "images": images, "checks": checks}
+            for url in sorted(u for u in fulls if not outside(u)):
+                state.update(errors=[], failed=[], outside=[])
+                page.goto(url, wait_until="load")
+                width = page.evaluate("document.images.length === 1 ? document.images[0].naturalWidth : 0")
+                found[str(Path(unquote(urlparse(url).path)).relative_to(root))] = {
+                    **{k: list(v) for k, v in state.items()}, "broken": [] if width else [url], "images": 1,
+                    "checks": {}}
         finally:
             browser.close()
     return found
@@ -92,6 +104,7 @@ def test_every_page_of_a_run_opens_clean_and_the_index_says_what_report_json_say
     assert cli_main(["report", str(out), "--html", str(site)]) == 0
     pages = open_every_page(site)
     assert {"index.html", "r1/tasks.html"} <= set(pages) and sum(1 for p in pages if p.startswith("r1/t/")) == 6
+    assert sum(1 for p in pages if p.startswith("r1/s/")) >= 6              # the full screenshots, opened alone
     for name, got in pages.items():
         assert (got["errors"], got["failed"], got["outside"], got["broken"]) == ([], [], [], []), name
     assert sum(p["images"] for p in pages.values()) >= 6                   # every task page shows its screenshots

@@ -19,6 +19,7 @@ from om2w_tui.frontends.web import images
 from om2w_tui.frontends.web import site as web_site
 from om2w_tui.frontends.web.prices import PricesError, read_prices
 
+from .helpers import web_png
 from .helpers import web_run as make_run
 
 
@@ -50,7 +51,9 @@ def test_a_site_of_a_run_shows_the_failure_class_the_judge_per_screenshot_and_th
     looped = (site / "r1" / "t" / "loop_2.html").read_text()
     assert "<b>loop (" in looped and "More -&gt; CLICK" in looped
     made = {p.name: p for p in (site / "r1" / "s" / "ok_1").iterdir()}
-    assert {"0.t.jpg", "1.t.jpg"} <= set(made) and len(made) == 4
+    # its last screenshot has loop_2's last one's bytes: made once, in loop_2's folder, shown on both pages
+    assert set(made) == {"0.t.jpg", "0.png"}
+    assert 'src="../s/loop_2/3.t.jpg"' in task and 'href="../s/loop_2/3.png"' in task
     with Image.open(made["0.t.jpg"]) as im:
         assert im.size[0] == 267 and im.format == "JPEG"       # 800 px reduced by 3: at most 320
     original = run / "ok_1" / "trajectory" / "0_full_screenshot.png"
@@ -85,6 +88,28 @@ def test_the_full_image_is_a_palette_png_at_full_size_with_the_text_kept_and_a_t
     assert (tmp_path / "s" / "0.png").stat().st_size <= src.stat().st_size / 3
     with Image.open(tmp_path / "s" / "0.t.jpg") as t:
         assert t.format == "JPEG" and t.size == (320, 275)
+    # a preview: under 0.8 of the bytes of the JPEG (quality 70) the site made before
+    with Image.open(src) as a:
+        jpeg = io.BytesIO()
+        a.convert("RGB").reduce(4).save(jpeg, "JPEG", quality=70)
+    assert (tmp_path / "s" / "0.t.jpg").stat().st_size < 0.8 * len(jpeg.getvalue())
+
+
+def test_screenshots_with_the_same_bytes_are_made_once_across_tasks_and_runs_and_each_page_shows_them(tmp_path):
+    """A site's start page in every task, a copied run: one thumbnail and one full image for the same bytes, every
+    page's pictures found where it points; different bytes stay apart."""
+    a, b = make_run(tmp_path / "a"), make_run(tmp_path / "b")
+    (b / "loop_2" / "trajectory" / "0_full_screenshot.png").write_bytes(web_png(7))   # the same size, not bytes
+    site = web_site.build_site(tmp_path / "site", [summarize(a), summarize(b)])
+    shots = sorted(p for p in [*a.rglob("*_full_screenshot.png"), *b.rglob("*_full_screenshot.png")])
+    assert len({p.read_bytes() for p in shots}) == 6 and len(shots) == 12
+    assert len(list(site.rglob("*.t.jpg"))) == 6
+    for page in site.glob("r*/t/*.html"):
+        pictures = re.findall(r'(?:src|href)="(\.\./s/[^"]+|\.\./\.\./r\d/s/[^"]+)"', page.read_text())
+        assert pictures and all((page.parent / p).resolve().is_file() for p in pictures), page
+    run2 = (site / "r2" / "t" / "loop_2.html").read_text()
+    assert 'src="../s/loop_2/0.t.jpg"' in run2 and 'src="../../r1/s/loop_2/1.t.jpg"' in run2
+    assert images.first_copies([shots[0], tmp_path / "gone.png", shots[0]]) == [0, 1, 0]
 
 
 def test_refused_inside_a_run_folder_over_other_files_and_over_a_file(run, tmp_path, capsys):

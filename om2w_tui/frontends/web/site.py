@@ -11,7 +11,8 @@ asks for nothing outside itself (no CDN, no web font), from the same typed repor
                                  the judge's, the humans'), failure class and text
     DIR/r<k>/t/<task>.html       one task: the verdicts, the labels, the trajectory step by step beside each
                                  screenshot (j/k or the arrow keys move between steps), the record
-    DIR/r<k>/s/<task>/<i>.t.jpg  thumbnails; <i>.png (a palette PNG, or the original) the full image, unless --link
+    DIR/r<k>/s/<task>/<i>.t.jpg  thumbnails; <i>.png (a palette PNG, or the original) the full image, unless
+                                 --link; one of each for screenshots with the same bytes
     DIR/pair/<task>.html         with several runs, a task's trajectories side by side, step by step, the first
                                  step where they go different ways marked
     DIR/assets/                  the CSS and the JavaScript
@@ -47,7 +48,7 @@ from om2w_tui.evaluation.report import read_judge_file, unique_names
 from om2w_tui.evaluation.report_text import fmt_seconds
 from om2w_tui.evaluation.summary import Comparison, Counts, Rate, RunReport
 from om2w_tui.files import write_new
-from om2w_tui.frontends.web.images import Job, Made, make_all
+from om2w_tui.frontends.web.images import THUMB_SUFFIX, Job, Made, first_copies, make_all
 from om2w_tui.frontends.web.prices import Price
 from om2w_tui.run_folder import RunFolder
 
@@ -327,30 +328,31 @@ def environment() -> jinja2.Environment:
 
 
 def _pictures(runs: list[RunView], root: Path, link: bool, dest: Path, workers: int | None) -> None:
-    """Thumbnails (and full images unless `link`) of every step's screenshot; each StepView gets its paths."""
-    jobs: list[Job] = []
-    owners: list[StepView] = []
+    """Thumbnails (and full images unless `link`) of every step's screenshot, one for each set of screenshots with
+    the same bytes, in whichever run; each StepView gets its paths."""
+    wanted: list[tuple[RunView, StepView, Path, Path]] = []   # the step, its screenshot, its pictures' stem
     for run in runs:
         for task in run.tasks:
-            folder = root / run.prefix / "s" / task.slug
-            made_folder = False
             for i, step in enumerate(task.steps):
-                if not step.shot:
-                    continue
-                if not made_folder:
-                    folder.mkdir(parents=True, exist_ok=True)
-                    made_folder = True
-                src = task.episode.shots[i]
-                jobs.append(Job(src, folder / f"{i}.t.jpg", None if link else folder / f"{i}"))
-                owners.append(step)
+                if step.shot:
+                    wanted.append((run, step, task.episode.shots[i], root / run.prefix / "s" / task.slug / f"{i}"))
+    first = first_copies([src for _, _, src, _ in wanted])
+    jobs: list[Job] = []
+    job_of: dict[int, int] = {}
+    for k, (_, _, src, stem) in enumerate(wanted):
+        if first[k] == k:
+            stem.parent.mkdir(parents=True, exist_ok=True)
+            job_of[k] = len(jobs)
+            jobs.append(Job(src, stem.with_name(stem.name + THUMB_SUFFIX), None if link else stem))
     made: list[Made] = make_all(jobs, workers)
     final_pages = Path(os.path.abspath(dest))
-    for job, step, m in zip(jobs, owners, made):
-        rel = f"../s/{job.thumb.parent.name}/"
+    for k, (run, step, src, _) in enumerate(wanted):
+        job, m = jobs[job_of[first[k]]], made[job_of[first[k]]]
+        # from the run's task pages (r<k>/t/) to the folder the pictures are in, maybe another task's or run's
+        rel = Path(os.path.relpath(job.thumb.parent, root / run.prefix / "t")).as_posix() + "/"
         step.thumb = rel + m.thumb if m.thumb else ""
         if link:
-            run_prefix = job.thumb.parent.parent.parent.name
-            step.full = Path(os.path.relpath(os.path.abspath(job.src), final_pages / run_prefix / "t")).as_posix()
+            step.full = Path(os.path.relpath(os.path.abspath(src), final_pages / run.prefix / "t")).as_posix()
         else:
             step.full = rel + m.full if m.full else ""
 
