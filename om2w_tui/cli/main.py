@@ -20,9 +20,8 @@ from om2w_tui.cli import tools as tools_cli
 from om2w_tui.cli.argtypes import number, setting_type
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.launch import WARNING, UsageError, preflight, run_checks
-from om2w_tui.engine.settings import BEYOND, SETTINGS, UNPACED, Choice, Switch, bench_defaults, changed
-from om2w_tui.engine.sharding import shard_from_flags
-from om2w_tui.episode.instruction import TemplateError, read_template
+from om2w_tui.engine.plan import config_from_values
+from om2w_tui.engine.settings import BEYOND, SETTINGS, Choice, Switch, changed
 from om2w_tui.evaluation.live_judge import LIVE_JUDGE
 from om2w_tui.frontends.headless import run_headless
 
@@ -105,26 +104,17 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     """Every RunConfig field the command's flags name (flag dest == field name); the demo fixes the rest."""
     given = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig) if hasattr(args, f.name)}
     if hasattr(args, "shard"):   # this node's share: '' for the whole task file
-        try:
-            given["shard"], given["workers"] = shard_from_flags(args.shard, args.slot_range, args.workers)
-        except ValueError as e:
-            raise SystemExit(str(e)) from None
-    for key, value in bench_defaults(given.get("bench") or RunConfig.bench).items():
-        if given.get(key, 0) is None:   # not given: the benchmark's default (engine/settings.py declares it)
-            given[key] = value
-    if getattr(args, "no_pacing", False):
-        given.update(UNPACED)
+        given.update(shard=args.shard or "", slot_range=args.slot_range)
+    given["no_pacing"] = getattr(args, "no_pacing", False)
     if args.command == "demo":
         given.update(out=args.out or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S"), bench="offline",
                      model="oracle")
     elif args.out is None:
         raise SystemExit(f"om2w-tui {args.command}: --out is required (the run's folder)")
-    if given.get("instruction_template_file") is not None:
-        try:
-            given["instruction_template"] = read_template(given["instruction_template_file"])
-        except TemplateError as e:
-            raise SystemExit(str(e)) from None
-    return RunConfig(**given)
+    try:   # the same reading of the flags' values a campaign's plan gets (engine/plan.py)
+        return config_from_values(given)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
 
 
 def has_terminal() -> bool:
