@@ -27,6 +27,7 @@ from om2w_tui.campaign_folder import FORMAT, CampaignFolder, arm_problem, is_cam
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.settings import (
     BEYOND,
+    BROWSER,
     BY_KEY,
     JUDGING,
     PACING,
@@ -50,8 +51,9 @@ MAX_REPEATS = 100
 PLAN_LIMIT = 1 << 20   # a plan is a few lines; a larger file is a mistake (a task file given for a plan)
 # flags that are no RunConfig field but say how its fields are set: this node's shard, and no pacing at all
 EXTRA_FLAGS = ("shard", "slot-range", "no-pacing")
-# campaign-wide: the units of every arm are the same tasks on one pacer, one queue and one set of slots
-SHARED_GROUPS = (WHAT, PACING, WHERE, BEYOND, JUDGING)
+# campaign-wide: the units of every arm are the same tasks on one pacer, one queue and one set of slots, in the same
+# browser (checked and started once)
+SHARED_GROUPS = (WHAT, BROWSER, PACING, WHERE, BEYOND, JUDGING)
 SHARED_KEYS = frozenset({s.key for s in SETTINGS if s.group in SHARED_GROUPS}
                         | {"breaker_after", "probe_interval", "shard", "slot_range", "no_pacing"})
 # what a lane measures: compared with the folder on resume. Not compared: where and how fast it runs (slots, pacing,

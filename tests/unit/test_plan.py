@@ -157,3 +157,36 @@ def test_the_short_form_names_each_lane_by_its_arm(tmp_path):
         ("base", "base", tmp_path / "o" / "base", 3), ("agent", "agent", tmp_path / "o" / "agent", 3)]
     with pytest.raises(PlanError, match="--arm: arm name 'x-r2'"):
         short_form(RunConfig(out=tmp_path), ["x-r2"])
+
+
+def test_the_campaign_command_refuses_a_bad_plan_a_changed_one_and_a_bad_flag_with_exit_2_writing_nothing(
+        tmp_path, capsys):
+    from om2w_tui.cli.main import main  # the command line only for this test
+
+    bad = write(tmp_path, 'out = "{out}"\n[arms.a]\nworkers = 3\n')
+    assert main(["campaign", str(bad), "--no-ui"]) == 2
+    assert f"{bad}:3: [arms.a] workers: campaign-wide" in capsys.readouterr().err
+    path = write(tmp_path, EXAMPLE)
+    write_plan(resolve(read_plan(path)))
+    before = (tmp_path / "study" / "campaign.json").read_text()
+    assert main(["campaign", str(path), "--no-ui", "--temperature", "0.7"]) == 2   # a flag replaces the top level
+    err = capsys.readouterr().err
+    assert "the plan changes what lanes in" in err and "base: temperature 0.5 -> 0.7" in err
+    assert (tmp_path / "study" / "campaign.json").read_text() == before
+    assert sorted(p.name for p in (tmp_path / "study").iterdir()) == ["campaign.json"]
+    with pytest.raises(SystemExit) as e:
+        main(["campaign", str(path), "--temperature", "3"])
+    assert e.value.code == 2 and "--temperature 3: must be 0 to 2" in capsys.readouterr().err
+
+
+def test_run_with_several_arms_is_the_short_form_of_a_campaign_and_one_arm_is_a_run(tmp_path):
+    from om2w_tui.cli.main import campaign_from_args, parse_args  # the command line only for this test
+
+    out = str(tmp_path / "o")
+    campaign = campaign_from_args(parse_args(["run", "--bench", "offline", "--model", "oracle", "--out", out,
+                                              "--arm", "base", "--arm", "agent", "--workers", "3"]))
+    assert campaign is not None and campaign.config.out == tmp_path / "o"
+    assert [(x.name, x.config.arm, x.config.workers) for x in campaign.lanes] == [("base", "base", 3),
+                                                                                  ("agent", "agent", 3)]
+    assert campaign_from_args(parse_args(["run", "--out", out, "--arm", "agent"])) is None
+    assert campaign_from_args(parse_args(["run", "--out", out])) is None
