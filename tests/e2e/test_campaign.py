@@ -1,0 +1,101 @@
+"""A campaign end to end, headless, with the real worker, real Chromium, the offline sites on 127.0.0.1 and the oracle:
+two arms (`oracle` and `oracle-weak`, which fails every third task) over three tasks, killed with SIGKILL after its
+first settled unit and run again with the same command. Each lane's folder is a complete run folder the official
+evaluator reads, every unit settled once in its own lane, a task's units one after another on its site, and a plan
+that changes a lane under the folder is refused."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import signal
+import time
+from collections import defaultdict
+from typing import Any
+
+import pytest
+
+from om2w_tui.benchmarks.conformance import check_run
+from om2w_tui.engine.scheduler import Scheduler
+from om2w_tui.offline.oracle import weak_fails
+from om2w_tui.offline.suite import load_task_templates
+
+from .helpers import assert_settled_once, cli, popen, records
+from .test_beyond_one_run import Lines
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420),
+              pytest.mark.skipif("lanes" not in inspect.signature(Scheduler).parameters,
+                                 reason="waits for the scheduler's lanes (Scheduler(..., lanes=...), the lanes "
+                                        "helper's branch)")]
+# two tasks on the shop (their units must not interleave there) and one on the wiki; oracle-weak fails the cart
+IDS = ["offline_shop_search_01", "offline_shop_cart_05", "offline_wiki_port_06"]
+PLAN = """\
+bench = "offline"
+task-ids = {ids}
+out = "{out}"
+workers = 2
+pace_cooldown = 0.5
+retries = 0
+
+[arms.good]
+model = "oracle"
+
+[arms.weak]
+model = "oracle-weak"
+"""
+
+
+def test_a_two_arm_campaign_killed_and_run_again_settles_every_unit_once_in_its_lane_paired_on_its_site(tmp_path):
+    out = tmp_path / "study"
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN.format(ids=json.dumps(IDS), out=out))
+    tasks = {t["task_id"]: t for t in load_task_templates()}
+    assert [weak_fails(tasks[i]) for i in IDS] == [False, True, False]   # the arms really differ on one task
+
+    first = popen("campaign", str(plan), "--no-ui")
+    lines = Lines(first)
+    lines.wait_for("progress: ", timeout=240)   # a unit ended in some lane: the campaign killed there
+    killed_at = time.time()
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=30)
+    written = json.loads((out / "campaign.json").read_text())
+    assert [(x["name"], x["arm"], x["repeat"]) for x in written["lanes"]] == [("good", "good", 1), ("weak", "weak", 1)]
+
+    again = cli("campaign", str(plan), "--no-ui", timeout=360)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "lane good (arm good, repeat 1): 3/3 done" in again.stdout, again.stdout[-3000:]
+    assert "lane weak (arm weak, repeat 1): 3/3 done" in again.stdout
+    assert "pairing gap" in again.stdout
+
+    by_lane: dict[str, list[dict[str, Any]]] = {}
+    for lane in ("good", "weak"):
+        assert check_run(out / lane) == [], lane                   # what the official evaluator reads, as a run's
+        rows = records(out / lane)
+        assert_settled_once(rows, IDS)                              # nothing settled ran twice, every unit settled
+        assert {r["task_id"] for r in rows} == set(IDS)
+        assert (out / lane / "run.json").is_file()
+        by_lane[lane] = rows
+    latest = {lane: {r["task_id"]: r for r in rows} for lane, rows in by_lane.items()}
+    assert [latest["good"][i]["correct"] for i in IDS] == [True, True, True]
+    assert [latest["weak"][i]["correct"] for i in IDS] == [True, False, True]
+
+    # the units of one task one after another on its site: in each start of the campaign, no other task's unit
+    # started on that site between the first and the last of a task's units
+    for before in (True, False):
+        on_site: dict[str, list[tuple[float, str]]] = defaultdict(list)
+        for rows in by_lane.values():
+            for r in rows:
+                if (float(r.get("started_at") or 0) < killed_at) == before:
+                    on_site[tasks[r["task_id"]]["website"]].append((float(r["started_at"]), r["task_id"]))
+        for site, units in on_site.items():
+            order = [tid for _, tid in sorted(units)]
+            runs = [tid for k, tid in enumerate(order) if k == 0 or order[k - 1] != tid]
+            assert len(runs) == len(set(runs)), (site, order)
+
+    # a plan that changes what a lane measures under this folder: refused, naming what changed; nothing written
+    plan.write_text(PLAN.format(ids=json.dumps(IDS), out=out).replace('"oracle-weak"', '"oracle-slow-1"'))
+    kept = (out / "campaign.json").read_text()
+    refused = cli("campaign", str(plan), "--no-ui", timeout=120)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "weak: model 'oracle-weak' -> 'oracle-slow-1'" in refused.stderr
+    assert (out / "campaign.json").read_text() == kept
