@@ -91,7 +91,8 @@ class HeadlessLog:
         for line in model_summary(s):
             self._print(line)
         results = s.results or f"{s.out}/results.jsonl"
-        self._print(f"results: {results}")
+        if not s.lanes:   # a campaign's lanes each name their own, below
+            self._print(f"results: {results}")
         if s.unwritten:
             self._print(f"error: {s.unwritten} record(s) could not be written to {results} "
                         f"(listed above); those tasks run again next time")
