@@ -17,12 +17,16 @@ from typing import Any
 import pytest
 
 from om2w_tui.benchmarks.conformance import check_run
+from om2w_tui.engine.events import RunFinished
+from om2w_tui.engine.launch import campaign_preflight
+from om2w_tui.engine.plan import read_plan, resolve
 from om2w_tui.engine.scheduler import Scheduler
 from om2w_tui.offline.oracle import weak_fails
 from om2w_tui.offline.suite import load_task_templates
+from tests.fakes import Recorder
+from tests.ui.pilots import app_exits, make_app, until
 
-from .helpers import assert_settled_once, cli, popen, records
-from .test_beyond_one_run import Lines
+from .helpers import Lines, assert_settled_once, cli, popen, records
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420),
               pytest.mark.skipif("lanes" not in inspect.signature(Scheduler).parameters,
@@ -107,3 +111,21 @@ def test_a_two_arm_campaign_killed_and_run_again_settles_every_unit_once_in_its_
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "weak: model 'oracle-weak' -> 'oracle-slow-1'" in refused.stderr
     assert (out / "campaign.json").read_text() == kept
+
+
+async def test_the_console_opens_a_campaign_and_runs_it_to_the_end(tmp_path):
+    out = tmp_path / "study"
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN.format(ids=json.dumps(IDS[2:]), out=out))
+    pre = campaign_preflight(resolve(read_plan(plan)))
+    rec = Recorder()
+    app = make_app(pre, image_renderer="unicode", last_launch=None, sinks=[rec])   # the same app as `run` opens
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, "the campaign's end", lambda: rec.of(RunFinished), timeout=240)
+        await pilot.press("q")
+        await app_exits(app)
+    assert app.return_code == 0
+    summary = rec.of(RunFinished)[0].summary
+    assert [(lane.name, lane.done) for lane in summary.lanes] == [("good", 1), ("weak", 1)]
+    for lane in ("good", "weak"):
+        assert [r["task_id"] for r in records(out / lane)] == IDS[2:] and check_run(out / lane) == []
