@@ -603,8 +603,8 @@ def _hold_folder(folder: RunFolder, stack: contextlib.ExitStack, lock: str = "")
     out = folder.out
     try:
         out.mkdir(parents=True, exist_ok=True)
-        if lock:
-            stack.enter_context(RunLock(out, lock))
+        if lock:   # a campaign's: it names the socket the campaign listens on in its folder (ctl OUT, attach OUT)
+            stack.enter_context(RunLock(out, lock, {"socket": folder.socket.name}))
         else:
             stack.enter_context(run_lock(out, folder.shard, {"socket": folder.socket.name}))
     except OutFolderBusy as e:
@@ -629,7 +629,8 @@ async def _listen(servers: Sequence[ControlServer], run: Run, sinks: list[Sink],
 async def _open_campaign(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool) -> AsyncIterator[Run]:
     """`open_run` for a campaign: the sites and the oracle served once for every lane, the campaign's lock and each
     lane's run lock, campaign.json and each lane's run.json written, one executor and one scheduler for every lane's
-    units; each lane's folder listens on its control socket (ctl and attach reach the campaign from any of them)."""
+    units; the campaign's folder and each lane's listen on a control socket (ctl and attach reach the campaign from
+    any of them)."""
     assert pre.campaign is not None
     cfg = pre.run_config
     stack = contextlib.ExitStack()
@@ -679,7 +680,7 @@ async def _open_campaign(pre: Preflight, sinks: list[Sink], *, guard_ends_run: b
                     return False
             return True
 
-        servers = [ControlServer(folder) for folder in folders]
+        servers = [ControlServer(folder) for folder in ([RunFolder(cfg.out)] if not cfg.shard else []) + folders]
         judge = reference_judge if any("reference_answer" in t.raw for t in pre.tasks) else None
         shared_tasks = [live_offline_task(t, base_urls) for t in pre.tasks] if base_urls else pre.tasks
         run = Scheduler(cfg, shared_tasks, executor, [*sinks, *servers], judge=judge, probe=probe,

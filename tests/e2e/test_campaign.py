@@ -64,6 +64,9 @@ def test_a_two_arm_campaign_killed_and_run_again_settles_every_unit_once_in_its_
     deadline = time.monotonic() + 60
     while not any(records(out / lane) for lane in ("good", "weak")) and time.monotonic() < deadline:
         time.sleep(0.05)   # the record's writer is in the run's own thread: nothing to await from here
+    for folder in (out, out / "weak"):   # ctl reaches the campaign by its folder and by a lane's
+        status = cli("ctl", str(folder), "status", "--json", timeout=60)
+        assert status.returncode == 0 and json.loads(status.stdout)["total"] == 2 * len(IDS), status.stderr
     killed_at = time.time()
     first.send_signal(signal.SIGKILL)
     first.wait(timeout=30)
