@@ -20,16 +20,9 @@ from typing import Any
 from om2w_tui import exits
 from om2w_tui.cli import tools as tools_cli
 from om2w_tui.cli.argtypes import number, setting_type
+from om2w_tui.engine.campaign_launch import campaign_checks, campaign_preflight
 from om2w_tui.engine.config import RunConfig
-from om2w_tui.engine.launch import (
-    WARNING,
-    Preflight,
-    UsageError,
-    campaign_checks,
-    campaign_preflight,
-    preflight,
-    run_checks,
-)
+from om2w_tui.engine.launch import WARNING, Preflight, UsageError, preflight, run_checks
 from om2w_tui.engine.plan import Campaign, PlanError, config_from_values, read_plan, resolve, short_form
 from om2w_tui.engine.settings import BEYOND, SETTINGS, Choice, Switch, changed
 from om2w_tui.evaluation.live_judge import LIVE_JUDGE

@@ -39,21 +39,19 @@ from om2w_tui.benchmarks.tasks import (
     read_task_text,
     select,
 )
-from om2w_tui.campaign_folder import LOCK_FILE
 from om2w_tui.engine.chromium_check import check_starts
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.control import Run
 from om2w_tui.engine.control_socket import ControlServer, ControlSocketError
 from om2w_tui.engine.events import Event, Log, Sink
-from om2w_tui.engine.lanes import Lane
 from om2w_tui.engine.machine import slot_room, starts_at_once, too_many_workers
 from om2w_tui.engine.model_check import WARNING as WARNING  # re-exported: the front ends show the warning state
 from om2w_tui.engine.model_check import Check as Check  # re-exported: a check row, as the front ends show it
 from om2w_tui.engine.model_check import model_checks
-from om2w_tui.engine.plan import Campaign, resume_problem, write_plan
+from om2w_tui.engine.plan import Campaign
 from om2w_tui.engine.redact import redact_argv
 from om2w_tui.engine.results import EpisodeRecord, read_manifest, read_results
-from om2w_tui.engine.runlock import OutFolderBusy, RunLock, check_free
+from om2w_tui.engine.runlock import OutFolderBusy, RunLock
 from om2w_tui.engine.scheduler import Judge, Scheduler
 from om2w_tui.engine.settings import BY_KEY, check_config, key_variables, unpaced
 from om2w_tui.engine.sharding import check_out_free, run_lock, select_shard
@@ -214,12 +212,12 @@ def _check_settings(cfg: RunConfig) -> str:
         return problem
     # workers on this machine (local, or a Ray node on its loopback): no more than its memory holds (each about
     # half a gigabyte with its Chromium)
-    if (cfg.executor != "ray" or _ray_here(cfg)) and (problem := too_many_workers(cfg.workers, cfg.slot_memory)):
+    if (cfg.executor != "ray" or ray_here(cfg)) and (problem := too_many_workers(cfg.workers, cfg.slot_memory)):
         return problem
     return _check_judge_settings(cfg)
 
 
-def _ray_here(cfg: RunConfig) -> bool:
+def ray_here(cfg: RunConfig) -> bool:
     """A Ray cluster on this machine's loopback: its actors, their workers and browsers share this machine."""
     return on_loopback(cfg.ray_address or os.environ.get("RAY_ADDRESS") or "")
 
@@ -410,56 +408,6 @@ def preflight(cfg: RunConfig, *, check_model: bool = True, companions: Sequence[
     return pre
 
 
-# rows of a lane's own checks the campaign shows (the rest are the shared checks', said once), and any that failed
-_LANE_ROWS = ("settings", "tasks", "out folder", "model endpoint", "resume")
-
-
-def campaign_checks(campaign: Campaign, *, check_model: bool = True
-                    ) -> tuple[Preflight | None, list[Check]]:
-    """A campaign's checks: its folder (the resume rule, its lock), the shared settings as a run's (task selection,
-    pacing, the browser started once), then each lane as a run (its settings, its tasks with its step budget, its
-    folder, what it has settled), each distinct endpoint and model asked once. A lane's row is named by it. Writes
-    nothing."""
-    cfg = campaign.config
-    problem = resume_problem(campaign) or (check_free(cfg.out, LOCK_FILE).replace("another run", "another campaign")
-                                           if cfg.out.is_dir() else "")
-    if not problem and cfg.judge_url is not None:
-        problem = ("--judge-url: a campaign does not judge as it goes yet; judge each lane's folder after it with "
-                   "`om2w-tui judge OUT/<lane>`")
-    arms = list(dict.fromkeys(lane.arm for lane in campaign.lanes))
-    checks: list[Check] = [("campaign", not problem, problem or f"{cfg.out}: arms {', '.join(arms)} x "
-                            f"{campaign.plan.repeats} repeat(s): {len(campaign.lanes)} lanes "
-                            f"({', '.join(lane.name for lane in campaign.lanes)})")]
-    shared, shared_checks = run_checks(cfg, check_model=False, ask_model=False)
-    checks += [row for row in shared_checks if row[0] != "resume"]
-    if shared is None:
-        return None, checks
-    asked: set[tuple[str, str, str]] = set()
-    lanes = []
-    for lane in campaign.lanes:
-        model = (str(lane.config.endpoint) if not lane.config.builtin_oracle else "", lane.config.model,
-                 lane.config.api_key_env)
-        pre, rows = run_checks(lane.config, check_model=check_model and model not in asked, ask_model=False,
-                               known=shared.resolved)
-        asked.add(model)
-        checks += [(f"{lane.name}: {what}", ok, detail if ok else f"lane {lane.name} (arm {lane.arm}): {detail}")
-                   for what, ok, detail in rows if what in _LANE_ROWS or not ok]
-        if pre is not None:
-            lanes.append(LanePreflight(lane.name, lane.arm, lane.repeat, pre))
-    if not all(ok for _, ok, _ in checks) or len(lanes) != len(campaign.lanes):
-        return None, checks
-    return dataclasses.replace(shared, settled=sum(lane.pre.settled for lane in lanes), checks=checks,
-                               campaign=campaign, lanes=tuple(lanes)), checks
-
-
-def campaign_preflight(campaign: Campaign, *, check_model: bool = True) -> Preflight:
-    """`campaign_checks` as `preflight` is `run_checks`: raises UsageError with the first problem."""
-    pre, checks = campaign_checks(campaign, check_model=check_model)
-    if pre is None:
-        raise UsageError(next(detail for _, ok, detail in checks if not ok))
-    return pre
-
-
 def versions() -> dict[str, str]:
     v = {"python": platform.python_version()}
     for pkg in ("om2w-tui", "browser-use", "openai", "playwright", "textual"):
@@ -536,7 +484,9 @@ async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = 
     here is ended on the way out. `guard_ends_run`: the model guard ends the run (a front end with nobody to press
     resume) rather than holding dispatch until its user resumes."""
     if pre.lanes:   # a campaign: its lanes' units on one queue and pacer
-        async with _open_campaign(pre, sinks, guard_ends_run=guard_ends_run) as campaign:
+        from om2w_tui.engine.campaign_launch import open_campaign  # it builds on this module: imported once needed
+
+        async with open_campaign(pre, sinks, guard_ends_run=guard_ends_run) as campaign:
             yield campaign
         return
     cfg = pre.run_config
@@ -561,8 +511,8 @@ async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = 
         else:
             endpoint = cfg.endpoint
         folder = RunFolder(cfg.out, cfg.shard)
-        _ready_pace_dir(cfg)
-        _hold_folder(folder, stack)
+        check_pace_ready(cfg)
+        hold_folder(folder, stack)
         write_manifest(pre, {"endpoint": str(endpoint)})   # redacted
         executor = make_executor(cfg, stack)
 
@@ -576,10 +526,10 @@ async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = 
         beside = [c for c in (companion.open(cfg, emit) for companion in pre.companions) if c is not None]
         run = Scheduler(cfg, tasks, executor, [*sinks, server, *beside], judge=judge, probe=probe,
                         endpoint=endpoint.for_client(), guard_ends_run=guard_ends_run, site_names=local_names,
-                        slot_room=lambda: slot_room(cfg.slot_memory) if cfg.executor != "ray" or _ray_here(cfg)
+                        slot_room=lambda: slot_room(cfg.slot_memory) if cfg.executor != "ray" or ray_here(cfg)
                         else None)
         async with contextlib.AsyncExitStack() as listening:
-            await _listen([server], run, sinks, listening)
+            await listen_on([server], run, sinks, listening)
             held: Run = run
             for companion_run in beside:
                 await companion_run.start()
@@ -592,12 +542,12 @@ async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = 
         await asyncio.shield(asyncio.to_thread(stack.close))
 
 
-def _ready_pace_dir(cfg: RunConfig) -> None:
+def check_pace_ready(cfg: RunConfig) -> None:
     if cfg.pace_dir is not None and (problem := ready_pace_dir(cfg.pace_dir)):
         raise UsageError(problem)
 
 
-def _hold_folder(folder: RunFolder, stack: contextlib.ExitStack, lock: str = "") -> None:
+def hold_folder(folder: RunFolder, stack: contextlib.ExitStack, lock: str = "") -> None:
     """Before anything is written: the folder made and its run's lock taken for the stack's life (`lock`: another
     lock file's name, a campaign's); a second run over it is refused, a folder that takes no file too."""
     out = folder.out
@@ -613,7 +563,7 @@ def _hold_folder(folder: RunFolder, stack: contextlib.ExitStack, lock: str = "")
         raise UsageError(f"--out {out}: cannot be written ({e.strerror or e}); choose another --out") from None
 
 
-async def _listen(servers: Sequence[ControlServer], run: Run, sinks: list[Sink],
+async def listen_on(servers: Sequence[ControlServer], run: Run, sinks: list[Sink],
                   listening: contextlib.AsyncExitStack) -> None:
     """Each control socket serving `run` for the stack's life; one that cannot is said, and the run goes on."""
     for server in servers:
@@ -623,73 +573,3 @@ async def _listen(servers: Sequence[ControlServer], run: Run, sinks: list[Sink],
             for sink in sinks:
                 sink.handle(Log("warning", f"no control socket in {server.out}, so ctl and attach cannot reach "
                                            f"this run there: {e}"))
-
-
-@contextlib.asynccontextmanager
-async def _open_campaign(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool) -> AsyncIterator[Run]:
-    """`open_run` for a campaign: the sites and the oracle served once for every lane, the campaign's lock and each
-    lane's run lock, campaign.json and each lane's run.json written, one executor and one scheduler for every lane's
-    units; the campaign's folder and each lane's listen on a control socket (ctl and attach reach the campaign from
-    any of them)."""
-    assert pre.campaign is not None
-    cfg = pre.run_config
-    stack = contextlib.ExitStack()
-    try:
-        base_urls: dict[str, str] = {}
-        local_names: dict[str, str] = {}
-        if cfg.bench == "offline":
-            from om2w_tui.offline import OfflineSuite  # the offline suite only when a campaign uses it
-
-            suite = stack.enter_context(OfflineSuite())
-            base_urls = suite.base_urls
-            local_names = {site_key(url): name for name, url in base_urls.items()}
-        oracle: EndpointURL | None = None
-        if any(lane.pre.config.builtin_oracle for lane in pre.lanes):
-            from om2w_tui.offline import OracleServer  # the oracle only when it is served here: one for every lane
-
-            all_tasks = suite.tasks() if cfg.bench == "offline" else [t.to_dict() for t in pre.tasks]
-            oracle = EndpointURL(stack.enter_context(OracleServer(all_tasks)).url)
-        lanes: list[Lane] = []
-        endpoints: list[EndpointURL] = []
-        for lp in pre.lanes:
-            lane_cfg = lp.pre.run_config
-            endpoint = oracle if lane_cfg.builtin_oracle and oracle is not None else lane_cfg.endpoint
-            endpoints.append(endpoint)
-            tasks = [live_offline_task(t, base_urls) for t in lp.pre.tasks] if base_urls else lp.pre.tasks
-            lanes.append(Lane(lp.name, lp.arm, lp.repeat, lane_cfg, tuple(tasks), endpoint.for_client()))
-        _ready_pace_dir(cfg)
-        if not cfg.shard:   # shards of one campaign on several nodes share its folder: each lane's shard lock holds
-            _hold_folder(RunFolder(cfg.out), stack, LOCK_FILE)
-        folders = [RunFolder(lane.config.out, cfg.shard) for lane in lanes]
-        for folder in folders:
-            _hold_folder(folder, stack)
-        if problem := resume_problem(pre.campaign):   # again, under the locks: the folder as it is now
-            raise UsageError(problem)
-        write_plan(pre.campaign)
-        for lp, endpoint in zip(pre.lanes, endpoints, strict=True):
-            write_manifest(lp.pre, {"endpoint": str(endpoint), "campaign": str(cfg.out), "lane": lp.name})
-        withhold = tuple(dict.fromkeys(v for lane in lanes for v in key_variables(lane.config)))
-        executor = make_executor(cfg, stack, withhold)
-        asked = list(dict.fromkeys((endpoint, lane.config.model, lane.config.api_key_env)
-                                   for endpoint, lane in zip(endpoints, lanes, strict=True)))
-
-        async def probe() -> bool:   # every lane's model answers (the breaker's probe)
-            for endpoint, model, _ in asked:
-                lane_cfg = next(lane.config for lane in lanes if lane.config.model == model)
-                if not await asyncio.to_thread(probe_endpoint, endpoint, model, lane_cfg.api_key()):
-                    return False
-            return True
-
-        servers = [ControlServer(folder) for folder in ([RunFolder(cfg.out)] if not cfg.shard else []) + folders]
-        judge = reference_judge if any("reference_answer" in t.raw for t in pre.tasks) else None
-        shared_tasks = [live_offline_task(t, base_urls) for t in pre.tasks] if base_urls else pre.tasks
-        run = Scheduler(cfg, shared_tasks, executor, [*sinks, *servers], judge=judge, probe=probe,
-                        endpoint=lanes[0].endpoint, guard_ends_run=guard_ends_run, site_names=local_names,
-                        slot_room=lambda: slot_room(cfg.slot_memory) if cfg.executor != "ray" or _ray_here(cfg)
-                        else None, lanes=lanes)
-        async with contextlib.AsyncExitStack() as listening:
-            await _listen(servers, run, sinks, listening)
-            yield run
-    finally:
-        # as open_run's: in a thread, shielded
-        await asyncio.shield(asyncio.to_thread(stack.close))

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from om2w_tui.benchmarks.conformance import check_run
+from om2w_tui.engine.campaign_launch import campaign_preflight
 from om2w_tui.engine.events import RunFinished
-from om2w_tui.engine.launch import campaign_preflight
 from om2w_tui.engine.plan import read_plan, resolve
 from om2w_tui.engine.scheduler import Scheduler
 from om2w_tui.offline.oracle import weak_fails
