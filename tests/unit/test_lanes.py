@@ -14,8 +14,10 @@ from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.campaign_folder import lane_name
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.control import apply
+from om2w_tui.engine.dispatch import Dispatcher
 from om2w_tui.engine.events import EpisodeFinished, EpisodeStarted, Log
 from om2w_tui.engine.lanes import Lane
+from om2w_tui.engine.pacing import SitePacer
 from om2w_tui.engine.results import read_results
 from om2w_tui.engine.scheduler import Scheduler
 from om2w_tui.protocol.control import Done, Pause, Refused, Resume
@@ -181,3 +183,19 @@ async def test_a_plain_run_is_one_lane_and_says_no_lanes(tmp_path):
     snap = sched.snapshot()
     assert snap.lanes == () and snap.summary.lanes == () and snap.summary.pairing.n == 0
     assert all(row.lane == "" for row in snap.slots)
+
+
+def test_a_site_whose_task_has_started_goes_before_a_longer_chain():
+    """The dispatcher's pairing in time: once one unit of a task starts, its task's next unit on that site goes
+    before any other site's when it may start, the longest chain notwithstanding."""
+    units = [dataclasses.replace(t, lane=lane) for t in make_tasks({"w.com": 5, "x.com": 1}) for lane in ("a", "b")]
+    d = Dispatcher(SitePacer(0.0), units)
+    for u in units:
+        d.push(u)
+    assert d.pick(0.0, lambda: (2, 2)) == "w.com"          # the longest chain first
+    first = d.take("x.com")
+    d.acquire("x.com", 0.0)
+    d.release("x.com", 30.0)
+    assert d.pick(30.0, lambda: (2, 2)) == "x.com"         # its partner before w.com's longer chain
+    assert d.take("x.com") == dataclasses.replace(first, lane="b")
+    assert d.pick(30.0, lambda: (2, 2)) == "w.com" and not d.open
