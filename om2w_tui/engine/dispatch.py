@@ -2,8 +2,10 @@
 
 The rule: among the sites that may start now, the one with the longest chain of work left (its queued tasks'
 expected lengths and the cooldowns between them; ties go to the site queued first), and on a site the longest task
-first. When one site's chain outlasts the other sites' work spread over the other slots, the last free slot waits
-for that site's cooldown to end (`keep_slot_for`).
+first. In a campaign a site whose next unit belongs to a task another unit of which has started goes before any
+(the one opened first), so a task's units run one after another on their site. When one site's chain outlasts the
+other sites' work spread over the other slots, the last free slot waits for that site's cooldown to end
+(`keep_slot_for`).
 
 A chain is `units * s_per_unit + (n - 1) * cooldown`: `units` is the site's queued reference lengths, `s_per_unit`
 the seconds a unit took in the episodes finished so far (learnt, the same for every site), `n` its queued tasks.
@@ -125,6 +127,10 @@ class Dispatcher:
         self._ready: dict[float, _Group] = {}    # extra -> those of them that may start (not busy, cooled)
         self._cooling: list[_Entry] = []               # not busy, maybe still cooling: by ready_at
         self._entries = 0
+        # a campaign's sites whose queue's head is a unit of a task another unit of which has started: site -> (the
+        # order it opened in, the task); they go first when they may start, so a task's units run close in time
+        self.open: dict[str, tuple[int, str]] = {}
+        self._opened = 0
 
     # ── the queue ──────────────────────────────────────────
     def task_units(self, task: Task) -> float:
@@ -151,7 +157,13 @@ class Dispatcher:
             q.extend(q_sorted)
 
     def take(self, site: str) -> Task:
-        task = self.queue[site].popleft()
+        q = self.queue[site]
+        task = q.popleft()
+        if task.lane and q and q[0].task_id == task.task_id:   # its task's next unit goes next there
+            self.open[site] = (self._opened, task.task_id)
+            self._opened += 1
+        else:
+            self.open.pop(site, None)
         self.pending -= 1
         self._set_units(site, max(0.0, self.site_units.get(site, 0.0) - self.task_units(task)))
         self.touch(site)
@@ -224,10 +236,21 @@ class Dispatcher:
         """Of the sites that may start now, the one with the longest chain left; None when there is none, or to keep
         the last free slot for a cooling site whose chain sets the run's length (`keep_slot_for`). `slots` counts
         the free slots and those not retiring (asked only when a site may start)."""
-        best = self._best_ready(now) if self.indexed else self.scan_pick(now)
+        best = self._open_ready(now) or (self._best_ready(now) if self.indexed else self.scan_pick(now))
         if best is not None and self.keep_slot_for(now, *slots()) is not None:
             return None
         return best
+
+    def _open_ready(self, now: float) -> str | None:
+        """The site opened first whose task's next unit may start now (a campaign's pairing in time)."""
+        best: tuple[int, str] | None = None
+        for site, (order, tid) in list(self.open.items()):
+            q = self.queue.get(site)
+            if not q or q[0].task_id != tid:   # its units were taken, pulled or put behind another's
+                del self.open[site]
+            elif (best is None or order < best[0]) and self.pacer.can_start(site, now):
+                best = (order, site)
+        return best[1] if best else None
 
     def scan_pick(self, now: float) -> str | None:
         """The choice by a scan of every site (a shared pacer's, and the reference the index is tested against)."""

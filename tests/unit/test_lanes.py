@@ -6,17 +6,23 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
 
 from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.campaign_folder import lane_name
+from om2w_tui.cli.main import main
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.control import apply
+from om2w_tui.engine.control_socket import SOCKET_NAME, ControlServer
+from om2w_tui.engine.dispatch import Dispatcher
 from om2w_tui.engine.events import EpisodeFinished, EpisodeStarted, Log
 from om2w_tui.engine.lanes import Lane
+from om2w_tui.engine.pacing import SitePacer
 from om2w_tui.engine.results import read_results
+from om2w_tui.engine.runlock import RunLock
 from om2w_tui.engine.scheduler import Scheduler
 from om2w_tui.protocol.control import Done, Pause, Refused, Resume
 from om2w_tui.protocol.run_end import RunEnd
@@ -181,3 +187,38 @@ async def test_a_plain_run_is_one_lane_and_says_no_lanes(tmp_path):
     snap = sched.snapshot()
     assert snap.lanes == () and snap.summary.lanes == () and snap.summary.pairing.n == 0
     assert all(row.lane == "" for row in snap.slots)
+
+
+def test_a_site_whose_task_has_started_goes_before_a_longer_chain():
+    """The dispatcher's pairing in time: once one unit of a task starts, its task's next unit on that site goes
+    before any other site's when it may start, the longest chain notwithstanding."""
+    units = [dataclasses.replace(t, lane=lane) for t in make_tasks({"w.com": 5, "x.com": 1}) for lane in ("a", "b")]
+    d = Dispatcher(SitePacer(0.0), units)
+    for u in units:
+        d.push(u)
+    assert d.pick(0.0, lambda: (2, 2)) == "w.com"          # the longest chain first
+    first = d.take("x.com")
+    d.acquire("x.com", 0.0)
+    d.release("x.com", 30.0)
+    assert d.pick(30.0, lambda: (2, 2)) == "x.com"         # its partner before w.com's longer chain
+    assert d.take("x.com") == dataclasses.replace(first, lane="b")
+    assert d.pick(30.0, lambda: (2, 2)) == "w.com" and not d.open
+
+
+async def test_ctl_pauses_and_resumes_an_arm_through_the_control_socket(tmp_path, capsys):
+    tasks = make_tasks({"x.com": 1})
+    shared, lanes = campaign(tmp_path, tasks)
+    sched = Scheduler(shared, tasks, FakeExecutor(), lanes=lanes)
+    with RunLock(tmp_path, info={"socket": SOCKET_NAME}):
+        async with ControlServer(tmp_path).serving(sched):
+            ctl = ["ctl", str(tmp_path)]
+            assert await asyncio.to_thread(main, [*ctl, "pause", "--arm", "b", "--json"]) == 0
+            assert json.loads(capsys.readouterr().out) == {
+                "ok": True, "arm": "b", "paused": True, "message": "arm b: held (its running episodes go on)"}
+            assert [lane.paused for lane in sched.lanes.all] == [False, True]
+            assert await asyncio.to_thread(main, [*ctl, "resume", "--arm", "b"]) == 0
+            assert not sched.lanes.all[1].paused
+            assert await asyncio.to_thread(main, [*ctl, "pause", "--arm", "z"]) == 1   # refused: no such arm
+            assert "no arm 'z' in this run (its lanes: a, b)" in capsys.readouterr().err
+    assert main([*ctl, "kill", "t", "--arm", "b"]) == 2
+    assert "--arm NAME goes with pause or resume only" in capsys.readouterr().err
