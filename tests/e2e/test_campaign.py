@@ -6,7 +6,6 @@ that changes a lane under the folder is refused."""
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 import signal
@@ -20,7 +19,6 @@ from om2w_tui.benchmarks.conformance import check_run
 from om2w_tui.engine.campaign_launch import campaign_preflight
 from om2w_tui.engine.events import RunFinished
 from om2w_tui.engine.plan import read_plan, resolve
-from om2w_tui.engine.scheduler import Scheduler
 from om2w_tui.offline.oracle import weak_fails
 from om2w_tui.offline.suite import load_task_templates
 from tests.fakes import Recorder
@@ -28,10 +26,7 @@ from tests.ui.pilots import app_exits, make_app, until
 
 from .helpers import Lines, assert_settled_once, cli, popen, records
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420),
-              pytest.mark.skipif("lanes" not in inspect.signature(Scheduler).parameters,
-                                 reason="waits for the scheduler's lanes (Scheduler(..., lanes=...), the lanes "
-                                        "helper's branch)")]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
 # two tasks on the booking site (their units must not interleave there) and one on the shop; oracle-weak fails the
 # reservation
 IDS = ["offline_booking_rates_11", "offline_booking_reserve_12", "offline_shop_search_01"]
