@@ -1,5 +1,6 @@
 """`om2w-tui ctl OUT CMD [ARG]`: steer a running run from a script through its control socket
-(`engine/control_socket.py`): status, pause, resume, kill TASK, requeue TASK, workers N, retry, stop. A short line
+(`engine/control_socket.py`): status, pause, resume, kill TASK, requeue TASK, workers N, retry, stop; in a campaign
+`pause --arm NAME` / `resume --arm NAME` hold and let go one arm's units. A short line
 for people, or the answer as JSON with --json. Exit 0 when the run did it, 1 when it refused, 2 on bad usage or
 when no run listens in OUT.
 
@@ -62,6 +63,8 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--json", action="store_true", help="print the run's answer as one JSON object")
     p.add_argument("--force", action="store_true",
                    help=f"{' and '.join(_takes_force())}: end the running episodes' processes now")
+    p.add_argument("--arm", default=None, metavar="NAME",
+                   help="pause, resume: hold (or let go) a campaign's arm: its lane's name, or an arm (all repeats)")
     p.add_argument("--socket", default=None, metavar="NAME",
                    help="the socket's file name in OUT, when several runs share the folder (shards)")
 
@@ -92,6 +95,10 @@ def _command(args: argparse.Namespace) -> Status | Steer | str:
     fields = _fields(args.action, args.arg)
     if isinstance(fields, str):
         return fields
+    if args.arm is not None:
+        if args.action not in ("pause", "resume") or args.arm == "" or args.arg is not None:
+            return "--arm NAME goes with pause or resume only, without a TASK"
+        fields["arm"] = args.arm
     if args.force:
         if args.action not in _takes_force():
             return f"--force goes with {' or '.join(_takes_force())} only"
@@ -133,12 +140,20 @@ def status_lines(run: RunInfo, snap: RunSnapshot) -> list[str]:
         failed = ", ".join(f"{k} {n}" for k, n in sorted(m.failures.items(), key=lambda kv: -kv[1]))
         lines.append(f"model: {m.calls} calls, {m.ok} answered" + (f", failed: {failed}" if failed else "")
                      + (f"; guard: {m.guard}" if m.guard else ""))
+    for lane in snap.lanes:   # a campaign: each arm's repeat
+        held = "; paused" if lane.paused else "; held by its model guard" if lane.guard else ""
+        lines.append(f"arm {lane.name}: {lane.done}/{lane.total} done, {lane.errors} errors{held}")
+    pairing = snap.summary.pairing
+    if pairing.n:
+        lines.append(f"pairing gap over {pairing.n} tasks: median {pairing.median_s:.0f} s, p90 {pairing.p90_s:.0f} s,"
+                     f" worst {pairing.worst_s:.0f} s")
     for row in snap.slots:
         if row.task_id is None:
             lines.append(f"  slot {row.slot}  {row.state}")
         else:
             budget = f"/{row.max_steps}" if row.max_steps else ""
-            lines.append(f"  slot {row.slot}  {row.state}  {row.task_id}  step {row.step}{budget}  ({row.site})")
+            task = f"{row.lane}/{row.task_id}" if row.lane else row.task_id
+            lines.append(f"  slot {row.slot}  {row.state}  {task}  step {row.step}{budget}  ({row.site})")
     return lines
 
 
@@ -151,7 +166,8 @@ def status_json(run: RunInfo, snap: RunSnapshot) -> dict[str, Any]:
             "breaker": snap.breaker, "storage": snap.storage, "stopping": snap.stopping,
             "target_workers": snap.target_workers, "errors": snap.errors, "by_status": dict(snap.summary.by_status),
             "running": [{"slot": r.slot, "task_id": r.task_id, "state": r.state, "step": r.step,
-                         "max_steps": r.max_steps, "site": r.site, "model_error": r.model_error}
+                         "max_steps": r.max_steps, "site": r.site, "model_error": r.model_error,
+                         **({"lane": r.lane} if r.lane else {})}
                         for r in snap.slots if r.task_id is not None],
             "model": to_json(snap.model), "run": to_json(run), "snapshot": MESSAGES.encode(snap)}
 

@@ -2,6 +2,7 @@
 
     om2w-tui                      the console (launch screen)
     om2w-tui run [flags]          a run: the console's dashboard, or --no-ui for the headless log
+    om2w-tui campaign PLAN.toml   several arms and repeats paired on one queue and pacer (run --arm A --arm B too)
     om2w-tui demo [--no-ui]       the offline suite with the oracle into a new folder under runs/
     om2w-tui oracle --port P      the offline sites and the oracle model server, standalone
 """
@@ -14,15 +15,16 @@ import dataclasses
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from om2w_tui import exits
 from om2w_tui.cli import tools as tools_cli
 from om2w_tui.cli.argtypes import number, setting_type
+from om2w_tui.engine.campaign_launch import campaign_checks, campaign_preflight
 from om2w_tui.engine.config import RunConfig
-from om2w_tui.engine.launch import WARNING, UsageError, preflight, run_checks
-from om2w_tui.engine.settings import BEYOND, SETTINGS, UNPACED, Choice, Switch, bench_defaults, changed
-from om2w_tui.engine.sharding import shard_from_flags
-from om2w_tui.episode.instruction import TemplateError, read_template
+from om2w_tui.engine.launch import WARNING, Preflight, UsageError, preflight, run_checks
+from om2w_tui.engine.plan import Campaign, PlanError, config_from_values, read_plan, resolve, short_form
+from om2w_tui.engine.settings import BEYOND, SETTINGS, Choice, Switch, changed
 from om2w_tui.evaluation.live_judge import LIVE_JUDGE
 from om2w_tui.frontends.headless import run_headless
 
@@ -30,8 +32,19 @@ EXIT_USAGE = exits.USAGE
 COMPANIONS = (LIVE_JUDGE,)   # what runs beside a run: its judge, when it asks for one (--judge-url)
 
 
-def add_run_flags(p: argparse.ArgumentParser, *, demo: bool = False) -> None:
-    """The run's flags, from the one declaration of each setting (engine/settings.py); the demo fixes a few."""
+class _Arms(argparse.Action):
+    """--arm: the run's arm (the last given), and every arm given kept in `arms` (two or more: the short form of a
+    campaign, `run --arm base --arm agent`)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.arms = [*(getattr(namespace, "arms", None) or []), values]
+
+
+def add_run_flags(p: argparse.ArgumentParser, *, demo: bool = False, arms: bool = False) -> None:
+    """The run's flags, from the one declaration of each setting (engine/settings.py); the demo fixes a few. `arms`:
+    --arm may be given again (`run --arm base --arm agent`: a campaign of those arms, the short form)."""
     groups: dict[str, argparse._ArgumentGroup] = {}
     for st in SETTINGS:
         if demo and not st.demo:
@@ -46,6 +59,9 @@ def add_run_flags(p: argparse.ArgumentParser, *, demo: bool = False) -> None:
                            help=help_text)
         elif isinstance(st.kind, Choice):
             g.add_argument(st.flag, dest=st.key, choices=st.choices, default=default, help=help_text)
+        elif arms and st.key == "arm":
+            g.add_argument(st.flag, dest=st.key, type=setting_type(st), action=_Arms, default=default,
+                           metavar=st.metavar, help=help_text)
         else:
             g.add_argument(st.flag, dest=st.key, type=setting_type(st), default=default, metavar=st.metavar,
                            help=help_text)
@@ -67,11 +83,21 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="om2w-tui", description="A console for live web-agent benchmark runs.")
     sub = ap.add_subparsers(dest="command")
     run = sub.add_parser("run", help="run a benchmark (or the offline suite)")
-    add_run_flags(run)
+    add_run_flags(run, arms=True)
+    campaign = sub.add_parser("campaign", help="several arms (and repeats) of one benchmark paired on one queue and "
+                                               "pacer, from a plan (TOML); flags given after it replace its top "
+                                               "level")
+    campaign.add_argument("plan", type=Path, metavar="PLAN.toml",
+                          help="the plan: shared settings by their flags' names, repeats = K, one [arms.NAME] table "
+                               "per arm with what it changes (docs/campaigns.md)")
+    add_run_flags(campaign)
+    for action in campaign._actions:   # only the flags given: they replace the plan's top level
+        if action.dest not in ("help", "plan"):
+            action.default = argparse.SUPPRESS
     demo = sub.add_parser("demo", help="the offline suite with the oracle model, into a new folder")
     add_run_flags(demo, demo=True)
     doctor = sub.add_parser("doctor", help="check a run's settings before starting it (task file, endpoint, browser)")
-    add_run_flags(doctor)
+    add_run_flags(doctor, arms=True)
     oracle = sub.add_parser("oracle", help="serve the offline sites and the oracle model server")
     oracle.add_argument("--port", type=number("--port", int, 0, maximum=65535), default=8400,
                         help="the oracle's port (0-65535, 0: any free one; default: 8400)")
@@ -105,26 +131,32 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     """Every RunConfig field the command's flags name (flag dest == field name); the demo fixes the rest."""
     given = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig) if hasattr(args, f.name)}
     if hasattr(args, "shard"):   # this node's share: '' for the whole task file
-        try:
-            given["shard"], given["workers"] = shard_from_flags(args.shard, args.slot_range, args.workers)
-        except ValueError as e:
-            raise SystemExit(str(e)) from None
-    for key, value in bench_defaults(given.get("bench") or RunConfig.bench).items():
-        if given.get(key, 0) is None:   # not given: the benchmark's default (engine/settings.py declares it)
-            given[key] = value
-    if getattr(args, "no_pacing", False):
-        given.update(UNPACED)
+        given.update(shard=args.shard or "", slot_range=args.slot_range)
+    given["no_pacing"] = getattr(args, "no_pacing", False)
     if args.command == "demo":
         given.update(out=args.out or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S"), bench="offline",
                      model="oracle")
     elif args.out is None:
         raise SystemExit(f"om2w-tui {args.command}: --out is required (the run's folder)")
-    if given.get("instruction_template_file") is not None:
-        try:
-            given["instruction_template"] = read_template(given["instruction_template_file"])
-        except TemplateError as e:
-            raise SystemExit(str(e)) from None
-    return RunConfig(**given)
+    try:   # the same reading of the flags' values a campaign's plan gets (engine/plan.py)
+        return config_from_values(given)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
+
+
+def arms_given(args: argparse.Namespace) -> list[str]:
+    """The arms --arm named, each once, in order ([] when it was not given)."""
+    return list(dict.fromkeys(getattr(args, "arms", None) or []))
+
+
+def campaign_from_args(args: argparse.Namespace) -> Campaign | None:
+    """`campaign PLAN.toml [flags]`: the plan, the flags given replacing its top level; `run --arm A --arm B`: the
+    short form; None for a run. Raises PlanError (a usage error: exit 2)."""
+    if args.command == "campaign":
+        overrides = {k: v for k, v in vars(args).items() if k not in ("command", "plan", "no_ui")}
+        return resolve(read_plan(args.plan), overrides)
+    arms = arms_given(args)
+    return short_form(config_from_args(args), arms) if len(arms) > 1 else None
 
 
 def has_terminal() -> bool:
@@ -137,14 +169,14 @@ def _fail(message: str) -> int:
     return EXIT_USAGE
 
 
-def doctor(cfg: RunConfig) -> int:
-    """The preflight checks as a table; exit 0 when a run could start (warnings too: they say what will go wrong
-    and its remedy), 2 when not."""
+def doctor(cfg: RunConfig | Campaign) -> int:
+    """The preflight checks as a table (a campaign's: its own, the shared ones, each lane's); exit 0 when a run
+    could start (warnings too: they say what will go wrong and its remedy), 2 when not."""
     from rich.table import Table  # rich only for this table: the other commands start without it
 
     from om2w_tui.frontends.console.report_table import printed_console  # as above
 
-    pre, checks = run_checks(cfg, companions=COMPANIONS)
+    pre, checks = campaign_checks(cfg) if isinstance(cfg, Campaign) else run_checks(cfg, companions=COMPANIONS)
     table = Table(title="om2w-tui doctor", show_lines=False)
     table.add_column("check")
     table.add_column("", width=4)
@@ -152,7 +184,10 @@ def doctor(cfg: RunConfig) -> int:
     for name, ok, detail in checks:
         mark = "[yellow]warn[/]" if ok == WARNING else "[green]ok[/]" if ok else "[red]no[/]"
         table.add_row(name, mark, detail)
-    table.add_row("settings", "", " ".join(changed(cfg)) or "every setting at its default")
+    configs = [lane.config for lane in cfg.lanes] if isinstance(cfg, Campaign) else [cfg]
+    for c in configs:
+        table.add_row("settings" if c is cfg else f"{c.out.name}: its flags", "",
+                      " ".join(changed(c)) or "every setting at its default")
     printed_console().print(table)   # a file or a pipe gets the whole rows, never folded at 80 columns
     return exits.OK if pre is not None else EXIT_USAGE
 
@@ -174,20 +209,28 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_console(None)
     try:
-        cfg = config_from_args(args)
+        campaign = campaign_from_args(args)
+        cfg: RunConfig | Campaign = campaign or config_from_args(args)
     except SystemExit as e:
+        return _fail(str(e))
+    except PlanError as e:
         return _fail(str(e))
     if args.command == "doctor":
         return doctor(cfg)
     try:
-        pre = preflight(cfg, companions=COMPANIONS)
+        pre = campaign_preflight(cfg) if isinstance(cfg, Campaign) else preflight(cfg, companions=COMPANIONS)
     except UsageError as e:
         return _fail(str(e))
-    if not args.no_ui and not has_terminal():
+    return launch(pre, getattr(args, "no_ui", False))
+
+
+def launch(pre: Preflight, no_ui: bool) -> int:
+    """A checked run (or campaign) in the console, or headless with --no-ui or without a terminal."""
+    if not no_ui and not has_terminal():
         # batch use (nohup, Slurm, cron): the console cannot draw, so the run goes on headless and says so first
         print("om2w-tui: no terminal, so running headless (as with --no-ui)", flush=True)
-        args.no_ui = True
-    if args.no_ui:
+        no_ui = True
+    if no_ui:
         try:
             return asyncio.run(run_headless(pre))
         except UsageError as e:   # found only as the run opens (another run took the out folder meanwhile)

@@ -2,8 +2,10 @@
 
 The rule: among the sites that may start now, the one with the longest chain of work left (its queued tasks'
 expected lengths and the cooldowns between them; ties go to the site queued first), and on a site the longest task
-first. When one site's chain outlasts the other sites' work spread over the other slots, the last free slot waits
-for that site's cooldown to end (`keep_slot_for`).
+first. In a campaign a site whose next unit belongs to a task another unit of which has started goes before any
+(the one opened first), so a task's units run one after another on their site. When one site's chain outlasts the
+other sites' work spread over the other slots, the last free slot waits for that site's cooldown to end
+(`keep_slot_for`).
 
 A chain is `units * s_per_unit + (n - 1) * cooldown`: `units` is the site's queued reference lengths, `s_per_unit`
 the seconds a unit took in the episodes finished so far (learnt, the same for every site), `n` its queued tasks.
@@ -112,7 +114,7 @@ class Dispatcher:
         self.queue: dict[str, deque[Task]] = {}
         known = [u for t in tasks if (u := task_units(t)) is not None]
         self.default_units = sum(known) / len(known) if known else 1.0
-        self.units: dict[str, float] = {t.task_id: task_units(t) or self.default_units for t in tasks}
+        self.units: dict[str, float] = {t.key: task_units(t) or self.default_units for t in tasks}   # by Task.key
         self.site_units: dict[str, float] = {}
         self.queued_units = 0.0   # the sum of site_units, kept as they change
         self.done_units = self.done_s = 0.0
@@ -125,12 +127,16 @@ class Dispatcher:
         self._ready: dict[float, _Group] = {}    # extra -> those of them that may start (not busy, cooled)
         self._cooling: list[_Entry] = []               # not busy, maybe still cooling: by ready_at
         self._entries = 0
+        # a campaign's sites whose queue's head is a unit of a task another unit of which has started: site -> (the
+        # order it opened in, the task); they go first when they may start, so a task's units run close in time
+        self.open: dict[str, tuple[int, str]] = {}
+        self._opened = 0
 
     # ── the queue ──────────────────────────────────────────
     def task_units(self, task: Task) -> float:
-        units = self.units.get(task.task_id)
+        units = self.units.get(task.key)
         if units is None:   # a task added after the start (none today): its own reference length, or the mean
-            units = self.units[task.task_id] = task_units(task) or self.default_units
+            units = self.units[task.key] = task_units(task) or self.default_units
         return units
 
     def push(self, task: Task, front: bool = False) -> None:
@@ -146,16 +152,39 @@ class Dispatcher:
     def sort_sites(self) -> None:
         """On each site the longest task first (a stable sort: file order otherwise)."""
         for q in self.queue.values():
-            q_sorted = sorted(q, key=lambda t: -self.units.get(t.task_id, self.default_units))
+            q_sorted = sorted(q, key=lambda t: -self.units.get(t.key, self.default_units))
             q.clear()
             q.extend(q_sorted)
 
     def take(self, site: str) -> Task:
-        task = self.queue[site].popleft()
+        q = self.queue[site]
+        task = q.popleft()
+        if task.lane and q and q[0].task_id == task.task_id:   # its task's next unit goes next there
+            self.open[site] = (self._opened, task.task_id)
+            self._opened += 1
+        else:
+            self.open.pop(site, None)
         self.pending -= 1
         self._set_units(site, max(0.0, self.site_units.get(site, 0.0) - self.task_units(task)))
         self.touch(site)
         return task
+
+    def pull(self, which: Callable[[Task], bool]) -> list[Task]:
+        """Take the queued tasks `which` says out of the queue, in queue order (a campaign's lane held: its units
+        wait beside the queue, engine/lanes.py, and are pushed back when it goes on)."""
+        out: list[Task] = []
+        for site, q in self.queue.items():
+            gone = [t for t in q if which(t)]
+            if not gone:
+                continue
+            kept = [t for t in q if not which(t)]
+            q.clear()
+            q.extend(kept)
+            self.pending -= len(gone)
+            self._set_units(site, max(0.0, self.site_units.get(site, 0.0) - sum(map(self.task_units, gone))))
+            self.touch(site)
+            out += gone
+        return out
 
     def _set_units(self, site: str, units: float) -> None:
         self.queued_units += units - self.site_units.get(site, 0.0)
@@ -187,10 +216,10 @@ class Dispatcher:
     def s_per_unit(self) -> float:
         return self.done_s / self.done_units if self.done_units > 0 else PRIOR_S_PER_UNIT
 
-    def learn(self, task_id: str, status: str, duration_s: float) -> None:
+    def learn(self, key: str, status: str, duration_s: float) -> None:
         """A finished episode's length teaches the seconds per unit of reference length (done episodes only: an
         error or a kill says little about how long a task takes). Every chain changes; no entry moves."""
-        units = self.units.get(task_id)
+        units = self.units.get(key)
         if status == "done" and units and duration_s > 0:
             self.done_units += units
             self.done_s += duration_s
@@ -207,10 +236,21 @@ class Dispatcher:
         """Of the sites that may start now, the one with the longest chain left; None when there is none, or to keep
         the last free slot for a cooling site whose chain sets the run's length (`keep_slot_for`). `slots` counts
         the free slots and those not retiring (asked only when a site may start)."""
-        best = self._best_ready(now) if self.indexed else self.scan_pick(now)
+        best = self._open_ready(now) or (self._best_ready(now) if self.indexed else self.scan_pick(now))
         if best is not None and self.keep_slot_for(now, *slots()) is not None:
             return None
         return best
+
+    def _open_ready(self, now: float) -> str | None:
+        """The site opened first whose task's next unit may start now (a campaign's pairing in time)."""
+        best: tuple[int, str] | None = None
+        for site, (order, tid) in list(self.open.items()):
+            q = self.queue.get(site)
+            if not q or q[0].task_id != tid:   # its units were taken, pulled or put behind another's
+                del self.open[site]
+            elif (best is None or order < best[0]) and self.pacer.can_start(site, now):
+                best = (order, site)
+        return best[1] if best else None
 
     def scan_pick(self, now: float) -> str | None:
         """The choice by a scan of every site (a shared pacer's, and the reference the index is tested against)."""

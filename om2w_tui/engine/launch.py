@@ -48,9 +48,10 @@ from om2w_tui.engine.machine import slot_room, starts_at_once, too_many_workers
 from om2w_tui.engine.model_check import WARNING as WARNING  # re-exported: the front ends show the warning state
 from om2w_tui.engine.model_check import Check as Check  # re-exported: a check row, as the front ends show it
 from om2w_tui.engine.model_check import model_checks
+from om2w_tui.engine.plan import Campaign
 from om2w_tui.engine.redact import redact_argv
 from om2w_tui.engine.results import EpisodeRecord, read_manifest, read_results
-from om2w_tui.engine.runlock import OutFolderBusy
+from om2w_tui.engine.runlock import OutFolderBusy, RunLock
 from om2w_tui.engine.scheduler import Judge, Scheduler
 from om2w_tui.engine.settings import BY_KEY, check_config, key_variables, unpaced
 from om2w_tui.engine.sharding import check_out_free, run_lock, select_shard
@@ -123,6 +124,16 @@ def _some(ids: Sequence[str], n: int = 8) -> str:
     return ", ".join(ids[:n]) + (f" and {len(ids) - n} more" if len(ids) > n else "")
 
 
+@dataclass(frozen=True)
+class LanePreflight:
+    """A campaign's lane as checked: its name, arm and repeat, and its own preflight (its config, its tasks loaded
+    with its settings, what its folder holds settled)."""
+    name: str
+    arm: str
+    repeat: int
+    pre: Preflight
+
+
 @dataclass
 class Preflight:
     config: RunConfig                                   # as given, never rewritten by the checks
@@ -133,6 +144,8 @@ class Preflight:
     resolved: Resolved = field(default_factory=Resolved)
     companions: tuple[Companion, ...] = ()              # run beside the run (checked with it)
     excluded: Excluded = field(default_factory=Excluded)   # what --exclude-tasks left out
+    campaign: Campaign | None = None                    # a campaign's plan (`config` its shared settings)
+    lanes: tuple[LanePreflight, ...] = ()               # a campaign's lanes, each checked as a run
 
     @property
     def run_config(self) -> RunConfig:
@@ -199,12 +212,12 @@ def _check_settings(cfg: RunConfig) -> str:
         return problem
     # workers on this machine (local, or a Ray node on its loopback): no more than its memory holds (each about
     # half a gigabyte with its Chromium)
-    if (cfg.executor != "ray" or _ray_here(cfg)) and (problem := too_many_workers(cfg.workers, cfg.slot_memory)):
+    if (cfg.executor != "ray" or ray_here(cfg)) and (problem := too_many_workers(cfg.workers, cfg.slot_memory)):
         return problem
     return _check_judge_settings(cfg)
 
 
-def _ray_here(cfg: RunConfig) -> bool:
+def ray_here(cfg: RunConfig) -> bool:
     """A Ray cluster on this machine's loopback: its actors, their workers and browsers share this machine."""
     return on_loopback(cfg.ray_address or os.environ.get("RAY_ADDRESS") or "")
 
@@ -294,12 +307,36 @@ def _load_selection(cfg: RunConfig) -> tuple[Path, list[Task], list[Task], Exclu
     return Path(task_file), tasks, chosen, excluded
 
 
+def _check_browser(cfg: RunConfig, add: Callable[[str, str, str], bool]) -> tuple[bool, Resolved]:
+    """The Chromium found and started as a worker starts it, the browser's settings, the user agent it sends."""
+    chromium_ok = False
+    chromium: str | None = None
+    try:
+        chromium = find_chromium(cfg.chromium)
+        # it must start, headless, as a worker starts it: an executable that does not would fail every episode
+        chromium_ok = add("chromium", check_starts(chromium, "--chromium" if cfg.chromium else ""), chromium)
+    except BrowserNotFound as e:
+        add("chromium", str(e), "")
+    problem = check_browser_settings(cfg.browser_settings().as_dict())
+    user_agent = cfg.user_agent
+    if not problem and chromium_ok and chromium:
+        user_agent = resolve_browser(cfg.browser_settings().as_dict(), chromium)["user_agent"]
+    # what was found goes beside the config, never into it: the checks leave what they check as it was given
+    resolved = Resolved(chromium, user_agent)
+    add("browser", problem, f"viewport {cfg.viewport}, locale {cfg.locale}, timezone {cfg.timezone}, "
+        f"user agent {user_agent}")
+    return chromium_ok, resolved
+
+
 def run_checks(cfg: RunConfig, *, check_model: bool = True, ask_model: bool = True,
-               companions: Sequence[Companion] = ()) -> tuple[Preflight | None, list[Check]]:
+               companions: Sequence[Companion] = (), known: Resolved | None = None
+               ) -> tuple[Preflight | None, list[Check]]:
     """Every check that can be made before a run, each on its own (for `om2w-tui doctor` and the launch screen):
     -> (the Preflight when none failed, else None; [(what, ok | WARNING, detail)]). Writes nothing. `ask_model`:
     send the model the run's first step (engine/model_check.py); what it gets wrong is a WARNING, never a failure.
-    `companions`: what the front end runs beside the run (the live judge), checked here and carried to `open_run`."""
+    `companions`: what the front end runs beside the run (the live judge), checked here and carried to `open_run`.
+    `known`: the Chromium and user agent another check found for the same browser settings (a campaign's lanes):
+    not started again."""
     checks: list[Check] = []
 
     def add(name: str, problem: str, ok_detail: str) -> bool:
@@ -338,22 +375,10 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True, ask_model: bool = Tr
     problem = check_template(cfg.instruction_template, [t.to_dict() for t in chosen], cfg.hint_field)
     add("instruction", problem and f"--instruction-template {template}: {problem}",
         f"{template} template: {cfg.instruction_template!r}; coordinates {cfg.coordinates}")
-    chromium_ok = False
-    chromium: str | None = None
-    try:
-        chromium = find_chromium(cfg.chromium)
-        # it must start, headless, as a worker starts it: an executable that does not would fail every episode
-        chromium_ok = add("chromium", check_starts(chromium, "--chromium" if cfg.chromium else ""), chromium)
-    except BrowserNotFound as e:
-        add("chromium", str(e), "")
-    problem = check_browser_settings(cfg.browser_settings().as_dict())
-    user_agent = cfg.user_agent
-    if not problem and chromium_ok and chromium:
-        user_agent = resolve_browser(cfg.browser_settings().as_dict(), chromium)["user_agent"]
-    # what was found goes beside the config, never into it: the checks leave what they check as it was given
-    resolved = Resolved(chromium, user_agent)
-    add("browser", problem, f"viewport {cfg.viewport}, locale {cfg.locale}, timezone {cfg.timezone}, "
-        f"user agent {user_agent}")
+    if known is not None:
+        chromium_ok, resolved = True, known
+    else:
+        chromium_ok, resolved = _check_browser(cfg, add)
     endpoint_ok = False
     if cfg.builtin_oracle:
         endpoint_ok = add("model endpoint", "", f"{cfg.model}: the built-in oracle, started with the run")
@@ -428,18 +453,20 @@ def emit_to(sinks: list[Sink]) -> Callable[[Event], None]:
     return emit
 
 
-def make_executor(cfg: RunConfig, stack: contextlib.ExitStack) -> Any:
+def make_executor(cfg: RunConfig, stack: contextlib.ExitStack, withhold: Sequence[str] | None = None) -> Any:
     """The run's executor: local worker processes, or (--executor ray) Ray actors, ended with the run's stack;
-    either starts its workers at most `--worker-start-rate` a second."""
+    either starts its workers at most `--worker-start-rate` a second. `withhold`: the key variables no child
+    inherits (default: `cfg`'s; a campaign's: every lane's)."""
+    withhold = tuple(key_variables(cfg) if withhold is None else withhold)
     if cfg.executor != "ray":   # starting at most one a core at once: each imports browser-use, then a Chromium
-        return PacedStarts(LocalExecutor(cfg.out, withhold=key_variables(cfg)), cfg.worker_start_rate,
+        return PacedStarts(LocalExecutor(cfg.out, withhold=withhold), cfg.worker_start_rate,
                            at_once=starts_at_once())
     from om2w_tui.executors.ray import (
         RayExecutor,  # Ray only when a run asks for it (an optional extra, slow to import)
     )
 
     try:   # the key travels in each episode's spec, never in an actor's or a worker's environment
-        ex = RayExecutor(cfg.out, cfg.ray_address, cfg.ray_cpus, withhold=key_variables(cfg))
+        ex = RayExecutor(cfg.out, cfg.ray_address, cfg.ray_cpus, withhold=withhold)
     except ConnectionError as e:
         raise UsageError(f"--ray-address {cfg.ray_address or os.environ.get('RAY_ADDRESS') or 'auto'}: no Ray "
                          f"cluster there ({e}); start one with `ray start --head --resources '{{\"browser\": 4}}'`"
@@ -456,6 +483,12 @@ async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = 
     """Start the run's services and yield the run (its scheduler, as the front ends may hold it); everything started
     here is ended on the way out. `guard_ends_run`: the model guard ends the run (a front end with nobody to press
     resume) rather than holding dispatch until its user resumes."""
+    if pre.lanes:   # a campaign: its lanes' units on one queue and pacer
+        from om2w_tui.engine.campaign_launch import open_campaign  # it builds on this module: imported once needed
+
+        async with open_campaign(pre, sinks, guard_ends_run=guard_ends_run) as campaign:
+            yield campaign
+        return
     cfg = pre.run_config
     tasks = pre.tasks
     judge: Judge | None = None
@@ -478,15 +511,8 @@ async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = 
         else:
             endpoint = cfg.endpoint
         folder = RunFolder(cfg.out, cfg.shard)
-        try:   # before anything is written: a second run over this folder is refused, a folder that takes none too
-            if cfg.pace_dir is not None and (problem := ready_pace_dir(cfg.pace_dir)):
-                raise UsageError(problem)
-            cfg.out.mkdir(parents=True, exist_ok=True)
-            stack.enter_context(run_lock(cfg.out, cfg.shard, {"socket": folder.socket.name}))
-        except OutFolderBusy as e:
-            raise UsageError(str(e)) from None
-        except OSError as e:
-            raise UsageError(f"--out {cfg.out}: cannot be written ({e.strerror or e}); choose another --out") from None
+        check_pace_ready(cfg)
+        hold_folder(folder, stack)
         write_manifest(pre, {"endpoint": str(endpoint)})   # redacted
         executor = make_executor(cfg, stack)
 
@@ -500,14 +526,10 @@ async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = 
         beside = [c for c in (companion.open(cfg, emit) for companion in pre.companions) if c is not None]
         run = Scheduler(cfg, tasks, executor, [*sinks, server, *beside], judge=judge, probe=probe,
                         endpoint=endpoint.for_client(), guard_ends_run=guard_ends_run, site_names=local_names,
-                        slot_room=lambda: slot_room(cfg.slot_memory) if cfg.executor != "ray" or _ray_here(cfg)
+                        slot_room=lambda: slot_room(cfg.slot_memory) if cfg.executor != "ray" or ray_here(cfg)
                         else None)
         async with contextlib.AsyncExitStack() as listening:
-            try:
-                await listening.enter_async_context(server.serving(run))
-            except (ControlSocketError, OSError) as e:
-                for sink in sinks:
-                    sink.handle(Log("warning", f"no control socket, so ctl and attach cannot reach this run: {e}"))
+            await listen_on([server], run, sinks, listening)
             held: Run = run
             for companion_run in beside:
                 await companion_run.start()
@@ -518,3 +540,36 @@ async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = 
         # in a thread: a server's shutdown waits for its poll loop (up to 0.5 s each), which froze the console's
         # screen at the end of every offline run (bench/console_lag.py); shielded, so a cancel still closes it all
         await asyncio.shield(asyncio.to_thread(stack.close))
+
+
+def check_pace_ready(cfg: RunConfig) -> None:
+    if cfg.pace_dir is not None and (problem := ready_pace_dir(cfg.pace_dir)):
+        raise UsageError(problem)
+
+
+def hold_folder(folder: RunFolder, stack: contextlib.ExitStack, lock: str = "") -> None:
+    """Before anything is written: the folder made and its run's lock taken for the stack's life (`lock`: another
+    lock file's name, a campaign's); a second run over it is refused, a folder that takes no file too."""
+    out = folder.out
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        if lock:   # a campaign's: it names the socket the campaign listens on in its folder (ctl OUT, attach OUT)
+            stack.enter_context(RunLock(out, lock, {"socket": folder.socket.name}))
+        else:
+            stack.enter_context(run_lock(out, folder.shard, {"socket": folder.socket.name}))
+    except OutFolderBusy as e:
+        raise UsageError(str(e) if not lock else str(e).replace("another run", "another campaign")) from None
+    except OSError as e:
+        raise UsageError(f"--out {out}: cannot be written ({e.strerror or e}); choose another --out") from None
+
+
+async def listen_on(servers: Sequence[ControlServer], run: Run, sinks: list[Sink],
+                  listening: contextlib.AsyncExitStack) -> None:
+    """Each control socket serving `run` for the stack's life; one that cannot is said, and the run goes on."""
+    for server in servers:
+        try:
+            await listening.enter_async_context(server.serving(run))
+        except (ControlSocketError, OSError) as e:
+            for sink in sinks:
+                sink.handle(Log("warning", f"no control socket in {server.out}, so ctl and attach cannot reach "
+                                           f"this run there: {e}"))

@@ -367,7 +367,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("out", "--out", "the run's folder: one subfolder per task, results.jsonl, run.json", PathKind(), WHAT,
             label="out folder", placeholder="runs/my-run", form_default="runs/offline"),
     # the agent
-    Setting("arm", "--arm", "the agent: base (one browser-use Agent) or a plugin arm", Text(required=True),
+    Setting("arm", "--arm", "the agent: base (one browser-use Agent) or a plugin arm; `run --arm A --arm B`: a "
+            "campaign of those arms, a run folder each in --out, paired on one queue and pacer", Text(required=True),
             label="arm", form_kind="choice", demo=False),
     Setting("model", "--model", "served model name (oracle, oracle-slow, ... start the built-in oracle)",
             Text(required=True), label="model", placeholder="served model name", demo=False, form_default="oracle"),

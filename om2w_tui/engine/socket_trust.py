@@ -20,6 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from om2w_tui.campaign_folder import LOCK_FILE as CAMPAIGN_LOCK
 from om2w_tui.engine.runlock import holder
 from om2w_tui.files import open_own
 from om2w_tui.run_folder import SOCKET_NAMES, run_locks
@@ -55,11 +56,18 @@ def _held(path: Path) -> int | None:
         os.close(fd)
 
 
+def _locks(out: Path) -> list[Path]:
+    """The locks that may name a socket in `out`: every run's and shard's, and a campaign's in its folder (ctl OUT
+    and attach OUT reach a campaign by its folder)."""
+    campaign = Path(out) / CAMPAIGN_LOCK
+    return run_locks(out) + ([campaign] if campaign.is_file() else [])
+
+
 def listeners(out: Path) -> list[Listener]:
     """The runs listening in `out`, one per socket, as their held locks name them (a shard's range holds several
     locks naming one socket)."""
     found: dict[str, Listener] = {}
-    for path in run_locks(out):
+    for path in _locks(out):
         uid = _held(path)
         if uid is None:
             continue
@@ -72,7 +80,7 @@ def listeners(out: Path) -> list[Listener]:
 
 def held_without_socket(out: Path) -> bool:
     """Whether a run holds the folder but names no socket (an om2w-tui from before `ctl` and `attach`)."""
-    return any(_held(p) is not None and "socket" not in holder(p) for p in run_locks(out))
+    return any(_held(p) is not None and "socket" not in holder(p) for p in _locks(out))
 
 
 def check_socket_file(out: Path, lst: Listener) -> None:

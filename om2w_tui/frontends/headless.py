@@ -7,6 +7,7 @@ import asyncio
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from typing import IO, assert_never
 
 from om2w_tui import exits
@@ -18,7 +19,9 @@ from om2w_tui.engine.events import (
     EpisodeStarted,
     EpisodeStep,
     Event,
+    LaneRow,
     Log,
+    PairingGaps,
     RunFinished,
     RunStarted,
     RunSummary,
@@ -34,12 +37,16 @@ EXIT_MODEL_GUARD = exits.MODEL_GUARD   # the model guard ended the run: the serv
 
 
 class HeadlessLog:
-    """A sink that prints plain lines (cluster logs are files, not terminals)."""
+    """A sink that prints plain lines (cluster logs are files, not terminals). A campaign's (`lanes`: each lane's
+    name, units and settled before) says each lane's progress too, and at the end each lane's counts and the
+    pairing gaps."""
 
-    def __init__(self, stream: IO[str] | None = None):
+    def __init__(self, stream: IO[str] | None = None, lanes: Sequence[tuple[str, int, int]] = ()):
         self.stream = stream or sys.stdout
         self.state = RunState()
         self.t0 = time.monotonic()
+        self.lane_total = {name: total for name, total, _ in lanes}
+        self.lane_done = {name: settled for name, _, settled in lanes}
 
     def _print(self, text: str) -> None:
         print(text, file=self.stream, flush=True)
@@ -51,7 +58,10 @@ class HeadlessLog:
                 resume = f", resuming: {ev.settled} of {ev.total} already done" if ev.settled else ""
                 self._print(f"run: {ev.total} tasks, {ev.workers} workers, out {ev.out}{resume}")
             case EpisodeFinished():
-                self._print(episode_line(ev.slot, ev.record) + ("  (will run again)" if ev.requeued else ""))
+                lane = f"[{ev.lane}] " if ev.lane else ""
+                self._print(lane + episode_line(ev.slot, ev.record) + ("  (will run again)" if ev.requeued else ""))
+                if ev.lane in self.lane_done and not ev.requeued:
+                    self.lane_done[ev.lane] += 1
                 self._progress()
             case EpisodePutBack():
                 self._print(f"[slot {ev.slot}] {ev.task_id}  put back in the queue before it started ({ev.reason})")
@@ -68,8 +78,9 @@ class HeadlessLog:
                 assert_never(ev)
 
     def _progress(self) -> None:
+        lanes = ", ".join(f"{name} {self.lane_done[name]}/{total}" for name, total in self.lane_total.items())
         self._print(f"progress: {self.state.done}/{self.state.total} done, {self.state.errors} errors, "
-                    f"elapsed {clock_text(time.monotonic() - self.t0)}")
+                    f"elapsed {clock_text(time.monotonic() - self.t0)}" + (f"; lanes: {lanes}" if lanes else ""))
 
     def _summary(self, s: RunSummary) -> None:
         statuses = statuses_text(s.by_status) or "nothing run"
@@ -80,7 +91,8 @@ class HeadlessLog:
         for line in model_summary(s):
             self._print(line)
         results = s.results or f"{s.out}/results.jsonl"
-        self._print(f"results: {results}")
+        if not s.lanes:   # a campaign's lanes each name their own, below
+            self._print(f"results: {results}")
         if s.unwritten:
             self._print(f"error: {s.unwritten} record(s) could not be written to {results} "
                         f"(listed above); those tasks run again next time")
@@ -89,10 +101,30 @@ class HeadlessLog:
         if s.model_guard:
             self._print(f"error: model guard: {s.model_guard}; the run stopped here (exit code "
                         f"{EXIT_MODEL_GUARD}): fix the model server, then the same command resumes")
+        for lane in s.lanes:
+            self._print(lane_line(lane))
+        if s.lanes:
+            self._print(pairing_line(s.pairing))
+
+
+def lane_line(lane: LaneRow) -> str:
+    """`lane agent-r2 (arm agent, repeat 2): 6/8 done (2 before), 1 errors, correct 4 of 6, paused`."""
+    judged = f", correct {lane.correct} of {lane.judged}" if lane.judged else ""
+    held = (", paused" if lane.paused else "") + (f", model guard: {lane.guard}" if lane.guard else "")
+    return (f"lane {lane.name} (arm {lane.arm}, repeat {lane.repeat}): {lane.done}/{lane.total} done "
+            f"({lane.settled_before} before), {lane.errors} errors{judged}{held}; results: {lane.out or lane.name}")
+
+
+def pairing_line(gaps: PairingGaps) -> str:
+    """The gap between the first and the last start of a task's units, over the tasks whose units all started."""
+    if not gaps.n or gaps.median_s is None:
+        return "pairing gap: no task has every unit started yet"
+    return (f"pairing gap over {gaps.n} task(s): median {gaps.median_s:.1f} s, p90 {gaps.p90_s or 0.0:.1f} s, "
+            f"worst {gaps.worst_s or 0.0:.1f} s")
 
 
 async def run_headless(pre: Preflight, stream: IO[str] | None = None) -> int:
-    sink = HeadlessLog(stream)
+    sink = HeadlessLog(stream, [(lane.name, len(lane.pre.tasks), lane.pre.settled) for lane in pre.lanes])
     async with open_run(pre, [sink], guard_ends_run=True) as run:
         loop = asyncio.get_running_loop()
         interrupted = False

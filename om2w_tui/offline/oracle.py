@@ -13,6 +13,7 @@ Run standalone (sites + oracle) with `python -m om2w_tui.offline.oracle --port P
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import sys
@@ -38,6 +39,8 @@ MODES: dict[str, str] = {
     "oracle-500": "answers HTTP 500 with an error body",
     "oracle-badjson": "answers 200 with message content that is not JSON",
     "oracle-nodone": "plays the solutions but scrolls where it would call done",
+    "oracle-weak": "plays as oracle, but ends every third task (by its id's hash: the same tasks every run) at "
+                   "once with a wrong answer: a second arm that really differs",
     "oracle-flaky": "every other request (the 1st, 3rd, ...) gets HTTP 500",
     "oracle-judge": "plays the judge of `om2w-tui judge` (key points, screenshot scores, verdicts); plays "
                     "agent requests as `oracle`",
@@ -143,6 +146,27 @@ def agent_reply(tasks: list[dict[str, Any]], request: AgentRequest, *, allow_don
     }
     wanted = request.schema_properties
     reply: dict[str, Any] = {key: value for key, value in brain.items() if wanted is None or key in wanted}
+    reply["action"] = decision.actions
+    return json.dumps(reply, ensure_ascii=False)
+
+
+WEAK_ANSWER = "oracle-weak: a wrong answer, given without looking"
+
+
+def weak_fails(task: dict[str, Any]) -> bool:
+    """Whether oracle-weak fails `task`: every third task by a stable hash of its id (the same in every run and
+    process, unlike Python's hash)."""
+    return int(hashlib.sha256(str(task.get("task_id", "")).encode("utf-8")).hexdigest(), 16) % 3 == 0
+
+
+def weak_reply(request: AgentRequest) -> str:
+    """oracle-weak on a task it fails: `done` at once, claiming success with a wrong answer (a judge must catch it)."""
+    decision = Decision(actions=[{"done": {"text": WEAK_ANSWER, "success": True}}],
+                        thinking="Oracle-weak: answering without looking.", memory="", next_goal="Answer.")
+    reply: dict[str, Any] = {"thinking": decision.thinking, "evaluation_previous_goal": "Oracle-weak: unchecked.",
+                             "memory": decision.memory, "next_goal": decision.next_goal}
+    wanted = request.schema_properties
+    reply = {key: value for key, value in reply.items() if wanted is None or key in wanted}
     reply["action"] = decision.actions
     return json.dumps(reply, ensure_ascii=False)
 
@@ -311,6 +335,9 @@ class OracleHandler(QuietHandler):
             return vllm_answer(self.app.tasks, mode, model, body, request)
         if mode.name == "oracle-badjson":
             content = "oracle: this reply is deliberately not JSON {"
+        elif mode.name == "oracle-weak" and (task := find_task(self.app.tasks, request.task_text)) is not None \
+                and weak_fails(task):
+            content = weak_reply(request)
         else:
             content = agent_reply(self.app.tasks, request, allow_done=mode.name != "oracle-nodone")
         return 200, chat_completion(model, content, request.prompt_chars)

@@ -1,14 +1,16 @@
-"""Running the real command line and checking the folders it writes; waiting on a run; a free port; a run folder
-for the judge."""
+"""Running the real command line and checking the folders it writes; a process's lines awaited one by one; waiting
+on a run; a free port; a run folder for the judge."""
 
 from __future__ import annotations
 
 import json
 import os
+import queue
 import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -115,3 +117,30 @@ def write_task(out: Path, tid: str, answer: str, shots: int = 4) -> None:
         "action_history": ['<a id="nav"> Next -> CLICK', "SCROLL DOWN"], "thoughts": ["a", "b"]}))
     for i in range(shots):
         (folder / "trajectory" / f"{i}_full_screenshot.png").write_bytes(PNG)
+
+
+class Lines:
+    """A process's stdout read line by line in a thread, so that the test can wait for one line with a deadline."""
+
+    def __init__(self, proc: subprocess.Popen[str]):
+        self.proc, self.seen, self._q = proc, [], queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self._q.put(line)
+        self._q.put(None)
+
+    def wait_for(self, text: str, timeout: float = 90) -> str:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            try:
+                line = self._q.get(timeout=max(0.0, end - time.monotonic()))
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            self.seen.append(line)
+            if text in line:
+                return line
+        raise AssertionError(f"{text!r} never printed; saw:\n{''.join(self.seen)[-3000:]}")

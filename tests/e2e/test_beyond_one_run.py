@@ -4,10 +4,8 @@ another process, and two shards of one run writing into one out folder."""
 from __future__ import annotations
 
 import json
-import queue
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +15,7 @@ import pytest
 from om2w_tui.engine.shared_pacing import seed_domain
 from om2w_tui.offline import OfflineSuite, OracleServer
 
-from .helpers import cli, popen
+from .helpers import Lines, cli, popen
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 COOLDOWN = 2.0
@@ -25,33 +23,6 @@ COOLDOWN = 2.0
 
 def rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
-
-
-class Lines:
-    """A process's stdout read line by line in a thread, so that the test can wait for one line with a deadline."""
-
-    def __init__(self, proc: subprocess.Popen[str]):
-        self.proc, self.seen, self._q = proc, [], queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            self._q.put(line)
-        self._q.put(None)
-
-    def wait_for(self, text: str, timeout: float = 90) -> str:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            try:
-                line = self._q.get(timeout=max(0.0, end - time.monotonic()))
-            except queue.Empty:
-                break
-            if line is None:
-                break
-            self.seen.append(line)
-            if text in line:
-                return line
-        raise AssertionError(f"{text!r} never printed; saw:\n{''.join(self.seen)[-3000:]}")
 
 
 @pytest.fixture

@@ -49,3 +49,15 @@ def test_the_makespan_simulation_runs_every_task_once_and_stays_above_its_bound(
     end = makespan.scheduler_makespan(tasks, length, slots=4, cooldown=120.0)   # raises unless each task ended once
     bound = _common.lower_bound(tasks, length, 4, 120.0)
     assert bound <= end <= 1.5 * bound
+
+
+def test_the_campaign_simulation_runs_every_unit_once_and_pairs_them() -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        import campaign  # bench/campaign.py (its smallest configuration: 2 arms x 1, 4 slots, the file's first tasks)
+    finally:
+        sys.path.remove(str(BENCH))
+    m = campaign.measure(campaign.om2w_tasks()[:30], arms=2, repeats=1, slots=4, cooldown=120.0)   # raises unless
+    assert m["bound"] <= m["makespan"] <= 1.5 * m["bound"]                               # each unit ran once
+    assert m["bound"] <= m["today"] and 120.0 <= m["gap_median"] <= m["gap_worst"]
+    assert m["gap_own"] == pytest.approx(m["gap_median"], abs=0.01)   # the scheduler's own measure agrees

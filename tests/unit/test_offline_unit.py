@@ -450,3 +450,17 @@ def test_the_oracle_answers_within_the_schema_it_is_sent():
     last = json.loads(agent_reply(tasks, AgentRequest.from_body({**body, "response_format": _action_schema("done")})))
     ((name, params),) = last["action"][0].items()
     assert name == "done" and params["success"] is False and "only `done` is allowed at step 1" in params["text"]
+
+
+def test_oracle_weak_fails_every_third_task_by_its_id_and_plays_the_others_as_the_oracle(oracle, suite):
+    from om2w_tui.offline.oracle import WEAK_ANSWER, weak_fails  # its rule and answer only for this test
+
+    tasks = {t["task_id"]: t for t in suite.tasks()}
+    failed = sorted(tid for tid, t in tasks.items() if weak_fails(t))
+    # a stable rule (sha256 of the id): the same tasks in every process, about a third of the suite
+    assert failed == ["offline_booking_reserve_12", "offline_longpage_automated_14", "offline_shop_cart_05"]
+    wrong = json.loads(ask(oracle, model="oracle-weak", task=tasks["offline_shop_cart_05"]["confirmed_task"])
+                       .choices[0].message.content)
+    assert wrong["action"] == [{"done": {"text": WEAK_ANSWER, "success": True}}]
+    assert not judge_answer(tasks["offline_shop_cart_05"], WEAK_ANSWER)
+    assert ask(oracle, model="oracle-weak").choices[0].message.content == ask(oracle).choices[0].message.content

@@ -1,0 +1,252 @@
+"""A campaign against its pacing bound and against today's way: arms and repeats on one queue and pacer.
+
+    .venv/bin/python bench/campaign.py [--slots 4,12,32] [--arms 2] [--repeats 1,3] [--cooldown 120] [--limit N]
+
+The real `Scheduler` runs the campaign's units (one per arm, repeat and task of the real Online-Mind2Web file) in
+virtual time on stand-in workers (bench/_common.py), each unit's episode its own draw of length (median ~2 min, p99
+~15 min). Figures per configuration:
+
+- makespan / bound, where the bound is the pacing bound of all units: the larger of the work per slot (every unit's
+  length over the slots) and the busiest site's chain (its units' lengths and a cooldown between each two);
+- the pairing gap (per task, the last of its units' starts minus the first): median, p90, worst, against one cooldown
+  plus one median episode per unit after the first (a task's units one after another on its site: with 2 arms
+  x 1, one cooldown and one median episode);
+- today's way, on the same lengths: one run per arm side by side, each with its share of the slots, sharing one pacer
+  (as `--pace-dir` does: a site runs one episode whichever run holds it); repeats one after another. The ratios:
+  makespan (campaign / today's) and median gap (today's / campaign).
+
+Goals: makespan <= 1.02 x bound; median gap <= that reference; against today's way a makespan no longer and a median
+gap at least 10 times smaller.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from pathlib import Path
+
+from _common import SimExecutor, SimWorker, episode_lengths, median, om2w_tasks, pct, verdict, virtual_loop
+
+from om2w_tui.benchmarks.tasks import Task
+from om2w_tui.campaign_folder import lane_name
+from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.dispatch import Dispatcher
+from om2w_tui.engine.events import EpisodeFinished, EpisodeStarted, PairingGaps, RunFinished
+from om2w_tui.engine.lanes import Lane
+from om2w_tui.engine.pacing import SitePacer, SiteState
+from om2w_tui.engine.scheduler import Scheduler
+from om2w_tui.protocol.worker import Command, Run
+
+MAKESPAN_GOAL = 1.02
+GAP_RATIO_GOAL = 10.0
+ARMS = ("base", "agent", "c", "d")
+
+
+# ── stand-in workers whose length is their unit's ─────────
+class LaneSimExecutor(SimExecutor):
+    """`length` by `LANE/task id` (the lane: the episode folder's parent, its run folder's name)."""
+
+    async def start_worker(self, slot: int) -> SimWorker:
+        w = LaneSimWorker(self, slot)
+        self.workers.append(w)
+        return w
+
+
+class LaneSimWorker(SimWorker):
+    async def send(self, cmd: Command) -> bool:
+        if isinstance(cmd, Run):   # its length is its unit's: the task id seen here carries its lane
+            cmd = Run({**cmd.task, "task_id": f"{Path(cmd.spec.folder).parent.name}/{cmd.task['task_id']}"},
+                      cmd.spec)
+        return await super().send(cmd)
+
+
+class Starts:
+    """A sink: each unit's first start (loop time) and the last episode's end."""
+
+    def __init__(self, lane: str = "") -> None:
+        self.lane = lane            # the run's lane, for a plain run (its events carry none)
+        self.first: dict[tuple[str, str], float] = {}
+        self.end = 0.0
+        self.finished = 0
+        self.pairing = PairingGaps()   # the run's own measure, as its summary said at the end
+
+    def handle(self, ev: object) -> None:
+        now = asyncio.get_running_loop().time()
+        if isinstance(ev, EpisodeStarted):
+            self.first.setdefault((ev.lane or self.lane, ev.task_id), now)
+        elif isinstance(ev, EpisodeFinished):
+            self.end, self.finished = now, self.finished + 1
+        elif isinstance(ev, RunFinished):
+            self.pairing = ev.summary.pairing
+
+
+def gaps(starts: Iterable[Starts], units: int) -> list[float]:
+    """Per task whose `units` all started: the last start minus the first."""
+    by_task: dict[str, list[float]] = {}
+    for s in starts:
+        for (_, tid), t in s.first.items():
+            by_task.setdefault(tid, []).append(t)
+    return [max(v) - min(v) for v in by_task.values() if len(v) == units]
+
+
+# ── today's way: runs side by side on one pacer ────────────
+class PacerView(SitePacer):
+    """One run's view of a pacer shared by several runs in one loop (as `--pace-dir` shares one across processes):
+    the sites' states are the shared pacer's; a release wakes the other runs (they learn of it as a pace dir's runs
+    do, when they look again); the dispatcher scans, as it does with a pace dir."""
+
+    knows_all = False
+
+    def __init__(self, shared: SitePacer, views: list[PacerView]):
+        super().__init__(shared.cooldown, shared.per_site)
+        self.shared, self.views = shared, views
+        self.mine: dict[str, int] = {}
+        self.wake: Callable[[], None] = lambda: None
+        views.append(self)
+
+    def state(self, site: str) -> SiteState:
+        return self.shared.state(site)
+
+    def acquire(self, site: str, now: float) -> None:
+        super().acquire(site, now)
+        self.mine[site] = self.mine.get(site, 0) + 1
+
+    def release(self, site: str, now: float) -> None:
+        super().release(site, now)
+        self._left(site)
+
+    def release_without_cooldown(self, site: str) -> None:
+        super().release_without_cooldown(site)
+        self._left(site)
+
+    def _left(self, site: str) -> None:
+        self.mine[site] = max(0, self.mine.get(site, 0) - 1)
+        for v in self.views:
+            if v is not self:
+                v.wake()
+
+    def held_elsewhere(self, site: str) -> bool:
+        return self.state(site).running > self.mine.get(site, 0)
+
+
+def today(tasks: list[Task], length: dict[str, float], arms: int, repeats: int, slots: int,
+          cooldown: float) -> tuple[float, list[float]]:
+    """Each repeat: one run per arm side by side (slots shared out); repeats one after another; one pacer and one
+    clock throughout (a site's cooldown carries from one repeat to the next, as a pace dir's does)."""
+    first: dict[tuple[str, str], float] = {}   # every unit's first start, over all runs
+    sinks: list[Starts] = []
+
+    def side(d: Path, r: int, k: int, arm: str, shared: SitePacer, views: list[PacerView]) -> Scheduler:
+        name = lane_name(arm, r)
+        share = slots // arms + (k < slots % arms)
+        cfg = RunConfig(out=d / name, workers=max(1, share), pace_cooldown=cooldown, timeout=10 * 3600.0)
+        sink = Starts(name)
+        sink.first = first
+        sinks.append(sink)
+        sched = Scheduler(cfg, tasks, LaneSimExecutor(length, step_s=600.0), [sink])
+        view = PacerView(shared, views)
+        view.wake = sched.wake
+        sched.pacer = view
+        sched.dispatch = Dispatcher(view, sched.tasks)
+        sched.queue = sched.dispatch.queue
+        return sched
+
+    async def repeats_in_turn(d: Path) -> None:
+        shared, views = SitePacer(cooldown), []
+        for r in range(1, repeats + 1):
+            views.clear()
+            await asyncio.gather(*(side(d, r, k, arm, shared, views).run() for k, arm in enumerate(ARMS[:arms])))
+
+    with tempfile.TemporaryDirectory(prefix="om2w-campaign-") as d, virtual_loop() as loop:
+        loop.run_until_complete(repeats_in_turn(Path(d)))
+    if sum(x.finished for x in sinks) != arms * repeats * len(tasks):
+        raise SystemExit("today's runs did not finish every task once")
+    return max(x.end for x in sinks), gaps(sinks[:1], arms * repeats)
+
+
+# ── the campaign ───────────────────────────────────────────
+def campaign(tasks: list[Task], length: dict[str, float], arms: int, repeats: int, slots: int,
+             cooldown: float) -> tuple[float, list[float], float]:
+    """-> makespan, the pairing gaps (per task, all its units), and the scheduler's own median gap (summary)."""
+    with tempfile.TemporaryDirectory(prefix="om2w-campaign-") as d, virtual_loop() as loop:
+        shared = RunConfig(out=Path(d), workers=slots, pace_cooldown=cooldown, timeout=10 * 3600.0)
+        lanes = [Lane(lane_name(arm, r), arm, r, replace(shared, out=Path(d) / lane_name(arm, r)), tuple(tasks))
+                 for r in range(1, repeats + 1) for arm in ARMS[:arms]]
+        sink = Starts()
+        sched = Scheduler(shared, tasks, LaneSimExecutor(length, step_s=600.0), [sink], lanes=lanes)
+        loop.run_until_complete(sched.run())
+        if sink.finished != len(lanes) * len(tasks):
+            raise SystemExit(f"the campaign finished {sink.finished} of {len(lanes) * len(tasks)} units")
+        own = sink.pairing.median_s
+        return sink.end, gaps([sink], len(lanes)), own if own is not None else float("nan")
+
+
+def unit_lengths(tasks: list[Task], arms: int, repeats: int, seed: int) -> dict[str, float]:
+    """Each unit's own draw of length, by `LANE/task id`."""
+    out = {}
+    for r in range(1, repeats + 1):
+        for k, arm in enumerate(ARMS[:arms]):
+            draw = episode_lengths(tasks, seed=seed + 100 * r + k)
+            out.update({f"{lane_name(arm, r)}/{tid}": s for tid, s in draw.items()})
+    return out
+
+
+def bound(tasks: list[Task], length: dict[str, float], slots: int, cooldown: float) -> float:
+    """The pacing bound of all units: the larger of the work per slot and the busiest site's chain of units (their
+    lengths and a cooldown between each two)."""
+    site = {t.task_id: t.site for t in tasks}
+    by_site: dict[str, list[float]] = {}
+    for key, s in length.items():
+        by_site.setdefault(site[key.split("/", 1)[1]], []).append(s)
+    chain = max(sum(v) + (len(v) - 1) * cooldown for v in by_site.values())
+    return max(sum(length.values()) / slots, chain)
+
+
+def measure(tasks: list[Task], arms: int, repeats: int, slots: int, cooldown: float, seed: int = 1) -> dict[str, float]:
+    length = unit_lengths(tasks, arms, repeats, seed)
+    end, ours, own = campaign(tasks, length, arms, repeats, slots, cooldown)
+    base_end, theirs = today(tasks, length, arms, repeats, slots, cooldown)
+    return {"bound": bound(tasks, length, slots, cooldown), "makespan": end, "today": base_end,
+            "gap_median": median(ours), "gap_p90": pct(ours, 90), "gap_worst": max(ours, default=float("nan")),
+            "gap_own": own, "today_median": median(theirs), "today_p90": pct(theirs, 90),
+            "episode_median": median(list(length.values()))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--slots", default="4,12,32")
+    ap.add_argument("--arms", type=int, default=2)
+    ap.add_argument("--repeats", default="1,3")
+    ap.add_argument("--cooldown", type=float, default=120.0)
+    ap.add_argument("--limit", type=int, default=0, help="the file's first N tasks (0: all)")
+    args = ap.parse_args(argv)
+    tasks = om2w_tasks()[: args.limit or None]
+    t0 = time.monotonic()
+    print(f"campaign of {args.arms} arms on {len(tasks)} Online-Mind2Web tasks "
+          f"({len({t.site for t in tasks})} sites), cooldown {args.cooldown:g} s; today's way: one run per arm "
+          f"side by side on one pacer, repeats one after another")
+    print(f"{'repeats':>7} {'slots':>5} {'bound h':>7} {'makespan/bound':>14} {'vs today':>8} {'gap med s':>9} "
+          f"{'p90':>6} {'worst':>6} {'ref s':>7} {'today med':>9} {'p90':>6} {'gap x':>6}  goals")
+    ok = True
+    for repeats in (int(x) for x in args.repeats.split(",")):
+        for slots in (int(x) for x in args.slots.split(",")):
+            m = measure(tasks, args.arms, repeats, slots, args.cooldown)
+            ratio, vs = m["makespan"] / m["bound"], m["makespan"] / m["today"]
+            pair_ref = (args.arms * repeats - 1) * (args.cooldown + m["episode_median"])
+            factor = m["today_median"] / m["gap_median"] if m["gap_median"] > 0 else float("inf")
+            met = ratio <= MAKESPAN_GOAL and m["gap_median"] <= pair_ref and vs <= 1.0 and factor >= GAP_RATIO_GOAL
+            ok &= met
+            print(f"{repeats:>7} {slots:>5} {m['bound'] / 3600:>7.2f} {ratio:>14.3f} {vs:>8.3f} "
+                  f"{m['gap_median']:>9.0f} {m['gap_p90']:>6.0f} {m['gap_worst']:>6.0f} {pair_ref:>7.0f} "
+                  f"{m['today_median']:>9.0f} {m['today_p90']:>6.0f} {factor:>6.1f}  {verdict(met)}")
+    print(f"all goals {verdict(ok)}; {time.monotonic() - t0:.0f} s of real time")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

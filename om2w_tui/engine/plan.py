@@ -1,0 +1,381 @@
+"""A campaign's plan (`om2w-tui campaign PLAN.toml`): the TOML file read and checked, resolved into the campaign's
+shared RunConfig and one RunConfig per lane (each arm's repeat), the resolved plan as `campaign.json` records it, and
+the resume rule that compares a plan with the folder it would write into.
+
+The plan holds the shared settings at its top level under their flags' names (`workers = 12`, `pace-cooldown = 120`,
+`out = "runs/study"`, `_` or `-` alike), `repeats = K`, and one `[arms.NAME]` table per arm with what that arm
+changes (`arm`, `model`, `vllm`, `api-key-env`, `max-steps`, `temperature`, ... any per-run setting). Every value is
+read by its setting's own declaration (engine/settings.py), as its flag is; a problem is a `PlanError` naming the
+plan's file and line. Command-line flags given after the plan (`overrides`) replace its top level.
+
+What a lane measures (its arm's settings and the task selection) may not change under an existing campaign folder;
+where its episodes run, how they are paced and judged as they go may (`MEASURED`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+import time
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from om2w_tui.campaign_folder import FORMAT, CampaignFolder, arm_problem, is_campaign, lane_name
+from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.settings import (
+    BEYOND,
+    BROWSER,
+    BY_KEY,
+    JUDGING,
+    PACING,
+    SETTINGS,
+    UNPACED,
+    WHAT,
+    WHERE,
+    Csv,
+    Setting,
+    Switch,
+    bench_defaults,
+    parse_number,
+)
+from om2w_tui.engine.sharding import shard_from_flags
+from om2w_tui.episode.instruction import TemplateError, read_template
+from om2w_tui.files import write_json_atomic
+from om2w_tui.json_input import InputError
+from om2w_tui.run_folder import RunFolder
+
+MAX_REPEATS = 100
+PLAN_LIMIT = 1 << 20   # a plan is a few lines; a larger file is a mistake (a task file given for a plan)
+# flags that are no RunConfig field but say how its fields are set: this node's shard, and no pacing at all
+EXTRA_FLAGS = ("shard", "slot-range", "no-pacing")
+# campaign-wide: the units of every arm are the same tasks on one pacer, one queue and one set of slots, in the same
+# browser (checked and started once)
+SHARED_GROUPS = (WHAT, BROWSER, PACING, WHERE, BEYOND, JUDGING)
+SHARED_KEYS = frozenset({s.key for s in SETTINGS if s.group in SHARED_GROUPS}
+                        | {"breaker_after", "probe_interval", "shard", "slot_range", "no_pacing"})
+# what a lane measures: compared with the folder on resume. Not compared: where and how fast it runs (slots, pacing,
+# executor, shard), how it is judged as it goes, where its model is served and its key (the served model's name is
+# compared), the browser binary, the training rows kept beside
+NOT_MEASURED = frozenset({s.key for s in SETTINGS if s.group in (PACING, WHERE, BEYOND, JUDGING)}
+                         | {"out", "breaker_after", "probe_interval", "shard", "vllm", "api_key_env", "chromium",
+                            "instruction_template_file", "record_rows", "stop_grace"})
+MEASURED = tuple(f.name for f in dataclasses.fields(RunConfig) if f.name not in NOT_MEASURED)
+
+
+class PlanError(ValueError):
+    """A plan the campaign cannot start with; the message names the plan's file (and line) and what to do."""
+
+
+def flag_name(key: str) -> str:
+    """A plan's key as its flag is spelled, without `--` (`pace_cooldown` -> `pace-cooldown`)."""
+    return key.strip().replace("_", "-")
+
+
+# the plan's names: each setting's flag without `--`
+_BY_NAME: dict[str, Setting] = {s.flag.removeprefix("--"): s for s in SETTINGS}
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str
+    changes: dict[str, Any]          # RunConfig field -> value, as the arm's table gives it
+
+
+@dataclass(frozen=True)
+class Plan:
+    path: Path
+    shared: dict[str, Any]           # RunConfig field (or shard, slot_range, no_pacing) -> value: the top level
+    arms: tuple[Arm, ...]
+    repeats: int = 1
+
+
+@dataclass(frozen=True)
+class PlannedLane:
+    """A lane as the plan makes it: launch adds its tasks and endpoint (engine/lanes.py's Lane)."""
+    name: str
+    arm: str
+    repeat: int
+    config: RunConfig
+
+
+@dataclass(frozen=True)
+class Campaign:
+    plan: Plan
+    config: RunConfig                # the shared settings; out = the campaign's folder
+    lanes: tuple[PlannedLane, ...]   # repeat by repeat, each in the plan's order of arms
+
+
+# ── reading ───────────────────────────────────────────────────────────────────────────────────────────────────────
+_HEADER = re.compile(r"\s*\[\s*(?P<name>[^\[\]]+?)\s*\]\s*(?:#.*)?$")
+_PART = re.compile(r"\"[^\"]*\"|'[^']*'|[^.\s]+")
+_TOML_LINE = re.compile(r"at line (?P<line>\d+)")
+_KEY = re.compile(r"\s*(?P<key>\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)\s*=")
+
+
+def _unquote(part: str) -> str:
+    part = part.strip()
+    return part[1:-1] if len(part) >= 2 and part[0] == part[-1] and part[0] in "\"'" else part
+
+
+def key_line(text: str, table: tuple[str, ...], key: str | None) -> int:
+    """The line (from 1) where `key` is set in `table` (() the top level), or the table's own header for `key`
+    None; 0 where it cannot be told (tomllib gives no lines: a dotted key or an inline table)."""
+    current: tuple[str, ...] = ()
+    header = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        if m := _HEADER.match(line):
+            current = tuple(_unquote(p) for p in _PART.findall(m["name"]))
+            if current == table:
+                header = number
+                if key is None:
+                    return number
+            continue
+        if key is not None and current == table and (m := _KEY.match(line)) and _unquote(m["key"]) == key:
+            return number
+    return header
+
+
+class _Reader:
+    def __init__(self, path: Path, text: str):
+        self.path, self.text = path, text
+
+    def fail(self, table: tuple[str, ...], key: str | None, message: str) -> PlanError:
+        line = key_line(self.text, table, key)
+        return PlanError(f"{self.path}{f':{line}' if line else ''}: {message}")
+
+    def setting(self, table: tuple[str, ...], key: str, raw: Any) -> tuple[str, Any]:
+        """(RunConfig field or extra flag's name, value) for one key of the plan, read as its flag is."""
+        name = flag_name(key)
+        where = f"[{'.'.join(table)}] " if table else ""
+        if name in EXTRA_FLAGS:
+            if name == "no-pacing":
+                if not isinstance(raw, bool):
+                    raise self.fail(table, key, f"{where}{key}: true or false")
+                return "no_pacing", raw
+            if not isinstance(raw, str):
+                raise self.fail(table, key, f"{where}{key}: give it as text (\"K/N\")")
+            return name.replace("-", "_"), raw
+        s = _BY_NAME.get(name)
+        if s is None:
+            close = difflib.get_close_matches(name, [*_BY_NAME, *EXTRA_FLAGS, "repeats"], n=1)
+            hint = f" (did you mean {close[0]}?)" if close else " (a plan's keys are the run's flags without --)"
+            raise self.fail(table, key, f"{where}{key}: no such setting{hint}")
+        try:
+            return s.key, _value(s, raw)
+        except ValueError as e:
+            raise self.fail(table, key, f"{where}{key}: {e}") from None
+
+
+def _value(s: Setting, raw: Any) -> Any:
+    """A TOML value as the setting's flag reads its text (its kind's parser, its bounds); ValueError when not."""
+    if isinstance(s.kind, Switch):
+        if not isinstance(raw, bool):
+            raise ValueError(f"{raw!r}: true or false")
+        return s.kind.sets if raw else not s.kind.sets
+    if isinstance(raw, bool):
+        raise ValueError(f"{str(raw).lower()}: not a value of {s.flag} (it is no switch)")
+    if isinstance(raw, list) and isinstance(s.kind, Csv):
+        if not all(isinstance(x, str) for x in raw):
+            raise ValueError("a list of text")
+        text = ",".join(raw)
+    elif isinstance(raw, int):
+        text = str(raw)
+    elif isinstance(raw, float):
+        text = repr(raw)
+    elif isinstance(raw, str):
+        text = raw
+    else:
+        raise ValueError(f"a {type(raw).__name__} is not a value of {s.flag}")
+    return s.parse(text)
+
+
+def read_plan(path: Path) -> Plan:
+    """The plan at `path`, every value checked; PlanError naming the file and line for anything wrong."""
+    path = Path(path)
+    try:
+        with path.open("rb") as f:
+            raw = f.read(PLAN_LIMIT + 1)
+    except OSError as e:
+        raise PlanError(f"{path}: cannot be read ({e.strerror or e})") from None
+    if len(raw) > PLAN_LIMIT:
+        raise PlanError(f"{path}: larger than {PLAN_LIMIT} bytes; is it a plan (TOML)?")
+    try:
+        text = raw.decode("utf-8")
+        data = tomllib.loads(text)
+    except UnicodeDecodeError as e:
+        raise PlanError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except tomllib.TOMLDecodeError as e:   # its message says the line and column
+        line = _TOML_LINE.search(str(e))
+        raise PlanError(f"{path}{f':{line[1]}' if line else ''}: not a plan in TOML: {e}") from None
+    reader = _Reader(path, text)
+    shared: dict[str, Any] = {}
+    repeats = 1
+    arms_table: Any = None
+    for key, value in data.items():
+        if key == "arms":
+            arms_table = value
+        elif flag_name(key) == "repeats":
+            if isinstance(value, bool) or not isinstance(value, int | str):
+                raise reader.fail((), key, f"repeats: a whole number, 1 to {MAX_REPEATS}")
+            try:
+                repeats = int(parse_number(str(value), whole=True, low=1, high=MAX_REPEATS))
+            except ValueError as e:
+                raise reader.fail((), key, f"repeats: {e}") from None
+        elif isinstance(value, dict):
+            raise reader.fail((key,), None, f"[{key}]: no such table (a plan has settings, then [arms.NAME] tables)")
+        else:
+            field, parsed = reader.setting((), key, value)
+            shared[field] = parsed
+    if not isinstance(arms_table, dict) or not arms_table:
+        raise reader.fail(("arms",), None, "no arms: give one [arms.NAME] table per arm (e.g. [arms.base] and "
+                                           "[arms.agent] with arm = \"agent\")")
+    arms = []
+    for name, table in arms_table.items():
+        if problem := arm_problem(name):
+            raise reader.fail(("arms", name), None, f"[arms.{name}]: {problem}")
+        if not isinstance(table, dict):
+            raise reader.fail(("arms",), name, f"arms.{name}: a table of the settings the arm changes")
+        changes: dict[str, Any] = {}
+        for key, value in table.items():
+            field, parsed = reader.setting(("arms", name), key, value)
+            if field in SHARED_KEYS:
+                raise reader.fail(("arms", name), key, f"[arms.{name}] {key}: campaign-wide (every arm runs the "
+                                  f"same tasks on one pacer and one set of slots); set it at the plan's top level")
+            changes[field] = parsed
+        arms.append(Arm(name, changes))
+    return Plan(path, shared, tuple(arms), repeats)
+
+
+# ── resolving ─────────────────────────────────────────────────────────────────────────────────────────────────────
+def config_from_values(given: dict[str, Any]) -> RunConfig:
+    """A RunConfig from settings' values by field (what the flags or a plan gave; a missing one is its default),
+    with what the flags say beside the fields: `shard`/`slot_range` (this node's share), `no_pacing`, the
+    benchmark's own defaults for settings left unset (None), the instruction template read from its file. Raises
+    ValueError naming the flag."""
+    given = dict(given)
+    shard, slot_range, no_pacing = given.pop("shard", None), given.pop("slot_range", None), given.pop("no_pacing",
+                                                                                                      False)
+    if shard is not None or slot_range is not None:
+        given["shard"], given["workers"] = shard_from_flags(shard, slot_range,
+                                                            given.get("workers", BY_KEY["workers"].default))
+    for key, value in bench_defaults(given.get("bench") or RunConfig.bench).items():
+        if given.get(key) is None:   # not given: the benchmark's default (engine/settings.py declares it)
+            given[key] = value
+    if no_pacing:
+        given.update(UNPACED)
+    if given.get("instruction_template_file") is not None:
+        try:
+            given["instruction_template"] = read_template(given["instruction_template_file"])
+        except TemplateError as e:
+            raise ValueError(str(e)) from None
+    return RunConfig(**given)
+
+
+def resolve(plan: Plan, overrides: Mapping[str, Any] | None = None) -> Campaign:
+    """The campaign's shared config and its lanes: the plan's top level, `overrides` (flags given after the plan)
+    over it, each arm's changes over that; each lane's out is the campaign's out / its name."""
+    shared = {**plan.shared, **(overrides or {})}
+    if shared.get("out") is None:
+        raise PlanError(f"{plan.path}: out: required (the campaign's folder; e.g. out = \"runs/study\")")
+    out = Path(shared["out"])
+    try:
+        config = config_from_values(shared)
+        lanes = []
+        for repeat in range(1, plan.repeats + 1):
+            for arm in plan.arms:
+                name = lane_name(arm.name, repeat)
+                lanes.append(PlannedLane(name, arm.name, repeat,
+                                         config_from_values({**shared, **arm.changes, "out": out / name})))
+    except ValueError as e:
+        raise PlanError(f"{plan.path}: {e}") from None
+    return Campaign(plan, config, tuple(lanes))
+
+
+def short_form(config: RunConfig, arms: list[str]) -> Campaign:
+    """`om2w-tui run --arm A --arm B ...`: a campaign whose arms differ only in the arm, each lane named by it."""
+    seen = list(dict.fromkeys(arms))
+    for name in seen:
+        if problem := arm_problem(name):
+            raise PlanError(f"--arm: {problem}")
+    plan = Plan(Path("--arm " + " --arm ".join(seen)), {}, tuple(Arm(a, {"arm": a}) for a in seen))
+    lanes = tuple(PlannedLane(a, a, 1, dataclasses.replace(config, arm=a, out=config.out / a)) for a in seen)
+    return Campaign(plan, config, lanes)
+
+
+# ── campaign.json ─────────────────────────────────────────────────────────────────────────────────────────────────
+def _json(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [_json(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)   # an EndpointURL: its redacted form
+
+
+def measured(config: RunConfig) -> dict[str, Any]:
+    """What a lane measures, as campaign.json records it (no secret: a key's variable is not even among them)."""
+    d = config.to_json()
+    return {k: d[k] for k in MEASURED}
+
+
+def plan_json(campaign: Campaign) -> dict[str, Any]:
+    """campaign.json: the plan as resolved. No secret: an endpoint redacted, a key's variable name only."""
+    shared = campaign.config.to_json()
+    return {
+        "format": FORMAT,
+        "plan": str(campaign.plan.path),
+        "shared": {k: v for k, v in shared.items() if k in SHARED_KEYS or k == "out"},
+        "arms": {arm.name: {k: _json(v) for k, v in arm.changes.items()} for arm in campaign.plan.arms},
+        "repeats": campaign.plan.repeats,
+        "lanes": [{"name": lane.name, "arm": lane.arm, "repeat": lane.repeat, "settings": measured(lane.config)}
+                  for lane in campaign.lanes],
+    }
+
+
+def resume_problem(campaign: Campaign) -> str:
+    """'' when the campaign may write its folder: new, or a campaign's whose lanes it keeps, each measuring what it
+    did; else what changed and what to do. New lanes (an arm added, more repeats) are allowed; a lane dropped is
+    not (its folder holds its results and report reads the lanes campaign.json names)."""
+    out = campaign.config.out
+    folder = CampaignFolder(out)
+    if not out.is_dir():
+        return ""
+    if not is_campaign(out):
+        run = RunFolder(out)
+        if any(p.exists() for p in (run.results, run.manifest)):
+            return f"out {out}: a run's folder, not a campaign's; give the campaign its own out"
+        return ""
+    try:
+        old = folder.read_plan()
+        old_lanes = folder.lanes()
+    except InputError as e:
+        return f"{e}; move it aside or give the campaign another out"
+    before = {lane.get("name"): lane.get("settings") for lane in old["lanes"] if isinstance(lane, dict)}
+    names = {lane.name for lane in campaign.lanes}
+    if dropped := [lane.name for lane in old_lanes if lane.name not in names]:
+        return (f"{campaign.plan.path}: the campaign in {out} has lane(s) this plan drops: {', '.join(dropped)} "
+                f"(their folders hold results); keep their arms and repeats in the plan, or give another out")
+    changes = []
+    for lane in campaign.lanes:
+        was = before.get(lane.name)
+        if not isinstance(was, dict):
+            continue
+        now = measured(lane.config)
+        changes += [f"{lane.name}: {flag_name(k)} {was.get(k)!r} -> {now[k]!r}" for k in MEASURED
+                    if k in was and was[k] != now[k]]
+    if changes:
+        return (f"{campaign.plan.path}: the plan changes what lanes in {out} measure ({'; '.join(changes)}); "
+                f"run it as it was, or give the changed plan another out")
+    return ""
+
+
+def write_plan(campaign: Campaign) -> None:
+    """campaign.json, atomically (when the campaign starts, after resume_problem found nothing)."""
+    data = plan_json(campaign)
+    data["written_at"] = time.time()
+    campaign.config.out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(CampaignFolder(campaign.config.out).plan, data)

@@ -1,0 +1,209 @@
+"""A campaign's plan (engine/plan.py): read from TOML with every value checked as its flag is, a problem named by
+the plan's file and line; resolved into the shared config and the lanes; campaign.json as written, with no secret;
+the resume rule (a lane's measured settings may not change under its folder, lanes may be added, not dropped)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from om2w_tui.campaign_folder import CampaignFolder
+from om2w_tui.engine.plan import PlanError, read_plan, resolve, resume_problem, short_form, write_plan
+
+EXAMPLE = """\
+# a study: the base model against the agent, three repeats
+bench = "offline"
+workers = 12
+pace_cooldown = 120
+pace-dir = "/tmp/pace"
+out = "{out}"
+repeats = 3
+temperature = 0.5
+level = ["easy", "medium"]
+
+[arms.base]
+model = "qwen"
+
+[arms.agent]
+arm = "agent"
+model = "my-lora"
+vllm = "http://user:hunter2@127.0.0.1:9/v1"
+api-key-env = "LORA_KEY"
+max_steps = 12
+top_p = 0.9
+seed = 7
+no-vision = true
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "plan.toml"
+    path.write_text(text.replace("{out}", str(tmp_path / "study")))
+    return path
+
+
+def test_a_plan_resolves_into_the_shared_settings_and_one_lane_per_arm_and_repeat(tmp_path):
+    campaign = resolve(read_plan(write(tmp_path, EXAMPLE)))
+    cfg = campaign.config
+    assert (cfg.bench, cfg.workers, cfg.pace_cooldown, cfg.out) == ("offline", 12, 120.0, tmp_path / "study")
+    assert cfg.pace_dir == Path("/tmp/pace") and cfg.levels == ["easy", "medium"]
+    assert [(x.name, x.arm, x.repeat) for x in campaign.lanes] == [
+        ("base", "base", 1), ("agent", "agent", 1), ("base-r2", "base", 2), ("agent-r2", "agent", 2),
+        ("base-r3", "base", 3), ("agent-r3", "agent", 3)]
+    base, agent = campaign.lanes[0].config, campaign.lanes[1].config
+    assert base.out == tmp_path / "study" / "base" and campaign.lanes[5].config.out == tmp_path / "study" / "agent-r3"
+    assert (base.arm, base.model, base.temperature, base.vision, base.workers) == ("base", "qwen", 0.5, True, 12)
+    assert (agent.arm, agent.model, agent.max_steps, agent.top_p, agent.seed, agent.vision, agent.api_key_env) == (
+        "agent", "my-lora", 12, 0.9, 7, False, "LORA_KEY")
+    assert agent.temperature == 0.5 and agent.pace_cooldown == 120.0   # the top level, where the arm changes nothing
+
+
+def test_flags_after_the_plan_replace_its_top_level_and_an_arm_still_changes_its_own(tmp_path):
+    campaign = resolve(read_plan(write(tmp_path, EXAMPLE)), {"workers": 3, "model": "other", "pace_cooldown": 1.0})
+    assert campaign.config.workers == 3 and campaign.lanes[0].config.pace_cooldown == 1.0
+    assert campaign.lanes[0].config.workers == 3
+    assert campaign.lanes[1].config.model == "my-lora"
+
+
+def test_the_offline_benchmark_default_cooldown_applies_unless_the_plan_gives_one(tmp_path):
+    path = write(tmp_path, 'bench = "offline"\nout = "{out}"\n[arms.a]\n')
+    assert resolve(read_plan(path)).config.pace_cooldown == 0.0
+    assert resolve(read_plan(path), {"no_pacing": True}).config.site_slots == 0
+
+
+@pytest.mark.parametrize(("text", "line", "words"), [
+    ('out = "x"\nworkers = 0\n[arms.a]\n', 2, "workers: 0: must be 1 to 512"),
+    ('out = "x"\n[arms.a]\nmodel = "m"\ntemperature = "hot"\n', 4, "[arms.a] temperature: hot: not a number"),
+    ('out = "x"\n[arms.a]\ntop_p = 2\n', 3, "top_p: 2: must be more than 0 and at most 1"),
+    ('out = "x"\n[arms.a]\n\nmax-steps = 1.5\n', 4, "not a whole number"),
+    ('out = "x"\n[arms.a]\ntemperature = inf\n', 3, "inf: not a number"),
+    ('out = "x"\n[arms.a]\nno-vision = "yes"\n', 3, "true or false"),
+    ('out = "x"\n[arms.a]\nvllm = "ftp://x"\n', 3, "vllm"),
+    ('out = "x"\nbench = "om3"\n[arms.a]\n', 2, "one of om2w, webvoyager, offline"),
+    ('out = "x"\nworkerz = 3\n[arms.a]\n', 2, "workerz: no such setting (did you mean workers?)"),
+    ('out = "x"\n[arms.a]\n"pace_cooldown" = 3\n', 3, "campaign-wide"),
+    ('out = "x"\n[arms.a]\nworkers = 3\n', 3, "[arms.a] workers: campaign-wide"),
+    ('out = "x"\n[arms.a]\nout = "y"\n', 3, "campaign-wide"),
+    ('out = "x"\n[arms.b]\n[arms.a]\ntask-ids = "t1"\n', 4, "campaign-wide"),
+    ('out = "x"\n[arms.a]\nshard = "0/2"\n', 3, "campaign-wide"),
+    ('out = "x"\n\n[arms."a-r2"]\n', 3, "may not end in -r<number>"),
+    ('out = "x"\n[arms.".x"]\n', 2, "arm name '.x'"),
+    ('out = "x"\nrepeats = 0\n[arms.a]\n', 2, "repeats: 0: must be 1 to 100"),
+    ('out = "x"\n[other]\nx = 1\n[arms.a]\n', 2, "[other]: no such table"),
+    ('out = "x"\nworkers = 2\n', 0, "no arms"),
+    ('out = "x"\n[arms]\n', 2, "no arms"),
+    ('out = "x"\nworkers = \n', 2, "not a plan in TOML: Invalid value (at line 2, column 11)"),
+])
+def test_a_bad_plan_is_refused_naming_its_file_its_line_and_what_is_wrong(tmp_path, text, line, words):
+    path = write(tmp_path, text)
+    with pytest.raises(PlanError) as e:
+        resolve(read_plan(path))
+    message = str(e.value)
+    assert message.startswith(f"{path}:{line}: " if line else f"{path}: "), message
+    assert words in message, message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.toml"]   # nothing written
+
+
+def test_a_plan_without_out_and_a_bad_instruction_file_are_refused_naming_the_plan(tmp_path):
+    with pytest.raises(PlanError, match="out: required"):
+        resolve(read_plan(write(tmp_path, "[arms.a]\n")))
+    with pytest.raises(PlanError, match="plan.toml: .*missing"):
+        resolve(read_plan(write(tmp_path, 'out = "x"\n[arms.a]\ninstruction-template = "missing"\n')))
+
+
+def test_campaign_json_records_the_resolved_plan_and_no_secret(tmp_path):
+    campaign = resolve(read_plan(write(tmp_path, EXAMPLE)))
+    write_plan(campaign)
+    text = CampaignFolder(tmp_path / "study").plan.read_text()
+    assert "hunter" not in text and "LORA_KEY" in text
+    data = json.loads(text)
+    assert data["format"] == 1 and data["repeats"] == 3 and data["plan"] == str(tmp_path / "plan.toml")
+    assert data["shared"]["workers"] == 12 and data["arms"]["agent"]["model"] == "my-lora"
+    assert [x.name for x in CampaignFolder(tmp_path / "study").lanes()] == [x.name for x in campaign.lanes]
+    assert data["lanes"][1]["settings"]["max_steps"] == 12
+
+
+def test_resume_refuses_a_changed_lane_and_a_dropped_one_and_allows_more_repeats(tmp_path):
+    path = write(tmp_path, EXAMPLE)
+    campaign = resolve(read_plan(path))
+    assert resume_problem(campaign) == ""
+    write_plan(campaign)
+    assert resume_problem(resolve(read_plan(path))) == ""
+    # where and how fast it runs may change; what it measures may not
+    assert resume_problem(resolve(read_plan(path), {"workers": 2, "pace_cooldown": 5.0})) == ""
+    changed = resume_problem(resolve(read_plan(write(tmp_path, EXAMPLE.replace('"my-lora"', '"my-lora-2"')))))
+    assert "agent: model 'my-lora' -> 'my-lora-2'" in changed and "agent-r3" in changed
+    assert "base:" not in changed
+    more = resume_problem(resolve(read_plan(write(tmp_path, EXAMPLE.replace("repeats = 3", "repeats = 4")))))
+    assert more == ""
+    fewer = resume_problem(resolve(read_plan(write(tmp_path, EXAMPLE.replace("repeats = 3", "repeats = 2")))))
+    assert "drops: base-r3, agent-r3" in fewer
+
+
+def test_a_run_folder_is_no_campaign_folder(tmp_path):
+    campaign = resolve(read_plan(write(tmp_path, EXAMPLE)))
+    (tmp_path / "study").mkdir()
+    (tmp_path / "study" / "results.jsonl").write_text("")
+    assert "a run's folder, not a campaign's" in resume_problem(campaign)
+
+
+def test_the_short_form_names_each_lane_by_its_arm(tmp_path):
+    from om2w_tui.engine.config import RunConfig  # the config only for this test's short form
+
+    campaign = short_form(RunConfig(out=tmp_path / "o", workers=3), ["base", "agent", "base"])
+    assert [(x.name, x.config.arm, x.config.out, x.config.workers) for x in campaign.lanes] == [
+        ("base", "base", tmp_path / "o" / "base", 3), ("agent", "agent", tmp_path / "o" / "agent", 3)]
+    with pytest.raises(PlanError, match="--arm: arm name 'x-r2'"):
+        short_form(RunConfig(out=tmp_path), ["x-r2"])
+
+
+def test_the_campaign_command_refuses_a_bad_plan_a_changed_one_and_a_bad_flag_with_exit_2_writing_nothing(
+        tmp_path, capsys):
+    from om2w_tui.cli.main import main  # the command line only for this test
+
+    bad = write(tmp_path, 'out = "{out}"\n[arms.a]\nworkers = 3\n')
+    assert main(["campaign", str(bad), "--no-ui"]) == 2
+    assert f"{bad}:3: [arms.a] workers: campaign-wide" in capsys.readouterr().err
+    path = write(tmp_path, EXAMPLE)
+    write_plan(resolve(read_plan(path)))
+    before = (tmp_path / "study" / "campaign.json").read_text()
+    assert main(["campaign", str(path), "--no-ui", "--temperature", "0.7"]) == 2   # a flag replaces the top level
+    err = capsys.readouterr().err
+    assert "the plan changes what lanes in" in err and "base: temperature 0.5 -> 0.7" in err
+    assert (tmp_path / "study" / "campaign.json").read_text() == before
+    assert sorted(p.name for p in (tmp_path / "study").iterdir()) == ["campaign.json"]
+    with pytest.raises(SystemExit) as e:
+        main(["campaign", str(path), "--temperature", "3"])
+    assert e.value.code == 2 and "--temperature 3: must be 0 to 2" in capsys.readouterr().err
+
+
+def test_run_with_several_arms_is_the_short_form_of_a_campaign_and_one_arm_is_a_run(tmp_path):
+    from om2w_tui.cli.main import campaign_from_args, parse_args  # the command line only for this test
+
+    out = str(tmp_path / "o")
+    campaign = campaign_from_args(parse_args(["run", "--bench", "offline", "--model", "oracle", "--out", out,
+                                              "--arm", "base", "--arm", "agent", "--workers", "3"]))
+    assert campaign is not None and campaign.config.out == tmp_path / "o"
+    assert [(x.name, x.config.arm, x.config.workers) for x in campaign.lanes] == [("base", "base", 3),
+                                                                                  ("agent", "agent", 3)]
+    assert campaign_from_args(parse_args(["run", "--out", out, "--arm", "agent"])) is None
+    assert campaign_from_args(parse_args(["run", "--out", out])) is None
+
+
+def test_the_campaign_checks_ask_each_model_once_and_name_the_lane_whose_model_is_missing(tmp_path):
+    from om2w_tui.engine.campaign_launch import campaign_checks  # the checks start a Chromium: this test only
+    from om2w_tui.offline import OfflineSuite, OracleServer
+
+    with OfflineSuite() as suite, OracleServer(suite.tasks()) as oracle:
+        path = write(tmp_path, f'bench = "offline"\nout = "{{out}}"\nvllm = "{oracle.url}"\nrepeats = 2\n'
+                               '[arms.good]\nmodel = "oracle"\n[arms.typo]\nmodel = "oracel"\n')
+        pre, checks = campaign_checks(resolve(read_plan(path)))
+    assert pre is None
+    failed = [(what, detail) for what, ok, detail in checks if not ok]
+    assert [what for what, _ in failed] == ["typo: model endpoint"]   # asked once: its repeat is not asked again
+    assert failed[0][1].startswith("lane typo (arm typo): ") and "oracel" in failed[0][1]
+    assert [what for what, *_ in checks if what.endswith("model endpoint")] == ["good: model endpoint",
+                                                                                "typo: model endpoint"]
+    assert not (tmp_path / "study").exists()
