@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from textual.widgets import Log
 
 from om2w_tui.benchmarks.episode_folder import no_answer
 from om2w_tui.engine.results import EpisodeRecord
+from om2w_tui.frontends.console.campaign_board import CampaignBoard
 from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable, Styled
 from om2w_tui.frontends.formatting import clip, clip_left, clock_text, countdown_text
 from om2w_tui.frontends.run_state import RunState
@@ -30,9 +31,22 @@ class SlotsTable(KeyedTable):
     SlotsTable { height: auto; max-height: 12; }
     """
     LAZY = True
-    COLUMNS = (Col("slot", "slot", 4), Col("task", "task", 21, 30), Col("site", "site", 13, 20),
+    COLUMNS: Sequence[Col] = (Col("slot", "slot", 4), Col("task", "task", 21, 30), Col("site", "site", 13, 20),
                Col("level", "level", 6), Col("step", "step", 5, 7), Col("elapsed", "time", 5, 7),
                Col("state", "state", 8))
+    LANE = Col("lane", "arm", 8, 12)     # a campaign's: the lane of the slot's episode
+
+    lanes: CampaignBoard | None = None
+
+    def show_lanes(self, board: CampaignBoard) -> None:
+        """A campaign: the slots show their episode's lane (its arm, and its repeat where there are several)."""
+        if self.lanes is None:
+            self.lanes = board
+            self.COLUMNS = (self.COLUMNS[0], self.LANE, *self.COLUMNS[1:])
+            self.clear(columns=True)
+            self._cells.clear()
+            self._wanted.clear()
+            self._add_columns()
 
     def show(self, state: RunState, now: float) -> None:
         self.sync({str(sid): self._slot_cells(state, sid, now) for sid in sorted(state.slots)})
@@ -51,6 +65,12 @@ class SlotsTable(KeyedTable):
         if busy and s.model_error:
             shown = Styled(f"!{kind_short(s.model_error)}", "red")
         step = (f"{s.step}/{s.max_steps}" if s.max_steps else str(s.step)) if busy else ""
+        if self.lanes is not None:
+            lane = self.lanes.slot_lane.get(sid, "")
+            return (str(sid), clip(self.lanes.label(lane), self.width_of("lane")) if busy and lane else "",
+                    clip(s.task_id, task_w) if busy else "-", clip_left(s.site, site_w) if busy else "",
+                    (s.level or "") if busy else "", step,
+                    clock_text(now - s.started_at) if busy and s.started_at else "", shown)
         return (str(sid), clip(s.task_id, task_w) if busy else "-", clip_left(s.site, site_w) if busy else "",
                 (s.level or "") if busy else "", step,
                 clock_text(now - s.started_at) if busy and s.started_at else "", shown)
