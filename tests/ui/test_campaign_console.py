@@ -17,7 +17,7 @@ from om2w_tui.frontends.console.screens.compare import ComparisonScreen
 from om2w_tui.frontends.console.screens.episode import EpisodeScreen
 from om2w_tui.frontends.console.widgets.comparison import ComparisonPanel, comparison_renderable
 from om2w_tui.frontends.console.widgets.lanes_bar import LanesBar
-from om2w_tui.frontends.console.widgets.panels import SlotsTable
+from om2w_tui.frontends.console.widgets.panels import SlotsTable, StepsLog
 
 from . import recorded as R
 from . import recorded_campaign as C
@@ -57,6 +57,8 @@ async def test_slots_show_each_episodes_arm_and_the_header_each_lanes_progress(t
         assert "base 3/6" in line and "agent 2/6" in line
         assert "correct 2/3 67%" in line
         assert "HELD: context_length: 3 of the last 4 calls failed" in line
+        steps = "\n".join(app.screen.query_one(StepsLog).lines)   # which arm's run of a task each line is
+        assert f"[1 agent] {C.SHOP_T} = done" in steps and f"[0 base] {C.SHOP_T} = done" in steps
         # the header's own rate would sum both arms' verdicts: it leaves them to the lanes' line
         assert "correct" not in text_of(app.screen.query_one("#run-stats"))
 

@@ -537,7 +537,9 @@ class DashboardScreen(Screen[None]):
     def _log_all(self, slot: int | None, task_id: str | None, lines: list[str]) -> None:
         if self.steps_scope != "all" or not lines:
             return
-        prefix = f"[{slot}] {clip(task_id, 32)} " if slot is not None else ""
+        lane = self.board.slot_lane.get(slot, "") if slot is not None else ""
+        where = f"{slot} {self.board.label(lane)}" if lane else f"{slot}"   # a campaign's: which arm's run of the task
+        prefix = f"[{where}] {clip(task_id, 32)} " if slot is not None else ""
         self.query_one(StepsLog).add_lines([prefix + lines[0], *lines[1:]])
 
     def _selected_slot(self) -> SlotView | None:
