@@ -236,8 +236,7 @@ def one_running() -> RunSnapshot:
 class FakeRun:
     """A RunControl (engine/control.py) that records every command it gets in `commands`, in the order it got
     them: ("pause_dispatch", paused), ("pause_episode", slot, paused), ("kill", slot, requeue), ("set_workers", n)
-    (n as asked), ("retry_errors",), ("stop",) or ("stop", True) when forced, ("interrupt",), ("pause_lane", name,
-    paused) (a campaign's lane: its snapshot's LaneRow says it paused). Its snapshot is `base`
+    (n as asked), ("retry_errors",), ("stop",) or ("stop", True) when forced, ("interrupt",). Its snapshot is `base`
     with what the commands changed (dispatch paused, target workers, errors) and what a test moved on (`steps`,
     `states` by slot; only the first `episodes` slots, where set). `run()` ends at once with `result`, as a
     scheduler whose work is done (what `JudgedRun` waits on)."""
@@ -252,7 +251,6 @@ class FakeRun:
     states: dict[int, str] = field(default_factory=dict)   # slot -> state, where a test changed one
     stopping: bool = False
     result: object = "stats"
-    lanes_paused: dict[str, bool] = field(default_factory=dict)   # lane -> paused, as pause_lane set it
 
     async def run(self) -> object:
         return self.result
@@ -267,13 +265,6 @@ class FakeRun:
 
     def kill(self, slot_id: int, requeue: bool = False) -> bool:
         self.commands.append(("kill", slot_id, requeue))
-        return True
-
-    def pause_lane(self, name: str, paused: bool = True) -> bool:
-        self.commands.append(("pause_lane", name, paused))
-        if not any(row.name == name for row in self.base.lanes):
-            return False
-        self.lanes_paused[name] = paused
         return True
 
     def set_workers(self, n: int) -> str:
@@ -299,10 +290,8 @@ class FakeRun:
     def snapshot(self) -> RunSnapshot:
         slots = [dataclasses.replace(s, step=self.steps.get(s.slot, s.step), state=self.states.get(s.slot, s.state))
                  for s in self.base.slots[: self.episodes]]
-        lanes = tuple(dataclasses.replace(row, paused=self.lanes_paused.get(row.name, row.paused))
-                      for row in self.base.lanes)
         return dataclasses.replace(self.base, paused=self.dispatch_paused, slots=slots, stopping=self.stopping,
-                                   target_workers=self.target_workers, errors=len(self.errored), lanes=lanes)
+                                   target_workers=self.target_workers, errors=len(self.errored))
 
 
 # ── an event sink ──────────────────────────────────────────────────────────────────────────────────────────────

@@ -87,10 +87,25 @@ def snapshot(out: Path, guard: str = "") -> RunSnapshot:
 
 @dataclass
 class CampaignRun(FakeRun):
-    """The fake run as the recorded campaign left it (dispatch going, two episodes, no errored task)."""
+    """The fake run as the recorded campaign left it (dispatch going, two episodes, no errored task), with
+    `pause_lane` (RunControl's): recorded in `commands` as ("pause_lane", name, paused), and its snapshot's LaneRow
+    says the lane paused."""
 
     base: RunSnapshot = field(default_factory=RunSnapshot)
     errored: dict[str, Any] = field(default_factory=dict)
+    lanes_paused: dict[str, bool] = field(default_factory=dict)   # lane -> paused, as pause_lane set it
+
+    def pause_lane(self, name: str, paused: bool = True) -> bool:
+        self.commands.append(("pause_lane", name, paused))
+        if not any(row.name == name for row in self.base.lanes):
+            return False
+        self.lanes_paused[name] = paused
+        return True
+
+    def snapshot(self) -> RunSnapshot:
+        snap = super().snapshot()
+        return dataclasses.replace(snap, lanes=tuple(
+            dataclasses.replace(row, paused=self.lanes_paused.get(row.name, row.paused)) for row in snap.lanes))
 
 
 def build_campaign(tmp_path: Path, guard: str = "", **kw: Any) -> tuple[Any, R.FrozenClock, CampaignRun, Path]:

@@ -94,6 +94,20 @@ async def test_a_pauses_and_resumes_the_selected_slots_arm(tmp_path):
         assert "Pause the selected slot's arm" in titles or "Resume the selected slot's arm" in titles
 
 
+async def test_a_pauses_every_repeat_of_the_arm_and_the_palette_each_repeat_alone(tmp_path):
+    app, clock, stub, out = C.build_campaign(tmp_path)
+    more = (LaneRow("base-r2", "base", 2, str(out / "base-r2"), total=6),
+            LaneRow("agent-r2", "agent", 2, str(out / "agent-r2"), total=6))
+    stub.base = dataclasses.replace(stub.base, lanes=stub.base.lanes + more)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await C.feed_campaign(pilot, app, clock, out)
+        assert cells(app.screen.query_one(SlotsTable), "1")[1] == "agent r1"
+        await pilot.press("down", "a")
+        assert stub.commands == [("pause_lane", "agent", True), ("pause_lane", "agent-r2", True)]
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Pause base r2 alone" in titles and "Pause arm base" in titles
+
+
 async def test_the_comparison_screen_shows_both_rules_the_paired_test_and_follows_new_episodes(tmp_path):
     app, clock, _, out = C.build_campaign(tmp_path)
     async with app.run_test(size=(160, 45)) as pilot:

@@ -152,6 +152,14 @@ class CampaignBoard:
     def lane_names(self) -> list[str]:
         return list(self.rows) or sorted(self.latest)
 
+    def arm_of(self, lane: str) -> str:
+        row = self.rows.get(lane)
+        return row.arm if row is not None else lane
+
+    def lanes_of_arm(self, arm: str) -> list[str]:
+        """Every lane (repeat) of `arm`, in the plan's order."""
+        return [name for name, row in self.rows.items() if row.arm == arm]
+
     # ── the comparison ─────────────────────────────────────
     def comparison(self, now: float | None = None) -> Comparison:
         """The arms compared now (computed again only when a record, a lane, a verdict or a label changed)."""

@@ -15,6 +15,7 @@ and finding that out reads the selected slot once."""
 from __future__ import annotations
 
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, assert_never, cast
 
@@ -493,44 +494,55 @@ class DashboardScreen(Screen[None]):
         return self.board.slot_lane.get(slot.slot, "") if slot is not None else ""
 
     def can_pause_lane(self, paused: bool) -> bool:
-        """`a` pauses (resumes) the selected slot's lane: the run is live, takes lane commands, and that lane runs
-        (is paused)."""
+        """`a` pauses (resumes) the selected slot's arm, every repeat of it: the run is live, takes lane commands,
+        and a lane of that arm runs (is paused)."""
         lane = self.selected_lane()
-        row = self.board.rows.get(lane)
-        return (self.live and row is not None and row.paused != paused
-                and callable(getattr(self.control, "pause_lane", None)))
+        if not lane or not self.live or not callable(getattr(self.control, "pause_lane", None)):
+            return False
+        rows = [self.board.rows[n] for n in self.board.lanes_of_arm(self.board.arm_of(lane))]
+        return any(row.paused != paused for row in rows)
 
-    def _pause_lane(self, lane: str, paused: bool) -> None:
+    def _pause_lanes(self, lanes: list[str], paused: bool, label: str) -> None:
         # RunControl.pause_lane (a campaign's run has it; engine/control.py)
         pause = getattr(self.control, "pause_lane", None)
-        if not lane or not callable(pause):
+        if not lanes or not callable(pause):
             return
-        label = self.board.label(lane)
-        if pause(lane, paused):
+        if all([bool(pause(lane, paused)) for lane in lanes]):
             self._after_command(f"{label}: {'paused: none of its units starts until resumed' if paused else 'resumed'}")
         else:
-            self.notify(f"{label}: no such lane in this run", severity="warning")
+            self.notify(f"{label}: not a lane of this run", severity="warning")
+
+    def _pause_arm(self, paused: bool) -> None:
+        arm = self.board.arm_of(self.selected_lane())
+        self._pause_lanes(self.board.lanes_of_arm(arm), paused, arm)
 
     def action_pause_lane(self) -> None:
-        self._pause_lane(self.selected_lane(), True)
+        self._pause_arm(True)
 
     def action_resume_lane(self) -> None:
-        self._pause_lane(self.selected_lane(), False)
+        self._pause_arm(False)
 
     def action_compare(self) -> None:
         self.app.push_screen(ComparisonScreen(self.board, self.state.name))
 
     def lane_commands(self) -> list[SystemCommand]:
-        """The palette's entries to pause or resume each lane by name (any lane, not only the selected slot's)."""
+        """The palette's entries to pause or resume each arm by name (any, not only the selected slot's), and each
+        repeat alone where the arms repeat."""
         if not self.live or not callable(getattr(self.control, "pause_lane", None)):
             return []
         found = []
-        for name, row in self.board.rows.items():
-            label, paused = self.board.label(name), row.paused
-            found.append(SystemCommand(f"{'Resume' if paused else 'Pause'} arm {label}",
-                                       f"{'Start' if paused else 'Hold'} the units of lane {name}"
-                                       + ("" if paused else " (its running episodes go on)"),
-                                       lambda n=name, p=not paused: self._pause_lane(n, p)))
+        arms = {row.arm: self.board.lanes_of_arm(row.arm) for row in self.board.rows.values()}
+        for arm, lanes in arms.items():
+            paused = all(self.board.rows[n].paused for n in lanes)
+            found.append(SystemCommand(f"{'Resume' if paused else 'Pause'} arm {arm}",
+                                       f"{'Start' if paused else 'Hold'} its units (every repeat)"
+                                       + ("" if paused else "; its running episodes go on"),
+                                       partial(self._pause_lanes, lanes, not paused, arm)))
+            for name in lanes if len(lanes) > 1 else ():
+                paused = self.board.rows[name].paused
+                found.append(SystemCommand(f"{'Resume' if paused else 'Pause'} {self.board.label(name)} alone",
+                                           f"{'Start' if paused else 'Hold'} the units of lane {name} only",
+                                           partial(self._pause_lanes, [name], not paused, self.board.label(name))))
         return found
 
     # ── steps panel ────────────────────────────────────────
