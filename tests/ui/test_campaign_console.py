@@ -17,7 +17,7 @@ from om2w_tui.frontends.console.screens.compare import ComparisonScreen
 from om2w_tui.frontends.console.screens.episode import EpisodeScreen
 from om2w_tui.frontends.console.widgets.comparison import ComparisonPanel, comparison_renderable
 from om2w_tui.frontends.console.widgets.lanes_bar import LanesBar
-from om2w_tui.frontends.console.widgets.panels import SlotsTable, StepsLog
+from om2w_tui.frontends.console.widgets.panels import EpisodesTable, SlotsTable, StepsLog
 
 from . import recorded as R
 from . import recorded_campaign as C
@@ -49,7 +49,7 @@ async def test_slots_show_each_episodes_arm_and_the_header_each_lanes_progress(t
         await C.feed_campaign(pilot, app, clock, out)
         slots = app.screen.query_one(SlotsTable)
         assert [c.label.plain for c in slots.columns.values()][:3] == ["slot", "arm", "task"]
-        assert cells(slots, "0")[:3] == ["0", "base", "offline_longpage_automated_14"]
+        assert cells(slots, "0")[:2] == ["0", "base"] and cells(slots, "0")[-1] == "running"   # the state still shows
         assert cells(slots, "1")[:3] == ["1", "agent", C.BOOK_T]
         bar = app.screen.query_one(LanesBar)
         assert bar.display
@@ -57,6 +57,9 @@ async def test_slots_show_each_episodes_arm_and_the_header_each_lanes_progress(t
         assert "base 3/6" in line and "agent 2/6" in line
         assert "correct 2/3 67%" in line
         assert "HELD: context_length: 3 of the last 4 calls failed" in line
+        episodes = app.screen.query_one(EpisodesTable)
+        assert sorted((cells(episodes, k)[1], r.task_id) for k, r in episodes.records.items())[:2] == [
+            ("agent", C.SHOP_T), ("agent", C.WIKI_T)]
         steps = "\n".join(app.screen.query_one(StepsLog).lines)   # which arm's run of a task each line is
         assert f"[1 agent] {C.SHOP_T} = done" in steps and f"[0 base] {C.SHOP_T} = done" in steps
         # the header's own rate would sum both arms' verdicts: it leaves them to the lanes' line

@@ -470,6 +470,7 @@ class DashboardScreen(Screen[None]):
         self._campaign_shown = True
         if self._slots is not None:
             self._slots.show_lanes(self.board)
+            self.query_one(EpisodesTable).show_lanes(self.board, self._record_lane)
         self.render_soon()
         self.refresh_commands()
 
