@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from textual.app import ComposeResult
-from textual.containers import VerticalScroll
+from textual.containers import ScrollableContainer
 from textual.screen import Screen
 from textual.widgets import Label
 
@@ -22,7 +22,7 @@ REFRESH_S = 1.0
 class ComparisonScreen(Screen[None]):
     DEFAULT_CSS = """
     ComparisonScreen #compare-title { width: 1fr; background: $panel; text-style: bold; padding: 0 1; }
-    ComparisonScreen #compare-body { height: 1fr; border: round $primary; }
+    ComparisonScreen #compare-body { height: 1fr; border: round $primary; overflow: auto auto; }
     """
     COMMAND_TABLE: ClassVar[CommandTable[ComparisonScreen]] = CommandTable(
         Command("escape,c,backspace", "back", "Back", id="compare-back", key_display="esc"),
@@ -37,7 +37,7 @@ class ComparisonScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Label(f"Comparison of the arms · {self._title}" if self._title else "Comparison of the arms",
                     id="compare-title")
-        with VerticalScroll(id="compare-body"):
+        with ScrollableContainer(id="compare-body"):   # a narrow terminal scrolls the tables sideways
             yield ComparisonPanel(id="comparison")
         yield LeanFooter(compact=True)
 

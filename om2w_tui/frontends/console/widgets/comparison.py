@@ -51,22 +51,22 @@ def comparison_renderable(c: Comparison) -> RenderableType:
 
     rates = Table(title="each arm's rate (95% Wilson interval)", title_justify="left", expand=False,
                   show_edge=False, pad_edge=False)
-    rates.add_column("arm")
-    for rule in RULES:
-        rates.add_column(RULE_WORDS[rule].split(" (")[0])
+    rates.add_column("arm", no_wrap=True)
+    for rule in RULES:   # the rules' short names ("over all", "executable"): the footnote says them whole
+        rates.add_column(rule, no_wrap=True)
     rates.add_column("pending", justify="right")
     for arm in c.arms:
         rates.add_row(arm.label, *(rate_cell(arm.counts.rate(rule)) for rule in RULES), str(arm.counts.pending))
     parts += [Text(""), rates]
 
     if c.tests:
-        diffs = Table(title="paired, on the tasks both have an outcome for (difference in points, 95% interval)",
-                      title_justify="left", expand=False, show_edge=False, pad_edge=False)
-        for col in ("arms", "rule", "tasks", "difference", "interval", "McNemar p", "only A", "only B"):
-            diffs.add_column(col, justify="left" if col in ("arms", "rule") else "right")
+        diffs = Table(title="paired, on the tasks both have an outcome for (A - B in points)", title_justify="left",
+                      expand=False, show_edge=False, pad_edge=False)
+        for col in ("A - B", "rule", "n", "diff", "95% CI", "McNemar p", "only A", "only B"):
+            diffs.add_column(col, justify="left" if col in ("A - B", "rule") else "right", no_wrap=True)
         for t in c.tests:
             d = t.difference
-            diffs.add_row(f"{t.a} - {t.b}", RULE_WORDS[t.rule].split(" (")[0], str(d.n), _pp(d.difference),
+            diffs.add_row(f"{t.a} - {t.b}", t.rule, str(d.n), _pp(d.difference),
                           f"[{_pp(d.low)}, {_pp(d.high)}]" if d.low is not None else "-", f"{d.p:.3g}",
                           str(d.only_a), str(d.only_b))
         parts += [Text(""), diffs]
@@ -79,12 +79,13 @@ def comparison_renderable(c: Comparison) -> RenderableType:
                 shown = ", ".join(tasks[:ONLY_SHOWN]) + (" …" if len(tasks) > ONLY_SHOWN else "")
                 only.append((shown or "none") + "\n")
         parts += [Text(""), only]
+    parts.append(Text("  ".join(f"{rule}: {RULE_WORDS[rule]}." for rule in RULES), style="dim"))
     return Group(*parts)
 
 
 class ComparisonPanel(Static):
     DEFAULT_CSS = """
-    ComparisonPanel { height: auto; padding: 0 1; }
+    ComparisonPanel { height: auto; width: 1fr; min-width: 104; padding: 0 1; }   /* narrower: scrolled sideways */
     """
 
     def __init__(self, **kw: Any) -> None:
