@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import time
 
 from rich.console import Console
@@ -194,3 +195,31 @@ def test_the_comparison_of_600_units_is_cheap_and_computed_again_only_on_change(
     comparison_renderable(c)
     board.finished("base", C.rec("base", "t000", R.SHOP, False, R.T0 + 999))
     assert board.comparison() is not c
+
+
+def judge_file(folder, verdicts: dict[str, bool], model: str = "o4-mini") -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"om2w-tui_WebJudge_Online_Mind2Web_eval_{model}_score_threshold_3_auto_eval_results.json"
+    path.write_text("".join(json.dumps({"task_id": t, "predicted_label": int(v)}) + "\n" for t, v in verdicts.items()))
+
+
+def test_the_comparison_reads_one_measure_on_every_lane_a_live_judge_where_every_lane_has_the_same(tmp_path):
+    board = CampaignBoard(campaign_out=tmp_path)
+    board.rows = {"base": LaneRow("base", "base", 1), "agent": LaneRow("agent", "agent", 1)}
+    for lane in ("base", "agent"):    # the reference answers: every task correct in both
+        for t in ("t1", "t2"):
+            board.finished(lane, C.rec(lane, t, R.SHOP, True, R.T0))
+    assert board.comparison(now=0).measure.kind == "reference"
+    judge_file(tmp_path / "base", {"t1": False, "t2": False})
+    # one lane judged only: the judge is not common, both sides stay on the reference answers
+    c = board.comparison(now=100)
+    assert c.measure.kind == "reference" and {a.counts.success for a in c.arms} == {2}
+    judge_file(tmp_path / "agent", {"t1": True, "t2": False}, model="gpt-4o")
+    assert board.comparison(now=200).measure.kind == "reference"    # another judge model: not the same measure
+    judge_file(tmp_path / "agent", {"t1": True, "t2": False})
+    (tmp_path / "agent" / "om2w-tui_WebJudge_Online_Mind2Web_eval_gpt-4o_score_threshold_3_auto_eval_results.json"
+     ).unlink()
+    c = board.comparison(now=300)
+    assert c.measure.kind == "judge" and c.measure.model == "o4-mini"
+    assert {a.label: a.counts.success for a in c.arms} == {"base": 0, "agent": 1}
+    assert next(t for t in c.tests if t.rule == RULE_ALL).only_a_tasks == ("t1",)
