@@ -70,14 +70,19 @@ class Behaviour:
 
 @dataclass
 class FakeExecutor:
-    behaviour: dict[str, Behaviour] = field(default_factory=dict)   # by task id; default Behaviour()
+    behaviour: dict[str, Behaviour] = field(default_factory=dict)   # by task id (or LANE/id); default Behaviour()
     started: list[int] = field(default_factory=list)               # slots a worker was started for
     runs: list[tuple[str, float]] = field(default_factory=list)    # (task_id, loop time) of each run command
+    lanes: list[str] = field(default_factory=list)                 # each run's folder's parent: its lane's name
     workers: list[FakeWorker] = field(default_factory=list)
     start_s: float = 1.0                                           # how long a worker takes to start
     exit_seen_s: float = 0.5                                       # how late a killed worker's exit is seen
     endpoint_down: bool = False                                    # every run ends as a model endpoint error
     fail_starts: int = 0                                           # this many starts fail (as WorkerDied does)
+
+    def behaviour_for(self, task_id: str, folder: Path) -> Behaviour:
+        """A task's behaviour: its lane's (`LANE/id`, the lane being its folder's parent) before its own."""
+        return self.behaviour.get(f"{folder.parent.name}/{task_id}") or self.behaviour.get(task_id, Behaviour())
 
     async def start_worker(self, slot: int) -> FakeWorker:
         await asyncio.sleep(self.start_s)
@@ -117,7 +122,8 @@ class FakeWorker:
                     return True
                 self._task_id = task["task_id"]
                 self.executor.runs.append((self._task_id, asyncio.get_running_loop().time()))
-                b = self.executor.behaviour.get(self._task_id, Behaviour())
+                self.executor.lanes.append(Path(spec.folder).parent.name)
+                b = self.executor.behaviour_for(self._task_id, Path(spec.folder))
                 if b.vanish_before_start > 0:   # gone before it said a word of the task
                     b.vanish_before_start -= 1
                     self.killed = True
@@ -149,7 +155,7 @@ class FakeWorker:
 
     async def _run(self, task: dict, folder: Path) -> None:
         self._task_id = task["task_id"]
-        b = self.executor.behaviour.get(self._task_id, Behaviour())
+        b = self.executor.behaviour_for(self._task_id, folder)
         self.stop_reason = None
         actions: list[str] = []
         calls = ModelCalls()
@@ -261,6 +267,10 @@ class FakeRun:
 
     def pause_episode(self, slot_id: int, paused: bool = True) -> bool:
         self.commands.append(("pause_episode", slot_id, paused))
+        return True
+
+    def pause_lane(self, name: str, paused: bool = True) -> bool:
+        self.commands.append(("pause_lane", name, paused))
         return True
 
     def kill(self, slot_id: int, requeue: bool = False) -> bool:

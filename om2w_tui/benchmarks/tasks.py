@@ -71,10 +71,17 @@ class Task:
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     # the episode's step budget, decided at load (its own max_steps, else the run's); a task built in code: the default
     max_steps: int = DEFAULT_MAX_STEPS
+    # a campaign's lane the task runs in (engine/lanes.py: one unit per lane and task); "" in a plain run
+    lane: str = ""
 
     @property
     def site(self) -> str:
         return site_key(self.website)
+
+    @property
+    def key(self) -> str:
+        """What a run's ledger and queue know it by: its id, with its lane in a campaign (unique over the lanes)."""
+        return f"{self.lane}/{self.task_id}" if self.lane else self.task_id
 
     def to_dict(self) -> dict[str, Any]:
         """The task as sent to a worker: the raw row (hint fields, reference length) with the four fields on top."""

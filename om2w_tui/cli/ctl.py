@@ -62,6 +62,8 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--json", action="store_true", help="print the run's answer as one JSON object")
     p.add_argument("--force", action="store_true",
                    help=f"{' and '.join(_takes_force())}: end the running episodes' processes now")
+    p.add_argument("--arm", default=None, metavar="NAME",
+                   help="pause, resume: hold (or let go) a campaign's arm: its lane's name, or an arm (all repeats)")
     p.add_argument("--socket", default=None, metavar="NAME",
                    help="the socket's file name in OUT, when several runs share the folder (shards)")
 
@@ -92,6 +94,10 @@ def _command(args: argparse.Namespace) -> Status | Steer | str:
     fields = _fields(args.action, args.arg)
     if isinstance(fields, str):
         return fields
+    if args.arm is not None:
+        if args.action not in ("pause", "resume") or args.arm == "" or args.arg is not None:
+            return "--arm NAME goes with pause or resume only, without a TASK"
+        fields["arm"] = args.arm
     if args.force:
         if args.action not in _takes_force():
             return f"--force goes with {' or '.join(_takes_force())} only"

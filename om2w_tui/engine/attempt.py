@@ -241,4 +241,4 @@ class Attempt:
 
     def set_state(self, state: AttemptState) -> None:
         self.state = state
-        self.run.emit(SlotChanged(self.slot, state, self.task.task_id))
+        self.run.emit(SlotChanged(self.slot, state, self.task.task_id, lane=self.task.lane))

@@ -27,6 +27,11 @@ class RunControl(Protocol):
         """Start no new episode (or start again); running ones go on."""
         ...
 
+    def pause_lane(self, name: str, paused: bool = True) -> bool:
+        """Hold or let go a campaign's arm (a lane's name, or an arm: all its repeats): its queued units wait, its
+        running episodes go on; False when the run has no such lane (a plain run has none)."""
+        ...
+
     def pause_episode(self, slot_id: int, paused: bool = True) -> bool:
         """Pause or resume the episode on a slot (its timeout stops meanwhile); False when there is none to."""
         ...
@@ -68,6 +73,8 @@ def apply(control: RunControl, command: Steer) -> Reply:
     """One command of the control socket done on `control` -> what it did, or why not (a refused command never
     reaches the run). The server calls it for every client: `ctl`, an attached console (`RemoteRun`), a script."""
     match command:
+        case Pause(arm=str() as arm) | Resume(arm=str() as arm):
+            return _pause_lane(control, arm, isinstance(command, Pause))
         case Pause(task=None, slot=None, reason=reason):
             return _pause_dispatch(control, True, reason)
         case Resume(task=None, slot=None):
@@ -92,6 +99,15 @@ def apply(control: RunControl, command: Steer) -> Reply:
 def _pause_dispatch(control: RunControl, paused: bool, reason: str) -> Reply:
     control.pause_dispatch(paused, reason)
     return Done("dispatch paused (running episodes go on)" if paused else "dispatch resumed", paused=paused)
+
+
+def _pause_lane(control: RunControl, arm: str, paused: bool) -> Reply:
+    if not control.pause_lane(arm, paused):
+        lanes = ", ".join(lane.name for lane in control.snapshot().lanes)
+        return Refused(f"no arm {arm!r:.60} in this run" + (f" (its lanes: {lanes})" if lanes else
+                                                             " (it is no campaign)"))
+    return Done(f"arm {arm}: " + ("held (its running episodes go on)" if paused else "goes on"), paused=paused,
+                arm=arm)
 
 
 def _pause_episode(control: RunControl, command: Pause | Resume) -> Reply:

@@ -112,7 +112,7 @@ class Dispatcher:
         self.queue: dict[str, deque[Task]] = {}
         known = [u for t in tasks if (u := task_units(t)) is not None]
         self.default_units = sum(known) / len(known) if known else 1.0
-        self.units: dict[str, float] = {t.task_id: task_units(t) or self.default_units for t in tasks}
+        self.units: dict[str, float] = {t.key: task_units(t) or self.default_units for t in tasks}   # by Task.key
         self.site_units: dict[str, float] = {}
         self.queued_units = 0.0   # the sum of site_units, kept as they change
         self.done_units = self.done_s = 0.0
@@ -128,9 +128,9 @@ class Dispatcher:
 
     # ── the queue ──────────────────────────────────────────
     def task_units(self, task: Task) -> float:
-        units = self.units.get(task.task_id)
+        units = self.units.get(task.key)
         if units is None:   # a task added after the start (none today): its own reference length, or the mean
-            units = self.units[task.task_id] = task_units(task) or self.default_units
+            units = self.units[task.key] = task_units(task) or self.default_units
         return units
 
     def push(self, task: Task, front: bool = False) -> None:
@@ -146,7 +146,7 @@ class Dispatcher:
     def sort_sites(self) -> None:
         """On each site the longest task first (a stable sort: file order otherwise)."""
         for q in self.queue.values():
-            q_sorted = sorted(q, key=lambda t: -self.units.get(t.task_id, self.default_units))
+            q_sorted = sorted(q, key=lambda t: -self.units.get(t.key, self.default_units))
             q.clear()
             q.extend(q_sorted)
 
@@ -156,6 +156,23 @@ class Dispatcher:
         self._set_units(site, max(0.0, self.site_units.get(site, 0.0) - self.task_units(task)))
         self.touch(site)
         return task
+
+    def pull(self, which: Callable[[Task], bool]) -> list[Task]:
+        """Take the queued tasks `which` says out of the queue, in queue order (a campaign's lane held: its units
+        wait beside the queue, engine/lanes.py, and are pushed back when it goes on)."""
+        out: list[Task] = []
+        for site, q in self.queue.items():
+            gone = [t for t in q if which(t)]
+            if not gone:
+                continue
+            kept = [t for t in q if not which(t)]
+            q.clear()
+            q.extend(kept)
+            self.pending -= len(gone)
+            self._set_units(site, max(0.0, self.site_units.get(site, 0.0) - sum(map(self.task_units, gone))))
+            self.touch(site)
+            out += gone
+        return out
 
     def _set_units(self, site: str, units: float) -> None:
         self.queued_units += units - self.site_units.get(site, 0.0)
@@ -187,10 +204,10 @@ class Dispatcher:
     def s_per_unit(self) -> float:
         return self.done_s / self.done_units if self.done_units > 0 else PRIOR_S_PER_UNIT
 
-    def learn(self, task_id: str, status: str, duration_s: float) -> None:
+    def learn(self, key: str, status: str, duration_s: float) -> None:
         """A finished episode's length teaches the seconds per unit of reference length (done episodes only: an
         error or a kill says little about how long a task takes). Every chain changes; no entry moves."""
-        units = self.units.get(task_id)
+        units = self.units.get(key)
         if status == "done" and units and duration_s > 0:
             self.done_units += units
             self.done_s += duration_s

@@ -69,7 +69,7 @@ class Breaker:
         self.in_a_row = self.in_a_row + 1 if endpoint else 0
         if not endpoint:
             self.streak.clear()
-        elif all(t.task_id != task.task_id for t in self.streak):
+        elif all(t.key != task.key for t in self.streak):
             self.streak.append(task)
         return endpoint and self.in_a_row >= self.after and not self.open and not stopping
 

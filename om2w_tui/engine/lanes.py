@@ -2,14 +2,29 @@
 health) whose episodes share the campaign's one queue, slots and pacer with every other lane's.
 
 A lane is declared here so that the plan (which makes them), launch (which checks and starts them) and the scheduler
-(which runs their units: one (lane, task) each) name one type. A run that is not a campaign is one lane."""
+(which runs their units: one (lane, task) each) name one type. A run that is not a campaign is one lane. Here too
+the lanes' run-time state the scheduler keeps (`LaneRun`, `LaneSet`: each lane's writer, model meter and guard,
+pause, held units, counts; the units' order in the queue) and the pairing gap measured live (`Pairing`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.dispatch import Dispatcher
+from om2w_tui.engine.events import Event, LaneRow, PairingGaps
+from om2w_tui.engine.ledger import Ledger, SiteCounts
+from om2w_tui.engine.model_health import ModelGuard, ModelMeter
+from om2w_tui.engine.record_writer import RecordWriter
+from om2w_tui.engine.records import model_fault
+from om2w_tui.engine.results import EpisodeRecord, ResultsStore, read_results
+from om2w_tui.protocol.worker import Outcome
+from om2w_tui.run_folder import RunFolder
 
 
 @dataclass(frozen=True)
@@ -20,3 +35,223 @@ class Lane:
     config: RunConfig         # the run as this lane runs it: its model settings, out = the campaign's out / name
     tasks: tuple[Task, ...]   # the campaign's selection, loaded with this lane's settings (its step budget)
     endpoint: str | None = None   # the base URL its workers use, where launch serves one (the oracle's)
+
+
+# ── a lane as the scheduler runs it ────────────────────────
+class LaneRun:
+    """A lane at run time: its units (its tasks tagged with its name: `Task.lane`, `Task.key`), its run folder, its
+    results.jsonl and their one writer, its model's meter and guard, its user's pause, and its units held beside the
+    queue while it is held (`parked`: still "queued" for the ledger). A plain run is one lane named "" whose parts
+    are the scheduler's own (its writer, its meter, its guard: that guard holds the whole dispatch, as before)."""
+
+    def __init__(self, name: str, arm: str, repeat: int, config: RunConfig, tasks: Iterable[Task],
+                 endpoint: str | None, records: Callable[[ResultsStore], RecordWriter], model: ModelMeter,
+                 guard: ModelGuard):
+        self.name, self.arm, self.repeat = name, arm, repeat
+        self.cfg = config
+        self.endpoint = endpoint
+        self.tasks = [replace(t, lane=name) for t in tasks] if name else list(tasks)
+        self.out = Path(config.out)
+        self.folder = RunFolder(self.out, config.shard)   # every file name the lane writes
+        self.store = ResultsStore(self.out, self.folder.results.name)
+        self.records = records(self.store)
+        self.model = model
+        self.guard = guard
+        self.paused = False               # held by its user (`pause_lane`)
+        self.parked: list[Task] = []      # its queued units, out of the dispatcher while it is held
+        self.correct = self.judged = 0
+
+    @property
+    def held(self) -> bool:
+        return self.paused or self.guard.holding
+
+
+class Pairing:
+    """The pairing gap, measured live: per task whose units all started in this run (two or more), the last first
+    start minus the first (loop-clock seconds)."""
+
+    def __init__(self) -> None:
+        self.expected: dict[str, int] = {}            # task id -> its units queued at the start
+        self.starts: dict[str, dict[str, float]] = {}  # task id -> unit key -> its first start
+        self.gaps: list[float] = []
+
+    def expect(self, units: Iterable[Task]) -> None:
+        for u in units:
+            self.expected[u.task_id] = self.expected.get(u.task_id, 0) + 1
+
+    def started(self, unit: Task, now: float) -> None:
+        starts = self.starts.setdefault(unit.task_id, {})
+        if unit.key in starts:   # a later attempt of a unit: its first start counts
+            return
+        starts[unit.key] = now
+        if len(starts) == self.expected.get(unit.task_id, 0) >= 2:
+            self.gaps.append(max(starts.values()) - min(starts.values()))
+
+    def summary(self) -> PairingGaps:
+        if not self.gaps:
+            return PairingGaps()
+        gaps = sorted(self.gaps)
+        p90 = gaps[min(len(gaps) - 1, math.ceil(0.9 * len(gaps)) - 1)]
+        return PairingGaps(len(gaps), round(statistics.median(gaps), 3), round(p90, 3), round(gaps[-1], 3))
+
+
+class LaneSet:
+    """The run's lanes at run time (one implicit lane in a plain run) and the campaign's order of units in the queue.
+
+    The circuit breaker (the endpoint down) and the storage guard (the out folder full) stay campaign-wide: both
+    pause dispatch for every lane. A lane's model guard and its user's pause hold that lane's units only."""
+
+    def __init__(self, lanes: list[LaneRun], campaign: bool):
+        self.all = lanes
+        self.campaign = campaign        # False: a plain run's one lane
+        self.by_name = {lane.name: lane for lane in lanes}
+        self.pairing = Pairing()
+
+    @classmethod
+    def build(cls, lanes: Sequence[Lane], config: RunConfig, tasks: Iterable[Task],
+              writer: Callable[[ResultsStore], RecordWriter], meter: ModelMeter, guard: ModelGuard,
+              emit: Callable[[Event], None]) -> LaneSet:
+        """A campaign's lanes, each with its own meter and guard; or a plain run's one lane, with the run's."""
+        if not lanes:
+            return cls([LaneRun("", "", 1, config, tasks, None, writer, meter, guard)], campaign=False)
+        return cls([LaneRun(x.name, x.arm, x.repeat, x.config, x.tasks, x.endpoint, writer, ModelMeter(),
+                            ModelGuard(x.config.model_guard, emit, x.name)) for x in lanes], campaign=True)
+
+    def of(self, task: Task) -> LaneRun:
+        return self.by_name[task.lane]
+
+    def named(self, name: str) -> list[LaneRun]:
+        """The lanes a user's name means: an arm's, every repeat of it; else the lane of that name (`a-r2`)."""
+        if not self.campaign:
+            return []
+        arm = [x for x in self.all if x.arm == name]
+        return arm or [x for x in self.all if x.name == name]
+
+    def parked(self) -> int:
+        return sum(len(lane.parked) for lane in self.all)
+
+    def waiting(self, guard_ends_run: bool) -> bool:
+        """Held units keep the run going: a user's pause always; a model guard's in a console (headless, a guard
+        ends the campaign once only held units are left)."""
+        return any(lane.parked and (lane.paused or not guard_ends_run) for lane in self.all)
+
+    def guard_reason(self) -> str:
+        """Why a model guard holds work ("" when none does): the run's, or each held lane's, naming its arm."""
+        if not self.campaign:
+            return self.all[0].guard.reason
+        return "; ".join(f"arm {lane.name}: {lane.guard.reason}" for lane in self.all if lane.guard.holding)
+
+    def note_model(self, meter: ModelMeter, task: Task, slot: int, rec: EpisodeRecord, outcome: Outcome,
+                   harness: bool) -> LaneRun | None:
+        """The model's statistics (the run's and its lane's) and its lane's guard learn how an attempt ended (one the
+        harness failed, or its user stopped, says nothing of the model to the guard): -> the lane whose guard
+        trips now, if one does."""
+        calls, lane = outcome.model, self.of(task)
+        for m in {id(m): m for m in (meter, lane.model)}.values():
+            m.episode_ended(slot, rec.model_fault, calls.thinking_stripped if calls else 0)
+        if harness:
+            return None
+        kind = model_fault(rec)
+        message = calls.first.get(kind, "") if calls is not None and kind else ""
+        return lane if lane.guard.note(kind, message) else None
+
+    # ── holding a lane: its queued units wait beside the dispatcher's queue ──
+    def hold(self, lane: LaneRun, dispatch: Dispatcher) -> None:
+        if self.campaign:   # a plain run's guard holds the whole dispatch instead
+            lane.parked += dispatch.pull(lambda t: t.lane == lane.name)
+
+    def release(self, lane: LaneRun, dispatch: Dispatcher) -> None:
+        if not lane.held:
+            for task in lane.parked:
+                dispatch.push(task)
+            lane.parked.clear()
+
+    def pause(self, name: str, paused: bool, dispatch: Dispatcher) -> bool:
+        """Its user holds or lets go the lanes `name` means (a resume lets their model guards go too); False: none."""
+        lanes = self.named(name)
+        for lane in lanes:
+            lane.paused = paused
+            if paused:
+                self.hold(lane, dispatch)
+            else:
+                lane.guard.clear()
+                self.release(lane, dispatch)
+        return bool(lanes)
+
+    def clear_guards(self, dispatch: Dispatcher) -> None:
+        """The user resumed the whole run: every lane's model guard lets go."""
+        for lane in self.all if self.campaign else ():
+            if lane.guard.holding:
+                lane.guard.clear()
+                self.release(lane, dispatch)
+
+    # ── resume ─────────────────────────────────────────────
+    def resume(self, ledger: Ledger, warn: Callable[[str], None], units: Callable[[Task], float]) -> list[Task]:
+        """Each lane's folder read (its settled units settled in `ledger`, its attempts counted): -> the units left,
+        in the order they are queued (`order`); the pairing gap expects them."""
+        queued = []
+        for lane in self.all:
+            prior = read_results(lane.out)
+            for w in prior.warnings:
+                warn(w)
+            attempts, latest = prior.attempts(), prior.latest_records()
+            for t in lane.tasks:
+                ledger.add(t)
+                if attempts.get(t.task_id):
+                    ledger.attempts[t.key] = attempts[t.task_id]
+                rec = latest.get(t.task_id)
+                if rec is not None and rec.settles:
+                    ledger.settle(t, rec.status == "error", before=True)
+                else:
+                    queued.append(t)
+        self.pairing.expect(queued)
+        return self.order(queued, units)
+
+    # ── the writers, together (the storage guard is the campaign's) ──
+    @property
+    def busy(self) -> bool:
+        return any(lane.records.busy for lane in self.all)
+
+    def unwritten(self) -> int:
+        return sum(len(lane.records.unwritten) for lane in self.all)
+
+    async def write_kept(self) -> None:
+        for lane in self.all:
+            await lane.records.write_kept()
+
+    def last_word(self) -> list[str]:
+        return [line for lane in self.all for line in lane.records.last_word()]
+
+    # ── the queue's order ──────────────────────────────────
+    def order(self, queued: list[Task], units: Callable[[Task], float]) -> list[Task]:
+        """The campaign's units in the order they are queued: on each site its tasks longest first (file order
+        otherwise), each task's units together; the arm that goes first turns from task to task on a site (and from
+        site to site), and repeats interleave (a1 b1 a2 b2). A plain run's order is its tasks'."""
+        if not self.campaign:
+            return queued
+        arms = list(dict.fromkeys(lane.arm for lane in self.all))
+        rank = {lane.name: (lane.repeat, arms.index(lane.arm)) for lane in self.all}
+        by_task: dict[str, list[Task]] = {}
+        for u in queued:
+            by_task.setdefault(u.task_id, []).append(u)
+        sites: dict[str, list[list[Task]]] = {}
+        for group in by_task.values():
+            sites.setdefault(group[0].site, []).append(group)
+        out: list[Task] = []
+        for s, (_, groups) in enumerate(sites.items()):
+            groups.sort(key=lambda g: -units(g[0]))
+            for k, group in enumerate(groups):
+                turn = (s + k) % len(arms)
+                out += sorted(group, key=lambda u: (rank[u.lane][0], (rank[u.lane][1] - turn) % len(arms)))
+        return out
+
+    def rows(self, ledger: Ledger) -> tuple[LaneRow, ...]:
+        if not self.campaign:
+            return ()
+        rows = []
+        for lane in self.all:
+            c = ledger.lanes.get(lane.name, SiteCounts())
+            calls = {**({"ok": lane.model.ok} if lane.model.ok else {}), **lane.model.failures}
+            rows.append(LaneRow(lane.name, lane.arm, lane.repeat, str(lane.out), c.total, c.before, c.done,
+                                c.errors, lane.correct, lane.judged, lane.paused, lane.guard.reason, calls))
+        return tuple(rows)

@@ -1,6 +1,8 @@
 """Where each task of the run is, kept in one place: queued, running, or settled (its record written or waiting to
 be), never two at once, with what goes with it: its attempts so far, its retries and free restarts used, whether it
-ended in error, and each site's counts (tasks, settled, errored) and their sums, kept as they change.
+ended in error, and each site's counts (tasks, settled, errored) and their sums, kept as they change. A task is
+known by its `Task.key`: its id, with its lane in a campaign (one unit per lane and task), and each lane has its
+counts too.
 
 Pure bookkeeping: no clock, no I/O, no events. The scheduler decides what happens to a task and tells the ledger;
 the ledger refuses a move that would put a task in two places (a task queued twice, or run after it settled), which
@@ -21,12 +23,14 @@ class SiteCounts:
     total: int = 0
     done: int = 0
     errors: int = 0
+    before: int = 0           # of those settled, settled in the out folder before this run
 
 
 class Ledger:
     def __init__(self) -> None:
         self.place: dict[str, Place] = {}
         self.sites: dict[str, SiteCounts] = {}
+        self.lanes: dict[str, SiteCounts] = {}     # a campaign's lane -> its units' counts ("" in a plain run)
         self.errored: dict[str, Task] = {}         # settled tasks whose latest attempt ended in error
         self.settled_before: set[str] = set()      # settled in the out folder before this run
         self.attempts: dict[str, int] = {}         # attempts made so far, this run's and earlier runs'
@@ -38,67 +42,78 @@ class Ledger:
     def add(self, task: Task) -> None:
         """A task of the run's selection (counted on its site; it is nowhere yet)."""
         self.sites.setdefault(task.site, SiteCounts()).total += 1
+        self.lanes.setdefault(task.lane, SiteCounts()).total += 1
 
-    def where(self, task_id: str) -> Place | None:
-        return self.place.get(task_id)
+    def where(self, key: str) -> Place | None:
+        """Where the task with this `Task.key` is."""
+        return self.place.get(key)
 
     def queue(self, task: Task) -> bool:
         """Queue a task that is neither queued, running nor settled; False (and nothing done) otherwise."""
-        if task.task_id in self.place:
+        if task.key in self.place:
             return False
-        self.place[task.task_id] = "queued"
+        self.place[task.key] = "queued"
         return True
 
     def start(self, task: Task) -> int:
         """A queued task starts on a slot: -> its attempt's number."""
-        assert self.place.get(task.task_id) == "queued", (task.task_id, self.place.get(task.task_id))
-        self.place[task.task_id] = "running"
-        self.attempts[task.task_id] = self.attempts.get(task.task_id, 0) + 1
-        return self.attempts[task.task_id]
+        assert self.place.get(task.key) == "queued", (task.key, self.place.get(task.key))
+        self.place[task.key] = "running"
+        self.attempts[task.key] = self.attempts.get(task.key, 0) + 1
+        return self.attempts[task.key]
 
     def leave(self, task: Task, *, ran: bool = True) -> None:
         """A running task's attempt is over (it is nowhere until it is queued again or settled); `ran` False: it
         never reached its worker, so the attempt is not counted."""
-        if self.place.get(task.task_id) == "running":
-            del self.place[task.task_id]
+        if self.place.get(task.key) == "running":
+            del self.place[task.key]
         if not ran:
-            self.attempts[task.task_id] = self.attempts.get(task.task_id, 1) - 1
+            self.attempts[task.key] = self.attempts.get(task.key, 1) - 1
 
     def settle(self, task: Task, error: bool, *, before: bool = False) -> None:
         """The task is finished for this run (`before`: by an earlier run, found in the out folder)."""
-        assert task.task_id not in self.place, (task.task_id, self.place[task.task_id])
-        self.place[task.task_id] = "settled"
+        assert task.key not in self.place, (task.key, self.place[task.key])
+        self.place[task.key] = "settled"
         counts = self.sites.setdefault(task.site, SiteCounts())
+        lane = self.lanes.setdefault(task.lane, SiteCounts())
         counts.done += 1
+        lane.done += 1
         self.done += 1
         if before:
-            self.settled_before.add(task.task_id)
+            self.settled_before.add(task.key)
+            lane.before += 1
         if error:
             counts.errors += 1
+            lane.errors += 1
             self.errors += 1
-            self.errored[task.task_id] = task
+            self.errored[task.key] = task
 
     def unsettle(self, task: Task) -> bool:
         """A settled task goes back to being work (its counts, this run's or a run before's, are given back); False
         when it was not settled."""
-        tid = task.task_id
+        tid = task.key
         if self.place.get(tid) != "settled":
             return False
         del self.place[tid]
         counts = self.sites.setdefault(task.site, SiteCounts())
+        lane = self.lanes.setdefault(task.lane, SiteCounts())
         counts.done -= 1
+        lane.done -= 1
         self.done -= 1
         if self.errored.pop(tid, None) is not None:
             counts.errors -= 1
+            lane.errors -= 1
             self.errors -= 1
-        self.settled_before.discard(tid)
+        if tid in self.settled_before:
+            self.settled_before.discard(tid)
+            lane.before -= 1
         return True
 
     def count_retry(self, task: Task) -> int:
         """One more try used on the harness's faults: -> how many now."""
-        self.retried[task.task_id] = self.retried.get(task.task_id, 0) + 1
-        return self.retried[task.task_id]
+        self.retried[task.key] = self.retried.get(task.key, 0) + 1
+        return self.retried[task.key]
 
     def count_free_restart(self, task: Task) -> int:
-        self.free_restarts[task.task_id] = self.free_restarts.get(task.task_id, 0) + 1
-        return self.free_restarts[task.task_id]
+        self.free_restarts[task.key] = self.free_restarts.get(task.key, 0) + 1
+        return self.free_restarts[task.key]

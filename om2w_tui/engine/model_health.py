@@ -88,9 +88,10 @@ class ModelGuard:
     failed through the harness (infra, endpoint, storage) or was stopped by its user says nothing of the model and
     leaves the count as it is; any other settled attempt resets it."""
 
-    def __init__(self, after: int, emit: Callable[[Event], None]):
+    def __init__(self, after: int, emit: Callable[[Event], None], lane: str = ""):
         self.after = after
         self.emit = emit
+        self.lane = lane              # a campaign's lane it watches: it holds that lane's units only ("" the run's)
         self.kind: str | None = None
         self.in_a_row = 0
         self.message = ""
@@ -116,6 +117,11 @@ class ModelGuard:
         words = describe(kind, self.message) if self.message else kind_label(kind)
         self.reason = (f"{self.in_a_row} episodes in a row ended on the model: {words.rstrip('. ')}. Remedy: "
                        f"{remedy(kind, self.message) or 'see the server log'}")
+        if self.lane:   # one arm's model: its units wait, the other arms go on
+            then = ("the other arms go on; once only its units are left the campaign ends" if ends_run else
+                    f"the other arms go on; ctl resume --arm {self.lane} to go on")
+            self.emit(Log("error", f"model guard, arm {self.lane}: {self.reason} (its units are held; {then})"))
+            return
         then = ("the running episodes finish, then the run ends; the next launch resumes" if ends_run else
                 "press p (or ctl resume) to go on; r runs the errored tasks again")
         self.emit(DispatchChanged(True, f"model guard: {self.in_a_row} episodes in a row ended on "

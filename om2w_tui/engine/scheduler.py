@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from om2w_tui.engine.events import (
     SlotChanged,
 )
 from om2w_tui.engine.guards import Breaker, Probe, StorageGuard
+from om2w_tui.engine.lanes import Lane, LaneSet
 from om2w_tui.engine.ledger import Ledger
 from om2w_tui.engine.machine import Room
 from om2w_tui.engine.model_health import ModelGuard, ModelMeter
@@ -53,7 +54,6 @@ from om2w_tui.engine.records import (
     build_record,
     endpoint_fault,
     judged,
-    model_fault,
     retried_fault,
     storage_fault,
 )
@@ -62,11 +62,10 @@ from om2w_tui.engine.results import (
     REQUEUED,
     EpisodeRecord,
     ResultsStore,
-    read_results,
 )
 from om2w_tui.engine.settings import clamp_workers
 from om2w_tui.engine.shared_pacing import make_pacer
-from om2w_tui.engine.slot import Slot
+from om2w_tui.engine.slot import Slot, resize
 from om2w_tui.engine.snapshot import RunStats, run_snapshot, run_summary
 from om2w_tui.executors.base import Executor
 from om2w_tui.protocol.worker import ModelCall, Outcome, WorkerSpec
@@ -83,9 +82,15 @@ class Scheduler:
     def __init__(self, config: RunConfig, tasks: list[Task], executor: Executor, sinks: Iterable[Sink] = (),
                  judge: Judge | None = None, endpoint: str | None = None, probe: Probe | None = None,
                  guard_ends_run: bool = False, site_names: Mapping[str, str] | None = None,
-                 slot_room: Callable[[], Room | None] | None = None):
+                 slot_room: Callable[[], Room | None] | None = None, lanes: Sequence[Lane] = ()):
+        """`lanes`: a campaign's (engine/lanes.py), one unit per lane and task; `config` is then its shared settings."""
         self.cfg = config
-        self.tasks = list(tasks)
+        self.guard_ends_run = guard_ends_run
+        self.model = ModelMeter()           # the run's model calls, every lane's
+        # a run without a screen (headless) ends when the model guard holds dispatch; a console waits for its user
+        self.model_guard = ModelGuard(config.model_guard if not lanes else 0, self.emit)
+        self.lanes = LaneSet.build(lanes, config, tasks, self._writer, self.model, self.model_guard, self.emit)
+        self.tasks = [u for lane in self.lanes.all for u in lane.tasks]
         # site key -> the name people read (`site_name`, as the report names it: the offline suite's 127.0.0.1:PORT,
         # given in `site_names`, is `shop`); what front ends are shown, never what paces
         self.site_names = {t.site: site_name(t.website, site_names) for t in self.tasks}
@@ -94,8 +99,9 @@ class Scheduler:
         self.judge = judge
         self.endpoint = endpoint            # the model endpoint the workers use (the oracle's, when it is served here)
         self.out = Path(config.out)
-        self.folder = RunFolder(self.out, config.shard)   # every file name the run writes
-        self.store = ResultsStore(self.out, self.folder.results.name)
+        self.folder = RunFolder(self.out, config.shard)   # the run's (a campaign's: its storage probe's)
+        first = self.lanes.all[0]
+        self.store, self.records = first.store, first.records   # a plain run's results.jsonl and its one writer
         self.pacer = make_pacer(config.pace_dir, config.pace_cooldown, config.site_slots, self.tasks,
                                 note=lambda message: self.emit(Log("warning", message)))
         self.dispatch = Dispatcher(self.pacer, self.tasks)   # the queue and which site starts next
@@ -105,16 +111,9 @@ class Scheduler:
         self.slot_room = slot_room          # how many more slots the machine holds now (engine/machine.py)
         self.user_paused = False
         self.breaker = Breaker(config.breaker_after, config.probe_interval, probe, self)
-        # results.jsonl's one writer; a record the folder will not take trips the storage guard
-        self.records = RecordWriter(self.store, self, lambda problem: self.storage.fault(problem),
-                                    lambda: bool(self.storage_error))
         # the out folder's guard (`self._space_ok` is looked up at each probe: tests replace it)
-        self.storage = StorageGuard(config.probe_interval, self, lambda: self._space_ok(), self.records.write_kept,
-                                    lambda: len(self.records.unwritten))
-        self.model = ModelMeter()
-        # a run without a screen (headless) ends when the model guard holds dispatch; a console waits for its user
-        self.model_guard = ModelGuard(config.model_guard, self.emit)
-        self.guard_ends_run = guard_ends_run
+        self.storage = StorageGuard(config.probe_interval, self, lambda: self._space_ok(), self.lanes.write_kept,
+                                    self.lanes.unwritten)
         self.ledger = Ledger()              # where each task is (queued, running, settled), and its counts
         self.stopping = False
         self.stats = RunStats()
@@ -156,28 +155,24 @@ class Scheduler:
         t.add_done_callback(lambda t: t.cancelled() or t.exception())
         return t
 
+    def _writer(self, store: ResultsStore) -> RecordWriter:
+        """A results.jsonl's one writer; a record the folder will not take trips the storage guard."""
+        return RecordWriter(store, self, lambda problem: self.storage.fault(problem), lambda: bool(self.storage_error))
+
     def _load_queue(self) -> None:
-        prior = read_results(self.out)
-        for w in prior.warnings:
-            self.emit(Log("warning", w))
-        self.ledger.attempts.update(prior.attempts())
-        latest = prior.latest_records()
-        for t in self.tasks:
-            self.ledger.add(t)
-            rec = latest.get(t.task_id)
-            if rec is not None and rec.settles:
-                self.stats.settled_before += 1
-                self.ledger.settle(t, rec.status == "error", before=True)
-            else:
-                self._enqueue(t)
+        """Each lane resumes from its own folder; what is left is queued in the lanes' order (engine/lanes.py)."""
+        for t in self.lanes.resume(self.ledger, lambda w: self.emit(Log("warning", w)), self.dispatch.task_units):
+            self._enqueue(t)
         self.dispatch.sort_sites()
+        self.stats.settled_before = len(self.ledger.settled_before)
         self.stats.total = len(self.tasks)
 
     async def run(self) -> RunStats:
         self._wake = asyncio.Event()
         self.started_mono = self.loop.time()
         self._epoch_offset = time.time() - self.started_mono
-        self.out.mkdir(parents=True, exist_ok=True)
+        for folder in {self.out, *(lane.out for lane in self.lanes.all)}:
+            folder.mkdir(parents=True, exist_ok=True)
         self._load_queue()
         self.emit(RunStarted(self.stats.total, self.stats.settled_before, self.target_workers, str(self.out),
                              self.epoch()))
@@ -195,8 +190,8 @@ class Scheduler:
             if self._cooldown_timer:
                 self._cooldown_timer.cancel()
             await self._end_all()
-        self.stats.unwritten = len(self.records.unwritten)
-        for line in self.records.last_word():
+        self.stats.unwritten = self.lanes.unwritten()
+        for line in self.lanes.last_word():
             self.emit(Log("error", line))
         self.emit(RunFinished(self.summary()))
         return self.stats
@@ -205,11 +200,12 @@ class Scheduler:
         """The run ends when nothing runs and nothing is left to start (or it is stopping, or its model guard ends
         it), and every record is on disk; while the out folder is full it waits for space, unless it is stopped."""
         winding_down = self.stopping or (self.model_guard.holding and self.guard_ends_run)
-        if self.running() or (self.pending() and not winding_down):
+        if self.running() or (self.dispatch.pending and not winding_down) or (
+                self.lanes.waiting(self.guard_ends_run) and not self.stopping):
             return False
-        if self.records.busy:
+        if self.lanes.busy:
             return False
-        return not self.records.unwritten or self.stopping
+        return not self.lanes.unwritten() or self.stopping
 
     def epoch(self) -> float:
         """Wall-clock seconds for records, read off the loop's clock so that records and pacing agree."""
@@ -238,7 +234,7 @@ class Scheduler:
         return self.user_paused or self.breaker_open or bool(self.storage_error) or self.model_guard.holding
 
     def pending(self) -> int:
-        return self.dispatch.pending
+        return self.dispatch.pending + self.lanes.parked()   # held ones beside the queue too
 
     def running(self) -> list[Attempt]:
         return [s.episode for s in self.slots.values() if s.episode is not None]
@@ -248,12 +244,16 @@ class Scheduler:
         """Queue a task that is neither queued, running nor settled; False (and nothing done) otherwise."""
         if not self.ledger.queue(task):
             return False
-        self.dispatch.push(task, front)
+        lane = self.lanes.of(task)
+        if lane.held:
+            lane.parked.append(task)
+        else:
+            self.dispatch.push(task, front)
         return True
 
     def _unsettle(self, task: Task) -> None:
         """A settled task goes back to being work: its counts (this run's, or a run before's) are given back."""
-        before = task.task_id in self.ledger.settled_before
+        before = task.key in self.ledger.settled_before
         if self.ledger.unsettle(task) and before:
             self.stats.settled_before -= 1
 
@@ -301,22 +301,27 @@ class Scheduler:
 
     def _start(self, slot: Slot, task: Task, now: float) -> None:
         self.dispatch.acquire(task.site, now)
+        self.lanes.pairing.started(task, now)
         attempt = self.ledger.start(task)
         ep = slot.episode = Attempt(task, attempt, slot.id, started_at=self.epoch(),
-                                    folder=self.folder.task(task.task_id),
+                                    folder=self.lanes.of(task).folder.task(task.task_id),
                                     timeout=self.cfg.timeout, grace=self.cfg.stop_grace, seat=slot,
                                     run=self)
         # said when decided, so that sinks see starts and ends in the order the pacer saw them
         self.emit(EpisodeStarted(slot.id, task.task_id, self.site_name(task.site), task.level, attempt, ep.started_at,
-                                 task.max_steps))
-        self.emit(SlotChanged(slot.id, "starting", task.task_id))
+                                 task.max_steps, lane=task.lane))
+        self.emit(SlotChanged(slot.id, "starting", task.task_id, lane=task.lane))
         self.spawn(self._episode(slot, ep))
 
     # ── one attempt (its life is engine/attempt.py's) ─────
     def spec_for(self, task: Task, folder: Path) -> WorkerSpec:
-        return self.cfg.worker_spec(folder, base_url=self.endpoint, max_steps=task.max_steps)
+        lane = self.lanes.of(task)
+        return lane.cfg.worker_spec(folder, base_url=lane.endpoint or self.endpoint, max_steps=task.max_steps)
 
     def model_called(self, slot: int, task_id: str, call: ModelCall) -> None:
+        ep = self.episode_on(slot)
+        if ep is not None and (lane := self.lanes.of(ep.task)).model is not self.model:   # its lane's meter too
+            lane.model.call(self.loop.time(), slot, call)
         first = self.model.call(self.loop.time(), slot, call)
         if first is not None:   # said once a run: a kind seen for the first time
             self.emit(Log("warning", f"{task_id}: a model call failed: {call.kind}: {call.message}"))
@@ -360,12 +365,12 @@ class Scheduler:
         self.ledger.leave(ep.task, ran=False)
         self._enqueue(ep.task, front=True)
         why = ep.stop_error or (outcome.error if outcome is not None else None) or "stopped"
-        self.emit(EpisodePutBack(ep.slot, tid, ep.attempt, str(why), *self.done_count()))
+        self.emit(EpisodePutBack(ep.slot, tid, ep.attempt, str(why), *self.done_count(), lane=ep.task.lane))
 
     def _record(self, ep: Attempt, outcome: Outcome) -> EpisodeRecord:
         """The record of an attempt, from its outcome."""
-        rec = build_record(self.cfg, ep.task, outcome, attempt=ep.attempt, slot=ep.slot, started_at=ep.started_at,
-                           finished_at=self.epoch())
+        rec = build_record(self.lanes.of(ep.task).cfg, ep.task, outcome, attempt=ep.attempt, slot=ep.slot,
+                           started_at=ep.started_at, finished_at=self.epoch())
         if self.judge is None:
             return rec
         return judged(rec, ep.task, self.judge, lambda message: self.emit(Log("warning", message)))
@@ -375,10 +380,10 @@ class Scheduler:
         """Record an attempt and decide what becomes of its task: settled, or queued again (interrupted, requeued by
         its user, or failed through the harness's fault within its retries). Pacing learns from it before the site
         is released, so a widened cooldown applies to the very next episode there."""
-        task, site = ep.task, ep.task.site
+        task, site, lane = ep.task, ep.task.site, self.lanes.of(ep.task)
         rec = self._record(ep, outcome)
-        self.records.submit(rec)
-        self.dispatch.learn(rec.task_id, rec.status, rec.duration_s)
+        lane.records.submit(rec)
+        self.dispatch.learn(task.key, rec.status, rec.duration_s)
         # the folder failed, not the task: it runs again, costing no try, once the folder can be written
         storage = storage_fault(rec)
         if storage:
@@ -404,7 +409,7 @@ class Scheduler:
             self._open_breaker(rec.error or "")
         self._note_model(ep, rec, outcome, harness=infra or storage or rec.requeued)
         free = endpoint and self.breaker_open   # a failure while the endpoint is known to be down costs no try
-        retry = infra and (free or self.ledger.retried.get(task.task_id, 0) < self.cfg.retries)
+        retry = infra and (free or self.ledger.retried.get(task.key, 0) < self.cfg.retries)
         if retry:
             if not free:
                 self.ledger.count_retry(task)
@@ -416,20 +421,18 @@ class Scheduler:
             if rec.correct is not None:   # judged once per task: its final attempt
                 s.judged += 1
                 s.correct += rec.correct
+                lane.judged += 1
+                lane.correct += rec.correct
             self.ledger.settle(task, rec.status == "error")
-        self.emit(EpisodeFinished(ep.slot, rec, requeued, *self.done_count()))
+        self.emit(EpisodeFinished(ep.slot, rec, requeued, *self.done_count(), lane=task.lane))
 
     def _note_model(self, ep: Attempt, rec: EpisodeRecord, outcome: Outcome, harness: bool) -> None:
         """The model's statistics and guard learn how the attempt ended (an attempt the harness failed, or its user
         stopped, says nothing of the model to the guard)."""
-        calls = outcome.model
-        self.model.episode_ended(ep.slot, rec.model_fault, calls.thinking_stripped if calls else 0)
-        if harness:
-            return
-        kind = model_fault(rec)
-        message = calls.first.get(kind, "") if calls is not None and kind else ""
-        if self.model_guard.note(kind, message) and not self.stopping:
-            self.model_guard.trip(self.guard_ends_run)
+        lane = self.lanes.note_model(self.model, ep.task, ep.slot, rec, outcome, harness)
+        if lane is not None and not self.stopping:
+            lane.guard.trip(self.guard_ends_run)
+            self.lanes.hold(lane, self.dispatch)
             self.wake()
 
     # ── the circuit breaker: a failing endpoint pauses dispatch instead of failing every task (engine/guards.py) ──
@@ -438,8 +441,8 @@ class Scheduler:
         their tries are given back, and those already settled as errors go back in the queue (a streak task still
         queued or running stays where it is: it is never queued twice)."""
         def give_back(task: Task) -> None:
-            self.ledger.retried.pop(task.task_id, None)
-            if self.ledger.where(task.task_id) == "settled":
+            self.ledger.retried.pop(task.key, None)
+            if self.ledger.where(task.key) == "settled":
                 self._unsettle(task)
                 self._enqueue(task, front=True)
 
@@ -451,10 +454,19 @@ class Scheduler:
         self.user_paused = paused
         if not paused and self.model_guard.holding:
             self.model_guard.clear()
+        if not paused:   # a resume lets every lane's model guard go too
+            self.lanes.clear_guards(self.dispatch)
         if not paused and self.storage_error:
             self.storage.schedule_probe(0)
         self.emit(DispatchChanged(self.dispatch_paused, reason or (self.breaker_reason if self.breaker_open else "")))
         self.wake()
+
+    def pause_lane(self, name: str, paused: bool = True) -> bool:
+        """Hold or let go a campaign's lane (its name, or an arm: every repeat of it): its queued units wait beside
+        the queue, its running ones go on; a resume lets its model guard go too. False: no such lane."""
+        found = self.lanes.pause(name, paused, self.dispatch)
+        self.wake()
+        return found
 
     def episode_on(self, slot_id: int) -> Attempt | None:
         slot = self.slots.get(slot_id)
@@ -480,25 +492,17 @@ class Scheduler:
             return ""
         n = clamp_workers(n)
         active = sorted((s for s in self.slots.values() if not s.retired), key=lambda s: s.id)
-        note = ""
         room = self.slot_room() if self.slot_room is not None and n > len(active) else None
-        if room is not None:
-            # slots whose worker is not up yet take their memory soon: they count against what is available now
-            fit = len(active) + max(0, room.slots - sum(1 for s in active if s.worker is None))
-            if n > fit:
-                note = f"workers {n}: {fit} kept, as many as this machine holds: {room.why}"
-                n = max(1, fit)
-                self.emit(Log("warning", note))
+        n, note, surplus = resize(active, n, room)
+        if note:
+            self.emit(Log("warning", note))
         self.target_workers = n
-        if n > len(active):
-            for _ in range(n - len(active)):
-                self._add_slot(max(self.slots, default=-1) + 1)
-        else:
-            surplus = sorted(active, key=lambda s: (s.episode is not None, -s.id))[: len(active) - n]
-            for slot in surplus:
-                slot.retired = True
-                if slot.episode is None:
-                    self.spawn(self._retire(slot))
+        for _ in range(n - len(active)):
+            self._add_slot(max(self.slots, default=-1) + 1)
+        for slot in surplus:
+            slot.retired = True
+            if slot.episode is None:
+                self.spawn(self._retire(slot))
         self.wake()
         return note
 

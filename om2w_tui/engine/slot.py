@@ -10,6 +10,7 @@ import contextlib
 from dataclasses import dataclass
 
 from om2w_tui.engine.attempt import Attempt
+from om2w_tui.engine.machine import Room
 from om2w_tui.executors.base import Executor, Worker
 
 
@@ -57,3 +58,17 @@ class Slot:
 
 def _usable(worker: Worker) -> bool:
     return not worker.exited and not worker.killed
+
+
+def resize(active: list[Slot], n: int, room: Room | None) -> tuple[int, str, list[Slot]]:
+    """`n` slots asked of the `active` ones, `room`: what the machine holds more (None: not asked) -> the slots kept,
+    why fewer than asked ('' when as asked), and the slots to retire (idle ones first, then the newest)."""
+    note = ""
+    if room is not None:
+        # slots whose worker is not up yet take their memory soon: they count against what is available now
+        fit = len(active) + max(0, room.slots - sum(1 for s in active if s.worker is None))
+        if n > fit:
+            note = f"workers {n}: {fit} kept, as many as this machine holds: {room.why}"
+            n = max(1, fit)
+    surplus = sorted(active, key=lambda s: (s.episode is not None, -s.id))[: max(0, len(active) - n)]
+    return n, note, surplus

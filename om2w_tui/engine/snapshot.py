@@ -1,7 +1,8 @@
 """What front ends see of a running run, read off the scheduler's parts when asked: `run_summary` (its counts, the
-model's calls, where its records went) and `run_snapshot` (slots, sites with their cooldown deadlines, guards and
-counts, in loop-clock times), with `RunStats`, the counts the scheduler keeps as attempts settle. Pure reading:
-nothing here changes the run (a front end pulls a snapshot about once a second, as Inspect's display does)."""
+model's calls, where its records went; a campaign's lanes and pairing gaps) and `run_snapshot` (slots, sites with
+their cooldown deadlines, guards and counts, in loop-clock times), with `RunStats`, the counts the scheduler keeps as
+attempts settle. Pure reading: nothing here changes the run (a front end pulls a snapshot about once a second, as
+Inspect's display does)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ from typing import Protocol
 from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.events import Pacing, RunSnapshot, RunSummary, SiteRow, SiteState, SlotRow
+from om2w_tui.engine.lanes import LaneSet
 from om2w_tui.engine.ledger import Ledger
 from om2w_tui.engine.model_health import ModelGuard, ModelMeter
 from om2w_tui.engine.pacing import SitePacer
-from om2w_tui.engine.record_writer import RecordWriter
 from om2w_tui.engine.results import ResultsStore
 from om2w_tui.engine.slot import Slot
 from om2w_tui.protocol.run_end import decide
@@ -39,7 +40,7 @@ class ObservedRun(Protocol):
     cfg: RunConfig
     out: Path
     store: ResultsStore
-    records: RecordWriter
+    lanes: LaneSet
     stats: RunStats
     started_mono: float
     slots: dict[int, Slot]
@@ -79,17 +80,19 @@ def run_summary(run: ObservedRun) -> RunSummary:
                       by_status=dict(s.by_status), pending=run.pending(),
                       elapsed_s=round(run.loop.time() - run.started_mono, 1), out=str(run.out),
                       correct=s.correct if s.judged else None, judged=s.judged if s.judged else None,
-                      unwritten=len(run.records.unwritten), results=str(run.store.path),
-                      model_guard=run.model_guard.reason,
+                      unwritten=run.lanes.unwritten(), results=str(run.store.path),
+                      model_guard=run.lanes.guard_reason(),
                       model_calls={**({"ok": run.model.ok} if run.model.ok else {}), **run.model.failures},
                       model_ended=dict(run.model.ended_on),
-                      end=decide(failed=bool(run.records.unwritten), stopped=run.stopping,
-                                 guard_ended=run.model_guard.holding and run.guard_ends_run))
+                      end=decide(failed=bool(run.lanes.unwritten()), stopped=run.stopping,
+                                 guard_ended=bool(run.lanes.guard_reason()) and run.guard_ends_run),
+                      lanes=run.lanes.rows(run.ledger), pairing=run.lanes.pairing.summary())
 
 
 def run_snapshot(run: ObservedRun) -> RunSnapshot:
     """The state front ends draw from: slots, sites with their cooldown deadlines, counts (loop-clock times)."""
     now = run.loop.time()
+    summary = run_summary(run)
     slots = []
     for s in sorted(run.slots.values(), key=lambda s: s.id):
         ep = s.episode
@@ -98,7 +101,7 @@ def run_snapshot(run: ObservedRun) -> RunSnapshot:
             continue
         slots.append(SlotRow(s.id, ep.state, ep.task.task_id, run.site_name(ep.task.site), ep.task.level, ep.steps,
                              ep.started_at, ep.attempt, ep.task.max_steps,
-                             run.model.slot_error(s.id)))
+                             run.model.slot_error(s.id), lane=ep.task.lane))
     sites = []
     for name, c in run.ledger.sites.items():
         st = run.pacer.state(name)
@@ -114,5 +117,5 @@ def run_snapshot(run: ObservedRun) -> RunSnapshot:
                        user_paused=run.user_paused, breaker=run.breaker_reason if run.breaker_open else "",
                        storage=run.storage_error, stopping=run.stopping,
                        pacing=Pacing(run.pacer.per_site, run.pacer.cooldown),
-                       target_workers=run.target_workers, errors=len(run.ledger.errored), summary=run_summary(run),
-                       model=run.model.stats(now, run.model_guard.reason))
+                       target_workers=run.target_workers, errors=len(run.ledger.errored), summary=summary,
+                       model=run.model.stats(now, run.lanes.guard_reason()), lanes=summary.lanes)

@@ -233,6 +233,9 @@ class JudgedRun:
     def pause_episode(self, slot_id: int, paused: bool = True) -> bool:
         return self.inner.pause_episode(slot_id, paused)
 
+    def pause_lane(self, name: str, paused: bool = True) -> bool:
+        return self.inner.pause_lane(name, paused)
+
     def kill(self, slot_id: int, requeue: bool = False) -> bool:
         return self.inner.kill(slot_id, requeue)
 

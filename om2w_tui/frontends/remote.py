@@ -146,6 +146,10 @@ class RemoteRun:
     def pause_dispatch(self, paused: bool = True, reason: str = "") -> None:
         self._send("to pause" if paused else "to resume", Pause(reason=reason) if paused else Resume())
 
+    def pause_lane(self, name: str, paused: bool = True) -> bool:
+        self._send(f"to {'pause' if paused else 'resume'} arm {name}", Pause(arm=name) if paused else Resume(arm=name))
+        return True
+
     def pause_episode(self, slot_id: int, paused: bool = True) -> bool:
         verb = "pause" if paused else "resume"
         self._send(f"to {verb} slot {slot_id}", Pause(slot=slot_id) if paused else Resume(slot=slot_id))

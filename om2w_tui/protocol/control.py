@@ -46,20 +46,24 @@ class Subscribe:
 
 @dataclass(frozen=True)
 class Pause:
-    """Start no new episode (running ones go on; `reason` says why); with a task or a slot: pause that episode."""
+    """Start no new episode (running ones go on; `reason` says why); with a task or a slot: pause that episode; with
+    an arm (a campaign's arm or lane name): hold that arm's units (its running episodes go on)."""
     USAGE: ClassVar[Usage | None] = Usage("optional task", "start no new episode (running ones go on); with TASK: "
-                                                           "pause that episode")
+                                                           "pause that episode; --arm NAME: hold that arm's units")
     task: str | None = None
     slot: int | None = None
     reason: str = ""
+    arm: str | None = None
 
 
 @dataclass(frozen=True)
 class Resume:
-    """Start episodes again; with a task or a slot: resume that episode."""
-    USAGE: ClassVar[Usage | None] = Usage("optional task", "start episodes again; with TASK: resume that episode")
+    """Start episodes again; with a task or a slot: resume that episode; with an arm: let that arm's units go on."""
+    USAGE: ClassVar[Usage | None] = Usage("optional task", "start episodes again; with TASK: resume that episode; "
+                                                           "--arm NAME: that arm's units go on")
     task: str | None = None
     slot: int | None = None
+    arm: str | None = None
 
 
 @dataclass(frozen=True)
@@ -115,7 +119,8 @@ class Done:
     id: int | None = None
     slot: int | None = None       # the episode's slot and task, for a command on one episode
     task: str | None = None
-    paused: bool | None = None    # pause, resume: dispatch is paused now
+    paused: bool | None = None    # pause, resume: dispatch (or, with an arm, that arm) is paused now
+    arm: str | None = None        # pause, resume of an arm: the arm
     workers: int | None = None    # workers: the slots the run keeps from now on
     queued: int | None = None     # retry: tasks queued again
 

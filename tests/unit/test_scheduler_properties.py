@@ -69,6 +69,7 @@ from om2w_tui.engine.events import (
     RunStarted,
     SlotChanged,
 )
+from om2w_tui.engine.lanes import Lane
 from om2w_tui.engine.results import read_results, settles
 from om2w_tui.engine.scheduler import Scheduler
 from tests.fakes import Behaviour, FakeExecutor
@@ -609,5 +610,177 @@ def test_no_interleaving_loses_a_task_runs_it_twice_or_breaks_pacing(example):
     folder = Path(tempfile.mkdtemp(prefix="om2w-prop-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
     try:
         drive(example, folder / "run")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# ── a campaign: units of several lanes on one queue and pacer ──
+LANE_EXAMPLES = max(1, EXAMPLES // 5)
+LANE_OPS = ("kill", "requeue", "pause", "resume", "pause_arm", "resume_arm", "workers")
+
+
+@st.composite
+def campaigns(draw: Any) -> dict[str, Any]:
+    """Tasks on a few sites run by 2-3 arms and 1-2 repeats; each unit's worker may finish, hang, crash or fail on its
+    model; a script of user events (kills, requeues, dispatch and arm pauses, slot changes), or none ("quiet")."""
+    arms = ["a", "b", "c"][: draw(st.integers(2, 3))]
+    repeats = draw(st.integers(1, 2))
+    lanes = [(arm if r == 1 else f"{arm}-r{r}", arm) for r in range(1, repeats + 1) for arm in arms]
+    tasks = [Task(f"s{s}-{i}", f"task {i} on site {s}", f"https://s{s}.example/", "easy")
+             for s in range(draw(st.integers(1, 3))) for i in range(draw(st.integers(1, 3)))]
+    quiet = draw(st.integers(0, 2)) == 0
+    behaviour = {} if quiet else {
+        f"{lane}/{t.task_id}": Behaviour(
+            steps=draw(st.integers(0, 3)), step_s=draw(st.sampled_from([1.0, 7.0, 40.0])),
+            ignore_stop=draw(st.integers(0, 8)) == 0,
+            die_at_step=draw(st.integers(0, 2)) if draw(st.integers(0, 6)) == 0 else None,
+            model_failure=draw(st.sampled_from(MODEL_FAILURES)) if draw(st.integers(0, 4)) == 0 else None)
+        for lane, _ in lanes for t in tasks}
+    cfg = dict(workers=draw(st.integers(1, 4)), pace_cooldown=draw(st.sampled_from([0.0, 10.0, 60.0])),
+               timeout=draw(st.sampled_from([25.0, 1000.0])), retries=1, stop_grace=3.0,
+               model_guard=draw(st.sampled_from([0, 1, 2])))
+    script = [] if quiet else draw(st.lists(st.tuples(st.floats(0, SCRIPT_END, allow_nan=False),
+                                                      st.sampled_from(LANE_OPS), st.integers(0, 5)), max_size=10))
+    return {"lanes": lanes, "tasks": tasks, "behaviour": behaviour, "cfg": cfg, "script": sorted(script),
+            "quiet": quiet, "guard_ends_run": draw(st.booleans())}
+
+
+@dataclass
+class LaneWatcher:
+    """Each start and end as the events said them, checked as they happen: one episode a site at a time whatever
+    its lane, the cooldown after every episode that reached its worker, nothing started of a paused arm."""
+    ex: FakeExecutor
+    cooldown: float
+    sched: Scheduler | None = None
+    paused: set[str] = field(default_factory=set)                         # arms the user holds now
+    running: dict[str, str] = field(default_factory=dict)                 # site -> the unit on it
+    ready_at: dict[str, float] = field(default_factory=dict)
+    starts: list[tuple[str, str, str]] = field(default_factory=list)     # (site, lane, task) in start order
+    runs0: dict[tuple[str, str], int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    def handle(self, ev: object) -> None:
+        now = asyncio.get_running_loop().time()
+        if isinstance(ev, EpisodeStarted):
+            arm = ev.lane.split("-r")[0]
+            if ev.site in self.running:
+                self.problems.append(f"t={now:.2f}: {ev.lane}/{ev.task_id} started on {ev.site} while "
+                                     f"{self.running[ev.site]} runs there")
+            if now < self.ready_at.get(ev.site, 0.0) - CLOCK_SLACK_S:
+                self.problems.append(f"t={now:.2f}: {ev.lane}/{ev.task_id} started on {ev.site}, ready only at "
+                                     f"{self.ready_at[ev.site]:.2f}")
+            if arm in self.paused:
+                self.problems.append(f"t={now:.2f}: {ev.lane}/{ev.task_id} started while arm {arm} is paused")
+            self.running[ev.site] = f"{ev.lane}/{ev.task_id}"
+            self.runs0[(ev.lane, ev.task_id)] = len(self.ex.runs)
+            self.starts.append((ev.site, ev.lane, ev.task_id))
+        elif isinstance(ev, EpisodeFinished | EpisodePutBack):
+            lane, tid = (ev.lane, ev.record.task_id) if isinstance(ev, EpisodeFinished) else (ev.lane, ev.task_id)
+            site = next(s for s, unit in self.running.items() if unit == f"{lane}/{tid}")
+            del self.running[site]
+            reached = isinstance(ev, EpisodeFinished) and len(self.ex.runs) > self.runs0[(lane, tid)]
+            if reached:   # an episode whose worker never had the task costs no cooldown
+                self.ready_at[site] = now + self.cooldown
+
+
+async def _run_campaign(example: dict[str, Any], folder: Path) -> None:
+    ours = asyncio.all_tasks()
+    loop = asyncio.get_running_loop()
+    ex = FakeExecutor({k: Behaviour(**vars(b)) for k, b in example["behaviour"].items()})
+    shared = RunConfig(out=folder, **example["cfg"])
+    lanes = [Lane(name, arm, int(name.split("-r")[1]) if "-r" in name else 1,
+                  RunConfig(**{**vars(shared), "out": folder / name}), tuple(example["tasks"]))
+             for name, arm in example["lanes"]]
+    w = LaneWatcher(ex, shared.pace_cooldown)
+    sched = w.sched = Scheduler(shared, example["tasks"], ex, [w], guard_ends_run=example["guard_ends_run"],
+                                lanes=lanes)
+    arms = sorted({arm for _, arm in example["lanes"]})
+
+    def act(op: str, arg: int) -> None:
+        slot = sorted(sched.slots)[arg % len(sched.slots)] if sched.slots else 0
+        arm = arms[arg % len(arms)]
+        if op == "kill":
+            sched.kill(slot)
+        elif op == "requeue":
+            sched.kill(slot, requeue=True)
+        elif op == "pause":
+            sched.pause_dispatch(True)
+        elif op == "resume":
+            sched.pause_dispatch(False)
+        elif op == "pause_arm":
+            assert sched.pause_lane(arm, True)
+            w.paused.add(arm)
+        elif op == "resume_arm":
+            assert sched.pause_lane(arm, False)
+            w.paused.discard(arm)
+        elif op == "workers":
+            sched.set_workers(arg % 4 + 1)
+
+    def heal() -> None:
+        sched.pause_dispatch(False)   # lets every lane's model guard go too
+        for arm in arms:
+            sched.pause_lane(arm, False)
+        w.paused.clear()
+
+    async def console_user() -> None:   # resumes a held model guard now and then, as a console's user would
+        await asyncio.sleep(WORLD_HEALS)
+        while True:
+            await asyncio.sleep(30.0)
+            if sched.lanes.guard_reason() and not example["guard_ends_run"]:
+                sched.pause_dispatch(False)
+
+    for at, op, arg in example["script"]:
+        loop.call_at(at, act, op, arg)
+    loop.call_at(WORLD_HEALS, heal)
+    user_task = asyncio.ensure_future(console_user())
+    try:
+        await sched.run()
+    finally:
+        user_task.cancel()
+        await asyncio.gather(user_task, return_exceptions=True)
+    assert [t for t in asyncio.all_tasks() - ours if not t.done()] == [], "tasks outlive the run"
+    check_campaign(example, folder, w, sched)
+
+
+def check_campaign(example: dict[str, Any], folder: Path, w: LaneWatcher, sched: Scheduler) -> None:
+    assert w.problems == [], w.problems[:3]
+    held = example["guard_ends_run"] and bool(sched.lanes.guard_reason())   # a guard ended it: held units left
+    for name, _ in example["lanes"]:
+        rows = read_results(folder / name).records
+        assert all(r["task_id"] in {t.task_id for t in example["tasks"]} for r in rows)
+        for t in example["tasks"]:
+            mine = [r for r in rows if r["task_id"] == t.task_id]
+            settling = [r for r in mine if settles_by_the_readme(r)]
+            assert len(settling) <= 1 and (not settling or mine[-1] is settling[0]), (name, t.task_id, mine)
+            assert [r["attempt"] for r in mine] == list(range(1, len(mine) + 1)), (name, t.task_id)
+            if not held:   # settled exactly once, in its own lane's results
+                harness = bool(mine) and mine[-1].get("error_kind") in HARNESS_KINDS
+                assert settling or harness, (name, t.task_id, "unsettled at the end", mine)
+    assert not (folder / "results.jsonl").exists()
+    if example["quiet"]:   # no faults, no user: a task's units one after another on its site, the first arm turning
+        n = len(example["lanes"])
+        for site in {s for s, _, _ in w.starts}:
+            order = [(lane, tid) for s, lane, tid in w.starts if s == site]
+            groups = [order[i:i + n] for i in range(0, len(order), n)]
+            assert all(len({tid for _, tid in g}) == 1 and len(g) == n for g in groups), (site, order)
+            firsts = [g[0][0].split("-r")[0] for g in groups]
+            assert all(a != b for a, b in zip(firsts, firsts[1:])), (site, "the same arm first twice", order)
+
+
+def drive_campaign(example: dict[str, Any], folder: Path) -> None:
+    loop = looptime.new_event_loop(start=0, _enabled=True, noop_cycles=NOOP_CYCLES)
+    try:
+        loop.run_until_complete(asyncio.wait_for(_run_campaign(example, folder), RUN_LIMIT))
+    finally:
+        loop.close()
+
+
+@settings(max_examples=LANE_EXAMPLES, deadline=None, derandomize=not RANDOM, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(campaigns())
+def test_units_of_several_lanes_settle_once_each_share_the_pacer_and_pair_in_time(example):
+    folder = Path(tempfile.mkdtemp(prefix="om2w-prop-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
+    try:
+        drive_campaign(example, folder / "camp")
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,183 @@
+"""A campaign's lanes in the scheduler, with a stand-in worker, in virtual time (looptime): one unit per lane and
+task, each in its lane's folder; one queue and pacer; a task's units together on its site, the first arm turning;
+per lane its model guard, its user's pause, its counts; the pairing gap measured live."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from om2w_tui.benchmarks.tasks import Task
+from om2w_tui.campaign_folder import lane_name
+from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.control import apply
+from om2w_tui.engine.events import EpisodeFinished, EpisodeStarted, Log
+from om2w_tui.engine.lanes import Lane
+from om2w_tui.engine.results import read_results
+from om2w_tui.engine.scheduler import Scheduler
+from om2w_tui.protocol.control import Done, Pause, Refused, Resume
+from om2w_tui.protocol.run_end import RunEnd
+from tests.fakes import Behaviour, FakeExecutor, Recorder
+from tests.unit.helpers import config, make_tasks
+
+pytestmark = pytest.mark.looptime
+
+
+def campaign(tmp_path: Path, tasks: list[Task], arms: tuple[str, ...] = ("a", "b"), repeats: int = 1,
+             **kw: object) -> tuple[RunConfig, list[Lane]]:
+    shared = dataclasses.replace(config(tmp_path, **kw), out=tmp_path / "camp")
+    lanes = [Lane(lane_name(arm, r), arm, r, dataclasses.replace(shared, out=shared.out / lane_name(arm, r),
+                                                                  model=f"model-{arm}"), tuple(tasks))
+             for r in range(1, repeats + 1) for arm in arms]
+    return shared, lanes
+
+
+def lane_rows(shared: RunConfig, name: str) -> list[dict]:
+    return read_results(shared.out / name).records
+
+
+def order_on(ex: FakeExecutor, site: str) -> list[tuple[str, str]]:
+    """(lane, task) of each run on `site`, in the order they started."""
+    return [(lane, tid) for (tid, _), lane in zip(ex.runs, ex.lanes) if tid.startswith(site)]
+
+
+async def test_every_unit_runs_once_into_its_own_lanes_folder(tmp_path):
+    ex, rec = FakeExecutor(), Recorder()
+    tasks = make_tasks({"x.com": 2, "y.com": 1})
+    shared, lanes = campaign(tmp_path, tasks, workers=3)
+    sched = Scheduler(shared, tasks, ex, [rec], lanes=lanes)
+    stats = await sched.run()
+    assert stats.total == 6 and stats.by_status == {"done": 6}
+    for name in ("a", "b"):
+        rows = lane_rows(shared, name)
+        assert sorted(r["task_id"] for r in rows) == sorted(t.task_id for t in tasks)   # each unit once, its own
+        assert all((shared.out / name / t.task_id / "trajectory").is_dir() for t in tasks)
+        assert {r["model"] for r in rows} == {f"model-{name}"}                            # its lane's settings
+    assert not (shared.out / "results.jsonl").exists()   # the campaign's folder holds no run of its own
+    assert sorted(e.lane for e in rec.of(EpisodeFinished)) == ["a"] * 3 + ["b"] * 3
+    assert all(e.lane for e in rec.of(EpisodeStarted))
+    snap = sched.snapshot()
+    assert [(r.name, r.total, r.done, r.errors) for r in snap.lanes] == [("a", 3, 3, 0), ("b", 3, 3, 0)]
+    assert snap.summary.lanes == snap.lanes and snap.summary.pairing.n == 3
+
+
+async def test_one_episode_a_site_at_a_time_whatever_its_lane(tmp_path):
+    ex = FakeExecutor()
+    tasks = make_tasks({"x.com": 3})
+    shared, lanes = campaign(tmp_path, tasks, workers=4, pace_cooldown=100)
+    await Scheduler(shared, tasks, ex, lanes=lanes).run()
+    rows = sorted(lane_rows(shared, "a") + lane_rows(shared, "b"), key=lambda r: r["started_at"])
+    assert len(rows) == 6
+    for prev, nxt in zip(rows, rows[1:]):
+        assert nxt["started_at"] >= prev["finished_at"] + 100 - 0.01
+
+
+async def test_a_tasks_units_run_together_and_the_first_arm_turns(tmp_path):
+    ex = FakeExecutor()
+    tasks = make_tasks({"x.com": 4, "y.com": 1, "z.com": 1})
+    shared, lanes = campaign(tmp_path, tasks, workers=3, pace_cooldown=60)
+    sched = Scheduler(shared, tasks, ex, lanes=lanes)
+    await sched.run()
+    x = order_on(ex, "x.com")
+    assert [tid for _, tid in x] == ["x.com-0", "x.com-0", "x.com-1", "x.com-1", "x.com-2", "x.com-2",
+                                     "x.com-3", "x.com-3"]                      # a task's units one after another
+    assert [lane for lane, _ in x] == ["a", "b", "b", "a", "a", "b", "b", "a"]   # the first arm turns
+    firsts = [order_on(ex, site)[0][0] for site in ("x.com", "y.com", "z.com")]
+    assert firsts == ["a", "b", "a"]                                              # and from site to site
+    gaps = sched.summary().pairing
+    # each task's second unit starts one episode (30 s) and one cooldown after its first
+    assert gaps.n == 6 and gaps.median_s == pytest.approx(90, abs=1.5) and gaps.worst_s == pytest.approx(90, abs=1.5)
+
+
+async def test_repeats_interleave(tmp_path):
+    ex = FakeExecutor()
+    tasks = make_tasks({"x.com": 2})
+    shared, lanes = campaign(tmp_path, tasks, repeats=2, workers=2, pace_cooldown=10)
+    await Scheduler(shared, tasks, ex, lanes=lanes).run()
+    assert [lane for lane, _ in order_on(ex, "x.com")] == ["a", "b", "a-r2", "b-r2", "b", "a", "b-r2", "a-r2"]
+    assert all(len(lane_rows(shared, name)) == 2 for name in ("a", "b", "a-r2", "b-r2"))
+
+
+async def test_each_lane_resumes_from_its_own_folder(tmp_path):
+    tasks = make_tasks({"x.com": 2})
+    shared, lanes = campaign(tmp_path, tasks, workers=2)
+    await Scheduler(dataclasses.replace(lanes[0].config), tasks, FakeExecutor()).run()   # lane a's folder, complete
+    ex = FakeExecutor()
+    sched = Scheduler(shared, tasks, ex, lanes=lanes)
+    stats = await sched.run()
+    assert ex.lanes == ["b", "b"] and stats.settled_before == 2
+    assert [(r.name, r.settled_before, r.done) for r in sched.snapshot().lanes] == [("a", 2, 2), ("b", 0, 2)]
+    assert sched.summary().pairing.n == 0   # no task had two units to start in this run
+
+
+async def test_a_model_guard_holds_its_lane_only_and_names_its_arm(tmp_path):
+    tasks = make_tasks({"x.com": 2, "y.com": 2, "z.com": 2})
+    ex, rec = FakeExecutor({f"b/{t.task_id}": Behaviour(model_failure="context_length") for t in tasks}), Recorder()
+    shared, lanes = campaign(tmp_path, tasks, workers=2, model_guard=2)
+    sched = Scheduler(shared, tasks, ex, [rec], lanes=lanes, guard_ends_run=True)
+    await sched.run()
+    assert len(lane_rows(shared, "a")) == 6                      # the other arm went on to its end
+    b = lane_rows(shared, "b")
+    assert 2 <= len(b) < 6                                       # arm b held once its guard tripped
+    summary = sched.summary()
+    assert summary.end == RunEnd.GUARD and summary.pending == 6 - len(b)
+    assert "arm b" in summary.model_guard
+    assert any("model guard, arm b" in e.message for e in rec.of(Log))
+    [row_a, row_b] = summary.lanes
+    assert not row_a.guard and row_b.guard and row_b.model_calls.get("context_length")
+
+
+async def test_a_held_lane_keeps_a_console_run_open_until_resumed(tmp_path):
+    tasks = make_tasks({"x.com": 2, "y.com": 2})
+    ex = FakeExecutor({f"b/{t.task_id}": Behaviour(model_failure="context_length") for t in tasks[:2]})
+    shared, lanes = campaign(tmp_path, tasks, workers=2, model_guard=2)
+    sched = Scheduler(shared, tasks, ex, lanes=lanes)   # a console: the guard waits for its user
+    run = asyncio.ensure_future(sched.run())
+    while len(lane_rows(shared, "a")) < 4 or sched.running():
+        await asyncio.sleep(5)
+    await asyncio.sleep(600)
+    assert not run.done() and sched.snapshot().lanes[1].guard   # held, not ended
+    assert isinstance(apply(sched, Resume(arm="b")), Done)
+    await run
+    assert len(lane_rows(shared, "b")) == 4 and sched.summary().end == RunEnd.FINISHED
+
+
+async def test_pausing_an_arm_starts_none_of_its_units_until_it_goes_on(tmp_path):
+    tasks = make_tasks({"x.com": 2, "y.com": 2})
+    ex = FakeExecutor()
+    shared, lanes = campaign(tmp_path, tasks, workers=2, pace_cooldown=10)
+    sched = Scheduler(shared, tasks, ex, lanes=lanes)
+    assert sched.pause_lane("b") and not sched.pause_lane("nope")   # before it starts: its units are queued held
+    run = asyncio.ensure_future(sched.run())
+    while len(lane_rows(shared, "a")) < 4 or sched.running():
+        await asyncio.sleep(5)
+    await asyncio.sleep(600)
+    assert ex.lanes.count("b") == 0 and not run.done()
+    assert sched.snapshot().lanes[1].paused and sched.summary().pending == 4
+    assert sched.pause_lane("b", paused=False)
+    await run
+    assert ex.lanes.count("b") == 4 and len(lane_rows(shared, "b")) == 4
+
+
+async def test_the_control_command_names_an_arm(tmp_path):
+    tasks = make_tasks({"x.com": 1})
+    shared, lanes = campaign(tmp_path, tasks, repeats=2)
+    sched = Scheduler(shared, tasks, FakeExecutor(), lanes=lanes)
+    done = apply(sched, Pause(arm="a"))          # an arm: every repeat of it
+    assert isinstance(done, Done) and done.arm == "a" and done.paused
+    assert [lane.paused for lane in sched.lanes.all] == [True, False, True, False]
+    refused = apply(sched, Pause(arm="c"))
+    assert isinstance(refused, Refused) and "no arm 'c'" in refused.error
+    plain = Scheduler(config(tmp_path), tasks, FakeExecutor())
+    assert not plain.pause_lane("a")             # a plain run has no lanes
+
+
+async def test_a_plain_run_is_one_lane_and_says_no_lanes(tmp_path):
+    sched = Scheduler(config(tmp_path), make_tasks({"x.com": 2}), FakeExecutor())
+    await sched.run()
+    snap = sched.snapshot()
+    assert snap.lanes == () and snap.summary.lanes == () and snap.summary.pairing.n == 0
+    assert all(row.lane == "" for row in snap.slots)
