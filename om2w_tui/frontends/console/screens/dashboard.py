@@ -501,7 +501,8 @@ class DashboardScreen(Screen[None]):
         if not lane or not self.live or not callable(getattr(self.control, "pause_lane", None)):
             return False
         rows = [self.board.rows[n] for n in self.board.lanes_of_arm(self.board.arm_of(lane))]
-        return any(row.paused != paused for row in rows)
+        # before the first snapshot names the lanes: its lane runs (the events said so), so it may be paused
+        return any(row.paused != paused for row in rows) if rows else paused
 
     def _pause_lanes(self, lanes: list[str], paused: bool, label: str) -> None:
         # RunControl.pause_lane (a campaign's run has it; engine/control.py)
@@ -514,8 +515,9 @@ class DashboardScreen(Screen[None]):
             self.notify(f"{label}: not a lane of this run", severity="warning")
 
     def _pause_arm(self, paused: bool) -> None:
-        arm = self.board.arm_of(self.selected_lane())
-        self._pause_lanes(self.board.lanes_of_arm(arm), paused, arm)
+        lane = self.selected_lane()
+        arm = self.board.arm_of(lane)
+        self._pause_lanes(self.board.lanes_of_arm(arm) or [lane], paused, arm)
 
     def action_pause_lane(self) -> None:
         self._pause_arm(True)
