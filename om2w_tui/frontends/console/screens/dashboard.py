@@ -498,18 +498,16 @@ class DashboardScreen(Screen[None]):
         """`a` pauses (resumes) the selected slot's arm, every repeat of it: the run is live, takes lane commands,
         and a lane of that arm runs (is paused)."""
         lane = self.selected_lane()
-        if not lane or not self.live or not callable(getattr(self.control, "pause_lane", None)):
+        if not lane or not self.live:
             return False
         rows = [self.board.rows[n] for n in self.board.lanes_of_arm(self.board.arm_of(lane))]
         # before the first snapshot names the lanes: its lane runs (the events said so), so it may be paused
         return any(row.paused != paused for row in rows) if rows else paused
 
     def _pause_lanes(self, lanes: list[str], paused: bool, label: str) -> None:
-        # RunControl.pause_lane (a campaign's run has it; engine/control.py)
-        pause = getattr(self.control, "pause_lane", None)
-        if not lanes or not callable(pause):
+        if not lanes or self.control is None:
             return
-        if all([bool(pause(lane, paused)) for lane in lanes]):
+        if all([self.control.pause_lane(lane, paused) for lane in lanes]):   # each lane asked, whatever the others said
             self._after_command(f"{label}: {'paused: none of its units starts until resumed' if paused else 'resumed'}")
         else:
             self.notify(f"{label}: not a lane of this run", severity="warning")
@@ -531,7 +529,7 @@ class DashboardScreen(Screen[None]):
     def lane_commands(self) -> list[SystemCommand]:
         """The palette's entries to pause or resume each arm by name (any, not only the selected slot's), and each
         repeat alone where the arms repeat."""
-        if not self.live or not callable(getattr(self.control, "pause_lane", None)):
+        if not self.live:
             return []
         found = []
         arms = {row.arm: self.board.lanes_of_arm(row.arm) for row in self.board.rows.values()}
