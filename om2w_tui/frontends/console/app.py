@@ -137,7 +137,7 @@ class ConsoleApp(App[int]):
         except OSError as e:
             self.notify(f"could not remember this launch: {e}", severity="warning")
         self._tasks = {t.task_id: t.confirmed_task for t in pre.tasks}
-        self.dashboard = DashboardScreen(Path(cfg.out).name or str(cfg.out), len(pre.tasks))
+        self.dashboard = DashboardScreen(Path(cfg.out).name or str(cfg.out), len(pre.tasks), out=Path(cfg.out))
         self.sink.target = self.dashboard
         if isinstance(self.screen, LaunchScreen):
             self.switch_screen(self.dashboard)
@@ -168,24 +168,31 @@ class ConsoleApp(App[int]):
     def on_open_report(self, _: OpenReport) -> None:
         self.open_report()
 
-    def open_episode(self, task_id: str, record: EpisodeRecord | None) -> None:
+    def open_episode(self, task_id: str, record: EpisodeRecord | None, lane: str = "") -> None:
+        """The view of `task_id`'s episode (`lane`: a campaign's lane, whose run folder holds it)."""
         out = Path(self.pre.config.out) if self.pre is not None else self.report_out
+        board = self.dashboard.board if self.dashboard is not None else None
+        if lane and board is not None:
+            out = board.out_of(lane) or (out / lane if out is not None else None)
         if out is None:
             return
+        # running: on a slot now (in a campaign, on a slot of its lane: another arm may run the same task)
         running = self.dashboard is not None and any(
-            s.task_id == task_id for s in self.dashboard.state.slots.values())
+            s.task_id == task_id and (not lane or board is None or board.slot_lane.get(s.slot) == lane)
+            for s in self.dashboard.state.slots.values())
         folder = out / task_id
         if record is not None and self.dashboard is not None:
             # an earlier attempt's files were moved to <task>/attempts/<n> when the next one began
             attempt = record.attempt
             later = running or any(r.attempt > attempt and r.task_id == task_id
-                                   for r in self.dashboard.known_records())
+                                   for r in self.dashboard.known_records(lane))
             folder = attempt_folder(out, task_id, attempt, latest=not later)
         self.push_screen(EpisodeScreen(folder, task_id, record=record, task_text=self._tasks.get(task_id, ""),
-                                       renderer=self.image_renderer, running=running and record is None))
+                                       renderer=self.image_renderer, running=running and record is None,
+                                       lane=lane, lane_label=board.label(lane) if lane and board else ""))
 
     def on_open_episode(self, m: OpenEpisode) -> None:
-        self.open_episode(m.task_id, m.record)
+        self.open_episode(m.task_id, m.record, m.lane)
 
     def on_start_run(self, m: StartRun) -> None:
         self.start_run(m.pre, m.values)
@@ -198,7 +205,7 @@ class ConsoleApp(App[int]):
     def start_attached(self, remote: RemoteRun) -> None:
         """Open the dashboard on the run `remote` reaches and follow it; its folder serves the episode views."""
         self.report_out = remote.out
-        self.dashboard = DashboardScreen(remote.out.name or str(remote.out), 0)
+        self.dashboard = DashboardScreen(remote.out.name or str(remote.out), 0, out=remote.out)
         self.sink.target = self.dashboard
         self.push_screen(self.dashboard)
         self.call_after_refresh(self._load_earlier_records, remote.out)
@@ -345,6 +352,8 @@ class ConsoleApp(App[int]):
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """The screen's commands that apply, then the app's (Stop the run, Quit), then Textual's but its Quit."""
         yield from palette_of(screen)
+        if isinstance(screen, DashboardScreen):
+            yield from screen.lane_commands()
         yield from self.COMMAND_TABLE.palette(self)
         for cmd in super().get_system_commands(screen):
             if cmd.title != "Quit":

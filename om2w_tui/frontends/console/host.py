@@ -44,10 +44,12 @@ class ConsoleHost(Protocol):
 
 @dataclass
 class OpenEpisode(Message):
-    """Open the view of `task_id`'s episode (`record`: its finished attempt; None while it runs)."""
+    """Open the view of `task_id`'s episode (`record`: its finished attempt; None while it runs; `lane`: a
+    campaign's lane it ran in, "" in a plain run)."""
 
     task_id: str
     record: EpisodeRecord | None
+    lane: str = ""
 
 
 class OpenReport(Message):

@@ -24,10 +24,12 @@ class EngineEvent(Message):
 
 @dataclass(frozen=True)
 class EpisodeChange:
-    """What the app's episode signal carries: a step of `task_id`'s episode (`record` None), or its end."""
+    """What the app's episode signal carries: a step of `task_id`'s episode (`record` None), or its end; `lane`: a
+    campaign's lane it ran in ("" in a plain run)."""
 
     task_id: str
     record: EpisodeRecord | None = None
+    lane: str = ""
 
 
 @dataclass

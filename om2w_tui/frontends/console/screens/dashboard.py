@@ -15,9 +15,12 @@ and finding that out reads the selected slot once."""
 from __future__ import annotations
 
 import time
+from functools import partial
+from pathlib import Path
 from typing import Any, ClassVar, assert_never, cast
 
-from textual.app import ComposeResult
+from textual import work
+from textual.app import ComposeResult, SystemCommand
 from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.timer import Timer
@@ -37,14 +40,17 @@ from om2w_tui.engine.events import (
     RunStarted,
     SlotChanged,
 )
-from om2w_tui.engine.results import EpisodeRecord
+from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.engine.settings import clamp_workers, unpaced
+from om2w_tui.frontends.console.campaign_board import CampaignBoard
 from om2w_tui.frontends.console.commands import Command, CommandTable
 from om2w_tui.frontends.console.host import ConsoleHost, OpenEpisode, OpenReport, SnapshotWanted
 from om2w_tui.frontends.console.messages import EngineEvent, EpisodeChange, SnapshotTaken
 from om2w_tui.frontends.console.redraw_pace import RedrawPace
+from om2w_tui.frontends.console.screens.compare import ComparisonScreen
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
 from om2w_tui.frontends.console.widgets.keyed_table import KeyedTable
+from om2w_tui.frontends.console.widgets.lanes_bar import LanesBar
 from om2w_tui.frontends.console.widgets.model_bar import ModelBar
 from om2w_tui.frontends.console.widgets.panels import EpisodesTable, SitesTable, SlotsTable, StepsLog
 from om2w_tui.frontends.console.widgets.run_header import RunHeader
@@ -101,12 +107,26 @@ class DashboardScreen(Screen[None]):
         Command("R", "open_report", "Report", "Open the report",
                 "Success by level and site, statuses, medians, errors and failures", id="open-report",
                 key_display="R", show=False),
+        # a campaign's: its arms compared, and pausing one arm (the selected slot's lane) alone
+        Command("c", "compare", "Compare", "Compare the arms",
+                "Each arm's rate, the paired difference and McNemar, the tasks only one solved, the pairing gaps",
+                lambda s: s.board.active, id="compare"),
+        Command("a", "pause_lane", "Pause arm", "Pause the selected slot's arm",
+                "Start none of its lane's units until resumed (its running episodes go on; the other arms go on)",
+                lambda s: s.can_pause_lane(True), id="pause-lane"),
+        Command("a", "resume_lane", "Resume arm", "Resume the selected slot's arm", "Start its lane's units again",
+                lambda s: s.can_pause_lane(False), id="resume-lane"),
     )
     BINDINGS = COMMAND_TABLE.bindings()
+    board: CampaignBoard
 
-    def __init__(self, name: str, total: int):
+    def __init__(self, name: str, total: int, out: Path | None = None):
         super().__init__()
         self.state: RunState = RunState(name=name, total=total)
+        # a campaign's lanes (nothing of it shows in a plain run); `out`: the campaign's folder, its lanes' beside
+        self.board = CampaignBoard(campaign_out=Path(out) if out is not None else None)
+        self._campaign_shown = False
+        self._record_lane: dict[str, str] = {}   # the lane of each finished attempt's row (EpisodesTable.key_of)
         self.steps_scope: str = "all"
         self._shown_task: str | None = None
         self._snapshot_timer: Timer | None = None
@@ -129,6 +149,7 @@ class DashboardScreen(Screen[None]):
     # ── layout ─────────────────────────────────────────────
     def compose(self) -> ComposeResult:
         yield RunHeader(self.state.name, self.state.total, id="run-header")
+        yield LanesBar(id="lanes-bar")
         yield ModelBar(id="model-bar")
         with Horizontal(id="top-row"):
             slots = SlotsTable(id="slots", classes="panel")
@@ -195,7 +216,8 @@ class DashboardScreen(Screen[None]):
         now = self.now()
         with self.app.batch_update():
             self._flush_panels()
-            self.query_one(RunHeader).show(self.state, now, self.wide)
+            self.query_one(RunHeader).show(self.state, now, self.wide, campaign=self.board.active)
+            self.query_one(LanesBar).show(self.board, self.wide)
             self.query_one(ModelBar).show(self.state.model, self.wide)
             slots = self.query_one(SlotsTable)
             for sid in sorted(self._slots_due):
@@ -216,7 +238,8 @@ class DashboardScreen(Screen[None]):
             for table in self.query(KeyedTable):
                 table.set_wide(self.wide)
             self._fit_top_row()
-            self.query_one(RunHeader).show(self.state, now, self.wide)
+            self.query_one(RunHeader).show(self.state, now, self.wide, campaign=self.board.active)
+            self.query_one(LanesBar).show(self.board, self.wide)
             self.query_one(ModelBar).show(self.state.model, self.wide)
             slots = self.query_one(SlotsTable)
             slots.show(self.state, now)
@@ -311,11 +334,18 @@ class DashboardScreen(Screen[None]):
 
     def _slot_changed(self, ev: SlotChanged) -> None:
         self.state.slot_changed(ev)
+        if ev.state == "retired":
+            self.board.slot_retired(ev.slot)
+        else:
+            self.board.slot_changed(ev.slot, ev.lane)
+            self._campaign_seen()
         self.render_soon(ev.slot)
         self.refresh_commands()
 
     def _episode_started(self, ev: EpisodeStarted) -> None:
         self.state.episode_started(ev)
+        self.board.slot_changed(ev.slot, ev.lane)
+        self._campaign_seen()
         again = f" (attempt {ev.attempt})" if ev.attempt > 1 else ""
         self._log_all(ev.slot, ev.task_id, [f"▶ started on {ev.site}{again}"])
         if self.steps_scope == "selected" and self._selected_task() == ev.task_id:
@@ -329,7 +359,7 @@ class DashboardScreen(Screen[None]):
         if self.steps_scope == "selected" and self._shown_task == ev.task_id:
             self.query_one(StepsLog).add_lines(lines)
         self.render_soon(ev.slot)
-        self.host.episode_signal.publish(EpisodeChange(ev.task_id))
+        self.host.episode_signal.publish(EpisodeChange(ev.task_id, lane=self.board.slot_lane.get(ev.slot, "")))
 
     def _model_call(self, ev: EpisodeModelCall) -> None:
         before = self.state.slots.get(ev.slot)
@@ -341,6 +371,10 @@ class DashboardScreen(Screen[None]):
     def _episode_finished(self, ev: EpisodeFinished) -> None:
         rec = ev.record
         self.state.episode_finished(ev)
+        if ev.lane:
+            self.board.finished(ev.lane, rec)
+            self._record_lane[EpisodesTable.key_of(rec)] = ev.lane
+            self._campaign_seen()
         self._add_records([rec])
         self._log_all(ev.slot, rec.task_id, [finish_line(rec)])
         if self.steps_scope == "selected" and self._shown_task == rec.task_id:
@@ -348,7 +382,7 @@ class DashboardScreen(Screen[None]):
         self.render_soon(ev.slot)
         self.refresh_commands()
         self.snapshot_soon()
-        self.host.episode_signal.publish(EpisodeChange(rec.task_id, rec))
+        self.host.episode_signal.publish(EpisodeChange(rec.task_id, rec, ev.lane))
 
     def _put_back(self, ev: EpisodePutBack) -> None:
         self.state.episode_put_back(ev)
@@ -386,6 +420,11 @@ class DashboardScreen(Screen[None]):
 
     def on_snapshot_taken(self, m: SnapshotTaken) -> None:
         self.state.apply_snapshot(m.snapshot, m.taken_at)
+        for row in self.board.snapshot(m.snapshot):
+            out = self.board.out_of(row.name)
+            if out is not None:   # a resumed lane's attempts from before this run
+                self._read_lane_records(row.name, out)
+        self._campaign_seen()
         self._sites_due = True
         self.render_soon()
 
@@ -412,8 +451,10 @@ class DashboardScreen(Screen[None]):
         """Attempts finished in this folder before this run (the table skips any it has already)."""
         self._add_records(records)
 
-    def known_records(self) -> list[EpisodeRecord]:
-        return list(self.query_one(EpisodesTable).records.values())
+    def known_records(self, lane: str = "") -> list[EpisodeRecord]:
+        """The finished attempts the Episodes table holds (of `lane` only, where given: a campaign's)."""
+        records = self.query_one(EpisodesTable).records
+        return [r for k, r in records.items() if not lane or self._record_lane.get(k) == lane]
 
     def _add_records(self, records: list[EpisodeRecord]) -> None:
         table = self.query_one(EpisodesTable)
@@ -421,11 +462,97 @@ class DashboardScreen(Screen[None]):
         table.add_records(records)
         self.render_soon(rows=False)
 
+    # ── a campaign ─────────────────────────────────────────
+    def _campaign_seen(self) -> None:
+        """The first event or snapshot that names a lane turns the campaign's views on (the slots' lane column)."""
+        if self._campaign_shown or not self.board.active:
+            return
+        self._campaign_shown = True
+        if self._slots is not None:
+            self._slots.show_lanes(self.board)
+            self.query_one(EpisodesTable).show_lanes(self.board, self._record_lane)
+        self.render_soon()
+        self.refresh_commands()
+
+    @work(thread=True, group="lane-records", exit_on_error=False)
+    def _read_lane_records(self, lane: str, out: Path) -> None:
+        try:
+            records = read_results(out).episode_records() if out.is_dir() else []
+        except OSError:
+            records = []
+        if records:
+            self.app.call_from_thread(self._lane_records_read, lane, records)
+
+    def _lane_records_read(self, lane: str, records: list[EpisodeRecord]) -> None:
+        self.board.earlier(lane, records)
+        for rec in records:
+            self._record_lane.setdefault(EpisodesTable.key_of(rec), lane)
+        self._add_records(records)
+
+    def selected_lane(self) -> str:
+        """The lane of the selected slot's episode (or of its last one); "" with none."""
+        slot = self._selected_slot()
+        return self.board.slot_lane.get(slot.slot, "") if slot is not None else ""
+
+    def can_pause_lane(self, paused: bool) -> bool:
+        """`a` pauses (resumes) the selected slot's arm, every repeat of it: the run is live, takes lane commands,
+        and a lane of that arm runs (is paused)."""
+        lane = self.selected_lane()
+        if not lane or not self.live:
+            return False
+        rows = [self.board.rows[n] for n in self.board.lanes_of_arm(self.board.arm_of(lane))]
+        # before the first snapshot names the lanes: its lane runs (the events said so), so it may be paused
+        return any(row.paused != paused for row in rows) if rows else paused
+
+    def _pause_lanes(self, lanes: list[str], paused: bool, label: str) -> None:
+        if not lanes or self.control is None:
+            return
+        if all([self.control.pause_lane(lane, paused) for lane in lanes]):   # each lane asked, whatever the others said
+            self._after_command(f"{label}: {'paused: none of its units starts until resumed' if paused else 'resumed'}")
+        else:
+            self.notify(f"{label}: not a lane of this run", severity="warning")
+
+    def _pause_arm(self, paused: bool) -> None:
+        lane = self.selected_lane()
+        arm = self.board.arm_of(lane)
+        self._pause_lanes(self.board.lanes_of_arm(arm) or [lane], paused, arm)
+
+    def action_pause_lane(self) -> None:
+        self._pause_arm(True)
+
+    def action_resume_lane(self) -> None:
+        self._pause_arm(False)
+
+    def action_compare(self) -> None:
+        self.app.push_screen(ComparisonScreen(self.board, self.state.name))
+
+    def lane_commands(self) -> list[SystemCommand]:
+        """The palette's entries to pause or resume each arm by name (any, not only the selected slot's), and each
+        repeat alone where the arms repeat."""
+        if not self.live:
+            return []
+        found = []
+        arms = {row.arm: self.board.lanes_of_arm(row.arm) for row in self.board.rows.values()}
+        for arm, lanes in arms.items():
+            paused = all(self.board.rows[n].paused for n in lanes)
+            found.append(SystemCommand(f"{'Resume' if paused else 'Pause'} arm {arm}",
+                                       f"{'Start' if paused else 'Hold'} its units (every repeat)"
+                                       + ("" if paused else "; its running episodes go on"),
+                                       partial(self._pause_lanes, lanes, not paused, arm)))
+            for name in lanes if len(lanes) > 1 else ():
+                paused = self.board.rows[name].paused
+                found.append(SystemCommand(f"{'Resume' if paused else 'Pause'} {self.board.label(name)} alone",
+                                           f"{'Start' if paused else 'Hold'} the units of lane {name} only",
+                                           partial(self._pause_lanes, [name], not paused, self.board.label(name))))
+        return found
+
     # ── steps panel ────────────────────────────────────────
     def _log_all(self, slot: int | None, task_id: str | None, lines: list[str]) -> None:
         if self.steps_scope != "all" or not lines:
             return
-        prefix = f"[{slot}] {clip(task_id, 32)} " if slot is not None else ""
+        lane = self.board.slot_lane.get(slot, "") if slot is not None else ""
+        where = f"{slot} {self.board.label(lane)}" if lane else f"{slot}"   # a campaign's: which arm's run of the task
+        prefix = f"[{where}] {clip(task_id, 32)} " if slot is not None else ""
         self.query_one(StepsLog).add_lines([prefix + lines[0], *lines[1:]])
 
     def _selected_slot(self) -> SlotView | None:
@@ -568,18 +695,24 @@ class DashboardScreen(Screen[None]):
     def action_open_episode(self) -> None:
         self._open(self.focused)
 
-    def _row_task(self, widget: Any) -> tuple[str, EpisodeRecord | None] | None:
-        """(task id, its record if finished) of the row under the cursor of `widget` (else of the Slots table)."""
+    def _row_task(self, widget: Any) -> tuple[str, EpisodeRecord | None, str] | None:
+        """(task id, its record if finished, its lane) of the row under the cursor of `widget` (else of the Slots
+        table)."""
         if isinstance(widget, EpisodesTable):
             key = widget.cursor_key()
             rec = widget.records.get(key) if key else None
-            return (rec.task_id, rec) if rec else None
+            return (rec.task_id, rec, self._record_lane.get(key or "", "")) if rec else None
         task = self._selected_task()
         if not task:
             return None
-        latest = next((r for r in reversed(self.state.records) if r.task_id == task), None)
-        running = any(s.task_id == task for s in self.state.slots.values())
-        return task, (None if running else latest)
+        lane = self.selected_lane()
+        if lane:
+            latest = self.board.latest.get(lane, {}).get(task)
+            running = self.selected_state() is not None
+        else:
+            latest = next((r for r in reversed(self.state.records) if r.task_id == task), None)
+            running = any(s.task_id == task for s in self.state.slots.values())
+        return task, (None if running else latest), lane
 
     def _open(self, widget: Any) -> None:
         found = self._row_task(widget)

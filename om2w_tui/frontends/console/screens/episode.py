@@ -83,8 +83,10 @@ class EpisodeScreen(Screen[None]):
     BINDINGS = COMMAND_TABLE.bindings()
 
     def __init__(self, folder: Path, task_id: str, *, record: EpisodeRecord | None = None, task_text: str = "",
-                 renderer: str = "auto", running: bool = False):
+                 renderer: str = "auto", running: bool = False, lane: str = "", lane_label: str = ""):
         super().__init__()
+        self.lane = lane                     # a campaign's lane the episode ran in ("" in a plain run)
+        self.lane_label = lane_label or lane   # as its title says it: the arm, and the repeat where there are several
         self.folder = folder
         self.task_id = task_id
         self.record = record
@@ -117,7 +119,7 @@ class EpisodeScreen(Screen[None]):
             signal.subscribe(self, self._episode_changed, immediate=True)
 
     def _episode_changed(self, change: EpisodeChange) -> None:
-        if change.task_id == self.task_id:
+        if change.task_id == self.task_id and change.lane == self.lane:   # another arm's run of the task is not this
             self.reload(change.record, running=change.record is None)
 
     # ── loading (in a thread: files can be large, the disk slow) ──
@@ -155,6 +157,8 @@ class EpisodeScreen(Screen[None]):
         actions = [a for step in steps for a in step.actions]
         title = Text()
         title.append(self.task_id, style="bold")
+        if self.lane_label:
+            title.append(f"  · {self.lane_label}", style="bold magenta")
         if self.running:
             title.append("  running", style="green")
         elif rec is not None:

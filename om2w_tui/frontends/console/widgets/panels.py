@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from textual.widgets import Log
 
 from om2w_tui.benchmarks.episode_folder import no_answer
 from om2w_tui.engine.results import EpisodeRecord
+from om2w_tui.frontends.console.campaign_board import CampaignBoard
 from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable, Styled
 from om2w_tui.frontends.formatting import clip, clip_left, clock_text, countdown_text
 from om2w_tui.frontends.run_state import RunState
@@ -30,9 +31,27 @@ class SlotsTable(KeyedTable):
     SlotsTable { height: auto; max-height: 12; }
     """
     LAZY = True
-    COLUMNS = (Col("slot", "slot", 4), Col("task", "task", 21, 30), Col("site", "site", 13, 20),
+    COLUMNS: Sequence[Col] = (Col("slot", "slot", 4), Col("task", "task", 21, 30), Col("site", "site", 13, 20),
                Col("level", "level", 6), Col("step", "step", 5, 7), Col("elapsed", "time", 5, 7),
                Col("state", "state", 8))
+    LANE = Col("lane", "arm", 8, 10)     # a campaign's: the lane of the slot's episode
+    # its room (with a cell's padding) taken from the task's and the site's, so the table stays as wide
+    NARROWER = {"task": (5, 6), "site": (5, 6)}
+
+    lanes: CampaignBoard | None = None
+
+    def show_lanes(self, board: CampaignBoard) -> None:
+        """A campaign: the slots show their episode's lane (its arm, and its repeat where there are several)."""
+        if self.lanes is None:
+            self.lanes = board
+            cut = self.NARROWER
+            self.COLUMNS = (self.COLUMNS[0], self.LANE, *[
+                Col(c.key, c.label, c.width - cut[c.key][0], (c.wide or c.width) - cut[c.key][1])
+                if c.key in cut else c for c in self.COLUMNS[1:]])
+            self.clear(columns=True)
+            self._cells.clear()
+            self._wanted.clear()
+            self._add_columns()
 
     def show(self, state: RunState, now: float) -> None:
         self.sync({str(sid): self._slot_cells(state, sid, now) for sid in sorted(state.slots)})
@@ -51,6 +70,12 @@ class SlotsTable(KeyedTable):
         if busy and s.model_error:
             shown = Styled(f"!{kind_short(s.model_error)}", "red")
         step = (f"{s.step}/{s.max_steps}" if s.max_steps else str(s.step)) if busy else ""
+        if self.lanes is not None:
+            lane = self.lanes.slot_lane.get(sid, "")
+            return (str(sid), clip(self.lanes.label(lane), self.width_of("lane")) if busy and lane else "",
+                    clip(s.task_id, task_w) if busy else "-", clip_left(s.site, site_w) if busy else "",
+                    (s.level or "") if busy else "", step,
+                    clock_text(now - s.started_at) if busy and s.started_at else "", shown)
         return (str(sid), clip(s.task_id, task_w) if busy else "-", clip_left(s.site, site_w) if busy else "",
                 (s.level or "") if busy else "", step,
                 clock_text(now - s.started_at) if busy and s.started_at else "", shown)
@@ -90,9 +115,10 @@ class EpisodesTable(KeyedTable):
     DEFAULT_CSS = """
     EpisodesTable { height: 1fr; }
     """
-    COLUMNS = (Col("n", "#", 3, 4), Col("task", "task", 22, 34), Col("status", "status", 7, 11), Col("ok", "ok", 2),
-               Col("steps", "steps", 5), Col("actions", "acts", 4), Col("shots", "shots", 5),
-               Col("secs", "secs", 5), Col("answer", "answer", 60, 68))
+    COLUMNS: Sequence[Col] = (
+        Col("n", "#", 3, 4), Col("task", "task", 22, 34), Col("status", "status", 7, 11), Col("ok", "ok", 2),
+        Col("steps", "steps", 5), Col("actions", "acts", 4), Col("shots", "shots", 5), Col("secs", "secs", 5),
+        Col("answer", "answer", 60, 68))
     MAX_ROWS = 2000
 
     def __init__(self, **kw: Any):
@@ -102,6 +128,19 @@ class EpisodesTable(KeyedTable):
         self._number: dict[str, int] = {}             # each key's "#": its place among every attempt taken
         self._taken = 0
         self._pending: list[str] = []                 # keys taken, their rows not added yet
+        self.lane_of: dict[str, str] | None = None   # a campaign's: each key's lane (its arm column)
+        self._board: CampaignBoard | None = None
+
+    def show_lanes(self, board: CampaignBoard, lane_of: dict[str, str]) -> None:
+        """A campaign: an arm column, each row's from `lane_of` (key -> lane), named as `board` names lanes."""
+        if self.lane_of is None:
+            self.lane_of, self._board = lane_of, board
+            lane = SlotsTable.LANE    # its room taken from the answer's, so the table stays as wide
+            self.COLUMNS = (self.COLUMNS[0], lane, *[
+                Col(c.key, c.label, c.width - lane.width, (c.wide or c.width) - (lane.wide or lane.width))
+                if c.key == "answer" else c for c in self.COLUMNS[1:]])
+            self.wide = not self.wide      # rebuilt as a change of width rebuilds it, at the width it has
+            self.set_wide(not self.wide)
 
     @staticmethod
     def key_of(rec: EpisodeRecord) -> str:
@@ -163,6 +202,12 @@ class EpisodesTable(KeyedTable):
         ok: str | Styled = ""
         if rec.correct is not None and rec.settles:
             ok = Styled("✓", "green") if rec.correct else Styled("✗", "red")
+        if self.lane_of is not None and self._board is not None:
+            lane = self.lane_of.get(self.key_of(rec), "")
+            return (str(n), clip(self._board.label(lane), self.width_of("lane")), clip(rec.task_id, task_w),
+                    styled(status, STATUS_STYLE, rec.status), ok, str(rec.steps), str(rec.actions),
+                    str(rec.screenshots), f"{rec.duration_s:.0f}",
+                    clip(rec.agents_answer or why or no_answer(rec.status), answer_w))
         return (str(n), clip(rec.task_id, task_w), styled(status, STATUS_STYLE, rec.status), ok,
                 str(rec.steps), str(rec.actions), str(rec.screenshots),
                 f"{rec.duration_s:.0f}", clip(rec.agents_answer or why or no_answer(rec.status), answer_w))

@@ -66,7 +66,9 @@ class RunHeader(Horizontal):
         yield Label("", id="run-stats")
         yield Label("", id="run-badge")
 
-    def show(self, state: RunState, now: float, wide: bool) -> None:
+    def show(self, state: RunState, now: float, wide: bool, campaign: bool = False) -> None:
+        """`campaign`: the run's lanes are shown under it, each with its own rate (the arms' verdicts are not summed
+        into one rate here)."""
         self._state = state
         total = state.total or self._total
         done = state.done
@@ -78,7 +80,7 @@ class RunHeader(Horizontal):
         rate_text = f"{rate:.0f}/h" if rate is not None else "-/h"
         eta_text = "-" if eta is None else clock_text(eta)
         # the rates so far before the clock: where the line is cut, the verdicts stay
-        success = "".join(f"{part} · " for part in self.success_text(wide))
+        success = "" if campaign else "".join(f"{part} · " for part in self.success_text(wide))
         eta_part = f"ETA {eta_text} · " if state.phase in ("starting", "running") else ""
         if wide:
             stats = (f"{done}/{total} done · {state.running} running · {state.errors} errors · {success}"

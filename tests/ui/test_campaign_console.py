@@ -1,0 +1,225 @@
+"""The console on a campaign (several arms, each a lane with its own run folder), driven by a recorded campaign and
+the fake run: the slots' lane, the lanes' line under the header, pausing one arm, the comparison screen and its
+numbers, the episode view of a lane; and a plain run, which shows none of it."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import time
+
+from rich.console import Console
+
+from om2w_tui.engine.events import EpisodeFinished, LaneRow
+from om2w_tui.evaluation.outcomes import RULE_ALL, RULE_EXECUTABLE
+from om2w_tui.frontends.console.campaign_board import CampaignBoard
+from om2w_tui.frontends.console.screens.compare import ComparisonScreen
+from om2w_tui.frontends.console.screens.episode import EpisodeScreen
+from om2w_tui.frontends.console.widgets.comparison import ComparisonPanel, comparison_renderable
+from om2w_tui.frontends.console.widgets.lanes_bar import LanesBar
+from om2w_tui.frontends.console.widgets.panels import EpisodesTable, SlotsTable, StepsLog
+
+from . import recorded as R
+from . import recorded_campaign as C
+from .pilots import build, cells, feed, shown_keys
+from .pilots import settle_episode as settle
+
+
+def text_of(widget) -> str:
+    return str(widget.render())
+
+
+def panel_text(screen) -> str:
+    """The comparison panel's text as it shows it now (its last comparison drawn)."""
+    panel = screen.query_one(ComparisonPanel)
+    console = Console(width=200, file=io.StringIO())
+    console.print(comparison_renderable(panel._shown))
+    return console.file.getvalue()
+
+
+def lane_part(app, name: str) -> str:
+    """What the lanes' line says of one lane."""
+    parts = [p.strip() for p in text_of(app.screen.query_one(LanesBar)).split("│")]
+    return next(p for p in parts if p.startswith(f"{name} "))
+
+
+async def test_slots_show_each_episodes_arm_and_the_header_each_lanes_progress(tmp_path):
+    app, clock, _, out = C.build_campaign(tmp_path, guard="context_length: 3 of the last 4 calls failed")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await C.feed_campaign(pilot, app, clock, out)
+        slots = app.screen.query_one(SlotsTable)
+        assert [c.label.plain for c in slots.columns.values()][:3] == ["slot", "arm", "task"]
+        assert cells(slots, "0")[:2] == ["0", "base"] and cells(slots, "0")[-1] == "running"   # the state still shows
+        assert cells(slots, "1")[:3] == ["1", "agent", C.BOOK_T]
+        bar = app.screen.query_one(LanesBar)
+        assert bar.display
+        line = text_of(bar)
+        assert "base 3/6" in line and "agent 2/6" in line
+        assert "correct 2/3 67%" in line
+        assert "HELD: context_length: 3 of the last 4 calls failed" in line
+        episodes = app.screen.query_one(EpisodesTable)
+        assert sorted((cells(episodes, k)[1], r.task_id) for k, r in episodes.records.items())[:2] == [
+            ("agent", C.SHOP_T), ("agent", C.WIKI_T)]
+        steps = "\n".join(app.screen.query_one(StepsLog).lines)   # which arm's run of a task each line is
+        assert f"[1 agent] {C.SHOP_T} = done" in steps and f"[0 base] {C.SHOP_T} = done" in steps
+        # the header's own rate would sum both arms' verdicts: it leaves them to the lanes' line
+        assert "correct" not in text_of(app.screen.query_one("#run-stats"))
+
+
+async def test_repeats_are_named_with_their_arm(tmp_path):
+    board = CampaignBoard()
+    board.rows = {"base": LaneRow("base", "base", 1), "base-r2": LaneRow("base-r2", "base", 2)}
+    assert board.label("base") == "base r1" and board.label("base-r2") == "base r2"
+    board.rows = {"base": LaneRow("base", "base", 1), "agent": LaneRow("agent", "agent", 1)}
+    assert board.label("agent") == "agent"
+
+
+async def test_a_pauses_and_resumes_the_selected_slots_arm(tmp_path):
+    app, clock, stub, out = C.build_campaign(tmp_path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await C.feed_campaign(pilot, app, clock, out)
+        assert shown_keys(app)["pause_lane"] == "Pause arm" and "resume_lane" not in shown_keys(app)
+        await pilot.press("down", "a")            # slot 1 runs agent's unit
+        assert stub.commands == [("pause_lane", "agent", True)]
+        for _ in range(40):       # the snapshot the key asked for says the lane is paused
+            await pilot.pause(0.05)
+            if lane_part(app, "agent").endswith("PAUSED"):
+                break
+        assert lane_part(app, "agent").endswith("· PAUSED") and "PAUSED" not in lane_part(app, "base")
+        assert shown_keys(app)["resume_lane"] == "Resume arm"
+        await pilot.press("up")                   # base's slot: its arm runs, `a` pauses it
+        assert "pause_lane" in shown_keys(app)
+        await pilot.press("down", "a")
+        assert stub.commands[-1] == ("pause_lane", "agent", False)
+        # the palette offers every lane by name
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Pause arm base" in titles and "Compare the arms" in titles
+        assert "Pause the selected slot's arm" in titles or "Resume the selected slot's arm" in titles
+
+
+async def test_a_pauses_every_repeat_of_the_arm_and_the_palette_each_repeat_alone(tmp_path):
+    app, clock, stub, out = C.build_campaign(tmp_path)
+    more = (LaneRow("base-r2", "base", 2, str(out / "base-r2"), total=6),
+            LaneRow("agent-r2", "agent", 2, str(out / "agent-r2"), total=6))
+    stub.base = dataclasses.replace(stub.base, lanes=stub.base.lanes + more)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await C.feed_campaign(pilot, app, clock, out)
+        assert cells(app.screen.query_one(SlotsTable), "1")[1] == "agent r1"
+        await pilot.press("down", "a")
+        assert stub.commands == [("pause_lane", "agent", True), ("pause_lane", "agent-r2", True)]
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Pause base r2 alone" in titles and "Pause arm base" in titles
+
+
+async def test_the_comparison_screen_shows_both_rules_the_paired_test_and_follows_new_episodes(tmp_path):
+    app, clock, _, out = C.build_campaign(tmp_path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await C.feed_campaign(pilot, app, clock, out)
+        await pilot.press("c")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ComparisonScreen)
+        c = screen.board.comparison()
+        assert c.measure is not None and c.measure.kind == "reference"
+        rates = {a.label: a.counts for a in c.arms}
+        assert (rates["base"].success, rates["base"].failure) == (2, 1)
+        assert (rates["agent"].success, rates["agent"].failure) == (1, 1)
+        tests = {t.rule: t for t in c.tests}
+        assert set(tests) == {RULE_ALL, RULE_EXECUTABLE}
+        t = tests[RULE_ALL]
+        # on the two tasks both arms have: agent solved the wiki one only, base the shop one only
+        assert (t.a, t.b, t.difference.n) == ("agent", "base", 2)
+        assert t.only_a_tasks == (C.WIKI_T,) and t.only_b_tasks == (C.SHOP_T,)
+        assert t.difference.difference == 0.0 and t.difference.p == 1.0
+        shown = panel_text(screen)
+        assert "measure: reference answers" in shown
+        assert "median 1:35 · p90 1:40 · worst 1:40 (2 tasks)" in shown
+        assert "2/3 67% [21-94]" in shown            # base's rate and its Wilson interval
+        assert f"only agent solved (1): {C.WIKI_T}" in shown
+        # a unit ends while the screen is shown: the next refresh counts it
+        app.sink.handle(EpisodeFinished(1, C.rec("agent", C.BOOK_T, R.BOOKING, False, R.T0), lane="agent"))
+        for _ in range(60):
+            await pilot.pause(0.05)
+            if "only base solved (2)" in panel_text(screen):
+                break
+        assert f"only base solved (2): {C.SHOP_T}, {C.BOOK_T}" in panel_text(screen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ComparisonScreen)
+
+
+async def test_the_episode_view_of_a_slot_reads_its_lanes_folder_and_says_its_arm(tmp_path):
+    app, clock, _, out = C.build_campaign(tmp_path)
+    R.write_episode(out / "agent", C.BOOK_T)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await C.feed_campaign(pilot, app, clock, out)
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        view = app.screen
+        assert isinstance(view, EpisodeScreen)
+        assert view.folder == out / "agent" / C.BOOK_T and view.running
+        assert "· agent" in text_of(view.query_one("#ep-title"))
+        # base's run of the same task ending does not change agent's view
+        app.sink.handle(EpisodeFinished(0, C.rec("base", C.BOOK_T, R.BOOKING, False, R.T0 + 1), lane="base"))
+        await settle(pilot)
+        assert view.running and view.record is None
+
+
+async def test_a_plain_run_shows_nothing_of_a_campaign(tmp_path):
+    app, clock, _ = build(tmp_path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await feed(pilot, app, clock)
+        assert not app.screen.query_one(LanesBar).display
+        slots = app.screen.query_one(SlotsTable)
+        assert "arm" not in [c.label.plain for c in slots.columns.values()]
+        assert not {"compare", "pause_lane", "resume_lane"} & shown_keys(app).keys()
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert not [t for t in titles if "arm" in t]
+        await pilot.press("c", "a")
+        assert app.screen is app.dashboard
+
+
+def test_the_comparison_of_600_units_is_cheap_and_computed_again_only_on_change():
+    """2 arms x 300 tasks: what the panel costs a second while shown (measured on the CI machine: ~1-3 ms)."""
+    board = CampaignBoard()
+    board.rows = {"base": LaneRow("base", "base", 1), "agent": LaneRow("agent", "agent", 1)}
+    for i in range(300):
+        for lane, ok in (("base", i % 3 == 0), ("agent", i % 2 == 0)):
+            board.finished(lane, dataclasses.replace(C.rec(lane, f"t{i:03}", R.SHOP, ok, R.T0 + i)))
+    began = time.perf_counter()
+    c = board.comparison()
+    took = time.perf_counter() - began
+    assert {a.label: a.counts.success for a in c.arms} == {"base": 100, "agent": 150}
+    assert took < 0.25, f"the comparison of 600 units took {took * 1000:.0f} ms"
+    assert board.comparison() is c            # nothing changed: not computed again
+    comparison_renderable(c)
+    board.finished("base", C.rec("base", "t000", R.SHOP, False, R.T0 + 999))
+    assert board.comparison() is not c
+
+
+def judge_file(folder, verdicts: dict[str, bool], model: str = "o4-mini") -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"om2w-tui_WebJudge_Online_Mind2Web_eval_{model}_score_threshold_3_auto_eval_results.json"
+    path.write_text("".join(json.dumps({"task_id": t, "predicted_label": int(v)}) + "\n" for t, v in verdicts.items()))
+
+
+def test_the_comparison_reads_one_measure_on_every_lane_a_live_judge_where_every_lane_has_the_same(tmp_path):
+    board = CampaignBoard(campaign_out=tmp_path)
+    board.rows = {"base": LaneRow("base", "base", 1), "agent": LaneRow("agent", "agent", 1)}
+    for lane in ("base", "agent"):    # the reference answers: every task correct in both
+        for t in ("t1", "t2"):
+            board.finished(lane, C.rec(lane, t, R.SHOP, True, R.T0))
+    assert board.comparison(now=0).measure.kind == "reference"
+    judge_file(tmp_path / "base", {"t1": False, "t2": False})
+    # one lane judged only: the judge is not common, both sides stay on the reference answers
+    c = board.comparison(now=100)
+    assert c.measure.kind == "reference" and {a.counts.success for a in c.arms} == {2}
+    judge_file(tmp_path / "agent", {"t1": True, "t2": False}, model="gpt-4o")
+    assert board.comparison(now=200).measure.kind == "reference"    # another judge model: not the same measure
+    judge_file(tmp_path / "agent", {"t1": True, "t2": False})
+    (tmp_path / "agent" / "om2w-tui_WebJudge_Online_Mind2Web_eval_gpt-4o_score_threshold_3_auto_eval_results.json"
+     ).unlink()
+    c = board.comparison(now=300)
+    assert c.measure.kind == "judge" and c.measure.model == "o4-mini"
+    assert {a.label: a.counts.success for a in c.arms} == {"base": 0, "agent": 1}
+    assert next(t for t in c.tests if t.rule == RULE_ALL).only_a_tasks == ("t1",)
