@@ -245,7 +245,7 @@ class Scheduler:
         if not self.ledger.queue(task):
             return False
         lane = self.lanes.of(task)
-        if lane.held:
+        if lane.held and self.lanes.campaign:   # a plain run's guard holds the whole dispatch instead
             lane.parked.append(task)
         else:
             self.dispatch.push(task, front)

@@ -222,3 +222,18 @@ async def test_ctl_pauses_and_resumes_an_arm_through_the_control_socket(tmp_path
             assert "no arm 'z' in this run (its lanes: a, b)" in capsys.readouterr().err
     assert main([*ctl, "kill", "t", "--arm", "b"]) == 2
     assert "--arm NAME goes with pause or resume only" in capsys.readouterr().err
+
+
+async def test_a_plain_runs_model_guard_holds_dispatch_not_its_tasks(tmp_path):
+    """A plain run is one lane whose guard is the run's: a task queued again while it holds goes in the queue (held
+    beside it, no resume would ever let it go, and a console run would never end: the property test hung so)."""
+    tasks = make_tasks({"x.com": 2})
+    ex = FakeExecutor({tasks[0].task_id: Behaviour(model_failure="context_length")})
+    sched = Scheduler(config(tmp_path, workers=1, model_guard=1), tasks, ex)
+    run = asyncio.ensure_future(sched.run())
+    while not sched.model_guard.holding:
+        await asyncio.sleep(5)
+    assert sched.retry_errors() == 1
+    assert sched.dispatch.pending == sched.pending() == 2 and not sched.lanes.all[0].parked
+    sched.stop()
+    await run
