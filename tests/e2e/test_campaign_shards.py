@@ -1,0 +1,96 @@
+"""A campaign split by `--shard` across two processes on one folder, beside a plain run, all three sharing one
+`--pace-dir` on the same sites (one offline suite and one oracle served by the test, as runs on one node meet on
+the same live sites): every unit settled exactly once over the shards, each task's units on one shard, one episode
+at a time per site over all three processes with the cooldown between them, and `report`, `tasks health` and `check`
+reading the campaign whole (every shard's results)."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from om2w_tui.benchmarks.site_keys import site_key
+from om2w_tui.offline import OfflineSuite, OracleServer
+
+from .helpers import cli, popen
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
+COOLDOWN = 1.0
+# three sites (three ports of one suite): shards 0 and 1 both get some (sites are given out by task count, then name)
+IDS = ["offline_shop_search_01", "offline_wiki_search_08", "offline_booking_rates_11"]
+PLAN = """\
+tasks = "{tasks}"
+vllm = "{vllm}"
+out = "{out}"
+workers = 2
+pace_cooldown = {cooldown}
+pace_dir = "{pace}"
+retries = 0
+
+[arms.good]
+model = "oracle"
+
+[arms.weak]
+model = "oracle-weak"
+"""
+
+
+def rows(folder: Path, pattern: str = "results*.jsonl") -> list[dict[str, Any]]:
+    return [json.loads(x) for p in sorted(folder.glob(pattern)) for x in p.read_text().splitlines() if x.strip()]
+
+
+def test_two_shards_of_a_campaign_and_a_run_on_one_pace_dir_settle_every_unit_once_one_episode_per_site(tmp_path):
+    out, pace, plain = tmp_path / "study", tmp_path / "pace", tmp_path / "plain"
+    with OfflineSuite() as suite, OracleServer(suite.tasks()) as oracle:
+        tasks = tmp_path / "tasks.json"
+        tasks.write_text(json.dumps([t for t in suite.tasks() if t["task_id"] in IDS]))
+        plan = tmp_path / "plan.toml"
+        plan.write_text(PLAN.format(tasks=tasks, vllm=oracle.url, out=out, cooldown=COOLDOWN, pace=pace))
+        procs = [popen("campaign", str(plan), "--no-ui", "--shard", f"{k}/2") for k in (0, 1)]
+        procs.append(popen("run", "--no-ui", "--tasks", str(tasks), "--model", "oracle", "--vllm", oracle.url,
+                           "--workers", "2", "--pace-cooldown", str(COOLDOWN), "--pace-dir", str(pace),
+                           "--out", str(plain)))
+        outs = [p.communicate(timeout=360) for p in procs]
+        for p, (o, e) in zip(procs, outs, strict=True):
+            assert p.returncode == 0, (o[-3000:], e[-3000:])
+        website = {t["task_id"]: site_key(t["website"]) for t in suite.tasks() if t["task_id"] in IDS}
+
+    shard_of: dict[str, set[int]] = defaultdict(set)
+    units: list[tuple[str, str, dict[str, Any]]] = []
+    for lane in ("good", "weak"):
+        assert not (out / lane / "results.jsonl").exists()
+        for k in (0, 1):
+            for r in rows(out / lane, f"results.shard-{k}-of-2.jsonl"):
+                shard_of[r["task_id"]].add(k)
+                units.append((lane, r["task_id"], r))
+    assert sorted((lane, tid) for lane, tid, _ in units) == sorted((lane, tid) for lane in ("good", "weak")
+                                                                  for tid in IDS)   # every unit exactly once
+    assert all(len(ks) == 1 for ks in shard_of.values()), shard_of                  # a task's units on one shard
+    assert {k for ks in shard_of.values() for k in ks} == {0, 1}                    # both shards had work
+    assert all(r["status"] == "done" for _, _, r in units)
+
+    # one episode at a time on a site over both shards and the plain run, the cooldown between them
+    episodes = [(website[tid], r) for _, tid, r in units] + [(website[r["task_id"]], r) for r in rows(plain)]
+    assert len(episodes) == 3 * len(IDS)
+    by_site: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for site, r in episodes:
+        by_site[site].append(r)
+    for site, rs in by_site.items():
+        rs.sort(key=lambda r: float(r["started_at"]))
+        for a, b in zip(rs, rs[1:]):
+            assert float(b["started_at"]) >= float(a["finished_at"]) + COOLDOWN - 0.05, (site, a, b)
+
+    report = cli("report", str(out), "--format", "json", timeout=120)
+    assert report.returncode == 0, report.stderr
+    runs = json.loads(report.stdout)["runs"]
+    assert sorted((Path(x["out"]).name if "out" in x else x.get("name"), x["attempts"]) for x in runs) == \
+        [("good", len(IDS)), ("weak", len(IDS))], report.stdout[:3000]
+    health = cli("tasks", "health", str(out), "--format", "json", timeout=120)
+    assert health.returncode == 0, health.stderr
+    for lane in ("good", "weak"):
+        check = cli("check", str(out / lane), timeout=120)
+        assert check.returncode == 0, check.stdout + check.stderr
