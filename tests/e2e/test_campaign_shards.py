@@ -6,6 +6,8 @@ reading the campaign whole (every shard's results)."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -14,6 +16,9 @@ from typing import Any
 import pytest
 
 from om2w_tui.benchmarks.site_keys import site_key
+from om2w_tui.engine.campaign_launch import campaign_preflight, open_campaign
+from om2w_tui.engine.plan import read_plan, resolve
+from om2w_tui.engine.socket_trust import listeners
 from om2w_tui.offline import OfflineSuite, OracleServer
 
 from .helpers import cli, popen
@@ -94,3 +99,40 @@ def test_two_shards_of_a_campaign_and_a_run_on_one_pace_dir_settle_every_unit_on
     for lane in ("good", "weak"):
         check = cli("check", str(out / lane), timeout=120)
         assert check.returncode == 0, check.stdout + check.stderr
+
+
+class FakeRay:
+    """Stands in for RayExecutor's construction (no cluster here): what a campaign builds it with."""
+    made: list[tuple[Path, tuple[str, ...]]] = []
+
+    def __init__(self, out: Path, address: str | None = None, num_cpus: float = 1.0, withhold: tuple[str, ...] = ()):
+        self.address = address or "auto"
+        FakeRay.made.append((Path(out), tuple(withhold)))
+
+    def browsers(self) -> int:
+        return 64
+
+    def shutdown(self) -> None:
+        pass
+
+
+async def test_a_shard_of_a_campaign_listens_in_its_folder_and_on_ray_withholds_every_lanes_key(tmp_path, monkeypatch):
+    out = tmp_path / "study"
+    plan = tmp_path / "plan.toml"
+    plan.write_text(f'bench = "offline"\ntask-ids = ["{IDS[1]}"]\nout = "{out}"\nworkers = 1\n\n'
+                    '[arms.good]\nmodel = "oracle"\napi_key_env = "OM2W_KEY_GOOD"\n\n'
+                    '[arms.weak]\nmodel = "oracle-weak"\napi_key_env = "OM2W_KEY_WEAK"\n')
+    monkeypatch.setenv("OM2W_KEY_GOOD", "sk-good")
+    monkeypatch.setenv("OM2W_KEY_WEAK", "sk-weak")
+    pre = campaign_preflight(resolve(read_plan(plan), {"shard": "1/2"}), check_model=False)
+    pre = dataclasses.replace(pre, config=dataclasses.replace(pre.config, executor="ray"))
+    monkeypatch.setattr("om2w_tui.executors.ray.RayExecutor", FakeRay)
+    FakeRay.made = []
+    async with open_campaign(pre, [], guard_ends_run=True):
+        # each shard listens in the campaign's folder by its own socket, as a shard of a run does in a run's
+        assert [lst.socket for lst in listeners(out)] == [".om2w-control.shard-1-of-2.sock"]
+        status = await asyncio.to_thread(cli, "ctl", str(out), "status", "--json", timeout=60)
+        assert status.returncode == 0, status.stdout + status.stderr
+        assert "total" in json.loads(status.stdout)   # the campaign's status (nothing started: the run is not)
+    # one executor for every lane's units, rooted in the campaign's folder, no worker inheriting any lane's key
+    assert [(root, {"OM2W_KEY_GOOD", "OM2W_KEY_WEAK"} <= set(keys)) for root, keys in FakeRay.made] == [(out, True)]
