@@ -25,8 +25,9 @@ from .helpers import cli, popen
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
 COOLDOWN = 1.0
-# three sites (three ports of one suite): shards 0 and 1 both get some (sites are given out by task count, then name)
-IDS = ["offline_shop_search_01", "offline_wiki_search_08", "offline_booking_rates_11"]
+# two sites (two ports of one suite), the booking site's two tasks on shard 0, the shop's on shard 1 (sites are given
+# out by task count, then name); oracle-weak fails the reservation
+IDS = ["offline_booking_rates_11", "offline_booking_reserve_12", "offline_shop_search_01"]
 PLAN = """\
 tasks = "{tasks}"
 vllm = "{vllm}"
@@ -75,7 +76,7 @@ def test_two_shards_of_a_campaign_and_a_run_on_one_pace_dir_settle_every_unit_on
     assert sorted((lane, tid) for lane, tid, _ in units) == sorted((lane, tid) for lane in ("good", "weak")
                                                                   for tid in IDS)   # every unit exactly once
     assert all(len(ks) == 1 for ks in shard_of.values()), shard_of                  # a task's units on one shard
-    assert {k for ks in shard_of.values() for k in ks} == {0, 1}                    # both shards had work
+    assert {tid: k for tid, (k,) in shard_of.items()} == {IDS[0]: 0, IDS[1]: 0, IDS[2]: 1}
     assert all(r["status"] == "done" for _, _, r in units)
 
     # one episode at a time on a site over both shards and the plain run, the cooldown between them
@@ -88,6 +89,12 @@ def test_two_shards_of_a_campaign_and_a_run_on_one_pace_dir_settle_every_unit_on
         rs.sort(key=lambda r: float(r["started_at"]))
         for a, b in zip(rs, rs[1:]):
             assert float(b["started_at"]) >= float(a["finished_at"]) + COOLDOWN - 0.05, (site, a, b)
+
+    # and within the campaign its pairing holds: no other task's unit between a task's units on its site
+    for site in by_site:
+        order = [tid for _, tid, r in sorted(units, key=lambda u: float(u[2]["started_at"])) if website[tid] == site]
+        runs = [tid for k, tid in enumerate(order) if k == 0 or order[k - 1] != tid]
+        assert len(runs) == len(set(runs)), (site, order)
 
     report = cli("report", str(out), "--format", "json", timeout=120)
     assert report.returncode == 0, report.stderr
@@ -119,7 +126,7 @@ class FakeRay:
 async def test_a_shard_of_a_campaign_listens_in_its_folder_and_on_ray_withholds_every_lanes_key(tmp_path, monkeypatch):
     out = tmp_path / "study"
     plan = tmp_path / "plan.toml"
-    plan.write_text(f'bench = "offline"\ntask-ids = ["{IDS[1]}"]\nout = "{out}"\nworkers = 1\n\n'
+    plan.write_text(f'bench = "offline"\ntask-ids = ["offline_wiki_search_08"]\nout = "{out}"\nworkers = 1\n\n'
                     '[arms.good]\nmodel = "oracle"\napi_key_env = "OM2W_KEY_GOOD"\n\n'
                     '[arms.weak]\nmodel = "oracle-weak"\napi_key_env = "OM2W_KEY_WEAK"\n')
     monkeypatch.setenv("OM2W_KEY_GOOD", "sk-good")
