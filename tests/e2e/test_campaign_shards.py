@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from om2w_tui.benchmarks.site_keys import site_key
-from om2w_tui.engine.campaign_launch import campaign_preflight, open_campaign
+from om2w_tui.engine.campaign_launch import campaign_checks, campaign_preflight, open_campaign
 from om2w_tui.engine.plan import read_plan, resolve
 from om2w_tui.engine.socket_trust import listeners
 from om2w_tui.offline import OfflineSuite, OracleServer
@@ -141,5 +141,10 @@ async def test_a_shard_of_a_campaign_listens_in_its_folder_and_on_ray_withholds_
         status = await asyncio.to_thread(cli, "ctl", str(out), "status", "--json", timeout=60)
         assert status.returncode == 0, status.stdout + status.stderr
         assert "total" in json.loads(status.stdout)   # the campaign's status (nothing started: the run is not)
+        # the same shard again, and the whole campaign, are refused while the shard holds the folder
+        for shard in ({"shard": "1/2"}, {}):
+            again, checks = campaign_checks(resolve(read_plan(plan), shard), check_model=False)
+            assert again is None and any("another run is using this folder" in detail and "shard-1-of-2" in detail
+                                         for _, ok, detail in checks if not ok), checks
     # one executor for every lane's units, rooted in the campaign's folder, no worker inheriting any lane's key
     assert [(root, {"OM2W_KEY_GOOD", "OM2W_KEY_WEAK"} <= set(keys)) for root, keys in FakeRay.made] == [(out, True)]
