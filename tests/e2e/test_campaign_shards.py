@@ -96,6 +96,11 @@ def test_two_shards_of_a_campaign_and_a_run_on_one_pace_dir_settle_every_unit_on
         runs = [tid for k, tid in enumerate(order) if k == 0 or order[k - 1] != tid]
         assert len(runs) == len(set(runs)), (site, order)
 
+    # each shard's workers log into their own files in the campaign's folder (shards number their slots alike)
+    logs = {p.name for p in out.glob("worker_*.log")}
+    assert logs and all(".shard-" in name for name in logs), logs
+    assert {name.split(".")[1] for name in logs} == {"shard-0-of-2", "shard-1-of-2"}
+
     report = cli("report", str(out), "--format", "json", timeout=120)
     assert report.returncode == 0, report.stderr
     runs = json.loads(report.stdout)["runs"]
@@ -110,11 +115,12 @@ def test_two_shards_of_a_campaign_and_a_run_on_one_pace_dir_settle_every_unit_on
 
 class FakeRay:
     """Stands in for RayExecutor's construction (no cluster here): what a campaign builds it with."""
-    made: list[tuple[Path, tuple[str, ...]]] = []
+    made: list[tuple[Path, tuple[str, ...], str]] = []
 
-    def __init__(self, out: Path, address: str | None = None, num_cpus: float = 1.0, withhold: tuple[str, ...] = ()):
+    def __init__(self, out: Path, address: str | None = None, num_cpus: float = 1.0, withhold: tuple[str, ...] = (),
+                 shard: str = ""):
         self.address = address or "auto"
-        FakeRay.made.append((Path(out), tuple(withhold)))
+        FakeRay.made.append((Path(out), tuple(withhold), shard))
 
     def browsers(self) -> int:
         return 64
@@ -147,4 +153,5 @@ async def test_a_shard_of_a_campaign_listens_in_its_folder_and_on_ray_withholds_
             assert again is None and any("another run is using this folder" in detail and "shard-1-of-2" in detail
                                          for _, ok, detail in checks if not ok), checks
     # one executor for every lane's units, rooted in the campaign's folder, no worker inheriting any lane's key
-    assert [(root, {"OM2W_KEY_GOOD", "OM2W_KEY_WEAK"} <= set(keys)) for root, keys in FakeRay.made] == [(out, True)]
+    assert [(root, {"OM2W_KEY_GOOD", "OM2W_KEY_WEAK"} <= set(keys), shard) for root, keys, shard in FakeRay.made] \
+        == [(out, True, "1/2")]   # and the shard, which names its workers' logs in the campaign's folder
