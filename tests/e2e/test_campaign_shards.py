@@ -1,8 +1,10 @@
 """A campaign split by `--shard` across two processes on one folder, beside a plain run, all three sharing one
 `--pace-dir` on the same sites (one offline suite and one oracle served by the test, as runs on one node meet on
 the same live sites): every unit settled exactly once over the shards, each task's units on one shard, one episode
-at a time per site over all three processes with the cooldown between them, and `report`, `tasks health` and `check`
-reading the campaign whole (every shard's results)."""
+at a time per site over all three processes with the cooldown between them, each shard's workers' logs its own, a
+shard run again finding its share settled, and `report`, `tasks health` and `check` reading the campaign whole (every
+shard's results). Then, in process: a shard's socket in the campaign's folder, and a campaign on Ray (its executor
+built, not run) withholding every lane's key."""
 
 from __future__ import annotations
 
@@ -63,6 +65,11 @@ def test_two_shards_of_a_campaign_and_a_run_on_one_pace_dir_settle_every_unit_on
         outs = [p.communicate(timeout=360) for p in procs]
         for p, (o, e) in zip(procs, outs, strict=True):
             assert p.returncode == 0, (o[-3000:], e[-3000:])
+        # a shard run again finds its share settled (nothing runs twice: the counts below are after it)
+        again = cli("campaign", str(plan), "--no-ui", "--shard", "1/2", timeout=180)
+        assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+        for lane in ("good", "weak"):
+            assert f"lane {lane} (arm {lane}, repeat 1): 1/1 done (1 before)" in again.stdout, again.stdout[-3000:]
         website = {t["task_id"]: site_key(t["website"]) for t in suite.tasks() if t["task_id"] in IDS}
 
     shard_of: dict[str, set[int]] = defaultdict(set)
