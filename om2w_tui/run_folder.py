@@ -3,8 +3,9 @@
 A run (or one shard of a run split with `--shard K/N`, `--slot-range a:b`) keeps beside its task folders: its
 results (`results.jsonl`; a shard's `results.shard-K-of-N.jsonl`), its manifest (`run.json`; `run.shard-K-of-N.json`),
 the lock it holds for its life (`.om2w-run.lock`; `.om2w-run.shard-K-of-N.lock`, every shard of a range one each),
-its control socket (`.om2w-control.sock`; `.om2w-control.shard-K-of-N.sock`), a log per worker (`worker_<slot>.log`),
-a space probe while the disk is full (`.om2w-space-probe`), and the labellers' files (`labels.<annotator>.json`).
+its control socket (`.om2w-control.sock`; `.om2w-control.shard-K-of-N.sock`), a log per worker
+(`worker_<slot>.log`; `worker_<slot>.shard-K-of-N.log`), a space probe while the disk is full
+(`.om2w-space-probe`), and the labellers' files (`labels.<annotator>.json`).
 Each is a file, never a folder: the official evaluator takes every subfolder of a run's folder as a task.
 
 Readers of a whole run (resume, `report`, `label`) read every shard's files: `results_files`, `manifests`.
@@ -120,7 +121,8 @@ class RunFolder:
         return self.out / task_id
 
     def worker_log(self, slot: int) -> Path:
-        return self.out / f"worker_{slot}.log"
+        """A worker's log (a shard's own: shards of one folder number their slots alike)."""
+        return self._own(f"worker_{slot}.log", f"worker_{slot}", ".log")
 
     def labels(self, annotator: str) -> Path:
         """An annotator's labels (evaluation/labels.py checks the name; `final` is the reviewer's)."""

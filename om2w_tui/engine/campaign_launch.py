@@ -124,8 +124,11 @@ async def open_campaign(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bo
             tasks = [live_offline_task(t, base_urls) for t in lp.pre.tasks] if base_urls else lp.pre.tasks
             lanes.append(Lane(lp.name, lp.arm, lp.repeat, lane_cfg, tuple(tasks), endpoint.for_client()))
         check_pace_ready(cfg)
-        if not cfg.shard:   # shards of one campaign on several nodes share its folder: each lane's shard lock holds
-            hold_folder(RunFolder(cfg.out), stack, LOCK_FILE)
+        # the campaign's folder held (and its socket named) as a run's: whole by the campaign's lock; by a shard of a
+        # campaign split with --shard as a run's shard holds a shared folder (the folder's lock shared, its own
+        # exclusive), so `ctl OUT` and `attach OUT` reach each shard by its socket there
+        campaign_folder = RunFolder(cfg.out, cfg.shard)
+        hold_folder(campaign_folder, stack, "" if cfg.shard else LOCK_FILE)
         folders = [RunFolder(lane.config.out, cfg.shard) for lane in lanes]
         for folder in folders:
             hold_folder(folder, stack)
@@ -146,7 +149,7 @@ async def open_campaign(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bo
                     return False
             return True
 
-        servers = [ControlServer(folder) for folder in ([RunFolder(cfg.out)] if not cfg.shard else []) + folders]
+        servers = [ControlServer(folder) for folder in [campaign_folder, *folders]]
         judge = reference_judge if any("reference_answer" in t.raw for t in pre.tasks) else None
         shared_tasks = [live_offline_task(t, base_urls) for t in pre.tasks] if base_urls else pre.tasks
         run = Scheduler(cfg, shared_tasks, executor, [*sinks, *servers], judge=judge, probe=probe,

@@ -459,14 +459,14 @@ def make_executor(cfg: RunConfig, stack: contextlib.ExitStack, withhold: Sequenc
     inherits (default: `cfg`'s; a campaign's: every lane's)."""
     withhold = tuple(key_variables(cfg) if withhold is None else withhold)
     if cfg.executor != "ray":   # starting at most one a core at once: each imports browser-use, then a Chromium
-        return PacedStarts(LocalExecutor(cfg.out, withhold=withhold), cfg.worker_start_rate,
+        return PacedStarts(LocalExecutor(cfg.out, withhold=withhold, shard=cfg.shard), cfg.worker_start_rate,
                            at_once=starts_at_once())
     from om2w_tui.executors.ray import (
         RayExecutor,  # Ray only when a run asks for it (an optional extra, slow to import)
     )
 
     try:   # the key travels in each episode's spec, never in an actor's or a worker's environment
-        ex = RayExecutor(cfg.out, cfg.ray_address, cfg.ray_cpus, withhold=withhold)
+        ex = RayExecutor(cfg.out, cfg.ray_address, cfg.ray_cpus, withhold=withhold, shard=cfg.shard)
     except ConnectionError as e:
         raise UsageError(f"--ray-address {cfg.ray_address or os.environ.get('RAY_ADDRESS') or 'auto'}: no Ray "
                          f"cluster there ({e}); start one with `ray start --head --resources '{{\"browser\": 4}}'`"

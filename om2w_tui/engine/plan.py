@@ -328,7 +328,8 @@ def plan_json(campaign: Campaign) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "plan": str(campaign.plan.path),
-        "shared": {k: v for k, v in shared.items() if k in SHARED_KEYS or k == "out"},
+        # not this node's shard: every shard of a campaign writes the file, which must say the same whoever wrote it
+        "shared": {k: v for k, v in shared.items() if (k in SHARED_KEYS or k == "out") and k != "shard"},
         "arms": {arm.name: {k: _json(v) for k, v in arm.changes.items()} for arm in campaign.plan.arms},
         "repeats": campaign.plan.repeats,
         "lanes": [{"name": lane.name, "arm": lane.arm, "repeat": lane.repeat, "settings": measured(lane.config)}

@@ -188,12 +188,14 @@ def run_tag(out: Path) -> str:
 class LocalExecutor:
     """Makes worker processes for slots; the scheduler owns and replaces them."""
 
-    def __init__(self, log_dir: Path, env: dict[str, str] | None = None, withhold: Iterable[str] = ()):
+    def __init__(self, log_dir: Path, env: dict[str, str] | None = None, withhold: Iterable[str] = (),
+                 shard: str = ""):
         self.log_dir = Path(log_dir)
+        self.shard = shard   # the run's shard: its workers' logs are its own in a folder shards share
         self.env = {"OM2W_RUN_TAG": run_tag(self.log_dir), **(env or {})}
         self.withhold = tuple(withhold)   # variables never passed on (the key's): the key goes in the spec
 
     async def start_worker(self, slot: int) -> WorkerProcess:
-        w = WorkerProcess(slot, RunFolder(self.log_dir).worker_log(slot), self.env, self.withhold)
+        w = WorkerProcess(slot, RunFolder(self.log_dir, self.shard).worker_log(slot), self.env, self.withhold)
         await w.start()
         return w

@@ -103,7 +103,7 @@ class SlotActor:
         self.seen: dict[str, tuple[int, int]] = {}   # relative path -> (size, mtime_ns) already shipped
 
     async def start(self, out: str, probe: str, token: str, env: dict[str, str],
-                    withhold: tuple[str, ...] = ()) -> dict[str, Any]:
+                    withhold: tuple[str, ...] = (), shard: str = "") -> dict[str, Any]:
         """Probe `out`, start the worker (with `env` over the node's own allowed variables: the run's tag)."""
         import ray  # in the actor's process, which Ray started: it is there
 
@@ -113,7 +113,7 @@ class SlotActor:
         except InputError:
             self.shared = False
         if self.shared:
-            log = RunFolder(Path(out)).worker_log(self.slot)
+            log = RunFolder(Path(out), shard).worker_log(self.slot)
         else:
             self.local_root = Path(tempfile.mkdtemp(prefix=f"om2w-ray-{self.env.get('OM2W_RUN_TAG', 'run')}-"))
             log = RunFolder(self.local_root).worker_log(self.slot)
@@ -341,9 +341,11 @@ def import_ray(address: str) -> Any:
 class RayExecutor:
     """Starts a Ray actor per slot in the cluster at `address` (auto, HOST:PORT, or RAY_ADDRESS when None)."""
 
-    def __init__(self, out: Path, address: str | None = None, num_cpus: float = 1.0, withhold: tuple[str, ...] = ()):
+    def __init__(self, out: Path, address: str | None = None, num_cpus: float = 1.0, withhold: tuple[str, ...] = (),
+                 shard: str = ""):
         ray = import_ray(address or os.environ.get("RAY_ADDRESS") or "auto")
         self.out = Path(out)
+        self.shard = shard   # the run's shard: its workers' logs are its own in a folder shards share
         self.num_cpus = num_cpus
         self.env = {"OM2W_RUN_TAG": run_tag(self.out)}
         self.withhold = withhold   # variables never passed on to a worker (the key's: it travels in the spec)
@@ -378,7 +380,8 @@ class RayExecutor:
                                   max_task_retries=0, scheduling_strategy="SPREAD").remote(slot)
         self.actors.add(actor)
         try:
-            info = await actor.start.remote(str(self.out), self.probe, self.token, self.env, self.withhold)
+            info = await actor.start.remote(str(self.out), self.probe, self.token, self.env, self.withhold,
+                                            self.shard)
         except BaseException as e:
             self.forget(actor)
             import ray  # connected in __init__

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from om2w_tui.campaign_folder import CampaignFolder
-from om2w_tui.engine.plan import PlanError, read_plan, resolve, resume_problem, short_form, write_plan
+from om2w_tui.engine.plan import PlanError, plan_json, read_plan, resolve, resume_problem, short_form, write_plan
 
 EXAMPLE = """\
 # a study: the base model against the agent, three repeats
@@ -123,6 +123,12 @@ def test_campaign_json_records_the_resolved_plan_and_no_secret(tmp_path):
     assert data["shared"]["workers"] == 12 and data["arms"]["agent"]["model"] == "my-lora"
     assert [x.name for x in CampaignFolder(tmp_path / "study").lanes()] == [x.name for x in campaign.lanes]
     assert data["lanes"][1]["settings"]["max_steps"] == 12
+
+
+def test_every_shard_of_a_campaign_records_the_same_plan(tmp_path):
+    plan = read_plan(write(tmp_path, EXAMPLE))
+    written = [plan_json(resolve(plan, {"shard": f"{k}/2"})) for k in (0, 1)]
+    assert written[0] == written[1] == plan_json(resolve(plan))   # the node's shard is no part of the plan
 
 
 def test_resume_refuses_a_changed_lane_and_a_dropped_one_and_allows_more_repeats(tmp_path):
