@@ -15,12 +15,11 @@ and finding that out reads the selected slot once."""
 from __future__ import annotations
 
 import time
-from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, assert_never, cast
 
 from textual import work
-from textual.app import ComposeResult, SystemCommand
+from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.timer import Timer
@@ -41,13 +40,14 @@ from om2w_tui.engine.events import (
     SlotChanged,
 )
 from om2w_tui.engine.results import EpisodeRecord, read_results
-from om2w_tui.engine.settings import clamp_workers, unpaced
+from om2w_tui.engine.settings import unpaced
 from om2w_tui.frontends.console.campaign_board import CampaignBoard
 from om2w_tui.frontends.console.commands import Command, CommandTable
-from om2w_tui.frontends.console.host import ConsoleHost, OpenEpisode, OpenReport, SnapshotWanted
+from om2w_tui.frontends.console.host import ConsoleHost, SnapshotWanted
 from om2w_tui.frontends.console.messages import EngineEvent, EpisodeChange, SnapshotTaken
 from om2w_tui.frontends.console.redraw_pace import RedrawPace
 from om2w_tui.frontends.console.screens.compare import ComparisonScreen
+from om2w_tui.frontends.console.screens.dashboard_commands import RunCommands
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
 from om2w_tui.frontends.console.widgets.keyed_table import KeyedTable
 from om2w_tui.frontends.console.widgets.lanes_bar import LanesBar
@@ -69,7 +69,7 @@ def pacing_text(pacing: Pacing | None) -> str:
         return "unpaced"
     return f"{per_site or 'any'} per site, cooldown {cooldown:g} s"
 
-class DashboardScreen(Screen[None]):
+class DashboardScreen(RunCommands, Screen[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE, "-wide")]
     # the run's commands (commands.py): key, action, footer label, palette title and help, when it applies
     COMMAND_TABLE: ClassVar[CommandTable[DashboardScreen]] = CommandTable(
@@ -489,62 +489,8 @@ class DashboardScreen(Screen[None]):
             self._record_lane.setdefault(EpisodesTable.key_of(rec), lane)
         self._add_records(records)
 
-    def selected_lane(self) -> str:
-        """The lane of the selected slot's episode (or of its last one); "" with none."""
-        slot = self._selected_slot()
-        return self.board.slot_lane.get(slot.slot, "") if slot is not None else ""
-
-    def can_pause_lane(self, paused: bool) -> bool:
-        """`a` pauses (resumes) the selected slot's arm, every repeat of it: the run is live, takes lane commands,
-        and a lane of that arm runs (is paused)."""
-        lane = self.selected_lane()
-        if not lane or not self.live:
-            return False
-        rows = [self.board.rows[n] for n in self.board.lanes_of_arm(self.board.arm_of(lane))]
-        # before the first snapshot names the lanes: its lane runs (the events said so), so it may be paused
-        return any(row.paused != paused for row in rows) if rows else paused
-
-    def _pause_lanes(self, lanes: list[str], paused: bool, label: str) -> None:
-        if not lanes or self.control is None:
-            return
-        if all([self.control.pause_lane(lane, paused) for lane in lanes]):   # each lane asked, whatever the others said
-            self._after_command(f"{label}: {'paused: none of its units starts until resumed' if paused else 'resumed'}")
-        else:
-            self.notify(f"{label}: not a lane of this run", severity="warning")
-
-    def _pause_arm(self, paused: bool) -> None:
-        lane = self.selected_lane()
-        arm = self.board.arm_of(lane)
-        self._pause_lanes(self.board.lanes_of_arm(arm) or [lane], paused, arm)
-
-    def action_pause_lane(self) -> None:
-        self._pause_arm(True)
-
-    def action_resume_lane(self) -> None:
-        self._pause_arm(False)
-
     def action_compare(self) -> None:
         self.app.push_screen(ComparisonScreen(self.board, self.state.name))
-
-    def lane_commands(self) -> list[SystemCommand]:
-        """The palette's entries to pause or resume each arm by name (any, not only the selected slot's), and each
-        repeat alone where the arms repeat."""
-        if not self.live:
-            return []
-        found = []
-        arms = {row.arm: self.board.lanes_of_arm(row.arm) for row in self.board.rows.values()}
-        for arm, lanes in arms.items():
-            paused = all(self.board.rows[n].paused for n in lanes)
-            found.append(SystemCommand(f"{'Resume' if paused else 'Pause'} arm {arm}",
-                                       f"{'Start' if paused else 'Hold'} its units (every repeat)"
-                                       + ("" if paused else "; its running episodes go on"),
-                                       partial(self._pause_lanes, lanes, not paused, arm)))
-            for name in lanes if len(lanes) > 1 else ():
-                paused = self.board.rows[name].paused
-                found.append(SystemCommand(f"{'Resume' if paused else 'Pause'} {self.board.label(name)} alone",
-                                           f"{'Start' if paused else 'Hold'} the units of lane {name} only",
-                                           partial(self._pause_lanes, [name], not paused, self.board.label(name))))
-        return found
 
     # ── steps panel ────────────────────────────────────────
     def _log_all(self, slot: int | None, task_id: str | None, lines: list[str]) -> None:
@@ -619,6 +565,9 @@ class DashboardScreen(Screen[None]):
         self.refresh_commands()
         self.snapshot_soon()
 
+    def _warn(self, note: str) -> None:
+        self.notify(note, severity="warning", timeout=8)
+
     @property
     def control(self) -> RunControl | None:
         """The live run's controls; None once it is over (or before it began)."""
@@ -629,56 +578,6 @@ class DashboardScreen(Screen[None]):
         assert self.control is not None
         return self.control
 
-    def action_pause_dispatch(self) -> None:
-        self._command().pause_dispatch(True, "")
-        self._after_command("dispatch paused")
-
-    def action_resume_dispatch(self) -> None:
-        self._command().pause_dispatch(False, "")
-        self._after_command("dispatch resumed")
-
-    def action_pause_episode(self) -> None:
-        slot = self._selected_slot()
-        if slot is not None and self._command().pause_episode(slot.slot, True):
-            self._after_command(f"slot {slot.slot}: paused")
-
-    def action_resume_episode(self) -> None:
-        slot = self._selected_slot()
-        if slot is not None and self._command().pause_episode(slot.slot, False):
-            self._after_command(f"slot {slot.slot}: resumed")
-
-    def action_kill(self) -> None:
-        slot = self._selected_slot()
-        if slot is not None and self._command().kill(slot.slot):
-            self._after_command(f"slot {slot.slot}: killing")
-
-    def action_requeue(self) -> None:
-        slot = self._selected_slot()
-        if slot is not None and self._command().kill(slot.slot, requeue=True):
-            self._after_command(f"slot {slot.slot}: killing, requeued")
-
-    def action_more_slots(self) -> None:
-        self._set_workers(self.state.target_workers + 1)
-
-    def action_fewer_slots(self) -> None:
-        self._set_workers(self.state.target_workers - 1)
-
-    def _set_workers(self, n: int) -> None:
-        n = clamp_workers(n)
-        note = self._command().set_workers(n)
-        if note:   # fewer than asked: as many as the machine's memory holds
-            self.state.target_workers = self._command().snapshot().target_workers
-            self.notify(note, severity="warning", timeout=8)
-            self._after_command()
-            return
-        self.state.target_workers = n   # until the next snapshot says so: a second press counts from here
-        self._after_command(f"slots: {n}")
-
-    def action_retry_errors(self) -> None:
-        n = self._command().retry_errors()
-        self.state.errored = 0
-        self._after_command(f"{n} errored back in the queue")
-
     def action_steps_all(self) -> None:
         self.steps_scope = "all"
         self._show_steps()
@@ -688,33 +587,3 @@ class DashboardScreen(Screen[None]):
         self.steps_scope = "selected"
         self._show_steps()
         self.refresh_commands()
-
-    def action_open_report(self) -> None:
-        self.post_message(OpenReport())
-
-    def action_open_episode(self) -> None:
-        self._open(self.focused)
-
-    def _row_task(self, widget: Any) -> tuple[str, EpisodeRecord | None, str] | None:
-        """(task id, its record if finished, its lane) of the row under the cursor of `widget` (else of the Slots
-        table)."""
-        if isinstance(widget, EpisodesTable):
-            key = widget.cursor_key()
-            rec = widget.records.get(key) if key else None
-            return (rec.task_id, rec, self._record_lane.get(key or "", "")) if rec else None
-        task = self._selected_task()
-        if not task:
-            return None
-        lane = self.selected_lane()
-        if lane:
-            latest = self.board.latest.get(lane, {}).get(task)
-            running = self.selected_state() is not None
-        else:
-            latest = next((r for r in reversed(self.state.records) if r.task_id == task), None)
-            running = any(s.task_id == task for s in self.state.slots.values())
-        return task, (None if running else latest), lane
-
-    def _open(self, widget: Any) -> None:
-        found = self._row_task(widget)
-        if found is not None:
-            self.post_message(OpenEpisode(*found))
