@@ -8,7 +8,6 @@ pause, held units, counts; the units' order in the queue) and the pairing gap me
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -91,7 +90,8 @@ class Pairing:
         if not self.gaps:
             return PairingGaps()
         gaps = sorted(self.gaps)
-        p90 = gaps[min(len(gaps) - 1, math.ceil(0.9 * len(gaps)) - 1)]
+        # by linear interpolation between the closest ranks, as `report` computes it from the records
+        p90 = statistics.quantiles(gaps, n=10, method="inclusive")[8] if len(gaps) > 1 else gaps[0]
         return PairingGaps(len(gaps), round(statistics.median(gaps), 3), round(p90, 3), round(gaps[-1], 3))
 
 

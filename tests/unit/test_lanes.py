@@ -237,3 +237,14 @@ async def test_a_plain_runs_model_guard_holds_dispatch_not_its_tasks(tmp_path):
     assert sched.dispatch.pending == sched.pending() == 2 and not sched.lanes.all[0].parked
     sched.stop()
     await run
+
+
+def test_the_live_pairing_p90_is_the_reports_rule_on_the_same_gaps():
+    """The console and the headless log show the live gaps, `report` the records': one quantile rule for both."""
+    from om2w_tui.engine.lanes import Pairing
+    from om2w_tui.evaluation.report import quantile
+
+    for gaps in ([40.0], [10.0, 50.0], [5.0, 7.0, 30.0, 31.0, 90.0], [float(x * x) for x in range(1, 12)]):
+        pairing = Pairing()
+        pairing.gaps = list(gaps)
+        assert pairing.summary().p90_s == round(quantile(gaps, 0.9) or 0.0, 3), gaps
