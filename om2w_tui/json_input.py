@@ -199,6 +199,58 @@ def decode(data: bytes | str, where: str, *, line: int | None = None, max_depth:
     return value
 
 
+_BLANK = re.compile(r"[ \t\n\r]*")      # JSON's whitespace
+
+
+def element_lines(text: str, key: str | None = None) -> list[int] | None:
+    """The line (from 1) each element of a JSON document's list starts on: the document's own list, or with `key`
+    the list under that key of the document's object (the last such key, as `decode` keeps the last). For messages
+    about one element of a file that `decode` has read; None where the text is no such document."""
+    raw = _DECODER.raw_decode
+
+    def after_blank(i: int) -> int:
+        m = _BLANK.match(text, i)
+        return m.end() if m else i
+
+    def list_starts(i: int) -> tuple[list[int], int]:   # `i` at a '['
+        starts: list[int] = []
+        i = after_blank(i + 1)
+        while text[i] != "]":
+            starts.append(i)
+            i = after_blank(raw(text, i)[1])
+            if text[i] == ",":
+                i = after_blank(i + 1)
+        return starts, i + 1
+
+    try:
+        i = after_blank(1 if text.startswith("\ufeff") else 0)
+        if key is None:
+            starts = list_starts(i)[0] if text[i] == "[" else None
+        else:
+            if text[i] != "{":
+                return None
+            starts, i = None, after_blank(i + 1)
+            while text[i] != "}":
+                name, i = raw(text, i)
+                i = after_blank(after_blank(i) + 1)          # past the ':'
+                if name == key and text[i] == "[":
+                    starts, i = list_starts(i)
+                else:
+                    i = raw(text, i)[1]
+                i = after_blank(i)
+                if text[i] == ",":
+                    i = after_blank(i + 1)
+    except (ValueError, IndexError):   # not the document `decode` read: the caller says less
+        return None
+    if starts is None:
+        return None
+    lines, line, pos = [], 1, 0
+    for s in starts:
+        line, pos = line + text.count("\n", pos, s), s
+        lines.append(line)
+    return lines
+
+
 def _place(where: str, line: int | None) -> str:
     """Where a value was, as a message says it (built only when there is something to say)."""
     return where if line is None else f"{where}:{line}"

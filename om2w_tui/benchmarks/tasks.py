@@ -1,13 +1,13 @@
 """Task files into one shape: Online-Mind2Web JSON, WebVoyager JSONL, and plain JSON/JSONL of either shape.
 
-Every loader rejects what cannot be a task with a `TaskFileError` that names the file, the line (for JSONL or
-a JSON syntax error) and what to do; nothing else in the package has to re-check a task. A task that could never
-run is refused here rather than failed in every attempt: an id not by `TASK_ID_RULE` (matched whole: `"a\n"` is
-none), a lone surrogate in any of its text, a task text longer than the agent takes, a website that is no http(s)
-URL with a host and a port in range, on a port Chromium refuses, or that carries credentials (`user:pw@`, which the
-result files, the logs and the prompt would copy), a number anywhere beyond what a float holds exactly, and a
-`max_steps` or `reference_length` out of range. The file is read through `json_input` (a regular file of bounded
-size, nesting bounded).
+Every loader rejects what cannot be a task with a `TaskFileError` that names the file, the line (where the task
+starts, in a JSON list too; or a JSON syntax error's) and what to do; nothing else in the package has to re-check a
+task. A task that could never run is refused here rather than failed in every attempt: an id not by `TASK_ID_RULE`
+(matched whole: `"a\n"` is none), a lone surrogate in any of its text, a task text longer than the agent takes, a
+website that is no http(s) URL with a host and a port in range, on a port Chromium refuses, or that carries
+credentials (`user:pw@`, which the result files, the logs and the prompt would copy), a number anywhere beyond what
+a float holds exactly, and a `max_steps` or `reference_length` out of range. The file is read through `json_input`
+(a regular file of bounded size, nesting bounded).
 
 A task's step budget is decided here, once, as it is loaded: its own `max_steps` (a JSON whole number from 1 to
 MAX_STEPS; anything else, a string too, is refused) or else the run's `--max-steps`; `Task.max_steps` carries it to
@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from om2w_tui.benchmarks.site_keys import site_key
 from om2w_tui.files import read_file
-from om2w_tui.json_input import InputError, decode, read_bytes, text_of
+from om2w_tui.json_input import InputError, decode, element_lines, read_bytes, text_of
 from om2w_tui.secret import check_http_url, redact_url
 
 # a task id becomes a folder name under --out (and an argument of commands): the rule, said as it is enforced.
@@ -207,13 +207,18 @@ def _encodes(value: Any) -> bool:
         return False
 
 
-def _rows_json(path: Path, data: Any) -> Iterable[tuple[str, Any]]:
+def _rows_json(path: Path, text: str, data: Any) -> Iterable[tuple[str, Any]]:
+    """Each task of a JSON document with where it is: `FILE:LINE: task #N` (the line its object starts on)."""
+    key = None
     if isinstance(data, dict) and isinstance(data.get("tasks"), list):
-        data = data["tasks"]
+        data, key = data["tasks"], "tasks"
     if not isinstance(data, list):
         raise TaskFileError(f"{path}: expected a JSON list of tasks (or JSON lines, one task a line), "
                             f"got a {type(data).__name__}")
-    return ((f"{path}: task #{i + 1}", row) for i, row in enumerate(data))
+    lines = element_lines(text, key)
+    if lines is None or len(lines) != len(data):
+        return ((f"{path}: task #{i + 1}", row) for i, row in enumerate(data))
+    return ((f"{path}:{line}: task #{i + 1}", row) for i, (line, row) in enumerate(zip(lines, data)))
 
 
 def _rows_jsonl(path: Path, text: str) -> Iterable[tuple[str, Any]]:
@@ -238,7 +243,7 @@ def parse_tasks(path: Path, text: str, max_steps: int = DEFAULT_MAX_STEPS) -> li
         rows = _rows_jsonl(path, text)
     else:
         try:
-            rows = _rows_json(path, decode(text, str(path)))
+            rows = _rows_json(path, text, decode(text, str(path)))
         except InputError as e:
             # one object a line: JSON lines, whatever the file's name (a pretty-printed object is one JSON value)
             if e.reason == "Extra data" and text.lstrip().startswith("{"):

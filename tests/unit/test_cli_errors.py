@@ -74,24 +74,24 @@ def test_json_that_is_not_a_list(work, text):
 
 def test_missing_fields(work):
     p = task_file(work, json.dumps([good_rows()[0], {"task_id": "b", "website": "https://b.com/"}]))
-    assert_usage_error(run_cli(work, "--tasks", str(p)), f"{p}: task #2: missing confirmed_task")
+    assert_usage_error(run_cli(work, "--tasks", str(p)), f"{p}:1: task #2: missing confirmed_task")
 
 
 def test_duplicate_ids(work):
     p = task_file(work, json.dumps(good_rows() + [good_rows()[0]]))
-    assert_usage_error(run_cli(work, "--tasks", str(p)), f"{p}: task #3: duplicate task id 'a'",
-                       f"first at {p}: task #1")
+    assert_usage_error(run_cli(work, "--tasks", str(p)), f"{p}:1: task #3: duplicate task id 'a'",
+                       f"first at {p}:1: task #1")
 
 
 def test_unsafe_id(work):
     p = task_file(work, json.dumps([{**good_rows()[0], "task_id": "../x"}]))
-    assert_usage_error(run_cli(work, "--tasks", str(p)), f"{p}: task #1", "'../x'", "a task id is a JSON string")
+    assert_usage_error(run_cli(work, "--tasks", str(p)), f"{p}:1: task #1", "'../x'", "a task id is a JSON string")
     assert not (work.parent / "x").exists()
 
 
 def test_website_not_http(work):
     p = task_file(work, json.dumps([{**good_rows()[0], "website": "ftp://x"}]))
-    assert_usage_error(run_cli(work, "--tasks", str(p)), f"{p}: task #1", "'ftp://x'", "http(s)")
+    assert_usage_error(run_cli(work, "--tasks", str(p)), f"{p}:1: task #1", "'ftp://x'", "http(s)")
 
 
 def test_unknown_task_id(work):

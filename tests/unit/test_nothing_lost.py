@@ -94,7 +94,7 @@ async def test_a_judge_that_raises_costs_the_verdict_not_the_record_nor_the_run(
 
 def test_a_reference_answer_that_is_a_number_is_refused_at_load(tmp_path):
     row = {"task_id": "t1", "confirmed_task": "x", "website": "https://a.com", "reference_answer": 42}
-    with pytest.raises(TaskFileError, match=r"tasks.json: task #1: reference_answer of task t1 must be a string"):
+    with pytest.raises(TaskFileError, match=r"tasks.json:1: task #1: reference_answer of task t1 must be a string"):
         parse_tasks(tmp_path / "tasks.json", json.dumps([row]))
     row["reference_answer"], row["max_steps"] = ["ok"], "30"
     with pytest.raises(TaskFileError, match="max_steps of task t1 must be a whole number"):

@@ -41,7 +41,7 @@ def test_a_string_budget_stops_the_run_before_anything_is_written(tmp_path, caps
     tasks.write_text(json.dumps([{**ROW, "max_steps": "12"}]))
     code = main(["run", "--no-ui", "--tasks", str(tasks), "--out", str(tmp_path / "out")])
     assert code == 2
-    assert f"{tasks}: task #1: max_steps of task t1 must be a whole number from 1 to {MAX_STEPS}, got str" \
+    assert f"{tasks}:1: task #1: max_steps of task t1 must be a whole number from 1 to {MAX_STEPS}, got str" \
         in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 

@@ -8,8 +8,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from om2w_tui.benchmarks.tasks import Task, TaskFileError, load_tasks, parse_tasks, select
+from om2w_tui.json_input import element_lines
 
 DATA = Path(__file__).resolve().parents[2] / "data"    # the task files the project ships
 OM2W = DATA / "Online_Mind2Web.json"
@@ -239,7 +242,7 @@ def test_json_that_is_not_a_list(tmp_path, text, kind):
 def test_list_element_not_an_object(tmp_path, element):
     p = write(tmp_path, "t.json", json.dumps([om2w_row("a"), element]))
     msg = error_of(p)
-    assert msg.startswith(f"{p}: task #2: a task must be a JSON object")
+    assert msg.startswith(f"{p}:1: task #2: a task must be a JSON object")
 
 
 def test_jsonl_element_not_an_object(tmp_path):
@@ -253,7 +256,7 @@ def test_missing_field(tmp_path, drop):
     del row[drop]
     p = write(tmp_path, "t.json", json.dumps([om2w_row("z"), row]))
     msg = error_of(p)
-    assert msg.startswith(f"{p}: task #2: missing {drop}")
+    assert msg.startswith(f"{p}:1: task #2: missing {drop}")
 
 
 def test_empty_field_counts_as_missing(tmp_path):
@@ -272,14 +275,14 @@ def test_webvoyager_row_missing_field(tmp_path):
 def test_task_text_must_be_a_string(tmp_path):
     p = write(tmp_path, "t.json", json.dumps([om2w_row("a", confirmed_task=["x"])]))
     msg = error_of(p)
-    assert msg.startswith(f"{p}: task #1:") and "confirmed_task" in msg
+    assert msg.startswith(f"{p}:1: task #1:") and "confirmed_task" in msg
 
 
 def test_duplicate_ids_json_names_both_places(tmp_path):
     p = write(tmp_path, "t.json", json.dumps([om2w_row("a"), om2w_row("b"), om2w_row("a")]))
     msg = error_of(p)
-    assert msg.startswith(f"{p}: task #3: duplicate task id 'a'")
-    assert f"first at {p}: task #1" in msg
+    assert msg.startswith(f"{p}:1: task #3: duplicate task id 'a'")
+    assert f"first at {p}:1: task #1" in msg
 
 
 def test_duplicate_ids_jsonl_names_both_lines(tmp_path):
@@ -292,12 +295,12 @@ def test_duplicate_ids_jsonl_names_both_lines(tmp_path):
 def test_unsafe_ids(tmp_path, tid):
     p = write(tmp_path, "t.json", json.dumps([om2w_row("ok"), om2w_row(tid)]))
     msg = error_of(p)
-    assert msg.startswith(f"{p}: task #2: task id") and "a task id is a JSON string" in msg
+    assert msg.startswith(f"{p}:1: task #2: task id") and "a task id is a JSON string" in msg
 
 
 def test_empty_id_is_missing(tmp_path):
     p = write(tmp_path, "t.json", json.dumps([om2w_row("")]))
-    assert error_of(p).startswith(f"{p}: task #1: missing task_id")
+    assert error_of(p).startswith(f"{p}:1: task #1: missing task_id")
 
 
 @pytest.mark.parametrize("tid", ["a", "A_b-c.d", "BBC News--0", "x" * 128, "0"])
@@ -339,3 +342,51 @@ def test_a_site_is_named_the_same_in_the_report_and_the_console():
     assert site_name("{shop}/cart") == site_of("{shop}/cart") == "shop"           # the task file's template
     assert site_name("http://127.0.0.1:41001/cart", served) == "shop"             # the address the run serves
     assert site_name("https://www.booking.com/x") == site_of("https://www.booking.com/x") == "booking.com"
+
+
+# ── where a task of a JSON document is: its line ──────────
+@pytest.mark.parametrize("indent", [None, 1, 4])
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_a_bad_task_of_a_json_document_is_named_by_its_line(tmp_path, indent, wrapped):
+    """A pretty-printed task file (Online-Mind2Web's own is one) names the line the bad task starts on, as an editor
+    shows it, with the task's number in the list; with `{"tasks": [...]}` too, after other keys holding lists."""
+    rows = [om2w_row("a"), om2w_row("b", notes=["x", {"y": "]"}]), om2w_row("c", confirmed_task=["x"])]
+    doc = {"meta": [1, [2]], "tasks": rows} if wrapped else rows
+    text = json.dumps(doc, indent=indent)
+    p = write(tmp_path, "t.json", text)
+    line = text[:text.index('"task_id": "c"')].count("\n") + 1
+    if indent:   # the object opens on the line before its first key
+        line -= 1
+    assert error_of(p).startswith(f"{p}:{line}: task #3: ")
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                     lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=3), kids, max_size=3),
+                     max_leaves=8)
+_GAP = st.text(alphabet=" \n\t\r", max_size=3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_GAP, _JSON, _GAP), max_size=6), st.booleans(), _GAP, st.dictionaries(
+    st.text(max_size=3).filter(lambda k: k != "tasks"), _JSON, max_size=2))
+def test_element_lines_finds_each_element_of_any_document(items, wrapped, head, other):
+    """The oracle builds the text: each element's JSON (over several lines where `indent` spreads it) after
+    whitespace of its own, so where each starts is known; `{"...": x, "tasks": [...]}` too, after other keys."""
+    want: list[int] = []
+    opening = (head + "{" + "".join(f"{json.dumps(k)}:{json.dumps(v, indent=1)}," for k, v in other.items())
+               + '"tasks"' + head + ":" + head + "[") if wrapped else head + "["
+    text = opening
+    for k, (before, value, after) in enumerate(items):
+        text += before
+        want.append(text.count("\n") + 1)
+        text += json.dumps(value, indent=1 if k % 2 else None) + after + ("," if k < len(items) - 1 else "")
+    text += "]" + ("}" if wrapped else "") + head
+    assert json.loads(text) == ({**other, "tasks": [v for _, v, _ in items]} if wrapped else [v for _, v, _ in items])
+    assert element_lines(text, "tasks" if wrapped else None) == want
+
+
+def test_element_lines_says_none_for_what_is_no_such_document():
+    assert element_lines('{"x": 1}', "tasks") is None
+    assert element_lines('{"x": 1}') is None
+    assert element_lines("[1, 2") is None
+    assert element_lines("[]") == []
