@@ -13,7 +13,7 @@ from rich.console import Console
 
 from om2w_tui.engine.events import EpisodeFinished, LaneRow
 from om2w_tui.evaluation.outcomes import RULE_ALL, RULE_EXECUTABLE
-from om2w_tui.frontends.console.campaign_board import CampaignBoard
+from om2w_tui.frontends.campaign_board import CampaignBoard
 from om2w_tui.frontends.console.screens.compare import ComparisonScreen
 from om2w_tui.frontends.console.screens.episode import EpisodeScreen
 from om2w_tui.frontends.console.widgets.comparison import ComparisonPanel, comparison_renderable

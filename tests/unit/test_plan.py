@@ -88,6 +88,10 @@ def test_the_offline_benchmark_default_cooldown_applies_unless_the_plan_gives_on
     ('out = "x"\n[arms.a]\nout = "y"\n', 3, "campaign-wide"),
     ('out = "x"\n[arms.b]\n[arms.a]\ntask-ids = "t1"\n', 4, "campaign-wide"),
     ('out = "x"\n[arms.a]\nshard = "0/2"\n', 3, "campaign-wide"),
+    # one judge for every arm: the arms are compared on one measure
+    ('out = "x"\n[arms.a]\n[arms.b]\nmodel = "m"\njudge-url = "http://127.0.0.1:9/v1"\n', 5,
+     "[arms.b] judge-url: campaign-wide (one judge for every arm, so the arms are compared on one measure)"),
+    ('out = "x"\n[arms.a]\njudge_model = "o4-mini"\n', 3, "[arms.a] judge_model: campaign-wide (one judge"),
     ('out = "x"\n\n[arms."a-r2"]\n', 3, "may not end in -r<number>"),
     ('out = "x"\n[arms.".x"]\n', 2, "arm name '.x'"),
     ('out = "x"\nrepeats = 0\n[arms.a]\n', 2, "repeats: 0: must be 1 to 100"),
