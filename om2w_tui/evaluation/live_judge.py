@@ -236,11 +236,12 @@ class LaneJudges:
             await judge.start()
 
     async def drain(self, stopped: Callable[[], bool], poll_s: float = 0.5) -> bool:
-        """Every lane's judge finishes its queue (they judge at once; waited for one after the other)."""
+        """Every lane's judge finishes its queue (they judge at once; waited for one after the other, each even when
+        another could not finish: a lane's judge that stopped costs the others nothing)."""
+        done = True
         for judge in self.lanes.values():
-            if not await judge.drain(stopped, poll_s):
-                return False
-        return True
+            done = await judge.drain(stopped, poll_s) and done
+        return done
 
     async def close(self) -> None:
         for judge in self.lanes.values():
@@ -337,7 +338,7 @@ class VerdictTail:
     the new bytes are read, whole lines only, the last line of a task the one that counts; the folder is looked at
     for a newer file every `every_s` seconds. Whoever judges (this run's judge, `om2w-tui judge` in another
     terminal, another node of the run) shows. `name`: that file only (a campaign's live judge's, the measure its
-    arms are compared on), not the newest."""
+    arms are compared on), not the newest, looked for at each poll until it is there."""
 
     def __init__(self, out: Path, every_s: float = 5.0, name: str | None = None):
         self.out = Path(out)
@@ -351,7 +352,8 @@ class VerdictTail:
 
     def poll(self, now: float) -> tuple[int, int]:
         """(successes, judged) as the file says now."""
-        if now - self._looked >= self.every_s:
+        # a named file is looked for at every poll until it is there (one stat); the newest every `every_s` (a glob)
+        if (self.name is not None and self.path is None) or now - self._looked >= self.every_s:
             self._looked = now
             newest = find_newest_judge_file(self.out) if self.name is None else _file_or_none(self.out / self.name)
             if newest != self.path:
