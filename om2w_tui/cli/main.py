@@ -176,7 +176,8 @@ def doctor(cfg: RunConfig | Campaign) -> int:
 
     from om2w_tui.frontends.console.report_table import printed_console  # as above
 
-    pre, checks = campaign_checks(cfg) if isinstance(cfg, Campaign) else run_checks(cfg, companions=COMPANIONS)
+    pre, checks = (campaign_checks(cfg, companions=COMPANIONS) if isinstance(cfg, Campaign)
+                  else run_checks(cfg, companions=COMPANIONS))
     table = Table(title="om2w-tui doctor", show_lines=False)
     table.add_column("check")
     table.add_column("", width=4)
@@ -218,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "doctor":
         return doctor(cfg)
     try:
-        pre = campaign_preflight(cfg) if isinstance(cfg, Campaign) else preflight(cfg, companions=COMPANIONS)
+        pre = (campaign_preflight(cfg, companions=COMPANIONS) if isinstance(cfg, Campaign)
+               else preflight(cfg, companions=COMPANIONS))
     except UsageError as e:
         return _fail(str(e))
     return launch(pre, getattr(args, "no_ui", False))

@@ -1,14 +1,15 @@
-"""A campaign from its plan to a running scheduler: its checks (its folder, the shared settings once, each lane as a
-run, each distinct model asked once) and `open_campaign`, what `launch.open_run` opens for a Preflight with lanes:
-the sites and the oracle served once, the campaign's lock and each lane's, `campaign.json` and each lane's `run.json`,
-one executor and one scheduler for every lane's units."""
+"""A campaign from its plan to a running scheduler: its checks (its folder, the shared settings once, the live judge's
+endpoint once, each lane as a run, each distinct model asked once) and `open_campaign`, what `launch.open_run` opens
+for a Preflight with lanes: the sites and the oracle served once, the campaign's lock and each lane's,
+`campaign.json` and each lane's `run.json`, one executor and one scheduler for every lane's units, and what runs
+beside them (the live judge: each lane judged into its own folder)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 from om2w_tui.benchmarks.site_keys import site_key
 from om2w_tui.campaign_folder import LOCK_FILE
@@ -18,10 +19,12 @@ from om2w_tui.engine.events import Sink
 from om2w_tui.engine.lanes import Lane
 from om2w_tui.engine.launch import (
     Check,
+    Companion,
     LanePreflight,
     Preflight,
     UsageError,
     check_pace_ready,
+    emit_to,
     hold_folder,
     listen_on,
     live_offline_task,
@@ -30,6 +33,7 @@ from om2w_tui.engine.launch import (
     ray_here,
     reference_judge,
     run_checks,
+    start_beside,
     write_manifest,
 )
 from om2w_tui.engine.machine import slot_room
@@ -44,23 +48,20 @@ from om2w_tui.secret import EndpointURL
 _LANE_ROWS = ("settings", "tasks", "out folder", "model endpoint", "resume")
 
 
-def campaign_checks(campaign: Campaign, *, check_model: bool = True
+def campaign_checks(campaign: Campaign, *, check_model: bool = True, companions: Sequence[Companion] = ()
                     ) -> tuple[Preflight | None, list[Check]]:
     """A campaign's checks: its folder (the resume rule, its lock), the shared settings as a run's (task selection,
-    pacing, the browser started once), then each lane as a run (its settings, its tasks with its step budget, its
-    folder, what it has settled), each distinct endpoint and model asked once. A lane's row is named by it. Writes
-    nothing."""
+    pacing, the browser started once, the live judge's endpoint asked once), then each lane as a run (its settings,
+    its tasks with its step budget, its folder and the files a companion writes there, what it has settled), each
+    distinct endpoint and model asked once. A lane's row is named by it. Writes nothing."""
     cfg = campaign.config
     problem = resume_problem(campaign) or (check_free(cfg.out, LOCK_FILE).replace("another run", "another campaign")
                                            if cfg.out.is_dir() else "")
-    if not problem and cfg.judge_url is not None:
-        problem = ("--judge-url: a campaign does not judge as it goes yet; judge each lane's folder after it with "
-                   "`om2w-tui judge OUT/<lane>`")
     arms = list(dict.fromkeys(lane.arm for lane in campaign.lanes))
     checks: list[Check] = [("campaign", not problem, problem or f"{cfg.out}: arms {', '.join(arms)} x "
                             f"{campaign.plan.repeats} repeat(s): {len(campaign.lanes)} lanes "
                             f"({', '.join(lane.name for lane in campaign.lanes)})")]
-    shared, shared_checks = run_checks(cfg, check_model=False, ask_model=False)
+    shared, shared_checks = run_checks(cfg, check_model=False, ask_model=False, check_judge=check_model)
     checks += [row for row in shared_checks if row[0] != "resume"]
     if shared is None:
         return None, checks
@@ -70,7 +71,7 @@ def campaign_checks(campaign: Campaign, *, check_model: bool = True
         model = (str(lane.config.endpoint) if not lane.config.builtin_oracle else "", lane.config.model,
                  lane.config.api_key_env)
         pre, rows = run_checks(lane.config, check_model=check_model and model not in asked, ask_model=False,
-                               known=shared.resolved)
+                               known=shared.resolved, companions=companions, check_judge=False)
         asked.add(model)
         checks += [(f"{lane.name}: {what}", ok, detail if ok else f"lane {lane.name} (arm {lane.arm}): {detail}")
                    for what, ok, detail in rows if what in _LANE_ROWS or not ok]
@@ -79,12 +80,13 @@ def campaign_checks(campaign: Campaign, *, check_model: bool = True
     if not all(ok for _, ok, _ in checks) or len(lanes) != len(campaign.lanes):
         return None, checks
     return dataclasses.replace(shared, settled=sum(lane.pre.settled for lane in lanes), checks=checks,
-                               campaign=campaign, lanes=tuple(lanes)), checks
+                               campaign=campaign, lanes=tuple(lanes), companions=tuple(companions)), checks
 
 
-def campaign_preflight(campaign: Campaign, *, check_model: bool = True) -> Preflight:
+def campaign_preflight(campaign: Campaign, *, check_model: bool = True, companions: Sequence[Companion] = ()
+                       ) -> Preflight:
     """`campaign_checks` as `preflight` is `run_checks`: raises UsageError with the first problem."""
-    pre, checks = campaign_checks(campaign, check_model=check_model)
+    pre, checks = campaign_checks(campaign, check_model=check_model, companions=companions)
     if pre is None:
         raise UsageError(next(detail for _, ok, detail in checks if not ok))
     return pre
@@ -150,15 +152,19 @@ async def open_campaign(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bo
             return True
 
         servers = [ControlServer(folder) for folder in [campaign_folder, *folders]]
+        # the live judge (--judge-url): one for every lane, each lane judged into its own folder
+        emit = emit_to([*sinks, *servers])
+        beside = [c for c in (companion.open_lanes(cfg, [(lane.name, lane.config.out) for lane in lanes], emit)
+                              for companion in pre.companions) if c is not None]
         judge = reference_judge if any("reference_answer" in t.raw for t in pre.tasks) else None
         shared_tasks = [live_offline_task(t, base_urls) for t in pre.tasks] if base_urls else pre.tasks
-        run = Scheduler(cfg, shared_tasks, executor, [*sinks, *servers], judge=judge, probe=probe,
+        run = Scheduler(cfg, shared_tasks, executor, [*sinks, *servers, *beside], judge=judge, probe=probe,
                         endpoint=lanes[0].endpoint, guard_ends_run=guard_ends_run, site_names=local_names,
                         slot_room=lambda: slot_room(cfg.slot_memory) if cfg.executor != "ray" or ray_here(cfg)
                         else None, lanes=lanes)
         async with contextlib.AsyncExitStack() as listening:
             await listen_on(servers, run, sinks, listening)
-            yield run
+            yield await start_beside(beside, run, listening)
     finally:
         # as open_run's: in a thread, shielded
         await asyncio.shield(asyncio.to_thread(stack.close))

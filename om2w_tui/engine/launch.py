@@ -95,6 +95,12 @@ class Companion(Protocol):
         """Its service for this run (None: `cfg` asks for none); `emit` tells every sink of the run."""
         ...
 
+    def open_lanes(self, cfg: RunConfig, lanes: Sequence[tuple[str, Path]], emit: Callable[[Event], None]
+                   ) -> CompanionRun | None:
+        """Its service for a campaign (`cfg` its shared settings; `lanes` each lane's name and run folder: a lane's
+        events carry its name)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Resolved:
@@ -329,14 +335,15 @@ def _check_browser(cfg: RunConfig, add: Callable[[str, str, str], bool]) -> tupl
 
 
 def run_checks(cfg: RunConfig, *, check_model: bool = True, ask_model: bool = True,
-               companions: Sequence[Companion] = (), known: Resolved | None = None
-               ) -> tuple[Preflight | None, list[Check]]:
+               companions: Sequence[Companion] = (), known: Resolved | None = None,
+               check_judge: bool | None = None) -> tuple[Preflight | None, list[Check]]:
     """Every check that can be made before a run, each on its own (for `om2w-tui doctor` and the launch screen):
     -> (the Preflight when none failed, else None; [(what, ok | WARNING, detail)]). Writes nothing. `ask_model`:
     send the model the run's first step (engine/model_check.py); what it gets wrong is a WARNING, never a failure.
     `companions`: what the front end runs beside the run (the live judge), checked here and carried to `open_run`.
     `known`: the Chromium and user agent another check found for the same browser settings (a campaign's lanes):
-    not started again."""
+    not started again. `check_judge`: ask the live judge's endpoint (default: as `check_model`; a campaign asks it
+    once for every lane)."""
     checks: list[Check] = []
 
     def add(name: str, problem: str, ok_detail: str) -> bool:
@@ -387,7 +394,7 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True, ask_model: bool = Tr
                           f"{cfg.endpoint} serves {cfg.model}")
     if check_model and ask_model and endpoint_ok and chromium_ok:
         checks.extend(model_checks(resolved_config(cfg, resolved), chosen))
-    if cfg.judge_url and cfg.judge_model and check_model:
+    if cfg.judge_url and cfg.judge_model and (check_model if check_judge is None else check_judge):
         add("judge endpoint", check_judge_endpoint(cfg), f"{cfg.judge_url} serves {cfg.judge_model}: each episode "
             f"judged as it ends ({cfg.judge_workers} calls at once)")
     settled = 0
@@ -530,16 +537,21 @@ async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = 
                         else None)
         async with contextlib.AsyncExitStack() as listening:
             await listen_on([server], run, sinks, listening)
-            held: Run = run
-            for companion_run in beside:
-                await companion_run.start()
-                listening.push_async_callback(companion_run.close)
-                held = companion_run.hold(held)
-            yield held
+            yield await start_beside(beside, run, listening)
     finally:
         # in a thread: a server's shutdown waits for its poll loop (up to 0.5 s each), which froze the console's
         # screen at the end of every offline run (bench/console_lag.py); shielded, so a cancel still closes it all
         await asyncio.shield(asyncio.to_thread(stack.close))
+
+
+async def start_beside(beside: Sequence[CompanionRun], run: Run, listening: contextlib.AsyncExitStack) -> Run:
+    """Each companion run started, closed with the stack; -> the run the front end holds (each companion's hold)."""
+    held = run
+    for companion_run in beside:
+        await companion_run.start()
+        listening.push_async_callback(companion_run.close)
+        held = companion_run.hold(held)
+    return held
 
 
 def check_pace_ready(cfg: RunConfig) -> None:

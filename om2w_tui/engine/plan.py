@@ -242,8 +242,11 @@ def read_plan(path: Path) -> Plan:
         for key, value in table.items():
             field, parsed = reader.setting(("arms", name), key, value)
             if field in SHARED_KEYS:
-                raise reader.fail(("arms", name), key, f"[arms.{name}] {key}: campaign-wide (every arm runs the "
-                                  f"same tasks on one pacer and one set of slots); set it at the plan's top level")
+                judging = field in BY_KEY and BY_KEY[field].group == JUDGING
+                why = ("one judge for every arm, so the arms are compared on one measure" if judging
+                       else "every arm runs the same tasks on one pacer and one set of slots")
+                raise reader.fail(("arms", name), key, f"[arms.{name}] {key}: campaign-wide ({why}); set it at the "
+                                  f"plan's top level")
             changes[field] = parsed
         arms.append(Arm(name, changes))
     return Plan(path, shared, tuple(arms), repeats)

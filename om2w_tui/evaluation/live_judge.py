@@ -11,6 +11,10 @@ judge caught up), and none is judged twice on resume; a task run again in this r
 new line the one that counts. A task the judge endpoint fails on is left out of the file and said in the log:
 `om2w-tui judge OUT` (the same settings) judges it later from the same file.
 
+A campaign's judge (`LaneJudges`) is one `LiveJudge` per lane (each into its own lane's run folder, by the same
+rule) sharing one client and one `Caller`, so `--judge-workers` bounds the calls of every lane together and one
+endpoint judges every arm: the arms are compared on one measure.
+
 `JudgedRun` is the run a front end holds then: its `run()` lets the judge finish its queue once the scheduler is done
 (saying how many are left), and its `stop()` (quit, Ctrl-C, `ctl stop`) ends that wait too; the tasks still queued
 are judged at the next start.
@@ -24,10 +28,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from om2w_tui.benchmarks.conformance import load_episode
 from om2w_tui.engine.config import RunConfig
@@ -62,23 +66,28 @@ class LiveJudge:
     them (`start`, then `drain` once the run is over, `close` at the end)."""
 
     def __init__(self, out: Path, settings: Settings, client: Any, emit: Emit = lambda e: None,
-                 sleep: Callable[[float], Any] = asyncio.sleep):
+                 sleep: Callable[[float], Any] = asyncio.sleep, *, lane: str = "", caller: Caller | None = None):
+        """`lane`: a campaign's lane this judge judges (only its episodes; its log lines name it); `caller`: one
+        shared with the other lanes' judges (their calls bounded together; its owner closes the client)."""
         self.out = Path(out)
         self.s = settings
         self.client = client
         self.emit = emit
+        self.lane = lane
+        self._owns_client = caller is None
         self.path = output_path(self.out, settings)
         self.queue: asyncio.Queue[tuple[str, int]] = asyncio.Queue()
         self.judged: dict[str, int] = {}        # task -> the attempt its line judged (0: unknown, from the file)
         self.counts = LiveCounts()
         self.fatal = ""
-        self._caller = Caller(client, settings, sleep, self._log)
+        self._caller = caller or Caller(client, settings, sleep, self._log)
         self._queued: set[tuple[str, int]] = set()
         self._workers: list[asyncio.Task[None]] = []
 
     # ── the sink ──
     def handle(self, event: Event) -> None:
-        if isinstance(event, EpisodeFinished) and not event.requeued and event.record.settles:
+        if (isinstance(event, EpisodeFinished) and event.lane == self.lane and not event.requeued
+                and event.record.settles):
             self.put(event.record.task_id, event.record.attempt)
 
     def put(self, task_id: str, attempt: int) -> None:
@@ -141,8 +150,9 @@ class LiveJudge:
         for w in self._workers:
             w.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)
-        with contextlib.suppress(Exception):
-            await self.client.close()
+        if self._owns_client:
+            with contextlib.suppress(Exception):
+                await self.client.close()
         c = self.counts
         left = self.queue.qsize() + self._busy()
         self._log(f"judged {c.judged} episode(s) during the run ({c.successes} successes) into {self.path.name}"
@@ -191,7 +201,7 @@ class LiveJudge:
         self.counts.successes += rec.get("predicted_label") == 1
 
     def _log(self, message: str, level: str = "info") -> None:
-        self.emit(Log(level, f"judge: {message}"))
+        self.emit(Log(level, f"judge [{self.lane}]: {message}" if self.lane else f"judge: {message}"))
 
 
 def _drain(queue: asyncio.Queue[Any]) -> None:
@@ -203,11 +213,57 @@ def _drain(queue: asyncio.Queue[Any]) -> None:
         queue.task_done()
 
 
+class LaneJudges:
+    """A campaign's live judge: one `LiveJudge` per lane, each judging its lane's episodes into its lane's run folder
+    (as a run's judge does: `report OUT/<lane>` reads it), all sharing one client and one `Caller` (`--judge-workers`
+    calls at once over every lane). A sink and a companion run as `LiveJudge` is."""
+
+    def __init__(self, lanes: Sequence[tuple[str, Path]], settings: Settings, client: Any,
+                 emit: Emit = lambda e: None, sleep: Callable[[float], Any] = asyncio.sleep):
+        self.s = settings
+        self.client = client
+        caller = Caller(client, settings, sleep, lambda m: emit(Log("info", f"judge: {m}")))
+        self.lanes = {name: LiveJudge(out, settings, client, emit, sleep, lane=name, caller=caller)
+                      for name, out in lanes}
+
+    def handle(self, event: Event) -> None:
+        judge = self.lanes.get(event.lane) if isinstance(event, EpisodeFinished) else None
+        if judge is not None:
+            judge.handle(event)
+
+    async def start(self) -> None:
+        for judge in self.lanes.values():
+            await judge.start()
+
+    async def drain(self, stopped: Callable[[], bool], poll_s: float = 0.5) -> bool:
+        """Every lane's judge finishes its queue (they judge at once; waited for one after the other, each even when
+        another could not finish: a lane's judge that stopped costs the others nothing)."""
+        done = True
+        for judge in self.lanes.values():
+            done = await judge.drain(stopped, poll_s) and done
+        return done
+
+    async def close(self) -> None:
+        for judge in self.lanes.values():
+            await judge.close()
+        with contextlib.suppress(Exception):
+            await self.client.close()
+
+    def hold(self, run: Run) -> JudgedRun:
+        return JudgedRun(run, self)
+
+
+class Drains(Protocol):
+    """A judge that finishes its queue after the run (a run's `LiveJudge`, a campaign's `LaneJudges`)."""
+
+    async def drain(self, stopped: Callable[[], bool], poll_s: float = 0.5) -> bool: ...
+
+
 class JudgedRun:
     """The run with its judge: `run()` runs the scheduler to its end and then lets the judge finish its queue;
     `stop()` (the console's quit, Ctrl-C, `ctl stop`) stops either. Every other command is the scheduler's."""
 
-    def __init__(self, run: Run, judge: LiveJudge):
+    def __init__(self, run: Run, judge: Drains):
         self.inner, self.judge = run, judge
         self._stopped = False
 
@@ -264,6 +320,15 @@ class LiveJudging:
         client = judge_client(cfg.judge_url.for_client(), cfg.judge_api_key(), settings)
         return LiveJudge(cfg.out, settings, client, emit)
 
+    def open_lanes(self, cfg: RunConfig, lanes: Sequence[tuple[str, Path]], emit: Emit) -> LaneJudges | None:
+        """A campaign's (`cfg` its shared settings, where the judge is set for every arm): each lane (its name, its
+        run folder) judged into its own folder by the one judge."""
+        if not cfg.judge_url or not cfg.judge_model:
+            return None
+        settings = Settings(model=cfg.judge_model, workers=cfg.judge_workers)
+        client = judge_client(cfg.judge_url.for_client(), cfg.judge_api_key(), settings)
+        return LaneJudges(lanes, settings, client, emit)
+
 
 LIVE_JUDGE = LiveJudging()
 
@@ -272,11 +337,13 @@ class VerdictTail:
     """The verdicts of a run's newest judge file, read as the file grows (the console's header shows them): only
     the new bytes are read, whole lines only, the last line of a task the one that counts; the folder is looked at
     for a newer file every `every_s` seconds. Whoever judges (this run's judge, `om2w-tui judge` in another
-    terminal, another node of the run) shows."""
+    terminal, another node of the run) shows. `name`: that file only (a campaign's live judge's, the measure its
+    arms are compared on), not the newest, looked for at each poll until it is there."""
 
-    def __init__(self, out: Path, every_s: float = 5.0):
+    def __init__(self, out: Path, every_s: float = 5.0, name: str | None = None):
         self.out = Path(out)
         self.every_s = every_s
+        self.name = name
         self.path: Path | None = None
         self.verdicts: dict[str, bool] = {}
         self._offset = 0
@@ -285,9 +352,10 @@ class VerdictTail:
 
     def poll(self, now: float) -> tuple[int, int]:
         """(successes, judged) as the file says now."""
-        if now - self._looked >= self.every_s:
+        # a named file is looked for at every poll until it is there (one stat); the newest every `every_s` (a glob)
+        if (self.name is not None and self.path is None) or now - self._looked >= self.every_s:
             self._looked = now
-            newest = find_newest_judge_file(self.out)
+            newest = find_newest_judge_file(self.out) if self.name is None else _file_or_none(self.out / self.name)
             if newest != self.path:
                 self.path, self.verdicts, self._offset, self._rest = newest, {}, 0, b""
         if self.path is not None:
@@ -316,6 +384,20 @@ class VerdictTail:
                 continue
             if isinstance(rec, dict) and rec.get("task_id") is not None and rec.get("predicted_label") in (0, 1):
                 self.verdicts[str(rec["task_id"])] = rec["predicted_label"] == 1
+
+
+def _file_or_none(path: Path) -> Path | None:
+    try:
+        return path if path.is_file() else None
+    except OSError:
+        return None
+
+
+def live_judge_file(cfg: RunConfig) -> str | None:
+    """The file name the live judge of `cfg` (--judge-url, --judge-model) writes in each run folder, or None."""
+    if not cfg.judge_url or not cfg.judge_model:
+        return None
+    return output_path(Path("."), Settings(model=cfg.judge_model)).name
 
 
 def find_newest_judge_file(out: Path) -> Path | None:

@@ -1,5 +1,7 @@
 """The --no-ui front end: a line per finished episode, a progress line, a summary; Ctrl-C or SIGTERM stops the run
-gracefully (running episodes end keeping their steps and run again next time), a second Ctrl-C ends them at once."""
+gracefully (running episodes end keeping their steps and run again next time), a second Ctrl-C ends them at once.
+A campaign judged as it goes (--judge-url) ends with each arm's rate by its judge and each arm against the baseline
+on it, once the judge is done (the console's comparison, `campaign_board.py`, read from the lanes' folders)."""
 
 from __future__ import annotations
 
@@ -28,7 +30,11 @@ from om2w_tui.engine.events import (
     SlotChanged,
 )
 from om2w_tui.engine.launch import Preflight, open_run
-from om2w_tui.engine.results import statuses_text
+from om2w_tui.engine.results import read_results, statuses_text
+from om2w_tui.evaluation.live_judge import live_judge_file
+from om2w_tui.evaluation.outcomes import RULES
+from om2w_tui.evaluation.report_text import fmt_p, fmt_pp, fmt_rate
+from om2w_tui.frontends.campaign_board import CampaignBoard
 from om2w_tui.frontends.formatting import clock_text
 from om2w_tui.frontends.run_state import RunState, episode_line, model_summary
 from om2w_tui.protocol.run_end import RunEnd
@@ -142,8 +148,34 @@ async def run_headless(pre: Preflight, stream: IO[str] | None = None) -> int:
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
+    if pre.lanes and (judged := live_judge_file(pre.config)):
+        for line in judge_lines(pre, judged):
+            sink._print(line)
     summary = sink.state.summary
     return exit_code(summary.end if summary is not None else None, interrupted)
+
+
+def judge_lines(pre: Preflight, judge_file: str) -> list[str]:
+    """A campaign's arms by its live judge's verdicts (in `judge_file` of each lane's folder), read from the lanes'
+    folders as they stand: each lane's rate under both counting rules, then each lane against its repeat's baseline
+    on the tasks both have an outcome for (the difference with its 95% interval, McNemar's p, the tasks only one
+    solved)."""
+    board = CampaignBoard(campaign_out=pre.config.out, live_judge=judge_file, wanted="judge")
+    board.rows = {lp.name: LaneRow(lp.name, lp.arm, lp.repeat, str(lp.pre.config.out)) for lp in pre.lanes}
+    for lp in pre.lanes:
+        board.earlier(lp.name, list(read_results(lp.pre.config.out).latest_records().values()))
+    c = board.comparison()
+    if c.measure is None:
+        return [f"judge: {c.problem}"]
+    lines = []
+    for arm in c.arms:
+        rates = ", ".join(f"{rule} {fmt_rate(arm.counts.rate(rule))}" for rule in RULES)
+        lines.append(f"{c.measure.name}: {arm.label}: {rates}; {arm.counts.pending} not judged")
+    for t in c.tests:
+        d = t.difference
+        lines.append(f"{c.measure.name}: {t.a} - {t.b} ({t.rule}, {d.n} tasks): {fmt_pp(d.difference, d.low, d.high)}, "
+                     f"McNemar p {fmt_p(d.p)}, only {t.a} solved {d.only_a}, only {t.b} solved {d.only_b}")
+    return lines
 
 
 def exit_code(end: RunEnd | None, interrupted: bool) -> int:

@@ -1,8 +1,9 @@
 """A campaign end to end, headless, with the real worker, real Chromium, the offline sites on 127.0.0.1 and the oracle:
-two arms (`oracle` and `oracle-weak`, which fails every third task) over three tasks, killed with SIGKILL after its
-first settled unit and run again with the same command. Each lane's folder is a complete run folder the official
-evaluator reads, every unit settled once in its own lane, a task's units one after another on its site, and a plan
-that changes a lane under the folder is refused."""
+two arms (`oracle` and `oracle-weak`, which fails every third task) over three tasks, judged as they go (the oracle's
+judge mode on 127.0.0.1), killed with SIGKILL after its first settled unit and run again with the same command. Each
+lane's folder is a complete run folder the official evaluator reads, every unit settled once in its own lane and
+judged once into its lane's folder, a task's units one after another on its site, the arms compared on the judge at
+the end, and a plan that changes a lane under the folder is refused."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from om2w_tui.benchmarks.conformance import check_run
 from om2w_tui.engine.campaign_launch import campaign_preflight
 from om2w_tui.engine.events import RunFinished
 from om2w_tui.engine.plan import read_plan, resolve
-from om2w_tui.offline.oracle import weak_fails
+from om2w_tui.evaluation.judge_files import read_judged
+from om2w_tui.offline.oracle import OracleServer, weak_fails
 from om2w_tui.offline.suite import load_task_templates
 from tests.fakes import Recorder
 from tests.ui.pilots import app_exits, make_app, until
@@ -38,6 +40,7 @@ workers = 2
 pace_cooldown = 0.5
 retries = 0
 
+{judge}
 [arms.good]
 model = "oracle"
 
@@ -46,10 +49,27 @@ model = "oracle-weak"
 """
 
 
-def test_a_two_arm_campaign_killed_and_run_again_settles_every_unit_once_in_its_lane_paired_on_its_site(tmp_path):
+# the campaign's one live judge, for every arm (its key's variable named; the key itself never written)
+JUDGE = """judge-url = "{url}"
+judge-model = "oracle-judge"
+judge-api-key-env = "OM2W_TEST_JUDGE_KEY"
+"""
+JUDGE_FILE = "om2w-tui_WebJudge_Online_Mind2Web_eval_oracle-judge_score_threshold_3_auto_eval_results.json"
+SECRET = "sk-judge-secret-7f3a"
+
+
+@pytest.fixture
+def judge(monkeypatch):
+    monkeypatch.setenv("OM2W_TEST_JUDGE_KEY", SECRET)   # the campaign's processes inherit it
+    with OracleServer(load_task_templates()) as server:
+        yield server
+
+
+def test_a_two_arm_campaign_killed_and_run_again_settles_every_unit_once_in_its_lane_paired_on_its_site(tmp_path,
+                                                                                                         judge):
     out = tmp_path / "study"
     plan = tmp_path / "plan.toml"
-    plan.write_text(PLAN.format(ids=json.dumps(IDS), out=out))
+    plan.write_text(PLAN.format(ids=json.dumps(IDS), out=out, judge=JUDGE.format(url=judge.url)))
     tasks = {t["task_id"]: t for t in load_task_templates()}
     assert [weak_fails(tasks[i]) for i in IDS] == [False, True, False]   # the arms really differ on one task
 
@@ -76,6 +96,19 @@ def test_a_two_arm_campaign_killed_and_run_again_settles_every_unit_once_in_its_
     assert "lane weak (arm weak, repeat 1): 3/3 done" in again.stdout
     assert "pairing gap over" in again.stdout
     assert sum(int(n) for n in re.findall(r"3/3 done \((\d+) before\)", again.stdout)) == settled_before
+    # the judge: each lane judged into its own folder, each unit once over the kill (judged then or at this start),
+    # and the arms compared on its verdicts once it is done
+    for lane in ("good", "weak"):
+        assert sorted(read_judged(out / lane / JUDGE_FILE)) == sorted(IDS), lane
+        assert len((out / lane / JUDGE_FILE).read_text().splitlines()) == len(IDS), lane
+        assert re.search(rf"judge webjudge/oracle-judge: {lane}: over all [\d.]+% \(\d/3\) \[[\d.]+, [\d.]+\], "
+                         rf"executable [^;]+; 0 not judged", again.stdout), again.stdout[-3000:]
+    assert re.search(r"judge webjudge/oracle-judge: weak - good \(over all, 3 tasks\): [-+][\d.]+ pp", again.stdout)
+    assert "warning: judge" not in again.stdout and "error: judge" not in again.stdout
+    assert not [f for f in out.rglob("*") if f.is_file() and SECRET.encode() in f.read_bytes()]
+    report = cli("report", str(out), "--format", "json", "--no-per-task", timeout=120)   # reads them as a run's
+    assert report.returncode == 0, report.stderr
+    assert [r["measure"]["name"] for r in json.loads(report.stdout)["runs"]] == ["judge webjudge/oracle-judge"] * 2
 
     by_lane: dict[str, list[dict[str, Any]]] = {}
     for lane in ("good", "weak"):
@@ -103,7 +136,7 @@ def test_a_two_arm_campaign_killed_and_run_again_settles_every_unit_once_in_its_
             assert len(runs) == len(set(runs)), (site, order)
 
     # a plan that changes what a lane measures under this folder: refused, naming what changed; nothing written
-    plan.write_text(PLAN.format(ids=json.dumps(IDS), out=out).replace('"oracle-weak"', '"oracle-slow-1"'))
+    plan.write_text(PLAN.format(ids=json.dumps(IDS), out=out, judge="").replace('"oracle-weak"', '"oracle-slow-1"'))
     kept = (out / "campaign.json").read_text()
     refused = cli("campaign", str(plan), "--no-ui", timeout=120)
     assert refused.returncode == 2, refused.stdout + refused.stderr
@@ -114,7 +147,7 @@ def test_a_two_arm_campaign_killed_and_run_again_settles_every_unit_once_in_its_
 async def test_the_console_opens_a_campaign_and_runs_it_to_the_end(tmp_path):
     out = tmp_path / "study"
     plan = tmp_path / "plan.toml"
-    plan.write_text(PLAN.format(ids=json.dumps(IDS[2:]), out=out))
+    plan.write_text(PLAN.format(ids=json.dumps(IDS[2:]), out=out, judge=""))
     pre = campaign_preflight(resolve(read_plan(plan)))
     rec = Recorder()
     app = make_app(pre, image_renderer="unicode", last_launch=None, sinks=[rec])   # the same app as `run` opens

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from om2w_tui.engine.events import EpisodeFinished, LaneRow
 from om2w_tui.evaluation.outcomes import RULE_ALL, RULE_EXECUTABLE
-from om2w_tui.frontends.console.campaign_board import CampaignBoard
+from om2w_tui.frontends.campaign_board import CampaignBoard
 from om2w_tui.frontends.console.screens.compare import ComparisonScreen
 from om2w_tui.frontends.console.screens.episode import EpisodeScreen
 from om2w_tui.frontends.console.widgets.comparison import ComparisonPanel, comparison_renderable
@@ -223,3 +223,38 @@ def test_the_comparison_reads_one_measure_on_every_lane_a_live_judge_where_every
     assert c.measure.kind == "judge" and c.measure.model == "o4-mini"
     assert {a.label: a.counts.success for a in c.arms} == {"base": 0, "agent": 1}
     assert next(t for t in c.tests if t.rule == RULE_ALL).only_a_tasks == ("t1",)
+
+
+async def test_with_the_live_judge_on_the_arms_are_compared_on_its_verdicts_pending_until_they_come(tmp_path,
+                                                                                                    monkeypatch):
+    """A campaign with --judge-url: the comparison reads the judge from the start (every unit pending until its
+    verdict), the judge's own file in each lane (not a newer one of another judge), and the lanes' line shows each
+    lane's judge rate as a run's header shows its own."""
+    plain = R.preflight_for
+    monkeypatch.setattr(R, "preflight_for", lambda out: dataclasses.replace(plain(out), config=dataclasses.replace(
+        plain(out).config, judge_url="http://127.0.0.1:9/v1", judge_model="o4-mini")))
+    app, clock, _, out = C.build_campaign(tmp_path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await C.feed_campaign(pilot, app, clock, out)
+        await pilot.press("c")
+        await pilot.pause()
+        screen = app.screen
+        c = screen.board.comparison()
+        assert c.measure is not None and c.measure.name == "judge webjudge/o4-mini"   # not the reference answers
+        assert {a.label: (a.counts.success, a.counts.pending) for a in c.arms} == {"base": (0, 3), "agent": (0, 2)}
+        assert "measure: judge webjudge/o4-mini" in panel_text(screen)
+        # the live judge's verdicts come; another judge's newer file in base is not the measure
+        judge_file(out / "base", {C.SHOP_T: True, C.WIKI_T: False, C.BOOK_T: True})
+        judge_file(out / "agent", {C.SHOP_T: False, C.WIKI_T: True})
+        judge_file(out / "base", {C.SHOP_T: False, C.WIKI_T: False, C.BOOK_T: False}, model="gpt-4o")
+        for _ in range(60):
+            await pilot.pause(0.05)
+            if "only base solved (1)" in panel_text(screen):
+                break
+        shown = panel_text(screen)
+        assert "measure: judge webjudge/o4-mini" in shown and "2/3 67% [21-94]" in shown
+        assert f"only base solved (1): {C.SHOP_T}" in shown and f"only agent solved (1): {C.WIKI_T}" in shown
+        await pilot.press("escape")
+        app.screen.render_all()
+        await pilot.pause()
+        assert "judge 2/3 67%" in lane_part(app, "base") and "judge 1/2 50%" in lane_part(app, "agent")

@@ -16,7 +16,7 @@ from om2w_tui.engine.events import EpisodeFinished, Log
 from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.evaluation.judge_files import output_path, read_judged
 from om2w_tui.evaluation.judge_settings import Settings
-from om2w_tui.evaluation.live_judge import JudgedRun, LiveJudge, VerdictTail
+from om2w_tui.evaluation.live_judge import JudgedRun, LaneJudges, LiveJudge, VerdictTail
 from om2w_tui.offline.oracle import OracleServer
 from om2w_tui.protocol.faults import FaultKind
 from tests.fakes import FakeRun
@@ -215,3 +215,33 @@ async def test_a_verdict_of_an_earlier_attempt_is_judged_again_at_the_start(tmp_
     assert await judge.drain(lambda: False)
     await judge.close()
     assert read_judged(path)["b"]["attempt"] == 2 and len(path.read_text().splitlines()) == 4
+
+
+async def test_a_campaigns_judge_judges_each_lane_into_its_own_folder_with_one_caller_and_resumes_per_lane(
+        tmp_path, judge_server):
+    lanes = {"base": tmp_path / "study" / "base", "agent": tmp_path / "study" / "agent"}
+    for out in lanes.values():
+        for t in ("a", "b"):
+            folder(out, t)
+    # agent settled a and b before: a judged then, b not (the campaign was stopped before its judge caught up)
+    (lanes["agent"] / "results.jsonl").write_text("".join(json.dumps(record(t).to_json()) + "\n" for t in "ab"))
+    logs = Logs()
+    client = AsyncOpenAI(base_url=judge_server.url, api_key="EMPTY", max_retries=0, timeout=30)
+    s = Settings(model="oracle-judge", workers=2, retries=1, backoff=0.0)
+    path = {name: output_path(out, s) for name, out in lanes.items()}
+    path["agent"].write_text(json.dumps({"task_id": "a", "predicted_label": 1, "attempt": 1}) + "\n")
+    judges = LaneJudges(list(lanes.items()), s, client, logs)
+    assert judges.lanes["base"]._caller is judges.lanes["agent"]._caller   # --judge-workers over every lane
+    await judges.start()
+    assert sorted(judges.lanes["agent"]._queued) == [("b", 1)] and not judges.lanes["base"]._queued
+    judges.handle(EpisodeFinished(0, record("a"), lane="base"))
+    judges.handle(EpisodeFinished(1, record("b"), lane="base"))
+    judges.handle(EpisodeFinished(0, record("a"), lane="agent"))       # judged before: not again
+    judges.handle(EpisodeFinished(0, record("a"), lane="other"))       # no lane of this judge's
+    assert await judges.drain(lambda: False)
+    await judges.close()
+    assert sorted(read_judged(path["base"])) == ["a", "b"] and sorted(read_judged(path["agent"])) == ["a", "b"]
+    assert len(path["agent"].read_text().splitlines()) == 2
+    assert any(x.startswith("info: judge [agent]: judging each episode") and "1 settled before" in x
+               for x in logs.lines)
+    assert any(x.startswith("info: judge [base]: judged 2 episode(s)") for x in logs.lines)

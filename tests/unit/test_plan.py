@@ -88,6 +88,10 @@ def test_the_offline_benchmark_default_cooldown_applies_unless_the_plan_gives_on
     ('out = "x"\n[arms.a]\nout = "y"\n', 3, "campaign-wide"),
     ('out = "x"\n[arms.b]\n[arms.a]\ntask-ids = "t1"\n', 4, "campaign-wide"),
     ('out = "x"\n[arms.a]\nshard = "0/2"\n', 3, "campaign-wide"),
+    # one judge for every arm: the arms are compared on one measure
+    ('out = "x"\n[arms.a]\n[arms.b]\nmodel = "m"\njudge-url = "http://127.0.0.1:9/v1"\n', 5,
+     "[arms.b] judge-url: campaign-wide (one judge for every arm, so the arms are compared on one measure)"),
+    ('out = "x"\n[arms.a]\njudge_model = "o4-mini"\n', 3, "[arms.a] judge_model: campaign-wide (one judge"),
     ('out = "x"\n\n[arms."a-r2"]\n', 3, "may not end in -r<number>"),
     ('out = "x"\n[arms.".x"]\n', 2, "arm name '.x'"),
     ('out = "x"\nrepeats = 0\n[arms.a]\n', 2, "repeats: 0: must be 1 to 100"),
@@ -200,13 +204,24 @@ def test_run_with_several_arms_is_the_short_form_of_a_campaign_and_one_arm_is_a_
 
 def test_the_campaign_checks_ask_each_model_once_and_name_the_lane_whose_model_is_missing(tmp_path):
     from om2w_tui.engine.campaign_launch import campaign_checks  # the checks start a Chromium: this test only
+    from om2w_tui.evaluation.live_judge import LIVE_JUDGE  # as above
     from om2w_tui.offline import OfflineSuite, OracleServer
 
     with OfflineSuite() as suite, OracleServer(suite.tasks()) as oracle:
-        path = write(tmp_path, f'bench = "offline"\nout = "{{out}}"\nvllm = "{oracle.url}"\nrepeats = 2\n'
-                               '[arms.good]\nmodel = "oracle"\n[arms.typo]\nmodel = "oracel"\n')
-        pre, checks = campaign_checks(resolve(read_plan(path)))
+        # the live judge's model too: asked once for every lane, with the shared settings, before any lane
+        plan = (f'bench = "offline"\nout = "{{out}}"\nvllm = "{oracle.url}"\nrepeats = 2\n'
+                f'judge-url = "{oracle.url}"\njudge-model = "JUDGE"\n'
+                '[arms.good]\nmodel = "oracle"\n[arms.typo]\nmodel = "oracel"\n')
+        pre, checks = campaign_checks(resolve(read_plan(write(tmp_path, plan.replace("JUDGE", "no-such-judge")))),
+                                      companions=[LIVE_JUDGE])
+        assert pre is None
+        failed = [(what, detail) for what, ok, detail in checks if not ok]
+        assert [what for what, _ in failed] == ["judge endpoint"]
+        assert failed[0][1].startswith("--judge-model no-such-judge: not served by")
+        path = write(tmp_path, plan.replace("JUDGE", "oracle-judge"))
+        pre, checks = campaign_checks(resolve(read_plan(path)), companions=[LIVE_JUDGE])
     assert pre is None
+    assert [what for what, *_ in checks if "judge" in what] == ["judge endpoint"]
     failed = [(what, detail) for what, ok, detail in checks if not ok]
     assert [what for what, _ in failed] == ["typo: model endpoint"]   # asked once: its repeat is not asked again
     assert failed[0][1].startswith("lane typo (arm typo): ") and "oracel" in failed[0][1]

@@ -29,7 +29,7 @@ from om2w_tui.engine.control import RunControl
 from om2w_tui.engine.events import Sink
 from om2w_tui.engine.launch import Preflight, UsageError, open_run, run_checks
 from om2w_tui.engine.results import EpisodeRecord, read_results
-from om2w_tui.evaluation.live_judge import LIVE_JUDGE
+from om2w_tui.evaluation.live_judge import LIVE_JUDGE, live_judge_file
 from om2w_tui.frontends.console.collector import Collector
 from om2w_tui.frontends.console.commands import Command, CommandTable, palette_of
 from om2w_tui.frontends.console.host import (
@@ -138,6 +138,7 @@ class ConsoleApp(App[int]):
             self.notify(f"could not remember this launch: {e}", severity="warning")
         self._tasks = {t.task_id: t.confirmed_task for t in pre.tasks}
         self.dashboard = DashboardScreen(Path(cfg.out).name or str(cfg.out), len(pre.tasks), out=Path(cfg.out))
+        self.dashboard.board.live_judge = live_judge_file(cfg)   # a campaign's arms compared on its verdicts
         self.sink.target = self.dashboard
         if isinstance(self.screen, LaunchScreen):
             self.switch_screen(self.dashboard)

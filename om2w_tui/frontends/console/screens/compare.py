@@ -11,7 +11,7 @@ from textual.containers import ScrollableContainer
 from textual.screen import Screen
 from textual.widgets import Label
 
-from om2w_tui.frontends.console.campaign_board import CampaignBoard
+from om2w_tui.frontends.campaign_board import CampaignBoard
 from om2w_tui.frontends.console.commands import Command, CommandTable
 from om2w_tui.frontends.console.widgets.comparison import ComparisonPanel
 from om2w_tui.frontends.console.widgets.footer import LeanFooter

@@ -41,7 +41,7 @@ from om2w_tui.engine.events import (
 )
 from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.engine.settings import unpaced
-from om2w_tui.frontends.console.campaign_board import CampaignBoard
+from om2w_tui.frontends.campaign_board import CampaignBoard
 from om2w_tui.frontends.console.commands import Command, CommandTable
 from om2w_tui.frontends.console.host import ConsoleHost, SnapshotWanted
 from om2w_tui.frontends.console.messages import EngineEvent, EpisodeChange, SnapshotTaken

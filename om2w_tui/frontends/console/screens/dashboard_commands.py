@@ -15,7 +15,7 @@ from textual.widget import Widget
 from om2w_tui.engine.control import RunControl
 from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.engine.settings import clamp_workers
-from om2w_tui.frontends.console.campaign_board import CampaignBoard
+from om2w_tui.frontends.campaign_board import CampaignBoard
 from om2w_tui.frontends.console.host import OpenEpisode, OpenReport
 from om2w_tui.frontends.console.widgets.panels import EpisodesTable
 from om2w_tui.frontends.run_state import RunState, SlotView

@@ -14,7 +14,7 @@ from textual.widgets import Static
 
 from om2w_tui.evaluation.outcomes import RULE_WORDS, RULES
 from om2w_tui.evaluation.summary import Rate
-from om2w_tui.frontends.console.campaign_board import Comparison
+from om2w_tui.frontends.campaign_board import Comparison
 from om2w_tui.frontends.formatting import clock_text
 
 ONLY_SHOWN = 12      # tasks only one arm solved, listed per side

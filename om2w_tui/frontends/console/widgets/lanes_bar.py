@@ -1,5 +1,6 @@
 """The dashboard's line of a campaign's lanes, under the header: each lane's progress (done of total, errors), its
-reference answers' rate so far with its interval, and what holds its units (paused by its user, or held by its
+reference answers' rate so far and its judge's (the campaign's live judge, or a judge file in its folder), each with
+its interval, as a run's header shows them; and what holds its units (paused by its user, or held by its
 model guard, with why). Hidden in a plain run."""
 
 from __future__ import annotations
@@ -8,13 +9,13 @@ from typing import Any
 
 from textual.widgets import Static
 
-from om2w_tui.frontends.console.campaign_board import CampaignBoard
+from om2w_tui.frontends.campaign_board import CampaignBoard
 from om2w_tui.frontends.console.widgets.run_header import rate_text
 from om2w_tui.frontends.formatting import clip
 
 
 def lanes_text(board: CampaignBoard, wide: bool) -> str:
-    """One part per lane: `agent 12/50 · 2 err · correct 60% [39-78] · PAUSED`."""
+    """One part per lane: `agent 12/50 · 2 err · correct 60% [39-78] · judge 55% [34-74] · PAUSED`."""
     parts = []
     for name, row in board.rows.items():
         text = f"{board.label(name)} {row.done}/{row.total}"
@@ -22,6 +23,9 @@ def lanes_text(board: CampaignBoard, wide: bool) -> str:
             text += f" · {row.errors} err"
         if row.judged:
             text += f" · {rate_text('correct', row.correct, row.judged, wide)}"
+        successes, judged = board.verdicts(name)
+        if judged:
+            text += f" · {rate_text('judge', successes, judged, wide)}"
         if row.paused:
             text += " · PAUSED"
         if row.guard:

@@ -9,7 +9,7 @@ from textual.widgets import Log
 
 from om2w_tui.benchmarks.episode_folder import no_answer
 from om2w_tui.engine.results import EpisodeRecord
-from om2w_tui.frontends.console.campaign_board import CampaignBoard
+from om2w_tui.frontends.campaign_board import CampaignBoard
 from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable, Styled
 from om2w_tui.frontends.formatting import clip, clip_left, clock_text, countdown_text
 from om2w_tui.frontends.run_state import RunState

@@ -1,9 +1,11 @@
 """What the console knows of a campaign's lanes (each arm's repeat, a run folder of its own): which lane each slot's
 episode belongs to, each lane's row of the latest snapshot (progress, paused, held by its model guard), each lane's
-latest record per task, and the comparison of the arms computed from them. No Textual here.
+latest record per task, and the comparison of the arms computed from them. No Textual here: the headless log prints
+the same comparison at the end of a campaign judged as it goes.
 
 The comparison reads ONE measure on every lane (`evaluation/measure.py`'s `choose`: human labels, else a judge of
-the same mode and model, else the reference answers' `correct`), each lane's rates under both counting rules with
+the same mode and model, else the reference answers' `correct`; with the campaign's live judge on, every lane has
+its judge from the start, its tasks pending until their verdicts come), each lane's rates under both counting rules with
 their Wilson intervals (`evaluation/outcomes.py`'s `count`), and each lane against the baseline lane of its repeat
 task by task (`evaluation/agreement.py`'s `paired`, as `report` compares runs: the paired difference with its interval,
 McNemar's exact p, the tasks only one solved). Events only store (a dict write per finished episode); the comparison
@@ -21,6 +23,7 @@ from om2w_tui.engine.events import LaneRow, PairingGaps, RunSnapshot
 from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.evaluation.agreement import paired
 from om2w_tui.evaluation.judge_files import parse_output_name
+from om2w_tui.evaluation.judge_settings import FILE_MODES
 from om2w_tui.evaluation.labels import RunLabels, read_run_labels
 from om2w_tui.evaluation.live_judge import VerdictTail
 from om2w_tui.evaluation.measure import Measure, NoCommonMeasure, choose
@@ -28,6 +31,7 @@ from om2w_tui.evaluation.outcomes import RULES, count, label_outcome, run_outcom
 from om2w_tui.evaluation.summary import Counts, PairedTest
 from om2w_tui.evaluation.task_outcome import Outcome
 
+_MODE_OF_FILE = {file_mode: mode for mode, file_mode in FILE_MODES.items()}   # the file's spelling -> the mode
 LABELS_EVERY_S = 10.0      # a lane's label files are read again at most this often (people label slowly)
 
 
@@ -50,9 +54,19 @@ class LaneSide:
                 pass
 
     def judge(self) -> Measure | None:
+        if self.verdicts.name is not None:   # the live judge's: the lane's measure before its first verdict too
+            return judge_measure(self.verdicts.name)
         path = self.verdicts.path
-        name = parse_output_name(path.name) if path is not None and self.verdicts.verdicts else None
-        return Measure("judge", name.mode, name.model) if name is not None else None
+        return judge_measure(path.name) if path is not None and self.verdicts.verdicts else None
+
+
+def judge_measure(file_name: str) -> Measure | None:
+    """The measure a judge file gives (its mode and model, from its name; the mode as `report` names it), or None for
+    another name."""
+    name = parse_output_name(file_name)
+    if name is None:
+        return None
+    return Measure("judge", _MODE_OF_FILE.get(name.mode, name.mode), name.model)
 
 
 @dataclass(frozen=True)
@@ -86,6 +100,8 @@ class CampaignBoard:
     latest: dict[str, dict[str, EpisodeRecord]] = field(default_factory=dict)   # lane -> task -> latest record
     pairing: PairingGaps = field(default_factory=PairingGaps)
     campaign_out: Path | None = None     # where lanes' folders are when no snapshot said (OUT/<lane>)
+    live_judge: str | None = None        # the campaign's live judge's file in each lane's folder (live_judge_file)
+    wanted: str | None = None            # the measure's kind asked for (`--measure`'s); None: the best common one
     version: int = 0                     # bumped by every change the comparison reads
     _sides: dict[str, LaneSide] = field(default_factory=dict)
     _cached: tuple[tuple[object, ...], Comparison] | None = None
@@ -181,14 +197,25 @@ class CampaignBoard:
             out = self.out_of(lane)
             if out is None:
                 continue
-            side = self._sides.get(lane)
-            if side is None:
-                side = self._sides[lane] = LaneSide(out, VerdictTail(out))
+            side = self._side(lane, out)
             side.poll(now)
             # a label file read again is a new object; verdicts only grow or change by their count of successes
             seen += [side.verdicts.path, len(side.verdicts.verdicts), sum(side.verdicts.verdicts.values()),
                      id(side.labels)]
         return seen
+
+    def _side(self, lane: str, out: Path) -> LaneSide:
+        side = self._sides.get(lane)
+        if side is None:
+            side = self._sides[lane] = LaneSide(out, VerdictTail(out, name=self.live_judge))
+        return side
+
+    def verdicts(self, lane: str, now: float | None = None) -> tuple[int, int]:
+        """(successes, judged) in the lane's judge file as it stands now (the live judge's, else its newest)."""
+        out = self.out_of(lane)
+        if out is None:
+            return 0, 0
+        return self._side(lane, out).verdicts.poll(time.monotonic() if now is None else now)
 
     def _measures(self, lane: str) -> list[Measure]:
         has: list[Measure] = []
@@ -216,7 +243,7 @@ class CampaignBoard:
     def _compare(self) -> Comparison:
         lanes = self.lane_names()
         try:
-            measure = choose([(lane, self._measures(lane)) for lane in lanes])
+            measure = choose([(lane, self._measures(lane)) for lane in lanes], self.wanted)
             problem = "" if measure is not None else "no measure of success yet"
         except NoCommonMeasure as e:
             measure, problem = None, str(e)
