@@ -45,7 +45,7 @@ class Pairing:
         paired comparison compares the units' final outcomes, so what must be close in time are the moments those
         outcomes met the live site; an attempt the harness failed and retried, or one stopped under a run resumed
         later, gave no outcome compared, and its start would show a pairing the compared outcomes do not have."""
-        if rec.settles:
+        if rec.settles and len(self.units) > 1:   # one unit a task (a plain run) pairs nothing: nothing kept
             self.starts.setdefault(rec.task_id, {})[unit] = settling_start(rec)
 
     def read(self, unit: str, records: Iterable[EpisodeRecord], tasks: set[str] | None = None) -> None:
