@@ -1,8 +1,8 @@
 """`--executor ray` for real: a Ray cluster of three nodes on 127.0.0.1 started by the test (a head that holds no
 browser, two nodes that hold two each), the real command line as the driver, real workers and Chromium inside the
 actors, the offline suite with the oracle. The files are shipped back (OM2W_RAY_SHIP=1: as when the nodes share no
-filesystem) in the first test and written in place (shared, probed) in the second; a node is removed for real while
-it runs an episode."""
+filesystem) in the first test and written in place (shared, probed) in the second; a two-arm campaign runs there
+with each lane's files shipped into its own folder; a node is removed for real while it runs an episode."""
 
 from __future__ import annotations
 
