@@ -66,6 +66,21 @@ def parse_spec(spec: str) -> Shard | None:
     return Shard(lo, hi, n)
 
 
+_LABEL = re.compile(r"shard-(\d+)-of-(\d+)|shards-(\d+)-to-(\d+)-of-(\d+)")
+
+
+def shard_named(name: str, stem: str, suffix: str) -> Shard | None:
+    """The shard (or range) whose own file `name` is, as `RunFolder` names one (`<stem>.<Shard.label><suffix>`:
+    `.om2w-control.shard-1-of-2.sock`); None for any other name (a whole run's)."""
+    label = name.removeprefix(f"{stem}.").removesuffix(suffix) if name.startswith(f"{stem}.") and \
+        name.endswith(suffix) else ""
+    m = _LABEL.fullmatch(label)
+    if m is None:
+        return None
+    lo, hi, n = (int(m[1]), int(m[1]) + 1, int(m[2])) if m[1] is not None else (int(m[3]), int(m[4]) + 1, int(m[5]))
+    return Shard(lo, hi, n) if 0 <= lo < hi <= n else None
+
+
 @dataclass(frozen=True)
 class RunFolder:
     out: Path

@@ -4,6 +4,11 @@
 for people, or the answer as JSON with --json. Exit 0 when the run did it, 1 when it refused, 2 on bad usage or
 when no run listens in OUT.
 
+A campaign (or run) split with `--shard K/N` into processes sharing OUT is one process per shard, each on its own
+socket: `status` and `pause|resume --arm NAME` mean the whole campaign, so without --socket they go to every shard's
+process there, each answer named by its shard, and a shard no process serves now is named as not running (an error
+only when none answers). Any other command reaches one shard, named with --socket.
+
 The commands, their arguments and their help are the protocol's declarations (`protocol/control.py`: each
 command's `USAGE`); this module only turns the arguments into one of them and the answer into lines."""
 
@@ -17,13 +22,13 @@ from pathlib import Path
 from typing import Any, assert_never, cast
 
 from om2w_tui import exits
-from om2w_tui.engine.control_socket import NoRunListening, request
+from om2w_tui.engine.control_socket import NoRunListening, ShardListening, request, shards
 from om2w_tui.engine.events import RunSnapshot
 from om2w_tui.engine.results import statuses_text
 from om2w_tui.engine.settings import BY_KEY
-from om2w_tui.engine.wire import MESSAGES, StatusReply
+from om2w_tui.engine.wire import MESSAGES, Answer, StatusReply
 from om2w_tui.protocol.codec import to_json
-from om2w_tui.protocol.control import COMMANDS, ArgKind, Done, Refused, RunInfo, Status, Steer, Usage
+from om2w_tui.protocol.control import COMMANDS, ArgKind, Done, Pause, Refused, Resume, RunInfo, Status, Steer, Usage
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = exits.OK, exits.FAILED, exits.USAGE
 # the commands ctl sends, by name: those the protocol gives a ctl usage (protocol/control.py)
@@ -66,7 +71,8 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--arm", default=None, metavar="NAME",
                    help="pause, resume: hold (or let go) a campaign's arm: its lane's name, or an arm (all repeats)")
     p.add_argument("--socket", default=None, metavar="NAME",
-                   help="the socket's file name in OUT, when several runs share the folder (shards)")
+                   help="the socket's file name in OUT, when several runs share the folder (shards); without it "
+                        "status and pause|resume --arm go to every shard's run there")
 
 
 def _fields(name: str, arg: str | None) -> dict[str, Any] | str:
@@ -172,11 +178,70 @@ def status_json(run: RunInfo, snap: RunSnapshot) -> dict[str, Any]:
             "model": to_json(snap.model), "run": to_json(run), "snapshot": MESSAGES.encode(snap)}
 
 
+def for_every_shard(command: Status | Steer) -> bool:
+    """Whether the command means the whole campaign (its state, an arm held), so every shard's process is asked."""
+    return isinstance(command, Status) or (isinstance(command, Pause | Resume) and command.arm is not None)
+
+
+def _ask_each(out: Path, command: Status | Steer, split: list[ShardListening]) -> list[tuple[str, Answer | str]]:
+    """Each shard's answer, or why it gave none (not running, or it ended before it answered)."""
+    answers: list[tuple[str, Answer | str]] = []
+    for shard in split:
+        if shard.listener is None:
+            answers.append((shard.label, "not running"))
+            continue
+        try:
+            answers.append((shard.label, request(out, command, name=shard.listener.socket)))
+        except NoRunListening as e:
+            answers.append((shard.label, f"not answering ({e})"))
+    return answers
+
+
+def _shard_json(answer: Answer | str) -> dict[str, Any]:
+    match answer:
+        case str():
+            return {"ok": False, "answered": False, "error": answer}
+        case StatusReply(run=info, snapshot=snap):
+            return {"answered": True, **status_json(info, snap)}
+        case Done() | Refused():
+            return {"answered": True, **answer_json(answer)}
+        case _:
+            assert_never(answer)
+
+
+def each_shard(args: argparse.Namespace, command: Status | Steer, split: list[ShardListening]) -> int:
+    """The command sent to every shard's process in OUT: each answer under its shard's name; exit 0 when every
+    running shard did it, 1 when one refused, 2 when none answered."""
+    answers = _ask_each(args.out, command, split)
+    if all(isinstance(a, str) for _, a in answers):
+        said = "; ".join(f"{label}: {a}" for label, a in answers)
+        print(f"om2w-tui ctl: {args.out}: no shard of the campaign answered ({said})", file=sys.stderr)
+        return EXIT_USAGE
+    refused = any(isinstance(a, Refused) for _, a in answers)
+    if args.json:
+        print(json.dumps({"ok": not refused, "shards": [{"shard": label, **_shard_json(a)} for label, a in answers]}))
+    for label, answer in answers:
+        match answer:
+            case Refused(error=error):
+                print(f"om2w-tui ctl: {label}: the run refused: {error}", file=sys.stderr)
+            case _ if args.json:
+                pass
+            case str():
+                print(f"{label}: {answer}")
+            case StatusReply(run=info, snapshot=snap):
+                print("\n".join([f"{label}:", *(f"  {line}" for line in status_lines(info, snap))]))
+            case Done(message=message):
+                print(f"{label}: {message}")
+    return EXIT_REFUSED if refused else EXIT_OK
+
+
 def run(args: argparse.Namespace) -> int:
     command = _command(args)
     if isinstance(command, str):
         print(f"om2w-tui ctl: {command}", file=sys.stderr)
         return EXIT_USAGE
+    if args.socket is None and for_every_shard(command) and (split := shards(args.out)):
+        return each_shard(args, command, split)
     try:
         answer = request(args.out, command, name=args.socket)
     except NoRunListening as e:

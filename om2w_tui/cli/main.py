@@ -127,10 +127,11 @@ def command_parser(ap: argparse.ArgumentParser, args: argparse.Namespace) -> arg
         parser = chosen
 
 
-def config_from_args(args: argparse.Namespace) -> RunConfig:
-    """Every RunConfig field the command's flags name (flag dest == field name); the demo fixes the rest."""
+def config_from_args(args: argparse.Namespace, share: bool = True) -> RunConfig:
+    """Every RunConfig field the command's flags name (flag dest == field name); the demo fixes the rest. `share`
+    False: without this node's share (--shard, --slot-range), as every node of a campaign is given it."""
     given = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig) if hasattr(args, f.name)}
-    if hasattr(args, "shard"):   # this node's share: '' for the whole task file
+    if hasattr(args, "shard") and share:   # this node's share: '' for the whole task file
         given.update(shard=args.shard or "", slot_range=args.slot_range)
     given["no_pacing"] = getattr(args, "no_pacing", False)
     if args.command == "demo":
@@ -156,7 +157,7 @@ def campaign_from_args(args: argparse.Namespace) -> Campaign | None:
         overrides = {k: v for k, v in vars(args).items() if k not in ("command", "plan", "no_ui")}
         return resolve(read_plan(args.plan), overrides)
     arms = arms_given(args)
-    return short_form(config_from_args(args), arms) if len(arms) > 1 else None
+    return short_form(config_from_args(args), arms, config_from_args(args, share=False)) if len(arms) > 1 else None
 
 
 def has_terminal() -> bool:

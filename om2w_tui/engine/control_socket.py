@@ -70,7 +70,7 @@ from om2w_tui.protocol.control import (
     read_request,
     request_line,
 )
-from om2w_tui.run_folder import LOCK_NAME, RunFolder
+from om2w_tui.run_folder import LOCK_NAME, RunFolder, Shard, shard_named
 from om2w_tui.run_folder import SOCKET_NAME as SOCKET_NAME  # re-exported: the clients' default socket
 
 MAX_CLIENTS = 64            # connections served at once (a console, ctl, scripts): more are answered Refused and closed
@@ -413,6 +413,27 @@ def locate(out: Path, name: str | None = None) -> Listener:
         raise NoRunListening(f"{out}: no run is listening there{left}; start one with "
                              f"`om2w-tui run ... --out {out}`, or check the folder")
     return found[0]
+
+
+@dataclass(frozen=True)
+class ShardListening:
+    """One shard of a run (or campaign) split across processes in one folder (`--shard K/N`): its name as its files
+    say it (`shard-1-of-2`), and the process serving it (None: none runs now)."""
+
+    label: str
+    listener: Listener | None
+
+
+def shards(out: Path) -> list[ShardListening]:
+    """The shards of the split run in `out`, in shard order: each one a process listens for (a range once), and each
+    other shard of the same split, named as not running; [] when no shard listens there (a whole run, or none)."""
+    stem, suffix = SOCKET_NAME.removesuffix(".sock"), ".sock"
+    live = [(shard, lst) for lst in listeners(out) if (shard := shard_named(lst.socket, stem, suffix)) is not None]
+    covered = {(shard.n, k) for shard, _ in live for k in range(shard.lo, shard.hi)}
+    idle: list[tuple[Shard, Listener | None]] = [(Shard(k, k + 1, n), None) for n in sorted({s.n for s, _ in live})
+                                                 for k in range(n) if (n, k) not in covered]
+    every: list[tuple[Shard, Listener | None]] = [*live, *idle]
+    return [ShardListening(shard.label, lst) for shard, lst in sorted(every, key=lambda x: (x[0].n, x[0].lo))]
 
 
 def _connect_error(out: Path, name: str, e: OSError) -> NoRunListening:

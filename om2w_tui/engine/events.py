@@ -128,8 +128,8 @@ class LaneRow:
 
 @dataclass(frozen=True)
 class PairingGaps:
-    """How close in time a task's units ran (a campaign): the gap between the first and the last start of each task
-    whose units all started, in seconds."""
+    """How close in time a task's units ran (a campaign): the gap between the first and the last start of the
+    settling attempts of each task whose units all settled, in seconds (engine/pairing.py)."""
     n: int = 0                  # tasks measured
     median_s: float | None = None
     p90_s: float | None = None

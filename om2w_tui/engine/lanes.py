@@ -4,11 +4,11 @@ health) whose episodes share the campaign's one queue, slots and pacer with ever
 A lane is declared here so that the plan (which makes them), launch (which checks and starts them) and the scheduler
 (which runs their units: one (lane, task) each) name one type. A run that is not a campaign is one lane. Here too
 the lanes' run-time state the scheduler keeps (`LaneRun`, `LaneSet`: each lane's writer, model meter and guard,
-pause, held units, counts; the units' order in the queue) and the pairing gap measured live (`Pairing`)."""
+pause, held units, counts; the units' order in the queue) and the pairing gap measured live (engine/pairing.py's
+`Pairing`, fed every attempt's record, and each lane's records already there on a resume)."""
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -16,9 +16,10 @@ from pathlib import Path
 from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.dispatch import Dispatcher
-from om2w_tui.engine.events import Event, LaneRow, PairingGaps
+from om2w_tui.engine.events import Event, LaneRow
 from om2w_tui.engine.ledger import Ledger, SiteCounts
 from om2w_tui.engine.model_health import ModelGuard, ModelMeter
+from om2w_tui.engine.pairing import Pairing
 from om2w_tui.engine.record_writer import RecordWriter
 from om2w_tui.engine.records import model_fault
 from om2w_tui.engine.results import EpisodeRecord, ResultsStore, read_results
@@ -65,36 +66,6 @@ class LaneRun:
         return self.paused or self.guard.holding
 
 
-class Pairing:
-    """The pairing gap, measured live: per task whose units all started in this run (two or more), the last first
-    start minus the first (loop-clock seconds)."""
-
-    def __init__(self) -> None:
-        self.expected: dict[str, int] = {}            # task id -> its units queued at the start
-        self.starts: dict[str, dict[str, float]] = {}  # task id -> unit key -> its first start
-        self.gaps: list[float] = []
-
-    def expect(self, units: Iterable[Task]) -> None:
-        for u in units:
-            self.expected[u.task_id] = self.expected.get(u.task_id, 0) + 1
-
-    def started(self, unit: Task, now: float) -> None:
-        starts = self.starts.setdefault(unit.task_id, {})
-        if unit.key in starts:   # a later attempt of a unit: its first start counts
-            return
-        starts[unit.key] = now
-        if len(starts) == self.expected.get(unit.task_id, 0) >= 2:
-            self.gaps.append(max(starts.values()) - min(starts.values()))
-
-    def summary(self) -> PairingGaps:
-        if not self.gaps:
-            return PairingGaps()
-        gaps = sorted(self.gaps)
-        # by linear interpolation between the closest ranks, as `report` computes it from the records
-        p90 = statistics.quantiles(gaps, n=10, method="inclusive")[8] if len(gaps) > 1 else gaps[0]
-        return PairingGaps(len(gaps), round(statistics.median(gaps), 3), round(p90, 3), round(gaps[-1], 3))
-
-
 class LaneSet:
     """The run's lanes at run time (one implicit lane in a plain run) and the campaign's order of units in the queue.
 
@@ -105,7 +76,7 @@ class LaneSet:
         self.all = lanes
         self.campaign = campaign        # False: a plain run's one lane
         self.by_name = {lane.name: lane for lane in lanes}
-        self.pairing = Pairing()
+        self.pairing = Pairing(lane.name for lane in lanes)   # a plain run's one lane pairs nothing
 
     @classmethod
     def build(cls, lanes: Sequence[Lane], config: RunConfig, tasks: Iterable[Task],
@@ -188,13 +159,15 @@ class LaneSet:
     # ── resume ─────────────────────────────────────────────
     def resume(self, ledger: Ledger, warn: Callable[[str], None], units: Callable[[Task], float]) -> list[Task]:
         """Each lane's folder read (its settled units settled in `ledger`, its attempts counted): -> the units left,
-        in the order they are queued (`order`); the pairing gap expects them."""
+        in the order they are queued (`order`); the pairing gap learns what each lane settled before (its share's)."""
         queued = []
         for lane in self.all:
             prior = read_results(lane.out)
             for w in prior.warnings:
                 warn(w)
             attempts, latest = prior.attempts(), prior.latest_records()
+            if self.campaign:
+                self.pairing.read(lane.name, prior.episode_records(), {t.task_id for t in lane.tasks})
             for t in lane.tasks:
                 ledger.add(t)
                 if attempts.get(t.task_id):
@@ -204,7 +177,6 @@ class LaneSet:
                     ledger.settle(t, rec.status == "error", before=True)
                 else:
                     queued.append(t)
-        self.pairing.expect(queued)
         return self.order(queued, units)
 
     # ── the writers, together (the storage guard is the campaign's) ──

@@ -51,6 +51,7 @@ MAX_REPEATS = 100
 PLAN_LIMIT = 1 << 20   # a plan is a few lines; a larger file is a mistake (a task file given for a plan)
 # flags that are no RunConfig field but say how its fields are set: this node's shard, and no pacing at all
 EXTRA_FLAGS = ("shard", "slot-range", "no-pacing")
+NODE_SHARE = ("shard", "slot_range")   # this node's share of a campaign: never in campaign.json
 # campaign-wide: the units of every arm are the same tasks on one pacer, one queue and one set of slots, in the same
 # browser (checked and started once)
 SHARED_GROUPS = (WHAT, BROWSER, PACING, WHERE, BEYOND, JUDGING)
@@ -104,8 +105,17 @@ class PlannedLane:
 @dataclass(frozen=True)
 class Campaign:
     plan: Plan
-    config: RunConfig                # the shared settings; out = the campaign's folder
+    config: RunConfig                # the shared settings as this node runs them; out = the campaign's folder
     lanes: tuple[PlannedLane, ...]   # repeat by repeat, each in the plan's order of arms
+    # the shared settings before this node's share (--shard, --slot-range) is taken: the same on every node, what
+    # campaign.json records (`--slot-range a:b --workers W`: W, the campaign's slots, where `config` has b - a);
+    # None: `config` itself
+    whole: RunConfig | None = None
+
+    @property
+    def settings(self) -> RunConfig:
+        """The campaign's shared settings as every node is given them (`whole`)."""
+        return self.whole if self.whole is not None else dataclasses.replace(self.config, shard="")
 
 
 # ── reading ───────────────────────────────────────────────────────────────────────────────────────────────────────
@@ -286,6 +296,7 @@ def resolve(plan: Plan, overrides: Mapping[str, Any] | None = None) -> Campaign:
     out = Path(shared["out"])
     try:
         config = config_from_values(shared)
+        whole = config_from_values({k: v for k, v in shared.items() if k not in NODE_SHARE})
         lanes = []
         for repeat in range(1, plan.repeats + 1):
             for arm in plan.arms:
@@ -294,18 +305,19 @@ def resolve(plan: Plan, overrides: Mapping[str, Any] | None = None) -> Campaign:
                                          config_from_values({**shared, **arm.changes, "out": out / name})))
     except ValueError as e:
         raise PlanError(f"{plan.path}: {e}") from None
-    return Campaign(plan, config, tuple(lanes))
+    return Campaign(plan, config, tuple(lanes), whole)
 
 
-def short_form(config: RunConfig, arms: list[str]) -> Campaign:
-    """`om2w-tui run --arm A --arm B ...`: a campaign whose arms differ only in the arm, each lane named by it."""
+def short_form(config: RunConfig, arms: list[str], whole: RunConfig | None = None) -> Campaign:
+    """`om2w-tui run --arm A --arm B ...`: a campaign whose arms differ only in the arm, each lane named by it
+    (`whole`: the flags' settings before this node's share, as `Campaign.whole`)."""
     seen = list(dict.fromkeys(arms))
     for name in seen:
         if problem := arm_problem(name):
             raise PlanError(f"--arm: {problem}")
     plan = Plan(Path("--arm " + " --arm ".join(seen)), {}, tuple(Arm(a, {"arm": a}) for a in seen))
     lanes = tuple(PlannedLane(a, a, 1, dataclasses.replace(config, arm=a, out=config.out / a)) for a in seen)
-    return Campaign(plan, config, lanes)
+    return Campaign(plan, config, lanes, whole)
 
 
 # ── campaign.json ─────────────────────────────────────────────────────────────────────────────────────────────────
@@ -327,11 +339,12 @@ def measured(config: RunConfig) -> dict[str, Any]:
 
 def plan_json(campaign: Campaign) -> dict[str, Any]:
     """campaign.json: the plan as resolved. No secret: an endpoint redacted, a key's variable name only."""
-    shared = campaign.config.to_json()
+    # the campaign's settings, not this node's share (its shard, its slots of a --slot-range): every node writes the
+    # file, which must say the same whoever wrote it; each lane's run.<shard>.json says the node's part
+    shared = campaign.settings.to_json()
     return {
         "format": FORMAT,
         "plan": str(campaign.plan.path),
-        # not this node's shard: every shard of a campaign writes the file, which must say the same whoever wrote it
         "shared": {k: v for k, v in shared.items() if (k in SHARED_KEYS or k == "out") and k != "shard"},
         "arms": {arm.name: {k: _json(v) for k, v in arm.changes.items()} for arm in campaign.plan.arms},
         "repeats": campaign.plan.repeats,

@@ -301,7 +301,6 @@ class Scheduler:
 
     def _start(self, slot: Slot, task: Task, now: float) -> None:
         self.dispatch.acquire(task.site, now)
-        self.lanes.pairing.started(task, now)
         attempt = self.ledger.start(task)
         ep = slot.episode = Attempt(task, attempt, slot.id, started_at=self.epoch(),
                                     folder=self.lanes.of(task).folder.task(task.task_id),
@@ -383,6 +382,7 @@ class Scheduler:
         task, site, lane = ep.task, ep.task.site, self.lanes.of(ep.task)
         rec = self._record(ep, outcome)
         lane.records.submit(rec)
+        self.lanes.pairing.record(task.lane, rec)   # the gap between the settling attempts' starts
         self.dispatch.learn(task.key, rec.status, rec.duration_s)
         # the folder failed, not the task: it runs again, costing no try, once the folder can be written
         storage = storage_fault(rec)

@@ -9,8 +9,8 @@ What a researcher comparing arms reads here:
   (McNemar, the paired interval, the tasks only one solved), the units the campaign ran together on each site;
 - each arm with two repeats or more summed up as repeats (`agreement.repeats`): always / sometimes / never solved,
   pass^k and pass@k, the mean rate over its repeats and its spread, under both rules;
-- the pairing gap: per task, the last start of its units minus the first, over every lane (each lane's latest
-  settled record of the task); the tasks some lane has not settled yet are left out and counted.
+- the pairing gap: per task, the last start of its units' settling attempts minus the first, over every lane, as
+  the live figure measures it (engine/pairing.py); the tasks some lane has not settled yet are left out and counted.
 
 A lane with no task yet (no folder, or nothing run in it) is named as not started and left out of the tables. Only
 reading here: nothing printed, nothing written."""
@@ -22,9 +22,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from om2w_tui.campaign_folder import CampaignFolder, LaneName, is_campaign
+from om2w_tui.engine.pairing import Pairing as PairingBook
 from om2w_tui.engine.results import read_results
 from om2w_tui.evaluation.measure import Measure
-from om2w_tui.evaluation.report import compare, quantile
+from om2w_tui.evaluation.report import compare
 from om2w_tui.evaluation.summary import CampaignView, Comparison, Gap, LaneInfo, Pairing, RunReport
 from om2w_tui.json_input import InputError
 from om2w_tui.run_folder import what_is
@@ -80,32 +81,17 @@ def one_run_problem(out: Path, command: str, hint: str = "") -> str:
 
 
 def pairing_gaps(lanes: Sequence[tuple[str, Path]], largest: int = LARGEST) -> Pairing:
-    """The pairing gaps of `lanes` ((name, run folder)): per task every lane has a settled record for, the last
-    `started_at` minus the first, each lane's latest settled record (by finish time) read; a record with no start
-    recorded counts as none. The rest of the tasks any lane settled are `left_out`."""
-    starts: dict[str, dict[str, float]] = {}
+    """The pairing gaps of `lanes` ((name, run folder)) by the one definition the live figure has too
+    (engine/pairing.py: per task every lane settled, the last start of the settling attempts minus the first); the
+    other tasks any lane settled are `left_out`."""
+    book = PairingBook(name for name, _ in lanes)
     for name, out in lanes:
-        latest: dict[str, float | None] = {}
-        records = read_results(out).episode_records() if Path(out).is_dir() else []
-        for rec in sorted(records, key=lambda r: r.finished_at):     # stable: file order breaks ties
-            if rec.settles:
-                started = rec.started_at if rec.recorded("started_at") and rec.started_at > 0 else None
-                latest[rec.task_id] = started
-        for tid, started in latest.items():
-            starts.setdefault(tid, {})
-            if started is not None:
-                starts[tid][name] = started
-    gaps: list[Gap] = []
-    for tid, by_lane in starts.items():
-        if len(by_lane) < len(lanes) or len(lanes) < 2:
-            continue
-        first = min(by_lane, key=lambda k: by_lane[k])
-        last = max(by_lane, key=lambda k: by_lane[k])
-        gaps.append(Gap(tid, by_lane[last] - by_lane[first], first, last))
-    values = [g.gap_s for g in gaps]
+        book.read(name, read_results(out).episode_records() if Path(out).is_dir() else [])
+    gaps = [Gap(g.task_id, g.gap_s, g.first, g.last) for g in book.gaps()]
     widest = sorted(gaps, key=lambda g: (-g.gap_s, g.task_id))[:largest]
-    return Pairing(tasks=len(gaps), left_out=len(starts) - len(gaps), median_s=quantile(values, 0.5),
-                   p90_s=quantile(values, 0.9), worst_s=max(values) if values else None, largest=tuple(widest))
+    s = book.summary()
+    return Pairing(tasks=s.n, left_out=book.left_out, median_s=s.median_s, p90_s=s.p90_s, worst_s=s.worst_s,
+                   largest=tuple(widest))
 
 
 def campaign_view(folder: Path, lanes: Sequence[LaneRun], started: Sequence[LaneRun]) -> CampaignView:

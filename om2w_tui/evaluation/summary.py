@@ -521,7 +521,7 @@ class Gap:
 @dataclass(frozen=True)
 class Pairing:
     """How close in time a campaign ran each task's units, from the records: per task every lane has a settled
-    record for, the last start minus the first (each lane's latest settled record's `started_at`). `left_out`:
+    record for, the last start of the settling attempts minus the first (engine/pairing.py). `left_out`:
     the tasks some lane has none for yet; `largest`: the widest gaps, widest first."""
     tasks: int = 0
     left_out: int = 0

@@ -122,9 +122,10 @@ def lane_line(lane: LaneRow) -> str:
 
 
 def pairing_line(gaps: PairingGaps) -> str:
-    """The gap between the first and the last start of a task's units, over the tasks whose units all started."""
+    """The gap between the first and the last start of a task's units' settling attempts, over the tasks whose units
+    all settled (engine/pairing.py)."""
     if not gaps.n or gaps.median_s is None:
-        return "pairing gap: no task has every unit started yet"
+        return "pairing gap: no task has every unit settled yet"
     return (f"pairing gap over {gaps.n} task(s): median {gaps.median_s:.1f} s, p90 {gaps.p90_s or 0.0:.1f} s, "
             f"worst {gaps.worst_s or 0.0:.1f} s")
 

@@ -1,8 +1,8 @@
 """`--executor ray` for real: a Ray cluster of three nodes on 127.0.0.1 started by the test (a head that holds no
 browser, two nodes that hold two each), the real command line as the driver, real workers and Chromium inside the
 actors, the offline suite with the oracle. The files are shipped back (OM2W_RAY_SHIP=1: as when the nodes share no
-filesystem) in the first test and written in place (shared, probed) in the second; a node is removed for real while
-it runs an episode."""
+filesystem) in the first test and written in place (shared, probed) in the second; a two-arm campaign runs there
+with each lane's files shipped into its own folder; a node is removed for real while it runs an episode."""
 
 from __future__ import annotations
 
@@ -159,6 +159,33 @@ def _alive_in_group(group: int) -> list[int]:
         except (OSError, psutil.Error):
             continue
     return alive
+
+
+def test_a_two_arm_campaign_runs_on_the_cluster_each_lane_a_run_folder_with_files_shipped(cluster, tmp_path):
+    """A campaign (`oracle` against `oracle-weak`, two offline tasks) with `executor = "ray"`: one executor for every
+    lane's units, each lane's files shipped back into its own folder (OM2W_RAY_SHIP=1), every unit settled once."""
+    from om2w_tui.benchmarks.conformance import check_run
+
+    out, plan = tmp_path / "study", tmp_path / "plan.toml"
+    ids = ["offline_wiki_search_08", "offline_booking_reserve_12"]   # oracle-weak fails the reservation
+    plan.write_text(f'bench = "offline"\ntask-ids = {json.dumps(ids)}\nout = "{out}"\nworkers = 2\n'
+                    f'pace_cooldown = 1\nexecutor = "ray"\nray_address = "{cluster.address}"\n\n'
+                    '[arms.good]\nmodel = "oracle"\n\n[arms.weak]\nmodel = "oracle-weak"\n')
+    r = cli("campaign", str(plan), "--no-ui", env={**LOOPBACK, "OM2W_RAY_SHIP": "1"}, timeout=240)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    for lane, right in (("good", [True, True]), ("weak", [True, False])):
+        rows = records(out / lane)
+        assert_settled_once(rows, ids)
+        assert [next(x["correct"] for x in rows if x["task_id"] == tid) for tid in ids] == right, rows
+        assert check_run(out / lane) == []                # the evaluator reads each lane as a local run's
+        for tid, acted in zip(ids, right, strict=True):   # oracle-weak's wrong answer is `done` at once
+            assert bool(check_task_folder(out / lane / tid)["action_history"]) == acted
+            assert not list((out / lane / tid).glob(".*"))   # no temporary left by the shipping
+        assert json.loads((out / lane / "run.json").read_text())["config"]["executor"] == "ray"
+    # one pacer for both lanes: one episode at a time on a site whatever its arm, the cooldown between them
+    no_overlap_per_site(records(out / "good") + records(out / "weak"), 1.0)
+    assert (out / "campaign.json").is_file() and not list(out.glob(".om2w-ray-probe-*"))
+    assert chromium_left(out / "good") == chromium_left(out / "weak") == chromium_left(out) == []
 
 
 def test_a_node_lost_mid_episode_loses_nothing_the_episode_retried_elsewhere_its_steps_kept(cluster, tmp_path):

@@ -271,3 +271,48 @@ async def test_shards_sharing_a_folder_are_each_reached_by_the_socket_their_lock
             for name in names:
                 reply = await asyncio.to_thread(request, tmp_path, Status(), name)
                 assert isinstance(reply, StatusReply) and reply.run.pid == os.getpid()
+
+
+class NoLanes(FakeRun):
+    """A shard whose run has no such arm (its pause of one is refused)."""
+
+    def pause_lane(self, name: str, paused: bool = True) -> bool:
+        return False
+
+
+async def test_ctl_asks_every_shard_for_status_and_an_arms_pause_naming_one_not_running(tmp_path, capsys):
+    """Shards 0 and 1 of 3 listen in one folder, shard 2 runs nowhere: `status` and `pause --arm` go to both running
+    ones, each answer under its shard's name and shard 2 named; one refusing makes it exit 1; another command still
+    asks for --socket; none answering is exit 2."""
+    from om2w_tui.cli.main import main  # the command line only for this test
+    from om2w_tui.engine.sharding import run_lock
+
+    specs = ["0/3", "1/3"]
+    names = [RunFolder(tmp_path, s).socket.name for s in specs]
+    runs = [FakeRun(), FakeRun()]
+    ctl = ["ctl", str(tmp_path)]
+    with run_lock(tmp_path, specs[0], {"socket": names[0]}), run_lock(tmp_path, specs[1], {"socket": names[1]}):
+        async with ControlServer(RunFolder(tmp_path, specs[0])).serving(runs[0]), \
+                ControlServer(RunFolder(tmp_path, specs[1])).serving(runs[1]):
+            assert await asyncio.to_thread(main, [*ctl, "pause", "--arm", "weak"]) == 0
+            out = capsys.readouterr().out.splitlines()
+            assert out == ["shard-0-of-3: arm weak: held (its running episodes go on)",
+                           "shard-1-of-3: arm weak: held (its running episodes go on)", "shard-2-of-3: not running"]
+            assert [r.commands for r in runs] == [[("pause_lane", "weak", True)]] * 2
+            assert await asyncio.to_thread(main, [*ctl, "status"]) == 0
+            text = capsys.readouterr().out
+            assert [line for line in text.splitlines() if line.startswith("shard-")] == [
+                "shard-0-of-3:", "shard-1-of-3:", "shard-2-of-3: not running"] and "  " + str(tmp_path) in text
+            assert await asyncio.to_thread(main, [*ctl, "status", "--json"]) == 0
+            answer = json.loads(capsys.readouterr().out)
+            assert answer["ok"] and [(x["shard"], x["answered"]) for x in answer["shards"]] == [
+                ("shard-0-of-3", True), ("shard-1-of-3", True), ("shard-2-of-3", False)]
+            assert await asyncio.to_thread(main, [*ctl, "pause"]) == 2   # the whole dispatch: one shard at a time
+            assert "name one with --socket" in capsys.readouterr().err
+    with run_lock(tmp_path, specs[0], {"socket": names[0]}):
+        async with ControlServer(RunFolder(tmp_path, specs[0])).serving(NoLanes()):
+            assert await asyncio.to_thread(main, [*ctl, "resume", "--arm", "weak", "--json"]) == 1
+            captured = capsys.readouterr()
+            assert "shard-0-of-3: the run refused: no arm 'weak'" in captured.err
+            assert [x["ok"] for x in json.loads(captured.out)["shards"]] == [False, False, False]
+    assert main([*ctl, "status"]) == 2   # no shard listens: no run there

@@ -116,7 +116,8 @@ async def test_each_lane_resumes_from_its_own_folder(tmp_path):
     stats = await sched.run()
     assert ex.lanes == ["b", "b"] and stats.settled_before == 2
     assert [(r.name, r.settled_before, r.done) for r in sched.snapshot().lanes] == [("a", 2, 2), ("b", 0, 2)]
-    assert sched.summary().pairing.n == 0   # no task had two units to start in this run
+    # each task's gap measured: lane a's settling start (its run before) to lane b's (this run), as `report` has it
+    assert sched.summary().pairing.n == 2
 
 
 async def test_a_model_guard_holds_its_lane_only_and_names_its_arm(tmp_path):
@@ -239,12 +240,44 @@ async def test_a_plain_runs_model_guard_holds_dispatch_not_its_tasks(tmp_path):
     await run
 
 
-def test_the_live_pairing_p90_is_the_reports_rule_on_the_same_gaps():
-    """The console and the headless log show the live gaps, `report` the records': one quantile rule for both."""
-    from om2w_tui.engine.lanes import Pairing
-    from om2w_tui.evaluation.report import quantile
+def live_and_report(sched: Scheduler, shared: RunConfig, lanes: list[Lane]) -> tuple[tuple, tuple]:
+    """The pairing gaps the console shows (the live summary) and `report` reads from the lanes' folders."""
+    from om2w_tui.evaluation.campaign_report import pairing_gaps  # evaluation only for the comparison
 
-    for gaps in ([40.0], [10.0, 50.0], [5.0, 7.0, 30.0, 31.0, 90.0], [float(x * x) for x in range(1, 12)]):
-        pairing = Pairing()
-        pairing.gaps = list(gaps)
-        assert pairing.summary().p90_s == round(quantile(gaps, 0.9) or 0.0, 3), gaps
+    live = sched.summary().pairing
+    report = pairing_gaps([(lane.name, lane.config.out) for lane in lanes])
+    return (live.n, live.median_s, live.p90_s, live.worst_s), (report.tasks, report.median_s, report.p90_s,
+                                                               report.worst_s)
+
+
+async def test_the_live_pairing_gap_is_the_reports_after_a_retry(tmp_path):
+    """A unit's first attempt fails through the harness and runs again later: both count the start of the attempt
+    whose outcome is the unit's (the retry's), not its first start."""
+    tasks = make_tasks({"x.com": 2, "y.com": 1})
+    ex = FakeExecutor({f"b/{tasks[0].task_id}": Behaviour(infra_failures=1)})
+    shared, lanes = campaign(tmp_path, tasks, workers=2, pace_cooldown=20, retries=1)
+    sched = Scheduler(shared, tasks, ex, lanes=lanes)
+    await sched.run()
+    assert ex.lanes.count("b") == 4   # the retry ran
+    live, report = live_and_report(sched, shared, lanes)
+    assert live == report and live[0] == 3, (live, report)
+    retried = [r for r in lane_rows(shared, "b") if r["task_id"] == tasks[0].task_id]
+    first = next(r for r in lane_rows(shared, "a") if r["task_id"] == tasks[0].task_id)
+    assert live[3] == pytest.approx(abs(retried[-1]["started_at"] - first["started_at"]))   # the retry's start
+
+
+async def test_the_live_pairing_gap_is_the_reports_after_a_resume(tmp_path):
+    """A campaign stopped with a task's first unit settled and run again: that task's gap runs from the unit's start in
+    the first run to its partner's in the second, live as in `report`."""
+    tasks = make_tasks({"x.com": 2, "y.com": 2})
+    shared, lanes = campaign(tmp_path, tasks, workers=1, pace_cooldown=10)
+    first = Scheduler(shared, tasks, FakeExecutor(), lanes=lanes)
+    run = asyncio.ensure_future(first.run())
+    while sum(len(lane_rows(shared, lane.name)) for lane in lanes) < 3:
+        await asyncio.sleep(1)
+    first.stop()
+    await run
+    again = Scheduler(shared, tasks, FakeExecutor(), lanes=lanes)
+    await again.run()
+    live, report = live_and_report(again, shared, lanes)
+    assert live == report and live[0] == 4, (live, report)   # the task split by the stop measured too

@@ -135,6 +135,29 @@ def test_every_shard_of_a_campaign_records_the_same_plan(tmp_path):
     assert written[0] == written[1] == plan_json(resolve(plan))   # the node's shard is no part of the plan
 
 
+def test_nodes_given_slot_ranges_record_the_campaigns_workers_and_the_second_is_no_changed_plan(tmp_path):
+    """`--slot-range a:b --workers W`: W is the campaign's slots, the same on every node; the node runs b - a of them
+    (its own config, its lanes' run.<shard>.json), and campaign.json says W whichever node wrote it last."""
+    from om2w_tui.cli.main import campaign_from_args, parse_args  # the command line only for its short form
+
+    path = write(tmp_path, EXAMPLE)
+    nodes = [resolve(read_plan(path), {"slot_range": r}) for r in ("0:4", "4:12")]
+    assert [(c.config.workers, c.config.shard) for c in nodes] == [(4, "0:4/12"), (8, "4:12/12")]
+    assert [c.lanes[0].config.workers for c in nodes] == [4, 8]   # what each node runs
+    written = [plan_json(c) for c in nodes]
+    assert written[0] == written[1] == plan_json(resolve(read_plan(path)))
+    assert written[0]["shared"]["workers"] == 12
+    write_plan(nodes[0])
+    assert resume_problem(nodes[1]) == ""                          # the second node is not refused
+    write_plan(nodes[1])
+    assert json.loads(CampaignFolder(tmp_path / "study").plan.read_text())["shared"]["workers"] == 12
+    short = [campaign_from_args(parse_args(["run", "--bench", "offline", "--model", "oracle", "--out",
+                                            str(tmp_path / "o"), "--arm", "a", "--arm", "b", "--workers", "6",
+                                            "--slot-range", r])) for r in ("0:2", "2:6")]
+    assert [c.config.workers for c in short if c is not None] == [2, 4]
+    assert [plan_json(c)["shared"]["workers"] for c in short if c is not None] == [6, 6]
+
+
 def test_resume_refuses_a_changed_lane_and_a_dropped_one_and_allows_more_repeats(tmp_path):
     path = write(tmp_path, EXAMPLE)
     campaign = resolve(read_plan(path))
