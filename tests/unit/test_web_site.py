@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from PIL import Image, ImageChops, ImageDraw
+from PIL import Image, ImageChops, ImageDraw, ImageStat
 
 from om2w_tui.cli.main import main as cli_main
 from om2w_tui.evaluation.label_session import LabelSession
@@ -61,8 +61,9 @@ def test_a_site_of_a_run_shows_the_failure_class_the_judge_per_screenshot_and_th
     assert 'data-failure="loop"' in (site / "r1" / "tasks.html").read_text()
 
 
-def page_like() -> bytes:
-    """A screenshot of a page: a header bar, lines of small text in two colours, a noisy photo."""
+def page_like(photo: bool = False) -> bytes:
+    """A screenshot of a page: a header bar, lines of small text in two colours, a noisy grey picture; `photo`: a
+    colour photo beside the text too (a shop's product: thousands of colours, every pixel unlike its neighbour)."""
     im = Image.new("RGB", (1280, 1100), (250, 250, 252))
     draw = ImageDraw.Draw(im)
     draw.rectangle((0, 0, 1280, 60), fill=(30, 40, 70))
@@ -70,6 +71,8 @@ def page_like() -> bytes:
         draw.text((20 + i % 7 * 5, y), f"line {i} price rating review cart checkout $ {i * 37 % 100}.99 " * 3,
                   fill=(20, 60, 200) if i % 5 == 0 else (30, 30, 30))
     im.paste(Image.effect_noise((300, 220), 40).convert("RGB"), (950, 120))
+    if photo:
+        im.paste(Image.merge("RGB", [Image.effect_noise((330, 300), s) for s in (30, 50, 70)]), (930, 500))
     buf = io.BytesIO()
     im.save(buf, "PNG")
     return buf.getvalue()
@@ -79,7 +82,7 @@ def test_the_full_image_is_a_palette_png_at_full_size_with_the_text_kept_and_a_t
     src = tmp_path / "0_full_screenshot.png"
     src.write_bytes(page_like())
     made = images.make(images.Job(src, tmp_path / "s" / "0.t.jpg", tmp_path / "s" / "0"))
-    assert (made.thumb, made.full) == ("0.t.jpg", "0.png")
+    assert (made.thumb, made.full, made.lossy) == ("0.t.jpg", "0.png", images.LOSSY_PALETTE)
     with Image.open(src) as a, Image.open(tmp_path / "s" / "0.png") as b:
         assert b.format == "PNG" and b.mode == "P" and b.size == a.size == (1280, 1100)
         # not scaled, not blurred: every pixel of the text's colour within a few levels of the original's
@@ -93,6 +96,55 @@ def test_the_full_image_is_a_palette_png_at_full_size_with_the_text_kept_and_a_t
         jpeg = io.BytesIO()
         a.convert("RGB").reduce(4).save(jpeg, "JPEG", quality=70)
     assert (tmp_path / "s" / "0.t.jpg").stat().st_size < 0.8 * len(jpeg.getvalue())
+
+
+def test_photos_on_a_page_are_stored_at_a_third_of_their_resolution_and_its_text_as_it_was(tmp_path, monkeypatch):
+    """The choice by content: a page with a colour photo gets its photo in 3x3 blocks of one colour (a ninth of the
+    pixels to store), its text as on a page of text (within a few levels of the original) and says so; a page of
+    few colours (text, a grey picture) keeps every pixel."""
+    text_only, with_photo = tmp_path / "0.png", tmp_path / "1.png"
+    text_only.write_bytes(page_like())
+    with_photo.write_bytes(page_like(photo=True))
+    made = [images.make(images.Job(src, tmp_path / "s" / f"{i}.t.jpg", tmp_path / "s" / f"{i}"))
+            for i, src in enumerate((text_only, with_photo))]
+    assert [m.lossy for m in made] == [images.LOSSY_PALETTE, images.LOSSY_PHOTOS]
+    with Image.open(text_only) as a0, Image.open(with_photo) as a1, Image.open(tmp_path / "s" / "0.png") as b0, \
+            Image.open(tmp_path / "s" / "1.png") as b1:
+        full0, full1 = b0.convert("RGB"), b1.convert("RGB")
+        for a, b in ((a0, full0), (a1, full1)):
+            diff = ImageChops.difference(a.convert("RGB"), b).crop((0, 0, 900, 1100)).getextrema()
+            assert max(hi for _, hi in diff) <= 24            # the text: pixel-sharp
+        inside = (960, 528, 1230, 774)                       # the photo, its edge left out (on the 3-pixel grid)
+
+        def blocky(im: Image.Image, box: tuple[int, int, int, int] = inside) -> bool:
+            part = im.crop(box)
+            return part.resize((part.width // 3, part.height // 3), Image.Resampling.NEAREST).resize(
+                part.size, Image.Resampling.NEAREST).tobytes() == part.tobytes()
+
+        assert blocky(full1) and not blocky(a1.convert("RGB")) and not blocky(full0, (960, 132, 1236, 330))
+        # each block is the photo's average there, in the palette's colours
+        was, now = ImageStat.Stat(a1.convert("RGB").crop(inside)).mean, ImageStat.Stat(full1.crop(inside)).mean
+        assert all(abs(x - y) < 12 for x, y in zip(was, now))
+    # the bytes: under 0.7 of the same page's full image with the photo's every pixel
+    monkeypatch.setattr(images, "photo_mask", lambda sample, size: None)
+    assert images.make(images.Job(with_photo, tmp_path / "p" / "1.t.jpg", tmp_path / "p" / "1")).lossy == "256 colours"
+    assert (tmp_path / "s" / "1.png").stat().st_size < 0.7 * (tmp_path / "p" / "1.png").stat().st_size
+
+
+def test_a_task_page_says_which_full_images_are_not_the_original_and_with_link_links_the_original(run, tmp_path):
+    """A full image that lost something against the run's file (its colours, its photos' resolution) says so under
+    its thumbnail; one that is the run's file (smaller than any made), or linked with --link, says nothing."""
+    (run / "ok_1" / "trajectory" / "0_full_screenshot.png").write_bytes(page_like(photo=True))
+    (run / "loop_2" / "trajectory" / "0_full_screenshot.png").write_bytes(page_like())
+    site = web_site.build_site(tmp_path / "site", [summarize(run)])
+    ok, looped = ((site / "r1" / "t" / f"{t}.html").read_text() for t in ("ok_1", "loop_2"))
+    assert "full image: 256 colours, photos at a third of their resolution, not the original" in ok
+    assert looped.count("full image: 256 colours, not the original") == 1     # its solid-colour shots: the originals
+    assert 'href="../s/loop_2/1.png"' in looped and "not the original" not in looped.split('id="step-2"')[1]
+    linked = web_site.build_site(tmp_path / "linked", [summarize(run)], link=True)
+    page = (linked / "r1" / "t" / "ok_1.html").read_text()
+    assert "not the original" not in page
+    assert 'href="../../../run/ok_1/trajectory/0_full_screenshot.png"' in page
 
 
 def test_screenshots_with_the_same_bytes_are_made_once_across_tasks_and_runs_and_each_page_shows_them(tmp_path):
