@@ -1,9 +1,11 @@
 """The site's pictures of a run's screenshots: a small JPEG thumbnail of each (a preview: lossy), and the full image
-at its own size (a palette PNG: text stays pixel-sharp, photos lose colour depth; or the original where that is
-smaller; none with `--link`, where the page links the run's own file). Screenshots with the same bytes (a site's
-start page in every task, a page that did not change) are made once: `first_copies` finds them.
+at its own size (a palette PNG: text stays pixel-sharp; the photos on a page, found by content (`photo_mask`), at a
+third of their resolution; or the original where that is smaller; none with `--link`, where the page links the
+run's own file). `Made.lossy` says what a full image lost, for its page to say. Screenshots with the same bytes (a
+site's start page in every task, a page that did not change) are made once: `first_copies` finds them.
 
-Done in a pool of processes (one per core): decoding and encoding thousands of PNGs is the site's build time."""
+Done in a pool of processes (one per core): decoding and encoding thousands of PNGs is the site's build time (the
+decoding alone, Pillow's, half of it)."""
 
 from __future__ import annotations
 
