@@ -162,6 +162,12 @@ def test_screenshots_with_the_same_bytes_are_made_once_across_tasks_and_runs_and
     run2 = (site / "r2" / "t" / "loop_2.html").read_text()
     assert 'src="../s/loop_2/0.t.jpg"' in run2 and 'src="../../r1/s/loop_2/1.t.jpg"' in run2
     assert images.first_copies([shots[0], tmp_path / "gone.png", shots[0]]) == [0, 1, 0]
+    # one size and one start (a page's header and first rows), different further on: apart; the same bytes: one
+    start = bytes(range(256)) * 20
+    files = [tmp_path / f"{n}.png" for n in range(4)]
+    for f, tail in zip(files, (b"a" * 9000, b"a" * 8999 + b"b", b"a" * 9000, b"c" * 9000)):
+        f.write_bytes(start + tail)
+    assert images.first_copies(files) == [0, 1, 0, 3]
 
 
 def test_refused_inside_a_run_folder_over_other_files_and_over_a_file(run, tmp_path, capsys):
