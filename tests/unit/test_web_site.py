@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import zlib
 from pathlib import Path
 
 import pytest
@@ -222,6 +223,40 @@ def test_a_screenshot_pillow_cannot_read_is_copied_and_linked_not_shown(tmp_path
     page = (site / "r1" / "t" / "ok_1.html").read_text()
     assert "no thumbnail: not a picture Pillow reads" in page
     assert (site / "r1" / "s" / "ok_1" / "0.png").read_bytes().startswith(b"\x89PNG")
+
+
+def _png(picture: Image.Image, **options) -> bytes:
+    buf = io.BytesIO()
+    picture.save(buf, "PNG", **options)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("mode", ["RGB", "RGBA"])
+def test_a_browsers_png_is_decoded_by_libspng_to_the_pixels_pillow_gives(mode):
+    """The fast decoder takes 8-bit RGB(A) PNGs, as Chromium writes them, with Paeth-filtered rows (optimize)."""
+    grain = Image.effect_noise((64, 48), 60).convert("RGB")
+    picture = Image.merge("RGBA", (*grain.split(), grain.getchannel(0))) if mode == "RGBA" else grain
+    for raw in (_png(picture), _png(picture, optimize=True)):
+        fast = images._fast_rgb(raw)
+        assert fast is not None and fast.mode == "RGB"
+        assert fast.tobytes() == Image.open(io.BytesIO(raw)).convert("RGB").tobytes()
+
+
+def test_other_pngs_and_damaged_ones_are_left_to_pillow():
+    """Grey, palette, 16-bit and interlaced pictures are Pillow's; so is a PNG one byte of which is damaged anywhere
+    (libspng, as pyspng sets it, would decode it into a picture), and one cut short."""
+    grain = Image.effect_noise((20, 16), 60)
+    for other in (grain, grain.convert("P"), grain.convert("I;16")):
+        assert images._fast_rgb(_png(other)) is None
+    raw = _png(grain.convert("RGB"))
+    assert images._fast_rgb(raw) is not None
+    ihdr = raw[12:28] + b"\x01"       # the same header saying Adam7 interlacing (Pillow writes none), CRC mended
+    assert images._fast_rgb(raw[:12] + ihdr + zlib.crc32(ihdr).to_bytes(4, "big") + raw[33:]) is None
+    for at in range(8, len(raw)):
+        damaged = bytearray(raw)
+        damaged[at] ^= 0x55
+        assert images._fast_rgb(bytes(damaged)) is None, at
+    assert images._fast_rgb(raw[:-12]) is None
 
 
 def test_slugs_are_safe_names_and_unique():

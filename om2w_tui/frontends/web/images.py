@@ -13,6 +13,8 @@ import hashlib
 import io
 import os
 import stat
+import struct
+import zlib
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -45,6 +47,7 @@ LOSSY_PALETTE = "256 colours"
 LOSSY_PHOTOS = "256 colours, photos at a third of their resolution"
 # below this many pictures a pool costs more to start than it saves
 POOL_FROM = 40
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 HEAD = 4096              # bytes of a file compared before the whole is hashed
 POOL_CHUNK = 4           # pictures a worker takes at a time: ~0.2 s of work, the hand-over's cost negligible
 
@@ -79,9 +82,11 @@ def make(job: Job) -> Made:
     except InputError:   # gone meanwhile, or no file of the run's: the page says the picture is missing
         return Made("", "")
     try:
-        with Image.open(io.BytesIO(raw)) as im:
-            im.load()
-            rgb = im if im.mode == "RGB" else im.convert("RGB")
+        rgb = _fast_rgb(raw)
+        if rgb is None:
+            with Image.open(io.BytesIO(raw)) as im:
+                im.load()
+                rgb = im if im.mode == "RGB" else im.convert("RGB")
     except (OSError, UnidentifiedImageError, ValueError, Image.DecompressionBombError):
         if job.full is None:
             return Made("", "")
@@ -112,6 +117,43 @@ def make(job: Job) -> Made:
     target = job.full.with_suffix(".png")
     write_new(target, png)
     return Made(job.thumb.name, target.name, w, h, LOSSY_PHOTOS if photos is not None else LOSSY_PALETTE)
+
+
+def _fast_rgb(raw: bytes) -> Any:
+    """The picture decoded by libspng (pyspng) where it is what browsers write (an 8-bit RGB or RGBA PNG, not
+    interlaced) and not larger than Pillow opens: the same pixels as Pillow's (alpha dropped, as `convert("RGB")`
+    does) in 0.7 of its time (Pillow undoes the Paeth filter Chromium uses slowly). None: Pillow decodes it (another
+    kind of picture, a damaged one, whose error Pillow names, or no pyspng)."""
+    from PIL import Image  # in the pool's processes, as make's
+
+    if raw[:8] != PNG_SIGNATURE or raw[12:16] != b"IHDR" or len(raw) < 33:
+        return None
+    width, height = struct.unpack(">II", raw[16:24])
+    depth, colour, interlace = raw[24], raw[25], raw[28]
+    if depth != 8 or colour not in (2, 6) or interlace or not 0 < width * height <= (Image.MAX_IMAGE_PIXELS or 0):
+        return None
+    if not _chunks_whole(raw):   # libspng as pyspng sets it decodes damaged data into a picture: Pillow refuses it
+        return None
+    try:
+        import pyspng  # only here: numpy and libspng load in the pool's processes, never in the report's
+        pixels = pyspng.load(raw, format="RGB")
+    except Exception:   # noqa: BLE001 -- no pyspng, or data libspng refuses: Pillow decodes it, or names the fault
+        return None
+    return Image.fromarray(pixels, "RGB")
+
+
+def _chunks_whole(raw: bytes) -> bool:
+    """Every chunk of the PNG whole (its CRC holds) and the last one IEND."""
+    at = 8
+    while at + 12 <= len(raw):
+        n, kind = struct.unpack(">I4s", raw[at:at + 8])
+        end = at + 8 + n
+        if end + 4 > len(raw) or zlib.crc32(raw[at + 4:end]) != struct.unpack(">I", raw[end:end + 4])[0]:
+            return False
+        if kind == b"IEND":
+            return True
+        at = end + 4
+    return False
 
 
 def photo_mask(sample: Any, size: tuple[int, int]) -> Any:
