@@ -2,7 +2,7 @@
 its bytes against the run's screenshot bytes, and how soon its pages are interactive in headless Chromium.
 
     .venv/bin/python bench/html_report.py [--tasks 300] [--shots 10] [--pages 60] [--viewport 1280x1100]
-                                          [--run DIR] [--no-link]
+                                          [--run DIR] [--no-link] [--by-kind]
 
 The screenshots are made as a run's are: pages rendered and captured by headless Chromium (its text rendering, its
 PNG encoder, as browser-use's CDP screenshots), at browser-use's 1280x1100 (this project's runs use 1280x800). The
@@ -175,6 +175,21 @@ def interactive_s(page_url: str) -> float:
     return float(ms) / 1000.0
 
 
+def by_kind(run: Path, site: Path, pages: int) -> str:
+    """The full images' bytes against the screenshots' by the kind of page shown (as `make_run` lays them out: the
+    screenshot at step i of task t is page (t x shots + i) mod pages, of kind page mod 5)."""
+    sums: dict[str, list[int]] = {}
+    for shot in run.glob("*/trajectory/*_full_screenshot.png"):
+        tid, step = shot.parent.parent.name, int(shot.name.split("_")[0])
+        shots = len(list(shot.parent.glob("*_full_screenshot.png")))
+        kind = ("shop", "shop", "article", "text", "text")[(int(tid.split("_")[1]) * shots + step) % pages % 5]
+        made = [p for p in (site / "r1" / "s" / tid).glob(f"{step}.*") if ".t." not in p.name]
+        acc = sums.setdefault(kind, [0, 0])
+        acc[0] += sum(p.stat().st_size for p in made)
+        acc[1] += shot.stat().st_size
+    return ", ".join(f"{k} pages {a / b:.3f}" for k, (a, b) in sorted(sums.items()))
+
+
 def size_of(folder: Path, *, thumbs_only: bool = False) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and (not thumbs_only or ".t." in p.name))
 
@@ -187,6 +202,7 @@ def main() -> None:
     ap.add_argument("--viewport", default="1280x1100", help="WIDTHxHEIGHT of the screenshots")
     ap.add_argument("--run", type=Path, help="keep the synthetic run here (made if missing, else reused as it is)")
     ap.add_argument("--no-link", action="store_true", help="skip the --link build and the pages' timing")
+    ap.add_argument("--by-kind", action="store_true", help="the full images' ratio for each kind of page too")
     args = ap.parse_args()
     width, _, height = args.viewport.partition("x")
     tmp = Path(tempfile.mkdtemp(prefix="om2w-html-bench-"))
@@ -212,6 +228,8 @@ def main() -> None:
                   f"idle ones: {verdict(cpu / 2 <= GOAL_BUILD_S)}); site {size / 1e6:.1f} MB of which thumbnails "
                   f"{size_of(site, thumbs_only=True) / 1e6:.1f} MB; screenshots {shot_bytes / 1e6:.1f} MB: "
                   f"{ratio:.3f} ({verdict(ratio <= GOAL_RATIO) if not link else 'no goal'} <= {GOAL_RATIO})")
+            if not link and args.by_kind:
+                print(f"  full images by the page's kind, against its screenshots: {by_kind(run, site, args.pages)}")
         for page in () if args.no_link else ("index.html", "r1/tasks.html", "r1/t/task_0001.html"):
             s = interactive_s((tmp / "site" / page).as_uri())
             print(f"{page}: interactive in {s:.3f} s ({verdict(s <= GOAL_INTERACTIVE_S)} <= {GOAL_INTERACTIVE_S} s)")

@@ -7,10 +7,11 @@ from __future__ import annotations
 import io
 import json
 import re
+import zlib
 from pathlib import Path
 
 import pytest
-from PIL import Image, ImageChops, ImageDraw
+from PIL import Image, ImageChops, ImageDraw, ImageStat
 
 from om2w_tui.cli.main import main as cli_main
 from om2w_tui.evaluation.label_session import LabelSession
@@ -61,8 +62,9 @@ def test_a_site_of_a_run_shows_the_failure_class_the_judge_per_screenshot_and_th
     assert 'data-failure="loop"' in (site / "r1" / "tasks.html").read_text()
 
 
-def page_like() -> bytes:
-    """A screenshot of a page: a header bar, lines of small text in two colours, a noisy photo."""
+def page_like(photo: bool = False) -> bytes:
+    """A screenshot of a page: a header bar, lines of small text in two colours, a noisy grey picture; `photo`: a
+    colour photo beside the text too (a shop's product: thousands of colours, every pixel unlike its neighbour)."""
     im = Image.new("RGB", (1280, 1100), (250, 250, 252))
     draw = ImageDraw.Draw(im)
     draw.rectangle((0, 0, 1280, 60), fill=(30, 40, 70))
@@ -70,6 +72,8 @@ def page_like() -> bytes:
         draw.text((20 + i % 7 * 5, y), f"line {i} price rating review cart checkout $ {i * 37 % 100}.99 " * 3,
                   fill=(20, 60, 200) if i % 5 == 0 else (30, 30, 30))
     im.paste(Image.effect_noise((300, 220), 40).convert("RGB"), (950, 120))
+    if photo:
+        im.paste(Image.merge("RGB", [Image.effect_noise((330, 300), s) for s in (30, 50, 70)]), (930, 500))
     buf = io.BytesIO()
     im.save(buf, "PNG")
     return buf.getvalue()
@@ -79,7 +83,7 @@ def test_the_full_image_is_a_palette_png_at_full_size_with_the_text_kept_and_a_t
     src = tmp_path / "0_full_screenshot.png"
     src.write_bytes(page_like())
     made = images.make(images.Job(src, tmp_path / "s" / "0.t.jpg", tmp_path / "s" / "0"))
-    assert (made.thumb, made.full) == ("0.t.jpg", "0.png")
+    assert (made.thumb, made.full, made.lossy) == ("0.t.jpg", "0.png", images.LOSSY_PALETTE)
     with Image.open(src) as a, Image.open(tmp_path / "s" / "0.png") as b:
         assert b.format == "PNG" and b.mode == "P" and b.size == a.size == (1280, 1100)
         # not scaled, not blurred: every pixel of the text's colour within a few levels of the original's
@@ -93,6 +97,55 @@ def test_the_full_image_is_a_palette_png_at_full_size_with_the_text_kept_and_a_t
         jpeg = io.BytesIO()
         a.convert("RGB").reduce(4).save(jpeg, "JPEG", quality=70)
     assert (tmp_path / "s" / "0.t.jpg").stat().st_size < 0.8 * len(jpeg.getvalue())
+
+
+def test_photos_on_a_page_are_stored_at_a_third_of_their_resolution_and_its_text_as_it_was(tmp_path, monkeypatch):
+    """The choice by content: a page with a colour photo gets its photo in 3x3 blocks of one colour (a ninth of the
+    pixels to store), its text as on a page of text (within a few levels of the original) and says so; a page of
+    few colours (text, a grey picture) keeps every pixel."""
+    text_only, with_photo = tmp_path / "0.png", tmp_path / "1.png"
+    text_only.write_bytes(page_like())
+    with_photo.write_bytes(page_like(photo=True))
+    made = [images.make(images.Job(src, tmp_path / "s" / f"{i}.t.jpg", tmp_path / "s" / f"{i}"))
+            for i, src in enumerate((text_only, with_photo))]
+    assert [m.lossy for m in made] == [images.LOSSY_PALETTE, images.LOSSY_PHOTOS]
+    with Image.open(text_only) as a0, Image.open(with_photo) as a1, Image.open(tmp_path / "s" / "0.png") as b0, \
+            Image.open(tmp_path / "s" / "1.png") as b1:
+        full0, full1 = b0.convert("RGB"), b1.convert("RGB")
+        for a, b in ((a0, full0), (a1, full1)):
+            diff = ImageChops.difference(a.convert("RGB"), b).crop((0, 0, 900, 1100)).getextrema()
+            assert max(hi for _, hi in diff) <= 24            # the text: pixel-sharp
+        inside = (960, 528, 1230, 774)                       # the photo, its edge left out (on the 3-pixel grid)
+
+        def blocky(im: Image.Image, box: tuple[int, int, int, int] = inside) -> bool:
+            part = im.crop(box)
+            return part.resize((part.width // 3, part.height // 3), Image.Resampling.NEAREST).resize(
+                part.size, Image.Resampling.NEAREST).tobytes() == part.tobytes()
+
+        assert blocky(full1) and not blocky(a1.convert("RGB")) and not blocky(full0, (960, 132, 1236, 330))
+        # each block is the photo's average there, in the palette's colours
+        was, now = ImageStat.Stat(a1.convert("RGB").crop(inside)).mean, ImageStat.Stat(full1.crop(inside)).mean
+        assert all(abs(x - y) < 12 for x, y in zip(was, now))
+    # the bytes: under 0.7 of the same page's full image with the photo's every pixel
+    monkeypatch.setattr(images, "photo_mask", lambda sample, size: None)
+    assert images.make(images.Job(with_photo, tmp_path / "p" / "1.t.jpg", tmp_path / "p" / "1")).lossy == "256 colours"
+    assert (tmp_path / "s" / "1.png").stat().st_size < 0.7 * (tmp_path / "p" / "1.png").stat().st_size
+
+
+def test_a_task_page_says_which_full_images_are_not_the_original_and_with_link_links_the_original(run, tmp_path):
+    """A full image that lost something against the run's file (its colours, its photos' resolution) says so under
+    its thumbnail; one that is the run's file (smaller than any made), or linked with --link, says nothing."""
+    (run / "ok_1" / "trajectory" / "0_full_screenshot.png").write_bytes(page_like(photo=True))
+    (run / "loop_2" / "trajectory" / "0_full_screenshot.png").write_bytes(page_like())
+    site = web_site.build_site(tmp_path / "site", [summarize(run)])
+    ok, looped = ((site / "r1" / "t" / f"{t}.html").read_text() for t in ("ok_1", "loop_2"))
+    assert "full image: 256 colours, photos at a third of their resolution, not the original" in ok
+    assert looped.count("full image: 256 colours, not the original") == 1     # its solid-colour shots: the originals
+    assert 'href="../s/loop_2/1.png"' in looped and "not the original" not in looped.split('id="step-2"')[1]
+    linked = web_site.build_site(tmp_path / "linked", [summarize(run)], link=True)
+    page = (linked / "r1" / "t" / "ok_1.html").read_text()
+    assert "not the original" not in page
+    assert 'href="../../../run/ok_1/trajectory/0_full_screenshot.png"' in page
 
 
 def test_screenshots_with_the_same_bytes_are_made_once_across_tasks_and_runs_and_each_page_shows_them(tmp_path):
@@ -110,6 +163,12 @@ def test_screenshots_with_the_same_bytes_are_made_once_across_tasks_and_runs_and
     run2 = (site / "r2" / "t" / "loop_2.html").read_text()
     assert 'src="../s/loop_2/0.t.jpg"' in run2 and 'src="../../r1/s/loop_2/1.t.jpg"' in run2
     assert images.first_copies([shots[0], tmp_path / "gone.png", shots[0]]) == [0, 1, 0]
+    # one size and one start (a page's header and first rows), different further on: apart; the same bytes: one
+    start = bytes(range(256)) * 20
+    files = [tmp_path / f"{n}.png" for n in range(4)]
+    for f, tail in zip(files, (b"a" * 9000, b"a" * 8999 + b"b", b"a" * 9000, b"c" * 9000)):
+        f.write_bytes(start + tail)
+    assert images.first_copies(files) == [0, 1, 0, 3]
 
 
 def test_refused_inside_a_run_folder_over_other_files_and_over_a_file(run, tmp_path, capsys):
@@ -164,6 +223,40 @@ def test_a_screenshot_pillow_cannot_read_is_copied_and_linked_not_shown(tmp_path
     page = (site / "r1" / "t" / "ok_1.html").read_text()
     assert "no thumbnail: not a picture Pillow reads" in page
     assert (site / "r1" / "s" / "ok_1" / "0.png").read_bytes().startswith(b"\x89PNG")
+
+
+def _png(picture: Image.Image, **options) -> bytes:
+    buf = io.BytesIO()
+    picture.save(buf, "PNG", **options)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("mode", ["RGB", "RGBA"])
+def test_a_browsers_png_is_decoded_by_libspng_to_the_pixels_pillow_gives(mode):
+    """The fast decoder takes 8-bit RGB(A) PNGs, as Chromium writes them, with Paeth-filtered rows (optimize)."""
+    grain = Image.effect_noise((64, 48), 60).convert("RGB")
+    picture = Image.merge("RGBA", (*grain.split(), grain.getchannel(0))) if mode == "RGBA" else grain
+    for raw in (_png(picture), _png(picture, optimize=True)):
+        fast = images._fast_rgb(raw)
+        assert fast is not None and fast.mode == "RGB"
+        assert fast.tobytes() == Image.open(io.BytesIO(raw)).convert("RGB").tobytes()
+
+
+def test_other_pngs_and_damaged_ones_are_left_to_pillow():
+    """Grey, palette, 16-bit and interlaced pictures are Pillow's; so is a PNG one byte of which is damaged anywhere
+    (libspng, as pyspng sets it, would decode it into a picture), and one cut short."""
+    grain = Image.effect_noise((20, 16), 60)
+    for other in (grain, grain.convert("P"), grain.convert("I;16")):
+        assert images._fast_rgb(_png(other)) is None
+    raw = _png(grain.convert("RGB"))
+    assert images._fast_rgb(raw) is not None
+    ihdr = raw[12:28] + b"\x01"       # the same header saying Adam7 interlacing (Pillow writes none), CRC mended
+    assert images._fast_rgb(raw[:12] + ihdr + zlib.crc32(ihdr).to_bytes(4, "big") + raw[33:]) is None
+    for at in range(8, len(raw)):
+        damaged = bytearray(raw)
+        damaged[at] ^= 0x55
+        assert images._fast_rgb(bytes(damaged)) is None, at
+    assert images._fast_rgb(raw[:-12]) is None
 
 
 def test_slugs_are_safe_names_and_unique():

@@ -11,8 +11,8 @@ asks for nothing outside itself (no CDN, no web font), from the same typed repor
                                  the judge's, the humans'), failure class and text
     DIR/r<k>/t/<task>.html       one task: the verdicts, the labels, the trajectory step by step beside each
                                  screenshot (j/k or the arrow keys move between steps), the record
-    DIR/r<k>/s/<task>/<i>.t.jpg  thumbnails; <i>.png (a palette PNG, or the original) the full image, unless
-                                 --link; one of each for screenshots with the same bytes
+    DIR/r<k>/s/<task>/<i>.t.jpg  thumbnails; <i>.png (a palette PNG, photos at half resolution, or the original) the
+                                 full image, unless --link; one of each for screenshots with the same bytes
     DIR/pair/<task>.html         with several runs, a task's trajectories side by side, step by step, the first
                                  step where they go different ways marked
     DIR/assets/                  the CSS and the JavaScript
@@ -107,6 +107,7 @@ class StepView:
     shot: str = ""          # the screenshot's file name in the run
     thumb: str = ""         # paths relative to the task's page
     full: str = ""
+    lossy: str = ""         # what the full image lost against the run's file ('' where it is that file)
     score: Any = None       # the judge's score of this screenshot, and its reasoning
     reasoning: str = ""
 
@@ -355,6 +356,7 @@ def _pictures(runs: list[RunView], root: Path, link: bool, dest: Path, workers: 
             step.full = Path(os.path.relpath(os.path.abspath(src), final_pages / run.prefix / "t")).as_posix()
         else:
             step.full = rel + m.full if m.full else ""
+            step.lossy = m.lossy
 
 
 def build_site(dest: Path, reports: Sequence[RunReport], comparison: Comparison | None = None, *,
