@@ -290,9 +290,10 @@ class Dispatcher:
         """The slots the work left does not need, while the run's length is the longest chain left rather than the
         work per slot: the queued work spread over the other slots still ends within that chain. None while `best`
         (the fresh site that would start) could not wait `horizon` without its own chain becoming the longest, nor
-        before as many episodes are done as there are slots (the first to end are the short ones: the seconds per
-        unit learnt from them are too few)."""
-        if self.done_n < active:
+        before episodes are done for half the slots (the first to end are the short ones: the seconds per unit learnt
+        from the very first are too few; bench/campaign.py: waiting for all the slots' first ones lost the first
+        tasks' pairing, waiting for none lengthened the run at 12 slots)."""
+        if 2 * self.done_n < active:
             return 0
         _, crit_chain = self._best(self._all) if self.indexed else self.scan_critical()
         if crit_chain <= 0.0 or self.chain(best, len(self.queue[best])) + horizon > crit_chain:
