@@ -3,9 +3,11 @@
 The rule: among the sites that may start now, the one with the longest chain of work left (its queued tasks'
 expected lengths and the cooldowns between them; ties go to the site queued first), and on a site the longest task
 first. In a campaign a site whose next unit belongs to a task another unit of which has started goes before any
-(the one opened first), so a task's units run one after another on their site. When one site's chain outlasts the
-other sites' work spread over the other slots, the last free slot waits for that site's cooldown to end
-(`keep_slot_for`).
+(the one opened first), so a task's units run one after another on their site, but for the site whose chain sets
+the run's length (`_critical_ready`); and a free slot the work left does not need waits for such a next unit coming
+off its cooldown rather than start a fresh task (`hold_for_next`; `--pair-hold` lets a needed one wait too). When
+one site's chain outlasts the other sites' work spread over the other slots, the last free slot waits for that
+site's cooldown to end (`keep_slot_for`).
 
 A chain is `units * s_per_unit + (n - 1) * cooldown`: `units` is the site's queued reference lengths, `s_per_unit`
 the seconds a unit took in the episodes finished so far (learnt, the same for every site), `n` its queued tasks.
@@ -238,9 +240,10 @@ class Dispatcher:
 
     # ── the choice ─────────────────────────────────────────
     def pick(self, now: float, slots: Callable[[], tuple[int, int]]) -> str | None:
-        """Of the sites that may start now, the one with the longest chain left; None when there is none, or to keep
-        the last free slot for a cooling site whose chain sets the run's length (`keep_slot_for`). `slots` counts
-        the free slots and those not retiring (asked only when a site may start)."""
+        """Of the sites that may start now, the one with the longest chain left (in a campaign a started task's next
+        unit first, after the chain that sets the run's length); None when there is none, to keep the last free slot
+        for a cooling site whose chain sets the run's length (`keep_slot_for`), or to keep the free slots for next
+        units coming off their cooldown (`hold_for_next`). `slots` counts the free slots and those not retiring."""
         opened = (self._critical_ready(now, slots) if self.open else None) or self._open_ready(now)
         best = opened or (self._best_ready(now) if self.indexed else self.scan_pick(now))
         if best is None:
@@ -274,17 +277,17 @@ class Dispatcher:
                 best = (order, site)
         return best[1] if best else None
 
-    def coming(self, now: float, horizon: float) -> list[tuple[float, str]]:
-        """The started tasks' next units whose sites end their cooldown within `horizon` (not yet ready, not busy):
-        (ready time, site), soonest first."""
+    def coming(self, now: float, horizon: float) -> list[float]:
+        """When the sites of the started tasks' next units end their cooldown, for those that end it within
+        `horizon` (not yet ready, not busy)."""
         out = []
         for site, (_, tid) in self.open.items():
             q = self.queue.get(site)
             if q and q[0].task_id == tid:
                 st = self.pacer.state(site)
                 if not st.busy and now < st.ready_at - CLOCK_SLACK_S <= now + horizon:
-                    out.append((st.ready_at, site))
-        return sorted(out)
+                    out.append(st.ready_at)
+        return out
 
     def spare(self, active: int, best: str, horizon: float) -> int:
         """The slots the work left does not need, while the run's length is the longest chain left rather than the
@@ -313,7 +316,7 @@ class Dispatcher:
         coming = self.coming(now, horizon)
         if not coming:
             return False
-        kept = sum(1 for ready_at, _ in coming if ready_at - CLOCK_SLACK_S <= now + self.hold_s)
+        kept = sum(1 for ready_at in coming if ready_at - CLOCK_SLACK_S <= now + self.hold_s)
         if free > kept and len(coming) > kept:
             kept += min(len(coming) - kept, self.spare(active, best, horizon))
         return free <= kept
