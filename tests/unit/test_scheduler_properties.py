@@ -38,14 +38,15 @@ own folder, so no `storage` record comes up here.) A defect it found (a worker t
 stopped before its exit was seen, was recorded as stopped and its site charged a cooldown) is pinned by
 tests/unit/test_stopped_vanished_worker.py, and fixed.
 
-A second search runs campaigns: units of 2-3 arms x 1-2 repeats on one queue and pacer, their workers finishing,
-hanging, crashing or failing on the model (a lane's guard holding that lane), with user kills, requeues, dispatch
-and arm pauses and slot changes. Every unit is settled exactly once, in its own lane's results; never two episodes
-on a site at once whatever their lane, and the cooldown after each that reached its worker; nothing of a paused arm
-starts while it is paused; no slot idles while a unit may start but for the last slot's wait or one slot kept for
-each started task's next unit coming off its cooldown within the hold's horizon (`--pair-hold`, drawn; seen to
-fail with one slot more kept); and with no faults nor user, a task's units run one after another on their site, the
-first arm turning from task to task (seen to fail with the first arm fixed, and with a pause that held nothing).
+A second search runs campaigns: units of 2-3 arms x 1-2 repeats of up to 16 tasks on one queue and pacer, their
+workers finishing, hanging, crashing or failing on the model (a lane's guard holding that lane), with user kills,
+requeues, dispatch and arm pauses and slot changes. Every unit is settled exactly once, in its own lane's results;
+never two episodes on a site at once whatever their lane, and the cooldown after each that reached its worker;
+nothing of a paused arm starts while it is paused; no slot idles while a unit may start but for the last slot's wait
+or one slot kept for each started task's next unit coming off its cooldown within the hold's horizon (`--pair-hold`,
+drawn; seen to fail with one slot more kept); and with no faults nor user, a task's units run one after another on
+their site, the first arm turning from task to task (seen to fail with the first arm fixed, and with a pause that
+held nothing).
 
 `OM2W_PROPERTY_EXAMPLES` sets how many schedules are searched (CI runs the default, the same ones each time);
 `OM2W_PROPERTY_RANDOM=1` searches new ones.
@@ -636,7 +637,7 @@ def campaigns(draw: Any) -> dict[str, Any]:
     repeats = draw(st.integers(1, 2))
     lanes = [(arm if r == 1 else f"{arm}-r{r}", arm) for r in range(1, repeats + 1) for arm in arms]
     tasks = [Task(f"s{s}-{i}", f"task {i} on site {s}", f"https://s{s}.example/", "easy")
-             for s in range(draw(st.integers(1, 3))) for i in range(draw(st.integers(1, 3)))]
+             for s in range(draw(st.integers(1, 4))) for i in range(draw(st.integers(1, 4)))]
     quiet = draw(st.integers(0, 2)) == 0
     behaviour = {} if quiet else {
         f"{lane}/{t.task_id}": Behaviour(
