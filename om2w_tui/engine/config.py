@@ -47,6 +47,7 @@ class RunConfig(ModelSettings):
     max_steps: int = DEFAULT_MAX_STEPS   # a task without its own max_steps gets this budget as it is loaded
     pace_cooldown: float = 120.0
     site_slots: int = 1            # episodes at once on one site (0: no limit); with cooldown 0, no pacing at all
+    pair_hold: float = 0.0         # a campaign: seconds a free slot waits for a started task's next unit (dispatch.py)
     workers: int = 4
     worker_start_rate: float = 8.0  # worker processes started per second at most (a run's first, and those added live)
     slot_memory: float = 0.5       # GiB a slot takes (a worker, its Chromium): no more slots than memory holds (0: any)

@@ -104,7 +104,7 @@ class Scheduler:
         self.store, self.records = first.store, first.records   # a plain run's results.jsonl and its one writer
         self.pacer = make_pacer(config.pace_dir, config.pace_cooldown, config.site_slots, self.tasks,
                                 note=lambda message: self.emit(Log("warning", message)))
-        self.dispatch = Dispatcher(self.pacer, self.tasks)   # the queue and which site starts next
+        self.dispatch = Dispatcher(self.pacer, self.tasks, self.cfg.pair_hold)   # the queue, which site starts next
         self.queue = self.dispatch.queue
         self.slots: dict[int, Slot] = {}
         self.target_workers = max(1, int(config.workers))

@@ -447,6 +447,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("site_slots", "--site-slots", "episodes at once on one site (0: no limit)",
             Whole(0, MAX_WORKERS, empty_default=True), PACING, metavar="N", label="per site",
             placeholder="1 (0: no limit)"),
+    Setting("pair_hold", "--pair-hold", "a campaign: seconds ahead a free slot is kept for a started task's next unit "
+            "coming off its site's cooldown, even while every slot is needed: a shorter pairing gap for a longer run "
+            "(0: only while slots are spare, when it costs nothing; see the guide's Campaigns, Speed)",
+            Number(0, 86400), PACING, metavar="S"),
     # faults
     Setting("breaker_after", "--breaker-after",
             "infra errors in a row that pause dispatch until the endpoint answers again", Whole(1, 1000), FAULTS),

@@ -38,12 +38,15 @@ own folder, so no `storage` record comes up here.) A defect it found (a worker t
 stopped before its exit was seen, was recorded as stopped and its site charged a cooldown) is pinned by
 tests/unit/test_stopped_vanished_worker.py, and fixed.
 
-A second search runs campaigns: units of 2-3 arms x 1-2 repeats on one queue and pacer, their workers finishing,
-hanging, crashing or failing on the model (a lane's guard holding that lane), with user kills, requeues, dispatch
-and arm pauses and slot changes. Every unit is settled exactly once, in its own lane's results; never two episodes
-on a site at once whatever their lane, and the cooldown after each that reached its worker; nothing of a paused arm
-starts while it is paused; and with no faults nor user, a task's units run one after another on their site, the
-first arm turning from task to task (seen to fail with the first arm fixed, and with a pause that held nothing).
+A second search runs campaigns: units of 2-3 arms x 1-2 repeats of up to 16 tasks on one queue and pacer, their
+workers finishing, hanging, crashing or failing on the model (a lane's guard holding that lane), with user kills,
+requeues, dispatch and arm pauses and slot changes. Every unit is settled exactly once, in its own lane's results;
+never two episodes on a site at once whatever their lane, and the cooldown after each that reached its worker;
+nothing of a paused arm starts while it is paused; no slot idles while a unit may start but for the last slot's wait
+or one slot kept for each started task's next unit coming off its cooldown within the hold's horizon (`--pair-hold`,
+drawn; seen to fail with one slot more kept); and with no faults nor user, a task's units run one after another on
+their site, the first arm turning from task to task (seen to fail with the first arm fixed, and with a pause that
+held nothing).
 
 `OM2W_PROPERTY_EXAMPLES` sets how many schedules are searched (CI runs the default, the same ones each time);
 `OM2W_PROPERTY_RANDOM=1` searches new ones.
@@ -634,7 +637,7 @@ def campaigns(draw: Any) -> dict[str, Any]:
     repeats = draw(st.integers(1, 2))
     lanes = [(arm if r == 1 else f"{arm}-r{r}", arm) for r in range(1, repeats + 1) for arm in arms]
     tasks = [Task(f"s{s}-{i}", f"task {i} on site {s}", f"https://s{s}.example/", "easy")
-             for s in range(draw(st.integers(1, 3))) for i in range(draw(st.integers(1, 3)))]
+             for s in range(draw(st.integers(1, 4))) for i in range(draw(st.integers(1, 4)))]
     quiet = draw(st.integers(0, 2)) == 0
     behaviour = {} if quiet else {
         f"{lane}/{t.task_id}": Behaviour(
@@ -645,7 +648,7 @@ def campaigns(draw: Any) -> dict[str, Any]:
         for lane, _ in lanes for t in tasks}
     cfg = dict(workers=draw(st.integers(1, 4)), pace_cooldown=draw(st.sampled_from([0.0, 10.0, 60.0])),
                timeout=draw(st.sampled_from([25.0, 1000.0])), retries=1, stop_grace=3.0,
-               model_guard=draw(st.sampled_from([0, 1, 2])))
+               model_guard=draw(st.sampled_from([0, 1, 2])), pair_hold=draw(st.sampled_from([0.0, 0.0, 45.0])))
     script = [] if quiet else draw(st.lists(st.tuples(st.floats(0, SCRIPT_END, allow_nan=False),
                                                       st.sampled_from(LANE_OPS), st.integers(0, 5)), max_size=10))
     return {"lanes": lanes, "tasks": tasks, "behaviour": behaviour, "cfg": cfg, "script": sorted(script),
@@ -655,10 +658,18 @@ def campaigns(draw: Any) -> dict[str, Any]:
 @dataclass
 class LaneWatcher:
     """Each start and end as the events said them, checked as they happen: one episode a site at a time whatever
-    its lane, the cooldown after every episode that reached its worker, nothing started of a paused arm."""
+    its lane, the cooldown after every episode that reached its worker, nothing started of a paused arm. And,
+    sampled, no slot idle while a queued unit may start, but for the last slot's wait (`PacingModel.waits_for`) or
+    a slot kept for a started task's next unit (the guide's Campaigns, Speed): at most one free slot for each such
+    unit whose site comes off its cooldown within the hold's horizon (the larger of `--pair-hold` and the
+    cooldown), so a kept slot is never kept past its unit's start nor for a unit further off."""
     ex: FakeExecutor
     cooldown: float
+    pacing: PacingModel
+    pair_hold: float = 0.0
     sched: Scheduler | None = None
+    live: bool = False
+    begun: set[str] = field(default_factory=set)                          # tasks with a unit started
     paused: set[str] = field(default_factory=set)                         # arms the user holds now
     running: dict[str, str] = field(default_factory=dict)                 # site -> the unit on it
     ready_at: dict[str, float] = field(default_factory=dict)
@@ -681,6 +692,8 @@ class LaneWatcher:
             self.running[ev.site] = f"{ev.lane}/{ev.task_id}"
             self.runs0[(ev.lane, ev.task_id)] = len(self.ex.runs)
             self.starts.append((ev.site, ev.lane, ev.task_id))
+            self.begun.add(ev.task_id)
+            self.pacing.start(ev.site)
         elif isinstance(ev, EpisodeFinished | EpisodePutBack):
             lane, tid = (ev.lane, ev.record.task_id) if isinstance(ev, EpisodeFinished) else (ev.lane, ev.task_id)
             site = next(s for s, unit in self.running.items() if unit == f"{lane}/{tid}")
@@ -688,6 +701,46 @@ class LaneWatcher:
             reached = isinstance(ev, EpisodeFinished) and len(self.ex.runs) > self.runs0[(lane, tid)]
             if reached:   # an episode whose worker never had the task costs no cooldown
                 self.ready_at[site] = now + self.cooldown
+            status = ev.record.status if isinstance(ev, EpisodeFinished) else None
+            self.pacing.end(site, now, status, reached=reached)
+            if isinstance(ev, EpisodeFinished):
+                self.pacing.learn(ev.record.status, ev.record.duration_s)
+        elif isinstance(ev, RunStarted | RunFinished):
+            self.live = isinstance(ev, RunStarted)
+
+    def idle(self) -> str | None:
+        """A free slot while a queued unit may start, dispatch is not paused and neither the last slot's wait nor
+        a next unit coming explains it: what it is, or None."""
+        s = self.sched
+        if s is None or not self.live or s.stopping or s.dispatch_paused:
+            return None
+        now = s.loop.time()
+        free = [x.id for x in s.slots.values() if x.episode is None and not x.retired]
+        queued = {site: len(q) for site, q in s.queue.items() if q}
+        ready = [site for site in queued if self.pacing.may_start(site, now)]
+        if not free or not ready:
+            return None
+        active = sum(1 for x in s.slots.values() if not x.retired)
+        if self.pacing.waits_for(now, len(free), active, queued) is not None:
+            return None
+        horizon = max(self.pair_hold, self.cooldown)
+        coming = [site for site in queued if s.queue[site][0].task_id in self.begun and not self.pacing.busy(site)
+                  and now < self.pacing.site(site).ready_at - CLOCK_SLACK_S <= now + horizon]
+        if len(free) <= len(coming):
+            return None
+        return f"t={now:.2f}: slots {free} idle while {ready} may start (next units coming: {coming})"
+
+    async def sample(self) -> None:
+        """A moment that shows an unexplained idle slot must be gone a moment later."""
+        while True:
+            await asyncio.sleep(SAMPLE_EVERY)
+            seen = self.idle()
+            if seen is None:
+                continue
+            n = len(self.starts)
+            await asyncio.sleep(0.01)
+            if self.idle() is not None and len(self.starts) == n:
+                self.problems.append(seen)
 
 
 async def _run_campaign(example: dict[str, Any], folder: Path) -> None:
@@ -698,7 +751,8 @@ async def _run_campaign(example: dict[str, Any], folder: Path) -> None:
     lanes = [Lane(name, arm, int(name.split("-r")[1]) if "-r" in name else 1,
                   RunConfig(**{**vars(shared), "out": folder / name}), tuple(example["tasks"]))
              for name, arm in example["lanes"]]
-    w = LaneWatcher(ex, shared.pace_cooldown)
+    w = LaneWatcher(ex, shared.pace_cooldown, PacingModel(shared.pace_cooldown, shared.site_slots, example["tasks"]),
+                    shared.pair_hold)
     sched = w.sched = Scheduler(shared, example["tasks"], ex, [w], guard_ends_run=example["guard_ends_run"],
                                 lanes=lanes)
     arms = sorted({arm for _, arm in example["lanes"]})
@@ -739,12 +793,13 @@ async def _run_campaign(example: dict[str, Any], folder: Path) -> None:
     for at, op, arg in example["script"]:
         loop.call_at(at, act, op, arg)
     loop.call_at(WORLD_HEALS, heal)
-    user_task = asyncio.ensure_future(console_user())
+    ours_too = [asyncio.ensure_future(console_user()), asyncio.ensure_future(w.sample())]
     try:
         await sched.run()
     finally:
-        user_task.cancel()
-        await asyncio.gather(user_task, return_exceptions=True)
+        for t in ours_too:
+            t.cancel()
+        await asyncio.gather(*ours_too, return_exceptions=True)
     assert [t for t in asyncio.all_tasks() - ours if not t.done()] == [], "tasks outlive the run"
     check_campaign(example, folder, w, sched)
 
