@@ -137,6 +137,8 @@ class Dispatcher:
         self._opened = 0
         # how far ahead a free slot is kept for a started task's next unit even while every slot is needed (`pair_hold`)
         self.hold_s = hold_s
+        self._place: dict[str, int] = {}   # Task.key -> its place in the queue's first order (`restore`)
+        self._started: set[str] = set()    # a campaign's tasks a unit of which has been taken
 
     # ── the queue ──────────────────────────────────────────
     def task_units(self, task: Task) -> float:
@@ -151,9 +153,45 @@ class Dispatcher:
             q = self.queue[task.site] = deque()
             self._rank[task.site] = len(self._rank)
         q.appendleft(task) if front else q.append(task)
+        self.place(task)
+        self._queued(task)
+
+    def place(self, task: Task) -> None:
+        """Note the task's place in the queue's first order (one queued held beside the queue too)."""
+        self._place.setdefault(task.key, len(self._place))
+
+    def _queued(self, task: Task) -> None:
         self.pending += 1
         self._set_units(task.site, self.site_units.get(task.site, 0.0) + self.task_units(task))
         self.touch(task.site)
+
+    def restore(self, tasks: Iterable[Task]) -> None:
+        """Put back the units a held lane kept beside the queue (engine/lanes.py) where pairing wants them, not
+        behind everything queued since: a unit whose task has started goes first on its site (its task's next unit:
+        the site opens, as `take` opens it; several by their first order), any other back at its place in the
+        queue's first order, after the started tasks' units."""
+        def place(t: Task) -> int:
+            return self._place.get(t.key, len(self._place))
+
+        touched: set[str] = set()
+        for task in sorted(tasks, key=place):
+            q = self.queue.get(task.site)
+            if q is None:
+                q = self.queue[task.site] = deque()
+                self._rank[task.site] = len(self._rank)
+            i, started = 0, task.task_id in self._started
+            while i < len(q) and q[i].task_id in self._started and (not started or place(q[i]) < place(task)):
+                i += 1
+            while not started and i < len(q) and place(q[i]) < place(task):
+                i += 1
+            q.insert(i, task)
+            self._queued(task)
+            touched.add(task.site)
+        for site in touched:
+            head = self.queue[site][0]
+            if head.task_id in self._started and self.open.get(site, (0, ""))[1] != head.task_id:
+                self.open[site] = (self._opened, head.task_id)
+                self._opened += 1
 
     def sort_sites(self) -> None:
         """On each site the longest task first (a stable sort: file order otherwise)."""
@@ -165,6 +203,8 @@ class Dispatcher:
     def take(self, site: str) -> Task:
         q = self.queue[site]
         task = q.popleft()
+        if task.lane:
+            self._started.add(task.task_id)
         if task.lane and q and q[0].task_id == task.task_id:   # its task's next unit goes next there
             self.open[site] = (self._opened, task.task_id)
             self._opened += 1

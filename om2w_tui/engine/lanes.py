@@ -132,9 +132,8 @@ class LaneSet:
             lane.parked += dispatch.pull(lambda t: t.lane == lane.name)
 
     def release(self, lane: LaneRun, dispatch: Dispatcher) -> None:
-        if not lane.held:
-            for task in lane.parked:
-                dispatch.push(task)
+        if not lane.held:   # back where pairing wants them: a started task's next unit first on its site
+            dispatch.restore(lane.parked)
             lane.parked.clear()
 
     def pause(self, name: str, paused: bool, dispatch: Dispatcher) -> bool:

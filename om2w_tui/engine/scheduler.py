@@ -246,6 +246,7 @@ class Scheduler:
             return False
         lane = self.lanes.of(task)
         if lane.held and self.lanes.campaign:   # a plain run's guard holds the whole dispatch instead
+            self.dispatch.place(task)
             lane.parked.append(task)
         else:
             self.dispatch.push(task, front)

@@ -301,3 +301,25 @@ async def test_the_live_pairing_gap_is_the_reports_after_a_resume(tmp_path):
     await again.run()
     live, report = live_and_report(again, shared, lanes)
     assert live == report and live[0] == 4, (live, report)   # the task split by the stop measured too
+
+
+@pytest.mark.parametrize("when", ["before the start", "mid-run"])
+async def test_a_paused_arms_units_go_back_beside_their_tasks_other_units(tmp_path, when):
+    """Paused (before the run starts, or once its first unit runs) and resumed as the first unit runs, an arm's units
+    go back where pairing wants them: a started task's next unit first on its site, the rest at their places; not
+    behind the other arm's whole queue."""
+    ex = FakeExecutor()
+    tasks = make_tasks({"x.com": 3})
+    shared, lanes = campaign(tmp_path, tasks, workers=2, pace_cooldown=10)
+    sched = Scheduler(shared, tasks, ex, lanes=lanes)
+    if when == "before the start":     # its units queued held from the start
+        assert sched.pause_lane("b")
+    run = asyncio.ensure_future(sched.run())
+    while not ex.lanes:
+        await asyncio.sleep(1)
+    if when == "mid-run":
+        assert sched.pause_lane("b")
+    assert sched.pause_lane("b", paused=False)
+    await run
+    assert order_on(ex, "x.com") == [("a", "x.com-0"), ("b", "x.com-0"), ("b", "x.com-1"), ("a", "x.com-1"),
+                                     ("a", "x.com-2"), ("b", "x.com-2")]
