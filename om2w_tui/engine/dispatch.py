@@ -331,7 +331,7 @@ class Dispatcher:
 
     def spare(self, active: int, best: str, horizon: float) -> int:
         """The slots the work left does not need, while the run's length is the longest chain left rather than the
-        work per slot: the queued work spread over the other slots still ends within that chain. None while `best`
+        work per slot: the queued work spread over the other slots still ends within that chain. None (0) while `best`
         (the fresh site that would start) could not wait `horizon` without its own chain becoming the longest, nor
         before episodes are done for half the slots (the first to end are the short ones: the seconds per unit learnt
         from the very first are too few; bench/campaign.py: waiting for all the slots' first ones lost the first

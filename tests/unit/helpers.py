@@ -5,6 +5,7 @@ lock held as a run holds it."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import io
 import json
@@ -19,7 +20,9 @@ from PIL import Image
 
 from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.benchmarks.trajectory import TrajectoryWriter
+from om2w_tui.campaign_folder import lane_name
 from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.lanes import Lane
 from om2w_tui.engine.results import EpisodeRecord, read_results
 from tests.stand_ins import STAND_IN_CHROMIUM
 
@@ -36,6 +39,16 @@ def config(tmp_path: Path, **kw) -> RunConfig:
     kw.setdefault("pace_cooldown", 120)
     kw.setdefault("timeout", 1800)
     return RunConfig(out=tmp_path / "run", **kw)
+
+
+def campaign(tmp_path: Path, tasks: list[Task], arms: tuple[str, ...] = ("a", "b"), repeats: int = 1,
+             **kw: object) -> tuple[RunConfig, list[Lane]]:
+    """A campaign's shared settings (out: tmp_path/camp) and its lanes, one per arm and repeat, each its own model."""
+    shared = dataclasses.replace(config(tmp_path, **kw), out=tmp_path / "camp")
+    lanes = [Lane(lane_name(arm, r), arm, r, dataclasses.replace(shared, out=shared.out / lane_name(arm, r),
+                                                                  model=f"model-{arm}"), tuple(tasks))
+             for r in range(1, repeats + 1) for arm in arms]
+    return shared, lanes
 
 
 def records(tmp_path: Path) -> list[dict]:

@@ -7,12 +7,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from pathlib import Path
 
 import pytest
 
-from om2w_tui.benchmarks.tasks import Task
-from om2w_tui.campaign_folder import lane_name
 from om2w_tui.cli.main import main
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.control import apply
@@ -27,18 +24,9 @@ from om2w_tui.engine.scheduler import Scheduler
 from om2w_tui.protocol.control import Done, Pause, Refused, Resume
 from om2w_tui.protocol.run_end import RunEnd
 from tests.fakes import Behaviour, FakeExecutor, Recorder
-from tests.unit.helpers import config, make_tasks
+from tests.unit.helpers import campaign, config, make_tasks
 
 pytestmark = pytest.mark.looptime
-
-
-def campaign(tmp_path: Path, tasks: list[Task], arms: tuple[str, ...] = ("a", "b"), repeats: int = 1,
-             **kw: object) -> tuple[RunConfig, list[Lane]]:
-    shared = dataclasses.replace(config(tmp_path, **kw), out=tmp_path / "camp")
-    lanes = [Lane(lane_name(arm, r), arm, r, dataclasses.replace(shared, out=shared.out / lane_name(arm, r),
-                                                                  model=f"model-{arm}"), tuple(tasks))
-             for r in range(1, repeats + 1) for arm in arms]
-    return shared, lanes
 
 
 def lane_rows(shared: RunConfig, name: str) -> list[dict]:

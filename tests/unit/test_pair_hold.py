@@ -15,8 +15,7 @@ from om2w_tui.engine.events import EpisodeStarted
 from om2w_tui.engine.pacing import SitePacer
 from om2w_tui.engine.scheduler import Scheduler
 from tests.fakes import Behaviour, FakeExecutor, Recorder
-from tests.unit.helpers import make_tasks
-from tests.unit.test_lanes import campaign
+from tests.unit.helpers import campaign, make_tasks
 
 COOLDOWN = 100.0
 LONG = Behaviour(steps=20, step_s=10.0)   # 200 s: a fresh task's first unit that would fill a slot past a cooldown
