@@ -99,6 +99,40 @@ def test_the_full_image_is_a_palette_png_at_full_size_with_the_text_kept_and_a_t
     assert (tmp_path / "s" / "0.t.jpg").stat().st_size < 0.8 * len(jpeg.getvalue())
 
 
+def test_a_page_of_at_most_256_colours_is_kept_pixel_for_pixel_and_says_nothing_lost(tmp_path):
+    """A plain page (text in a few colours, no antialiasing, as a form or a solid error page): its own colours as the
+    palette, so the full image is the original's pixels exactly (and smaller): the page says no "not the original"."""
+    im = Image.new("RGB", (1280, 800), (255, 255, 255))
+    draw = ImageDraw.Draw(im)
+    draw.fontmode = "1"   # no antialiasing: 4 colours in all
+    for i, y in enumerate(range(20, 780, 16)):
+        ink = [(0, 0, 0), (200, 0, 0), (0, 0, 180)][i % 3]
+        draw.text((10, y), f"row {i} of a plain form: name, address, card", fill=ink)
+    src = tmp_path / "0_full_screenshot.png"
+    src.write_bytes(_png(im))
+    made = images.make(images.Job(src, tmp_path / "s" / "0.t.jpg", tmp_path / "s" / "0"))
+    assert made.full == "0.png" and made.lossy == ""
+    with Image.open(tmp_path / "s" / "0.png") as b:
+        assert b.mode == "P" and b.convert("RGB").tobytes() == im.tobytes()
+
+
+def test_the_palette_png_reads_back_as_the_picture_with_a_colour_for_every_index():
+    """The full image's own PNG writer (libdeflate's deflate): Pillow reads back the same indices and colours, for a
+    palette of 1 to 256 colours, and one whose indices go past its colours (padded: PNG requires a colour each)."""
+    grain = Image.effect_noise((37, 23), 80).convert("RGB")
+    for n in (1, 2, 16, 256):
+        picture = grain.quantize(n)
+        with Image.open(io.BytesIO(images.palette_png(picture, images.FULL_LEVEL))) as back:
+            back.load()
+            assert back.mode == "P" and back.size == picture.size and back.tobytes() == picture.tobytes()
+            assert back.convert("RGB").tobytes() == picture.convert("RGB").tobytes()
+    past = Image.new("P", (5, 4), 200)
+    past.putpalette([1, 2, 3] * 4)
+    with Image.open(io.BytesIO(images.palette_png(past, 1))) as back:
+        back.load()
+        assert back.getextrema() == (200, 200) and len(back.getpalette()) >= 3 * 201
+
+
 def test_photos_on_a_page_are_stored_at_a_third_of_their_resolution_and_its_text_as_it_was(tmp_path, monkeypatch):
     """The choice by content: a page with a colour photo gets its photo in 3x3 blocks of one colour (a ninth of the
     pixels to store), its text as on a page of text (within a few levels of the original) and says so; a page of

@@ -1,11 +1,13 @@
 """The site's pictures of a run's screenshots: a small JPEG thumbnail of each (a preview: lossy), and the full image
-at its own size (a palette PNG: text stays pixel-sharp; the photos on a page, found by content (`photo_mask`), at a
-third of their resolution; or the original where that is smaller; none with `--link`, where the page links the
-run's own file). `Made.lossy` says what a full image lost, for its page to say. Screenshots with the same bytes (a
-site's start page in every task, a page that did not change) are made once: `first_copies` finds them.
+at its own size (a palette PNG: a page of at most 256 colours kept pixel for pixel, its own colours the palette;
+otherwise 256 colours, text pixel-sharp, the photos on a page, found by content (`photo_mask`), at a third of their
+resolution; or the original where that is smaller; none with `--link`, where the page links the run's own file).
+`Made.lossy` says what a full image lost, for its page to say. Screenshots with the same bytes (a site's start page
+in every task, a page that did not change) are made once: `first_copies` finds them.
 
-Done in a pool of processes (one per core): decoding and encoding thousands of PNGs is the site's build time (the
-decoding alone, Pillow's, half of it)."""
+Done in a pool of processes (one per core): decoding and encoding thousands of PNGs is the site's build time.
+Browsers' PNGs are decoded by libspng (`pyspng`), the full images' rows deflated by libdeflate (`deflate`): 0.7 and
+0.6 of Pillow's time for the same."""
 
 from __future__ import annotations
 
@@ -32,8 +34,9 @@ THUMB_QUALITY = 50
 # the full image's palette: 256 keeps the text inside photos (labels, charts) readable, where 16 would not
 FULL_COLOURS = 256
 PALETTE_STRIDE = 3
-FULL_LEVEL = 3           # zlib, a page of text: 5 saves a tenth of its bytes for 1.7x the time; 1 adds a tenth
-PHOTOS_LEVEL = 4         # zlib, a page with photos (their blocks of pixels cost less): 5 saves 3% for 1.4x the time
+# libdeflate's level for the full image's rows (150 of bench/html_report.py's pictures, against Pillow's zlib 3 at
+# 9.0 ms and 0.324 of the screenshots' bytes): 4 takes 5.8 ms for 0.295; 3 6.7 ms for 0.299; 6 8.3 ms for 0.288
+FULL_LEVEL = 4
 # photos on a page (a shop's products, an article's picture) at a third of their resolution in the full image, each
 # 3x3 block of pixels their average: the site's bytes 0.24 of the screenshots' where 0.32; text keeps every pixel
 PHOTO_REDUCTION = 3
@@ -101,7 +104,12 @@ def make(job: Job) -> Made:
     write_new(job.thumb, _encoded(thumb, "JPEG", quality=THUMB_QUALITY, optimize=True))
     if job.full is None:
         return Made(job.thumb.name, "", w, h)
-    palette = sample.quantize(FULL_COLOURS, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+    exact = rgb.getcolors(FULL_COLOURS)   # at most 256 colours (a plain page): its own palette, every pixel kept
+    if exact is not None:
+        palette = Image.new("P", (1, 1))
+        palette.putpalette([v for _, colour in exact for v in colour])
+    else:
+        palette = sample.quantize(FULL_COLOURS, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
     full = rgb.quantize(palette=palette, dither=Image.Dither.NONE)
     if photos is not None:
         # each photo's 3x3 pixels as one (their average): a ninth of the pixels to store, rows thrice over cost little
@@ -109,14 +117,15 @@ def make(job: Job) -> Made:
         small = small.resize((small.width * PHOTO_REDUCTION, small.height * PHOTO_REDUCTION),
                              Image.Resampling.NEAREST)
         full.paste(small.crop((0, 0, w, h)), (0, 0), photos)
-    png = _encoded(full, "PNG", compress_level=FULL_LEVEL if photos is None else PHOTOS_LEVEL)
+    png = palette_png(full, FULL_LEVEL)
     if len(png) >= len(raw):       # the original where it is the smaller
         target = job.full.with_suffix(job.src.suffix)
         write_new(target, raw)
         return Made(job.thumb.name, target.name, w, h)
     target = job.full.with_suffix(".png")
     write_new(target, png)
-    return Made(job.thumb.name, target.name, w, h, LOSSY_PHOTOS if photos is not None else LOSSY_PALETTE)
+    lost = LOSSY_PHOTOS if photos is not None else "" if exact is not None else LOSSY_PALETTE
+    return Made(job.thumb.name, target.name, w, h, lost)
 
 
 def _fast_rgb(raw: bytes) -> Any:
@@ -174,6 +183,25 @@ def photo_mask(sample: Any, size: tuple[int, int]) -> Any:
         return None
     side = _CELL * PALETTE_STRIDE
     return cells.resize((cells.width * side, cells.height * side), Image.Resampling.NEAREST).crop((0, 0, *size))
+
+
+def palette_png(picture: Any, level: int) -> bytes:
+    """A palette picture (Pillow's mode P) as a PNG: its rows unfiltered, as Pillow writes a palette picture, but
+    deflated by libdeflate (the `deflate` package) where Pillow has zlib, in 0.6 of the time and 0.91 of the bytes."""
+    import deflate  # in the pool's processes, as Pillow
+
+    width, height = picture.size
+    indices = picture.tobytes()
+    rows = b"".join(b"\0" + indices[y * width:(y + 1) * width] for y in range(height))   # filter 0 (none) a row
+    used = int(picture.getextrema()[1]) + 1     # every index written has its colour (PNG requires it)
+    colours = bytes(picture.getpalette("RGB") or b"")[:768].ljust(3 * used, b"\0")
+    header = struct.pack(">IIBBBBB", width, height, 8, 3, 0, 0, 0)   # 8 bits an index, colour type 3: a palette
+    return b"".join((PNG_SIGNATURE, _chunk(b"IHDR", header), _chunk(b"PLTE", colours),
+                     _chunk(b"IDAT", deflate.zlib_compress(rows, level)), _chunk(b"IEND", b"")))
+
+
+def _chunk(kind: bytes, data: bytes | bytearray) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
 
 def _encoded(picture: Any, fmt: str, **options: Any) -> bytes:
