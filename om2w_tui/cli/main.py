@@ -217,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(e))
     except PlanError as e:
         return _fail(str(e))
+    if campaign is None and getattr(args, "pair_hold", None):   # a run has no units of one task to pair
+        return _fail("--pair-hold: a campaign's (several arms or repeats: `om2w-tui campaign PLAN.toml`, or "
+                     "`run --arm A --arm B`); a run has no units of one task to keep a slot for")
     if args.command == "doctor":
         return doctor(cfg)
     try:

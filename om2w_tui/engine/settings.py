@@ -450,7 +450,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("pair_hold", "--pair-hold", "a campaign: seconds ahead a free slot is kept for a started task's next unit "
             "coming off its site's cooldown, even while every slot is needed: a shorter pairing gap for a longer run "
             "(0: only while slots are spare, when it costs nothing; see the guide's Campaigns, Speed)",
-            Number(0, 86400), PACING, metavar="S"),
+            Number(0, 86400), PACING, metavar="S", demo=False),
     # faults
     Setting("breaker_after", "--breaker-after",
             "infra errors in a row that pause dispatch until the endpoint answers again", Whole(1, 1000), FAULTS),

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from om2w_tui.cli.main import main
 from tests.fakes import Reply, StubServer
 from tests.stand_ins import STAND_IN_CHROMIUM
 from tests.unit.helpers import REPO, SECRET, assert_usage_error, good_rows, run_cli, task_file
@@ -193,3 +194,12 @@ def test_a_mistyped_flag_prints_its_subcommands_usage(work, argv, usage):
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith(f"usage: {usage} [-h]"), proc.stderr
     assert f"{usage}: error: unrecognized arguments: {argv[1] if argv[0] != 'tasks' else argv[3]}" in proc.stderr
+
+
+def test_pair_hold_on_a_run_is_refused_as_a_campaigns_and_the_demo_has_none(work, capsys):
+    """`--pair-hold` keeps a slot for a task's next unit: a run has one unit a task, so the flag would do nothing."""
+    p = task_file(work, json.dumps(good_rows()), name="ok.json")
+    assert_usage_error(run_cli(work, "--tasks", str(p), "--pair-hold", "30"), "--pair-hold: a campaign's")
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    assert "--pair-hold" not in capsys.readouterr().out
