@@ -148,13 +148,17 @@ class Dispatcher:
         return units
 
     def push(self, task: Task, front: bool = False) -> None:
-        q = self.queue.get(task.site)
-        if q is None:
-            q = self.queue[task.site] = deque()
-            self._rank[task.site] = len(self._rank)
+        q = self._site_queue(task.site)
         q.appendleft(task) if front else q.append(task)
         self.place(task)
         self._queued(task)
+
+    def _site_queue(self, site: str) -> deque[Task]:
+        q = self.queue.get(site)
+        if q is None:   # a site first queued: ties between chains go to the site queued first
+            q = self.queue[site] = deque()
+            self._rank[site] = len(self._rank)
+        return q
 
     def place(self, task: Task) -> None:
         """Note the task's place in the queue's first order (one queued held beside the queue too)."""
@@ -175,10 +179,7 @@ class Dispatcher:
 
         touched: set[str] = set()
         for task in sorted(tasks, key=place):
-            q = self.queue.get(task.site)
-            if q is None:
-                q = self.queue[task.site] = deque()
-                self._rank[task.site] = len(self._rank)
+            q = self._site_queue(task.site)
             i, started = 0, task.task_id in self._started
             while i < len(q) and q[i].task_id in self._started and (not started or place(q[i]) < place(task)):
                 i += 1

@@ -135,3 +135,11 @@ async def feed_campaign(pilot: Any, app: Any, clock: R.FrozenClock, out: Path) -
     await pilot.pause()
     app.screen.render_all()
     await pilot.pause()
+
+
+async def open_comparison(pilot: Any, app: Any, clock: R.FrozenClock, out: Path) -> Any:
+    """The recorded campaign fed to the console, then its comparison screen (`c`) opened: that screen."""
+    await feed_campaign(pilot, app, clock, out)
+    await pilot.press("c")
+    await pilot.pause()
+    return app.screen

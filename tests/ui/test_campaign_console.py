@@ -115,10 +115,7 @@ async def test_a_pauses_every_repeat_of_the_arm_and_the_palette_each_repeat_alon
 async def test_the_comparison_screen_shows_both_rules_the_paired_test_and_follows_new_episodes(tmp_path):
     app, clock, _, out = C.build_campaign(tmp_path)
     async with app.run_test(size=(160, 45)) as pilot:
-        await C.feed_campaign(pilot, app, clock, out)
-        await pilot.press("c")
-        await pilot.pause()
-        screen = app.screen
+        screen = await C.open_comparison(pilot, app, clock, out)
         assert isinstance(screen, ComparisonScreen)
         c = screen.board.comparison()
         assert c.measure is not None and c.measure.kind == "reference"
@@ -235,10 +232,7 @@ async def test_with_the_live_judge_on_the_arms_are_compared_on_its_verdicts_pend
         plain(out).config, judge_url="http://127.0.0.1:9/v1", judge_model="o4-mini")))
     app, clock, _, out = C.build_campaign(tmp_path)
     async with app.run_test(size=(160, 45)) as pilot:
-        await C.feed_campaign(pilot, app, clock, out)
-        await pilot.press("c")
-        await pilot.pause()
-        screen = app.screen
+        screen = await C.open_comparison(pilot, app, clock, out)
         c = screen.board.comparison()
         assert c.measure is not None and c.measure.name == "judge webjudge/o4-mini"   # not the reference answers
         assert {a.label: (a.counts.success, a.counts.pending) for a in c.arms} == {"base": (0, 3), "agent": (0, 2)}

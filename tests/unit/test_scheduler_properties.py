@@ -61,6 +61,7 @@ import os
 import shutil
 import tempfile
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -368,31 +369,48 @@ class Watcher:
     def idle(self) -> str | None:
         """A free slot while a queued task's site may start by the model, dispatch is not paused and the dispatcher
         does not deliberately wait: what it is, or None."""
-        s = self.sched
-        if s is None or not self.live or s.stopping or s.dispatch_paused:   # paused: by the user or a guard
+        seen = unexplained_idle(self.sched, self.pacing, self.live)
+        if seen is None:
             return None
-        now = s.loop.time()
-        free = [x.id for x in s.slots.values() if x.episode is None and not x.retired]
-        queued = self.queued()
-        ready = [site for site in queued if self.pacing.may_start(site, now)]
-        if not free or not ready:
-            return None
-        active = sum(1 for x in s.slots.values() if not x.retired)
-        if self.pacing.waits_for(now, len(free), active, queued) is not None:
-            return None
+        now, free, ready, queued = seen
         return f"t={now:.2f}: slot {free[0]} idle while {ready} may start (queued {queued})"
 
     async def sample(self) -> None:
         """No slot idles while a task may start: a moment that shows one must be gone a moment later."""
-        while True:
-            await asyncio.sleep(SAMPLE_EVERY)
-            seen = self.idle()
-            if seen is None:
-                continue
-            n = len(self.tries)
-            await asyncio.sleep(0.01)
-            if self.idle() is not None and len(self.tries) == n:
-                self.problems.append(seen)
+        await sample_idle(self.idle, lambda: len(self.tries), self.problems)
+
+
+def unexplained_idle(s: Scheduler | None, pacing: PacingModel, live: bool
+                     ) -> tuple[float, list[int], list[str], dict[str, int]] | None:
+    """Free slots while a queued task's site may start by the model, dispatch is not paused (by the user or a
+    guard) and the last slot's wait does not explain them: (now, the free slots, the sites ready, queued by site),
+    or None."""
+    if s is None or not live or s.stopping or s.dispatch_paused:
+        return None
+    now = s.loop.time()
+    free = [x.id for x in s.slots.values() if x.episode is None and not x.retired]
+    queued = {site: len(q) for site, q in s.queue.items() if q}
+    ready = [site for site in queued if pacing.may_start(site, now)]
+    if not free or not ready:
+        return None
+    active = sum(1 for x in s.slots.values() if not x.retired)
+    if pacing.waits_for(now, len(free), active, queued) is not None:
+        return None
+    return now, free, ready, queued
+
+
+async def sample_idle(idle: Callable[[], str | None], progress: Callable[[], int], problems: list[str]) -> None:
+    """Sampled: a moment that shows an unexplained idle slot (`idle`) must be gone a moment later, or something
+    (`progress`: starts so far) must have started meanwhile."""
+    while True:
+        await asyncio.sleep(SAMPLE_EVERY)
+        seen = idle()
+        if seen is None:
+            continue
+        n = progress()
+        await asyncio.sleep(0.01)
+        if idle() is not None and progress() == n:
+            problems.append(seen)
 
 
 # ── a run ──────────────────────────────────────────────────
@@ -711,18 +729,12 @@ class LaneWatcher:
     def idle(self) -> str | None:
         """A free slot while a queued unit may start, dispatch is not paused and neither the last slot's wait nor
         a next unit coming explains it: what it is, or None."""
+        seen = unexplained_idle(self.sched, self.pacing, self.live)
+        if seen is None:
+            return None
+        now, free, ready, queued = seen
         s = self.sched
-        if s is None or not self.live or s.stopping or s.dispatch_paused:
-            return None
-        now = s.loop.time()
-        free = [x.id for x in s.slots.values() if x.episode is None and not x.retired]
-        queued = {site: len(q) for site, q in s.queue.items() if q}
-        ready = [site for site in queued if self.pacing.may_start(site, now)]
-        if not free or not ready:
-            return None
-        active = sum(1 for x in s.slots.values() if not x.retired)
-        if self.pacing.waits_for(now, len(free), active, queued) is not None:
-            return None
+        assert s is not None
         horizon = max(self.pair_hold, self.cooldown)
         coming = [site for site in queued if s.queue[site][0].task_id in self.begun and not self.pacing.busy(site)
                   and now < self.pacing.site(site).ready_at - CLOCK_SLACK_S <= now + horizon]
@@ -731,16 +743,7 @@ class LaneWatcher:
         return f"t={now:.2f}: slots {free} idle while {ready} may start (next units coming: {coming})"
 
     async def sample(self) -> None:
-        """A moment that shows an unexplained idle slot must be gone a moment later."""
-        while True:
-            await asyncio.sleep(SAMPLE_EVERY)
-            seen = self.idle()
-            if seen is None:
-                continue
-            n = len(self.starts)
-            await asyncio.sleep(0.01)
-            if self.idle() is not None and len(self.starts) == n:
-                self.problems.append(seen)
+        await sample_idle(self.idle, lambda: len(self.starts), self.problems)
 
 
 async def _run_campaign(example: dict[str, Any], folder: Path) -> None:
