@@ -24,6 +24,7 @@ from typing import Any, assert_never, cast
 from om2w_tui import exits
 from om2w_tui.engine.control_socket import NoRunListening, ShardListening, request, shards
 from om2w_tui.engine.events import RunSnapshot
+from om2w_tui.engine.pairing import pairing_words
 from om2w_tui.engine.results import statuses_text
 from om2w_tui.engine.settings import BY_KEY
 from om2w_tui.engine.wire import MESSAGES, Answer, StatusReply
@@ -149,10 +150,8 @@ def status_lines(run: RunInfo, snap: RunSnapshot) -> list[str]:
     for lane in snap.lanes:   # a campaign: each arm's repeat
         held = "; paused" if lane.paused else "; held by its model guard" if lane.guard else ""
         lines.append(f"arm {lane.name}: {lane.done}/{lane.total} done, {lane.errors} errors{held}")
-    pairing = snap.summary.pairing
-    if pairing.n:
-        lines.append(f"pairing gap over {pairing.n} tasks: median {pairing.median_s:.0f} s, p90 {pairing.p90_s:.0f} s,"
-                     f" worst {pairing.worst_s:.0f} s")
+    if snap.summary.pairing.pairs.n or snap.summary.pairing.span.n:
+        lines.append(pairing_words(snap.summary.pairing))
     for row in snap.slots:
         if row.task_id is None:
             lines.append(f"  slot {row.slot}  {row.state}")

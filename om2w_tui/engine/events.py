@@ -127,13 +127,29 @@ class LaneRow:
 
 
 @dataclass(frozen=True)
-class PairingGaps:
-    """How close in time a task's units ran (a campaign): the gap between the first and the last start of the
-    settling attempts of each task whose units all settled, in seconds (engine/pairing.py)."""
-    n: int = 0                  # tasks measured
+class GapFigures:
+    """Gaps in seconds: how many were measured, their median, p90 and worst."""
+    n: int = 0
     median_s: float | None = None
     p90_s: float | None = None
     worst_s: float | None = None
+
+
+@dataclass(frozen=True)
+class PairingGaps:
+    """How close in time a campaign ran the units it compares (engine/pairing.py): `pairs`, each compared pair's gap
+    (an arm's k-th repeat and the first arm's, per task, between the starts of their settling attempts); `span`, each
+    task's latest start of all its units minus the earliest. `lanes`: the units of a task (with two, the span is the
+    pair's gap); `compared`: the pairs of a task (none: one arm)."""
+    pairs: GapFigures = field(default_factory=GapFigures)
+    span: GapFigures = field(default_factory=GapFigures)
+    lanes: int = 0
+    compared: int = 0
+
+    @property
+    def span_told(self) -> bool:
+        """Whether the span says what the pairs do not: more than two units a task, or repeats of one arm alone."""
+        return self.lanes > 2 or (self.lanes == 2 and not self.compared)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from om2w_tui.engine.dispatch import Dispatcher
 from om2w_tui.engine.events import Event, LaneRow
 from om2w_tui.engine.ledger import Ledger, SiteCounts
 from om2w_tui.engine.model_health import ModelGuard, ModelMeter
-from om2w_tui.engine.pairing import Pairing
+from om2w_tui.engine.pairing import Pairing, UnitLane
 from om2w_tui.engine.record_writer import RecordWriter
 from om2w_tui.engine.records import model_fault
 from om2w_tui.engine.results import EpisodeRecord, ResultsStore, read_results
@@ -76,7 +76,8 @@ class LaneSet:
         self.all = lanes
         self.campaign = campaign        # False: a plain run's one lane
         self.by_name = {lane.name: lane for lane in lanes}
-        self.pairing = Pairing(lane.name for lane in lanes)   # a plain run's one lane pairs nothing
+        # a plain run's one lane pairs nothing
+        self.pairing = Pairing(UnitLane(lane.name, lane.arm, lane.repeat) for lane in lanes)
 
     @classmethod
     def build(cls, lanes: Sequence[Lane], config: RunConfig, tasks: Iterable[Task],

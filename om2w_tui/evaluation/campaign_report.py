@@ -9,8 +9,9 @@ What a researcher comparing arms reads here:
   (McNemar, the paired interval, the tasks only one solved), the units the campaign ran together on each site;
 - each arm with two repeats or more summed up as repeats (`agreement.repeats`): always / sometimes / never solved,
   pass^k and pass@k, the mean rate over its repeats and its spread, under both rules;
-- the pairing gap: per task, the last start of its units' settling attempts minus the first, over every lane, as
-  the live figure measures it (engine/pairing.py); the tasks some lane has not settled yet are left out and counted.
+- the pairing gap, as the live figure measures it (engine/pairing.py): per compared pair (an arm's k-th repeat and
+  the first arm's, per task) the later start of their settling attempts minus the earlier, the pairs one side of which
+  has not settled yet left out and counted; and each task's span, the latest start of its units minus the earliest.
 
 A lane with no task yet (no folder, or nothing run in it) is named as not started and left out of the tables. Only
 reading here: nothing printed, nothing written."""
@@ -23,10 +24,12 @@ from pathlib import Path
 
 from om2w_tui.campaign_folder import CampaignFolder, LaneName, is_campaign
 from om2w_tui.engine.pairing import Pairing as PairingBook
+from om2w_tui.engine.pairing import UnitLane, compared_pairs
 from om2w_tui.engine.results import read_results
+from om2w_tui.evaluation.campaign_summary import CampaignView, Gap, LaneInfo, Pairing
 from om2w_tui.evaluation.measure import Measure
 from om2w_tui.evaluation.report import compare
-from om2w_tui.evaluation.summary import CampaignView, Comparison, Gap, LaneInfo, Pairing, RunReport
+from om2w_tui.evaluation.summary import Comparison, RunReport
 from om2w_tui.json_input import InputError
 from om2w_tui.run_folder import what_is
 
@@ -80,18 +83,17 @@ def one_run_problem(out: Path, command: str, hint: str = "") -> str:
             f"e.g. `om2w-tui {command} {first}`{hint}")
 
 
-def pairing_gaps(lanes: Sequence[tuple[str, Path]], largest: int = LARGEST) -> Pairing:
-    """The pairing gaps of `lanes` ((name, run folder)) by the one definition the live figure has too
-    (engine/pairing.py: per task every lane settled, the last start of the settling attempts minus the first); the
-    other tasks any lane settled are `left_out`."""
-    book = PairingBook(name for name, _ in lanes)
-    for name, out in lanes:
-        book.read(name, read_results(out).episode_records() if Path(out).is_dir() else [])
+def pairing_gaps(lanes: Sequence[tuple[UnitLane, Path]], largest: int = LARGEST) -> Pairing:
+    """The pairing gaps of `lanes` ((the lane as pairing names it, its run folder); the baseline arm's first) by the
+    one definition the live figure has too (engine/pairing.py: per compared pair both of whose units settled, the
+    later start of the settling attempts minus the earlier; per task, the span over every lane)."""
+    book = PairingBook(lane for lane, _ in lanes)
+    for lane, out in lanes:
+        book.read(lane.name, read_results(out).episode_records() if Path(out).is_dir() else [])
     gaps = [Gap(g.task_id, g.gap_s, g.first, g.last) for g in book.gaps()]
     widest = sorted(gaps, key=lambda g: (-g.gap_s, g.task_id))[:largest]
     s = book.summary()
-    return Pairing(tasks=s.n, left_out=book.left_out, median_s=s.median_s, p90_s=s.p90_s, worst_s=s.worst_s,
-                   largest=tuple(widest))
+    return Pairing(s.pairs, book.left_out, tuple(widest), s.span, s.lanes, s.compared)
 
 
 def campaign_view(folder: Path, lanes: Sequence[LaneRun], started: Sequence[LaneRun]) -> CampaignView:
@@ -100,7 +102,8 @@ def campaign_view(folder: Path, lanes: Sequence[LaneRun], started: Sequence[Lane
     infos = tuple(LaneInfo(lane.lane.name, lane.lane.arm, lane.lane.repeat, str(lane.out), lane.shown,
                            lane.lane.name in ran) for lane in lanes)
     arms = tuple(dict.fromkeys(lane.lane.arm for lane in lanes))
-    return CampaignView(str(folder), infos, arms, pairing_gaps([(lane.shown, lane.out) for lane in lanes]))
+    units = [(UnitLane(lane.shown, lane.lane.arm, lane.lane.repeat), lane.out) for lane in lanes]
+    return CampaignView(str(folder), infos, arms, pairing_gaps(units))
 
 
 def compare_campaign(view: CampaignView, summaries: list[RunReport], measure: Measure | None) -> Comparison:
@@ -110,10 +113,8 @@ def compare_campaign(view: CampaignView, summaries: list[RunReport], measure: Me
     if len(lanes) != len(summaries):
         raise ValueError(f"{len(summaries)} summaries for {len(lanes)} lanes")
     summaries = [replace(s, name=lane.shown) for s, lane in zip(summaries, lanes)]
-    at = {(lane.arm, lane.repeat): k for k, lane in enumerate(lanes)}
-    base = view.arms[0] if view.arms else ""
-    pairs = [(k, at[(base, lane.repeat)]) for k, lane in enumerate(lanes)
-             if lane.arm != base and (base, lane.repeat) in at]
+    units = [UnitLane(lane.name, lane.arm, lane.repeat) for lane in lanes]
+    pairs = [(k, base) for base, k in compared_pairs(units)] if lanes and lanes[0].arm == view.arms[0] else []
     groups = [(arm, [k for k, lane in enumerate(lanes) if lane.arm == arm]) for arm in view.arms]
     c = compare(summaries, measure=measure, pairs=pairs, groups=[(a, ks) for a, ks in groups if len(ks) > 1])
     return replace(c, campaign=view)

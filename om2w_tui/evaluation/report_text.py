@@ -13,13 +13,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from om2w_tui.evaluation.campaign_summary import CampaignView
 from om2w_tui.evaluation.failure import WORDS
 from om2w_tui.evaluation.outcomes import RULE_ALL, RULE_EXECUTABLE
 from om2w_tui.evaluation.report import unique_names
 from om2w_tui.evaluation.stats import PairedDifference
 from om2w_tui.evaluation.summary import (
     Agreement,
-    CampaignView,
     CompareRow,
     Comparison,
     Counts,
@@ -371,12 +371,16 @@ def campaign_sections(v: CampaignView) -> list[Section]:
 
 
 def pairing_sections(v: CampaignView, limit: int = 10) -> list[Section]:
-    """How close in time the campaign ran each task's units: median, p90, worst, and the widest gaps."""
+    """How close in time the campaign ran the units it compares (median, p90, worst, the widest gaps) and, where it
+    says more (more than two units a task, one arm's repeats), each task's span over them."""
     p = v.pairing
-    left = f"; {plural(p.left_out, 'task')} not settled in every lane yet, left out" if p.left_out else ""
-    out: list[Section] = [(f"pairing gap: the last start of a task's units minus the first, over every lane "
-                           f"({plural(p.tasks, 'task')}{left})", ["tasks", "median", "p90", "worst"],
-                           [[str(p.tasks), fmt_seconds(p.median_s), fmt_seconds(p.p90_s), fmt_seconds(p.worst_s)]])]
+    left = f"; {plural(p.left_out, 'pair')} with one unit not settled yet, left out" if p.left_out else ""
+    what = "compared pairs" if p.compared else "compared pairs (none: one arm)"
+    shown = [(what, p.pairs)] + ([(f"a task's span over its {p.lanes} units", p.span)] if p.gaps().span_told else [])
+    rows = [[name, str(f.n), *map(fmt_seconds, (f.median_s, f.p90_s, f.worst_s))] for name, f in shown]
+    out: list[Section] = [(f"pairing gap: per task, the later start of each compared pair's units minus the earlier "
+                           f"(an arm's repeat and the first arm's same repeat){left}",
+                           ["gap", "measured", "median", "p90", "worst"], rows)]
     if p.largest:
         out.append(("the widest pairing gaps", ["task", "gap", "started first", "started last"],
                     [[g.task_id, fmt_seconds(g.gap_s), g.first, g.last] for g in p.largest[:limit]]))
@@ -548,9 +552,10 @@ def to_csv(summaries: list[RunReport], comparison: Comparison | None) -> str:
                 for metric, value in (("arm", lane.arm), ("repeat", lane.repeat), ("started", lane.started)):
                     w.writerow([lane.shown, lane.out, "campaign lane", lane.name, metric, value])
             p = camp.pairing
-            for metric, value in (("tasks", p.tasks), ("left_out", p.left_out), ("median_s", p.median_s),
-                                  ("p90_s", p.p90_s), ("worst_s", p.worst_s)):
-                w.writerow(["", camp.out, "pairing gap", "all", metric, _cell(value)])
+            for of, f in (("pairs", p.pairs), ("span", p.span)):
+                for metric, value in (("n", f.n), ("median_s", f.median_s), ("p90_s", f.p90_s), ("worst_s", f.worst_s)):
+                    w.writerow(["", camp.out, "pairing gap", of, metric, _cell(value)])
+            w.writerow(["", camp.out, "pairing gap", "pairs", "left_out", p.left_out])
             for gap in p.largest:
                 w.writerow([f"{gap.first} .. {gap.last}", camp.out, "pairing gap", gap.task_id, "gap_s", gap.gap_s])
     return buf.getvalue()

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from om2w_tui.evaluation.campaign_summary import CampaignView
 from om2w_tui.evaluation.failure import Failure, counted
 from om2w_tui.evaluation.measure import Measure
 from om2w_tui.evaluation.stats import PairedDifference, Spread, wilson
@@ -504,67 +505,6 @@ class Paired:
 
     def to_json(self) -> dict[str, Any]:
         return {"tasks": self.tasks, "values": [_rate_json(v) for v in self.values], "delta_pp": list(self.delta_pp)}
-
-
-@dataclass(frozen=True)
-class Gap:
-    """One task's pairing gap: the last start of its units minus the first (seconds), and the lanes they were."""
-    task_id: str
-    gap_s: float
-    first: str
-    last: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "gap_s": self.gap_s, "first": self.first, "last": self.last}
-
-
-@dataclass(frozen=True)
-class Pairing:
-    """How close in time a campaign ran each task's units, from the records: per task every lane has a settled
-    record for, the last start of the settling attempts minus the first (engine/pairing.py). `left_out`:
-    the tasks some lane has none for yet; `largest`: the widest gaps, widest first."""
-    tasks: int = 0
-    left_out: int = 0
-    median_s: float | None = None
-    p90_s: float | None = None
-    worst_s: float | None = None
-    largest: tuple[Gap, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {"tasks": self.tasks, "left_out": self.left_out, "median_s": self.median_s, "p90_s": self.p90_s,
-                "worst_s": self.worst_s, "largest": [g.to_json() for g in self.largest]}
-
-
-@dataclass(frozen=True)
-class LaneInfo:
-    """One lane of a campaign as the report read it: its run folder's name, arm and repeat, its folder, its name in
-    the report's tables, and whether it has anything to read yet (a lane not started is left out of the tables)."""
-
-    name: str
-    arm: str
-    repeat: int
-    out: str
-    shown: str
-    started: bool
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "arm": self.arm, "repeat": self.repeat, "out": self.out, "shown": self.shown,
-                "started": self.started}
-
-
-@dataclass(frozen=True)
-class CampaignView:
-    """A campaign's folder as its report reads it: its lanes in the report's order (arms in the plan's order, each
-    arm's repeats in order), its arms (the first is the baseline) and the pairing gaps."""
-
-    out: str
-    lanes: tuple[LaneInfo, ...]
-    arms: tuple[str, ...]
-    pairing: Pairing
-
-    def to_json(self) -> dict[str, Any]:
-        return {"out": self.out, "arms": list(self.arms), "lanes": [lane.to_json() for lane in self.lanes],
-                "pairing": self.pairing.to_json()}
 
 
 @dataclass(frozen=True)

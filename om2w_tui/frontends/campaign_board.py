@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from om2w_tui.campaign_folder import lane_name
 from om2w_tui.engine.events import LaneRow, PairingGaps, RunSnapshot
+from om2w_tui.engine.pairing import UnitLane, compared_pairs
 from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.evaluation.agreement import paired
 from om2w_tui.evaluation.judge_files import parse_output_name
@@ -251,22 +251,15 @@ class CampaignBoard:
             return Comparison(None, problem, (), (), self.pairing)
         outcomes = {lane: self.outcomes(lane, measure) for lane in lanes}
         arms = tuple(ArmRates(lane, self.label(lane), count(outcomes[lane].values())) for lane in lanes)
-        tests = []
-        for lane in lanes:
-            base = self._baseline(lane, lanes)
-            if base is None:
-                continue
-            for rule in RULES:
-                tests.append(paired(outcomes[lane], outcomes[base], rule, self.label(lane), self.label(base)))
+        tests = [paired(outcomes[lane], outcomes[base], rule, self.label(lane), self.label(base))
+                 for base, lane in self._pairs(lanes) for rule in RULES]
         return Comparison(measure, "", arms, tuple(tests), self.pairing)
 
-    def _baseline(self, lane: str, lanes: list[str]) -> str | None:
-        """The lane `lane` is compared with: the first arm's lane of the same repeat (None for a baseline itself)."""
-        row = self.rows.get(lane)
-        first = self.rows.get(lanes[0]) if lanes else None
-        if row is None or first is None:
-            return lanes[0] if lanes and lane != lanes[0] else None
-        if row.arm == first.arm:
-            return None
-        same = lane_name(first.arm, row.repeat)
-        return same if same in self.rows else lanes[0]
+    def _pairs(self, lanes: list[str]) -> list[tuple[str, str]]:
+        """(baseline, lane) for each lane compared: an arm's lane against the first arm's of the same repeat, the
+        pairs `report` tests and the pairing gap measures (engine/pairing.py); lanes the snapshot has not named yet
+        (an attached console's first look), each against the first."""
+        if not all(lane in self.rows for lane in lanes):
+            return [(lanes[0], lane) for lane in lanes[1:]]
+        units = [UnitLane(lane, self.rows[lane].arm, self.rows[lane].repeat) for lane in lanes]
+        return [(lanes[a], lanes[b]) for a, b in compared_pairs(units)]

@@ -23,13 +23,13 @@ from om2w_tui.engine.events import (
     Event,
     LaneRow,
     Log,
-    PairingGaps,
     RunFinished,
     RunStarted,
     RunSummary,
     SlotChanged,
 )
 from om2w_tui.engine.launch import Preflight, open_run
+from om2w_tui.engine.pairing import pairing_words
 from om2w_tui.engine.results import read_results, statuses_text
 from om2w_tui.evaluation.live_judge import live_judge_file
 from om2w_tui.evaluation.outcomes import RULES
@@ -110,7 +110,7 @@ class HeadlessLog:
         for lane in s.lanes:
             self._print(lane_line(lane))
         if s.lanes:
-            self._print(pairing_line(s.pairing))
+            self._print(pairing_words(s.pairing, lambda v: '-' if v is None else f'{v:.1f} s'))
 
 
 def lane_line(lane: LaneRow) -> str:
@@ -119,15 +119,6 @@ def lane_line(lane: LaneRow) -> str:
     held = (", paused" if lane.paused else "") + (f", model guard: {lane.guard}" if lane.guard else "")
     return (f"lane {lane.name} (arm {lane.arm}, repeat {lane.repeat}): {lane.done}/{lane.total} done "
             f"({lane.settled_before} before), {lane.errors} errors{judged}{held}; results: {lane.out or lane.name}")
-
-
-def pairing_line(gaps: PairingGaps) -> str:
-    """The gap between the first and the last start of a task's units' settling attempts, over the tasks whose units
-    all settled (engine/pairing.py)."""
-    if not gaps.n or gaps.median_s is None:
-        return "pairing gap: no task has every unit settled yet"
-    return (f"pairing gap over {gaps.n} task(s): median {gaps.median_s:.1f} s, p90 {gaps.p90_s or 0.0:.1f} s, "
-            f"worst {gaps.worst_s or 0.0:.1f} s")
 
 
 async def run_headless(pre: Preflight, stream: IO[str] | None = None) -> int:

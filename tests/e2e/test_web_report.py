@@ -255,4 +255,4 @@ def test_a_campaign_s_site_opens_clean_and_shows_each_arm_s_repeats_and_the_pair
         html = (site / page).read_text()
         assert (f'data-repeats="base|over all" data-always="{rep["always"]}" data-sometimes="{rep["sometimes"]}" '
                 f'data-never="{rep["never"]}"') in html
-        assert f'data-pairing="median" data-value="{data["campaign"]["pairing"]["median_s"]}"' in html
+        assert f'data-pairing="median" data-value="{data["campaign"]["pairing"]["pairs"]["median_s"]}"' in html

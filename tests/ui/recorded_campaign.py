@@ -14,6 +14,7 @@ from om2w_tui.engine.events import (
     EpisodeFinished,
     EpisodeStarted,
     EpisodeStep,
+    GapFigures,
     LaneRow,
     Pacing,
     PairingGaps,
@@ -82,7 +83,8 @@ def snapshot(out: Path, guard: str = "") -> RunSnapshot:
                SiteRow(R.LONG, "running", 0.0, left=1, done=0, total=2, cooldown=90)],
         paused=False, pacing=Pacing(1, 90), target_workers=2, lanes=lanes(out, guard),
         summary=RunSummary(total=12, finished=5, by_status={"done": 5}, pending=5, lanes=lanes(out, guard),
-                           pairing=PairingGaps(2, 95.0, 100.0, 100.0)))
+                           pairing=PairingGaps(GapFigures(2, 95.0, 100.0, 100.0), GapFigures(2, 95.0, 100.0, 100.0),
+                                               lanes=2, compared=1)))
 
 
 @dataclass

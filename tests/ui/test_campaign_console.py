@@ -131,7 +131,7 @@ async def test_the_comparison_screen_shows_both_rules_the_paired_test_and_follow
         assert t.difference.difference == 0.0 and t.difference.p == 1.0
         shown = panel_text(screen)
         assert "measure: reference answers" in shown
-        assert "median 1:35 · p90 1:40 · worst 1:40 (2 tasks)" in shown
+        assert "pairing gap over 2 tasks: median 1:35, p90 1:40, worst 1:40" in shown
         assert "2/3 67% [21-94]" in shown            # base's rate and its Wilson interval
         assert f"only agent solved (1): {C.WIKI_T}" in shown
         # a unit ends while the screen is shown: the next refresh counts it

@@ -69,6 +69,6 @@ async def test_a_real_campaign_shows_its_arms_holds_one_and_compares_them(tmp_pa
             c = app.screen.board.comparison()
             assert c.measure is not None and c.measure.kind == "reference"
             assert {a.label: (a.counts.success, a.counts.tasks) for a in c.arms} == {"base": (2, 2), "agent": (2, 2)}
-            assert [t.difference.n for t in c.tests] == [2, 2] and c.pairing.n == 2
+            assert [t.difference.n for t in c.tests] == [2, 2] and c.pairing.pairs.n == 2
             await pilot.press("escape", "q")
             await app_exits(app)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from om2w_tui.campaign_folder import PLAN_FILE, lane_name
+from om2w_tui.engine.pairing import UnitLane, pairing_words
 from om2w_tui.evaluation.agreement import pass_k, repeats
 from om2w_tui.evaluation.campaign_report import pairing_gaps, read_lanes
 from om2w_tui.evaluation.outcomes import RULE_ALL, RULE_EXECUTABLE
@@ -77,16 +78,23 @@ def test_repeats_count_always_sometimes_never_under_both_rules():
     assert executable.pass_all == pytest.approx(1 / 3)
 
 
-def test_the_pairing_gap_is_the_last_start_minus_the_first_over_every_lane(tmp_path):
-    camp = make_campaign(tmp_path / "c")
-    lanes = read_lanes(camp)
-    p = pairing_gaps([(lane.shown, lane.out) for lane in lanes])
-    # gaps: t0 300-100 = 200, t1 30, t2 2500-2000 = 500, t3 0
-    assert (p.tasks, p.left_out) == (4, 0)
-    assert p.median_s == pytest.approx(115.0) and p.p90_s == pytest.approx(410.0) and p.worst_s == 500.0
+def lanes_of(camp: Path) -> list[tuple[UnitLane, Path]]:
+    return [(UnitLane(lane.shown, lane.lane.arm, lane.lane.repeat), lane.out) for lane in read_lanes(camp)]
+
+
+def test_the_pairing_gap_is_between_the_units_compared_and_the_span_over_every_lane(tmp_path):
+    p = pairing_gaps(lanes_of(make_campaign(tmp_path / "c")))
+    # compared pairs (agent rK against base rK): t0 30, 50; t1 10, 10; t2 0, 2500-2100 = 400; t3 0, 0
+    assert (p.pairs.n, p.left_out, p.compared, p.lanes) == (8, 0, 2, 4)
+    assert p.pairs.median_s == pytest.approx(10.0) and p.pairs.p90_s == pytest.approx(155.0)
+    assert p.pairs.worst_s == 400.0
     assert [(g.task_id, g.gap_s, g.first, g.last) for g in p.largest] == [
-        ("t2", 500.0, "base r1", "base r2"), ("t0", 200.0, "base r1", "agent r2"), ("t1", 30.0, "base r1", "agent r2"),
-        ("t3", 0.0, "base r1", "base r1")]
+        ("t2", 400.0, "agent r2", "base r2"), ("t0", 50.0, "base r2", "agent r2"), ("t0", 30.0, "base r1", "agent r1"),
+        ("t1", 10.0, "base r1", "agent r1"), ("t1", 10.0, "base r2", "agent r2"), ("t2", 0.0, "base r1", "agent r1"),
+        ("t3", 0.0, "base r1", "agent r1"), ("t3", 0.0, "base r2", "agent r2")]
+    # the span, every lane's units of a task: t0 300-100 = 200, t1 30, t2 2500-2000 = 500, t3 0
+    assert p.span.n == 4 and p.span.median_s == pytest.approx(115.0) and p.span.p90_s == pytest.approx(410.0)
+    assert p.span.worst_s == 500.0
 
 
 def test_the_lanes_are_ordered_by_arm_then_repeat_and_named_by_both(tmp_path):
@@ -113,14 +121,26 @@ def test_gaps_leave_out_what_a_lane_has_not_settled(tmp_path):
         # t3: a record written with no start: left out; t4: not in this lane at all
         {k: v for k, v in record("t3", finished_at=90).items() if k != "started_at"},
     ])
-    p = pairing_gaps([("a", a), ("b", b)])
-    assert (p.tasks, p.left_out) == (2, 3)
+    a_, b_, later = UnitLane("a", "a", 1), UnitLane("b", "b", 1), UnitLane("later", "later", 1)
+    p = pairing_gaps([(a_, a), (b_, b)])
+    assert (p.pairs.n, p.left_out) == (2, 3)
     assert sorted((g.task_id, g.gap_s) for g in p.largest) == [("t0", 5.0), ("t2", 60.0)]
-    # a lane with no folder yet: no task has every unit
-    none = pairing_gaps([("a", a), ("later", out / "later")])
-    assert (none.tasks, none.left_out, none.median_s, none.largest) == (0, 5, None, ())
+    # a lane with no folder yet: no pair has both units
+    none = pairing_gaps([(a_, a), (later, out / "later")])
+    assert (none.pairs.n, none.left_out, none.pairs.median_s, none.largest) == (0, 5, None, ())
     # one lane alone has nothing to pair
-    assert pairing_gaps([("a", a)]).tasks == 0
+    assert pairing_gaps([(a_, a)]).pairs.n == 0
+
+
+def test_one_arm_s_repeats_have_a_span_and_no_pair(tmp_path):
+    camp = make_campaign(tmp_path / "c", {k: v for k, v in PLAN.items() if k[0] == "base"})
+    p = pairing_gaps(lanes_of(camp))
+    assert (p.pairs.n, p.compared, p.span.n, p.span.worst_s) == (0, 0, 4, 500.0)
+    assert pairing_words(p.gaps()) == ("pairing gap: no arms compared (one arm); a task's span over its 2 units: "
+                                       "median 85 s, worst 500 s")
+    md = report(str(camp), "--format", "md").stdout
+    assert "| compared pairs (none: one arm) | 0 | - | - | - |" in md
+    assert "| a task's span over its 2 units | 4 | 85 s | 6.6 min | 8.3 min |" in md
 
 
 # ------------------------------------------------------------------------------------------ the command
@@ -153,7 +173,9 @@ def test_report_on_a_campaign_names_the_lanes_compares_the_arms_and_sums_up_each
     camp_json = c["campaign"]
     assert camp_json["arms"] == ["base", "agent"] and [x["name"] for x in camp_json["lanes"]] == [
         "base", "base-r2", "agent", "agent-r2"]
-    assert camp_json["pairing"]["median_s"] == pytest.approx(115.0) and camp_json["pairing"]["worst_s"] == 500.0
+    pairing = camp_json["pairing"]
+    assert pairing["pairs"]["median_s"] == pytest.approx(10.0) and pairing["pairs"]["worst_s"] == 400.0
+    assert pairing["span"]["median_s"] == pytest.approx(115.0) and pairing["span"]["worst_s"] == 500.0
     # a plain comparison's JSON keeps its keys: `campaign` only for a campaign
     plain = report(str(camp / "base"), str(camp / "agent"), "--format", "json")
     assert "campaign" not in json.loads(plain.stdout)["compare"]
@@ -168,15 +190,17 @@ def test_every_format_says_the_repeats_and_the_gap(tmp_path):
     assert "### each arm against base, repeat by repeat" in text
     assert "### repeats of each arm" in text and "| base | reference answers | over all | 2 |" in text
     assert "| 1 | 1 | 2 | 25.0% | 50.0% |" in text            # always, sometimes, never, pass^k, pass@k
-    assert "| 4 | 115 s | 6.8 min | 8.3 min |" in text         # the pairing gap: tasks, median, p90, worst
-    assert "| t2 | 8.3 min | base r1 | base r2 |" in text
+    assert "| compared pairs | 8 | 10 s | 2.6 min | 6.7 min |" in text   # the pairing gap: n, median, p90, worst
+    assert "| a task's span over its 4 units | 4 | 115 s | 6.8 min | 8.3 min |" in text
+    assert "| t2 | 6.7 min | agent r2 | base r2 |" in text
     table = report(str(camp))
     assert table.returncode == 0 and "repeats of each arm" in table.stdout and "pairing gap" in table.stdout
     assert "agent r2" in table.stdout
     rows = list(csv.DictReader(io.StringIO(report(str(camp), "--format", "csv").stdout)))
     assert {"run": "base", "section": "repeats by reference answers", "group": "over all", "metric": "pass^k",
             "value": "0.25"}.items() <= next(r for r in rows if r["run"] == "base" and r["metric"] == "pass^k").items()
-    assert next(r for r in rows if r["section"] == "pairing gap" and r["metric"] == "median_s")["value"] == "115.0"
+    gap = {(r["group"], r["metric"]): r["value"] for r in rows if r["section"] == "pairing gap"}
+    assert (gap[("pairs", "median_s")], gap[("span", "median_s")], gap[("pairs", "left_out")]) == ("10.0", "115.0", "0")
     assert any(r["section"] == "campaign lane" and r["group"] == "agent-r2" for r in rows)
 
 
@@ -190,14 +214,14 @@ def test_a_lane_not_started_is_named_and_left_out(tmp_path):
     assert "agent r3" not in c["runs"] and len(c["runs"]) == 4
     lanes = {x["name"]: x for x in c["campaign"]["lanes"]}
     assert lanes["agent-r3"]["started"] is False and lanes["agent"]["started"] is True
-    # no task has every unit yet
-    assert c["campaign"]["pairing"]["tasks"] == 0 and c["campaign"]["pairing"]["left_out"] == 4
+    # agent r3 has settled nothing: the other lanes' pairs are measured, no task's span yet
+    assert c["campaign"]["pairing"]["pairs"]["n"] == 8 and c["campaign"]["pairing"]["span"]["n"] == 0
     assert "not started yet" in report(str(camp), "--format", "md").stdout
     # a task one lane lacks: left out of the gap, and of the paired tests' tasks
     camp2 = make_campaign(tmp_path / "c2", {**PLAN, ("agent", 2): {k: v for k, v in PLAN[("agent", 2)].items()
                                                                    if k != "t3"}})
     c2 = json.loads(report(str(camp2), "--format", "json").stdout)["compare"]
-    assert c2["campaign"]["pairing"]["tasks"] == 3 and c2["campaign"]["pairing"]["left_out"] == 1
+    assert c2["campaign"]["pairing"]["pairs"]["n"] == 7 and c2["campaign"]["pairing"]["left_out"] == 1
     assert c2["tests"][2]["n"] == 3
 
 
@@ -238,8 +262,9 @@ def test_the_site_of_a_campaign_shows_its_lanes_each_arm_s_repeats_and_the_gap(t
     for page in (index, compare):
         assert 'id="campaign"' in page and 'data-lane="agent-r2"' in page
         assert 'data-repeats="base|over all" data-always="1" data-sometimes="1" data-never="2"' in page
-        assert 'data-pairing="median" data-value="115.0">115 s<' in page
-        assert "<th>t2</th><td>8.3 min</td><td>base r1</td><td>base r2</td>" in page
+        assert 'data-pairing="median" data-value="10.0">10 s<' in page
+        assert 'data-pairing="span" data-value="115.0">115 s<' in page
+        assert "<th>t2</th><td>6.7 min</td><td>agent r2</td><td>base r2</td>" in page
     # the tests are repeat by repeat: agent r2 against base r2, the tasks only agent r2 solved linked
     assert "agent r2 against base r2" in compare and re.search(r'href="r4/t/t3\.html">t3</a>', compare)
     assert [p.name for p in sorted(site.iterdir()) if p.name.startswith("r")] == ["r1", "r2", "r3", "r4"]

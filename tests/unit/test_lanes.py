@@ -18,6 +18,7 @@ from om2w_tui.engine.dispatch import Dispatcher
 from om2w_tui.engine.events import EpisodeFinished, EpisodeStarted, Log
 from om2w_tui.engine.lanes import Lane
 from om2w_tui.engine.pacing import SitePacer
+from om2w_tui.engine.pairing import UnitLane
 from om2w_tui.engine.results import read_results
 from om2w_tui.engine.runlock import RunLock
 from om2w_tui.engine.scheduler import Scheduler
@@ -55,7 +56,7 @@ async def test_every_unit_runs_once_into_its_own_lanes_folder(tmp_path):
     assert all(e.lane for e in rec.of(EpisodeStarted))
     snap = sched.snapshot()
     assert [(r.name, r.total, r.done, r.errors) for r in snap.lanes] == [("a", 3, 3, 0), ("b", 3, 3, 0)]
-    assert snap.summary.lanes == snap.lanes and snap.summary.pairing.n == 3
+    assert snap.summary.lanes == snap.lanes and snap.summary.pairing.pairs.n == 3
 
 
 async def test_one_episode_a_site_at_a_time_whatever_its_lane(tmp_path):
@@ -81,7 +82,7 @@ async def test_a_tasks_units_run_together_and_the_first_arm_turns(tmp_path):
     assert [lane for lane, _ in x] == ["a", "b", "b", "a", "a", "b", "b", "a"]   # the first arm turns
     firsts = [order_on(ex, site)[0][0] for site in ("x.com", "y.com", "z.com")]
     assert firsts == ["a", "b", "a"]                                              # and from site to site
-    gaps = sched.summary().pairing
+    gaps = sched.summary().pairing.pairs
     # each task's second unit starts one episode (30 s) and one cooldown after its first
     assert gaps.n == 6 and gaps.median_s == pytest.approx(90, abs=1.5) and gaps.worst_s == pytest.approx(90, abs=1.5)
 
@@ -90,9 +91,14 @@ async def test_repeats_interleave(tmp_path):
     ex = FakeExecutor()
     tasks = make_tasks({"x.com": 2})
     shared, lanes = campaign(tmp_path, tasks, repeats=2, workers=2, pace_cooldown=10)
-    await Scheduler(shared, tasks, ex, lanes=lanes).run()
+    sched = Scheduler(shared, tasks, ex, lanes=lanes)
+    await sched.run()
     assert [lane for lane, _ in order_on(ex, "x.com")] == ["a", "b", "a-r2", "b-r2", "b", "a", "b-r2", "a-r2"]
     assert all(len(lane_rows(shared, name)) == 2 for name in ("a", "b", "a-r2", "b-r2"))
+    # the compared units (b against a, b-r2 against a-r2) one episode (30 s) and a cooldown apart; a task's span three
+    gaps = sched.summary().pairing
+    assert (gaps.pairs.n, gaps.span.n, gaps.lanes, gaps.compared) == (4, 2, 4, 2)
+    assert gaps.pairs.worst_s == pytest.approx(40, abs=1.5) and gaps.span.median_s == pytest.approx(120, abs=1.5)
 
 
 async def test_each_lane_resumes_from_its_own_folder(tmp_path):
@@ -105,7 +111,7 @@ async def test_each_lane_resumes_from_its_own_folder(tmp_path):
     assert ex.lanes == ["b", "b"] and stats.settled_before == 2
     assert [(r.name, r.settled_before, r.done) for r in sched.snapshot().lanes] == [("a", 2, 2), ("b", 0, 2)]
     # each task's gap measured: lane a's settling start (its run before) to lane b's (this run), as `report` has it
-    assert sched.summary().pairing.n == 2
+    assert sched.summary().pairing.pairs.n == 2
 
 
 async def test_a_model_guard_holds_its_lane_only_and_names_its_arm(tmp_path):
@@ -174,7 +180,7 @@ async def test_a_plain_run_is_one_lane_and_says_no_lanes(tmp_path):
     sched = Scheduler(config(tmp_path), make_tasks({"x.com": 2}), FakeExecutor())
     await sched.run()
     snap = sched.snapshot()
-    assert snap.lanes == () and snap.summary.lanes == () and snap.summary.pairing.n == 0
+    assert snap.lanes == () and snap.summary.lanes == () and snap.summary.pairing.pairs.n == 0
     assert all(row.lane == "" for row in snap.slots)
 
 
@@ -253,9 +259,8 @@ def live_and_report(sched: Scheduler, shared: RunConfig, lanes: list[Lane]) -> t
     from om2w_tui.evaluation.campaign_report import pairing_gaps  # evaluation only for the comparison
 
     live = sched.summary().pairing
-    report = pairing_gaps([(lane.name, lane.config.out) for lane in lanes])
-    return (live.n, live.median_s, live.p90_s, live.worst_s), (report.tasks, report.median_s, report.p90_s,
-                                                               report.worst_s)
+    report = pairing_gaps([(UnitLane(lane.name, lane.arm, lane.repeat), lane.config.out) for lane in lanes])
+    return (live.pairs, live.span), (report.pairs, report.span)
 
 
 async def test_the_live_pairing_gap_is_the_reports_after_a_retry(tmp_path):
@@ -268,10 +273,10 @@ async def test_the_live_pairing_gap_is_the_reports_after_a_retry(tmp_path):
     await sched.run()
     assert ex.lanes.count("b") == 4   # the retry ran
     live, report = live_and_report(sched, shared, lanes)
-    assert live == report and live[0] == 3, (live, report)
+    assert live == report and live[0].n == 3, (live, report)
     retried = [r for r in lane_rows(shared, "b") if r["task_id"] == tasks[0].task_id]
     first = next(r for r in lane_rows(shared, "a") if r["task_id"] == tasks[0].task_id)
-    assert live[3] == pytest.approx(abs(retried[-1]["started_at"] - first["started_at"]))   # the retry's start
+    assert live[0].worst_s == pytest.approx(abs(retried[-1]["started_at"] - first["started_at"]))   # the retry's start
 
 
 async def test_the_live_pairing_gap_is_the_reports_after_a_resume(tmp_path):
@@ -288,7 +293,7 @@ async def test_the_live_pairing_gap_is_the_reports_after_a_resume(tmp_path):
     again = Scheduler(shared, tasks, FakeExecutor(), lanes=lanes)
     await again.run()
     live, report = live_and_report(again, shared, lanes)
-    assert live == report and live[0] == 4, (live, report)   # the task split by the stop measured too
+    assert live == report and live[0].n == 4, (live, report)   # the task split by the stop measured too
 
 
 @pytest.mark.parametrize("when", ["before the start", "mid-run"])

@@ -1,7 +1,7 @@
 """A campaign's comparison of its arms, live: each lane's rate under both counting rules with its 95% Wilson
 interval, each arm against the baseline arm (of the same repeat) on the tasks both have an outcome for (the paired
 difference with its interval, McNemar's exact p, the tasks only one solved), all by one measure; and the pairing
-gaps (how far apart in time a task's units started). Drawn from `CampaignBoard.comparison()`."""
+gaps (how far apart in time the compared units started, engine/pairing.py). Drawn from `CampaignBoard.comparison()`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from om2w_tui.engine.pairing import pairing_words
 from om2w_tui.evaluation.outcomes import RULE_WORDS, RULES
 from om2w_tui.evaluation.summary import Rate
 from om2w_tui.frontends.campaign_board import Comparison
@@ -41,10 +42,8 @@ def comparison_renderable(c: Comparison) -> RenderableType:
     head = Text()
     head.append("measure: ", style="dim")
     head.append(c.measure.name if c.measure is not None else c.problem or "none yet", style="bold")
-    g = c.pairing
-    head.append("   pairing gap: ", style="dim")
-    head.append(f"median {_seconds(g.median_s)} · p90 {_seconds(g.p90_s)} · worst {_seconds(g.worst_s)}"
-                f" ({g.n} tasks)" if g.n else "no task with every unit started yet")
+    head.append("   ")
+    head.append(pairing_words(c.pairing, _seconds) or "pairing gap: -")
     parts.append(head)
     if c.measure is None:
         return Group(*parts)
