@@ -144,7 +144,7 @@ async def one_run(tasks: list[Task], length: dict[str, float], out: Path, worker
     cfg = RunConfig(out=out, workers=workers, pace_cooldown=0.0, site_slots=0, timeout=3600.0,
                     judge_url=judge_url, judge_model="judge" if judge_url else None, judge_workers=4)
     ends = Ends()
-    live = LIVE_JUDGE.open(cfg, lambda event: None)
+    live = LIVE_JUDGE.open(cfg, lambda event: None, [t.task_id for t in tasks])
     sched = Scheduler(cfg, tasks, FolderExecutor(length, step_s=1.0), [ends, *([live] if live else [])])
     t0 = time.monotonic()
     if live is None:

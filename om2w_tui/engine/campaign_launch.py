@@ -154,8 +154,9 @@ async def open_campaign(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bo
         servers = [ControlServer(folder) for folder in [campaign_folder, *folders]]
         # the live judge (--judge-url): one for every lane, each lane judged into its own folder
         emit = emit_to([*sinks, *servers])
-        beside = [c for c in (companion.open_lanes(cfg, [(lane.name, lane.config.out) for lane in lanes], emit)
-                              for companion in pre.companions) if c is not None]
+        selection = [t.task_id for t in pre.tasks]   # this shard's share, every lane's (a shared setting)
+        beside = [c for c in (companion.open_lanes(cfg, [(lane.name, lane.config.out) for lane in lanes], emit,
+                                                   selection) for companion in pre.companions) if c is not None]
         judge = reference_judge if any("reference_answer" in t.raw for t in pre.tasks) else None
         shared_tasks = [live_offline_task(t, base_urls) for t in pre.tasks] if base_urls else pre.tasks
         run = Scheduler(cfg, shared_tasks, executor, [*sinks, *servers, *beside], judge=judge, probe=probe,

@@ -19,7 +19,7 @@ import os
 import platform
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -91,14 +91,15 @@ class Companion(Protocol):
         """'' or what refuses the run (a file of its own in the out folder that it must not write through)."""
         ...
 
-    def open(self, cfg: RunConfig, emit: Callable[[Event], None]) -> CompanionRun | None:
-        """Its service for this run (None: `cfg` asks for none); `emit` tells every sink of the run."""
+    def open(self, cfg: RunConfig, emit: Callable[[Event], None], selection: Collection[str]) -> CompanionRun | None:
+        """Its service for this run (None: `cfg` asks for none); `emit` tells every sink of the run; `selection` the
+        ids of the tasks this process runs (its shard's share, after the filters)."""
         ...
 
-    def open_lanes(self, cfg: RunConfig, lanes: Sequence[tuple[str, Path]], emit: Callable[[Event], None]
-                   ) -> CompanionRun | None:
+    def open_lanes(self, cfg: RunConfig, lanes: Sequence[tuple[str, Path]], emit: Callable[[Event], None],
+                   selection: Collection[str]) -> CompanionRun | None:
         """Its service for a campaign (`cfg` its shared settings; `lanes` each lane's name and run folder: a lane's
-        events carry its name)."""
+        events carry its name; `selection` as `open`'s, every lane's)."""
         ...
 
 
@@ -530,7 +531,8 @@ async def open_run(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bool = 
         server = ControlServer(folder)
         emit = emit_to([*sinks, server])
         # the live judge unless the run judges nothing as it goes (--judge-url)
-        beside = [c for c in (companion.open(cfg, emit) for companion in pre.companions) if c is not None]
+        selection = [t.task_id for t in tasks]   # this node's share: its judge catches up on these only
+        beside = [c for c in (companion.open(cfg, emit, selection) for companion in pre.companions) if c is not None]
         run = Scheduler(cfg, tasks, executor, [*sinks, server, *beside], judge=judge, probe=probe,
                         endpoint=endpoint.for_client(), guard_ends_run=guard_ends_run, site_names=local_names,
                         slot_room=lambda: slot_room(cfg.slot_memory) if cfg.executor != "ray" or ray_here(cfg)

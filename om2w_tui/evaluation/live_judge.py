@@ -7,9 +7,11 @@ at once; `workers` judges take from it, each making its model calls on the event
 image work (reading the folder, encoding the screenshots, appending the line) in threads, so that judging never
 holds a slot, never delays a dispatch, and never takes the loop from the console. At the start the file's tasks are
 known judged: the tasks the folder has already settled and the file lacks are judged first (a run stopped before its
-judge caught up), and none is judged twice on resume; a task run again in this run (retried) is judged again, its
-new line the one that counts. A task the judge endpoint fails on is left out of the file and said in the log:
-`om2w-tui judge OUT` (the same settings) judges it later from the same file.
+judge caught up), and none is judged twice on resume; of those, only the run's own tasks (its selection: a shard's
+share, each shard's judge catching up on its own, so a folder several shards write has each task judged once); a task
+run again in this run (retried) is judged again, its new line the one that counts. A task the judge endpoint fails
+on is left out of the file and said in the log: `om2w-tui judge OUT` (the same settings) judges it later from the
+same file.
 
 A campaign's judge (`LaneJudges`) is one `LiveJudge` per lane (each into its own lane's run folder, by the same
 rule) sharing one client and one `Caller`, so `--judge-workers` bounds the calls of every lane together and one
@@ -28,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -66,14 +68,18 @@ class LiveJudge:
     them (`start`, then `drain` once the run is over, `close` at the end)."""
 
     def __init__(self, out: Path, settings: Settings, client: Any, emit: Emit = lambda e: None,
-                 sleep: Callable[[float], Any] = asyncio.sleep, *, lane: str = "", caller: Caller | None = None):
+                 sleep: Callable[[float], Any] = asyncio.sleep, *, lane: str = "", caller: Caller | None = None,
+                 selection: Collection[str] | None = None):
         """`lane`: a campaign's lane this judge judges (only its episodes; its log lines name it); `caller`: one
-        shared with the other lanes' judges (their calls bounded together; its owner closes the client)."""
+        shared with the other lanes' judges (their calls bounded together; its owner closes the client);
+        `selection`: the ids of the tasks the run runs, the only ones caught up on at the start (None: every task the
+        folder settled)."""
         self.out = Path(out)
         self.s = settings
         self.client = client
         self.emit = emit
         self.lane = lane
+        self.selection = None if selection is None else frozenset(selection)
         self._owns_client = caller is None
         self.path = output_path(self.out, settings)
         self.queue: asyncio.Queue[tuple[str, int]] = asyncio.Queue()
@@ -114,6 +120,8 @@ class LiveJudge:
         self.counts.skipped = len(already)
         latest = await asyncio.to_thread(lambda: read_results(self.out).latest_records())
         for tid, rec in latest.items():
+            if self.selection is not None and tid not in self.selection:
+                continue   # another shard's task: its own judge catches up on it
             attempt = rec.attempt or 1
             # judged already: that attempt, or an unknown one (a line of `om2w-tui judge`, which knows no attempts)
             if rec.settles and self.judged.get(tid) not in (attempt, 0):
@@ -219,11 +227,15 @@ class LaneJudges:
     calls at once over every lane). A sink and a companion run as `LiveJudge` is."""
 
     def __init__(self, lanes: Sequence[tuple[str, Path]], settings: Settings, client: Any,
-                 emit: Emit = lambda e: None, sleep: Callable[[float], Any] = asyncio.sleep):
+                 emit: Emit = lambda e: None, sleep: Callable[[float], Any] = asyncio.sleep,
+                 selection: Collection[str] | None = None):
+        """`selection`: the tasks the campaign runs (every lane's: the selection is a shared setting), as
+        `LiveJudge`'s."""
         self.s = settings
         self.client = client
         caller = Caller(client, settings, sleep, lambda m: emit(Log("info", f"judge: {m}")))
-        self.lanes = {name: LiveJudge(out, settings, client, emit, sleep, lane=name, caller=caller)
+        self.lanes = {name: LiveJudge(out, settings, client, emit, sleep, lane=name, caller=caller,
+                                      selection=selection)
                       for name, out in lanes}
 
     def handle(self, event: Event) -> None:
@@ -313,21 +325,23 @@ class LiveJudging:
         problem = unsafe_entry(output_path(cfg.out, Settings(model=cfg.judge_model)))
         return f"--out {cfg.out}: {problem}" if problem else ""
 
-    def open(self, cfg: RunConfig, emit: Emit) -> LiveJudge | None:
+    def open(self, cfg: RunConfig, emit: Emit, selection: Collection[str]) -> LiveJudge | None:
+        """`selection`: the run's tasks (its shard's share), the only ones its judge catches up on."""
         if not cfg.judge_url or not cfg.judge_model:
             return None
         settings = Settings(model=cfg.judge_model, workers=cfg.judge_workers)
         client = judge_client(cfg.judge_url.for_client(), cfg.judge_api_key(), settings)
-        return LiveJudge(cfg.out, settings, client, emit)
+        return LiveJudge(cfg.out, settings, client, emit, selection=selection)
 
-    def open_lanes(self, cfg: RunConfig, lanes: Sequence[tuple[str, Path]], emit: Emit) -> LaneJudges | None:
+    def open_lanes(self, cfg: RunConfig, lanes: Sequence[tuple[str, Path]], emit: Emit, selection: Collection[str]
+                   ) -> LaneJudges | None:
         """A campaign's (`cfg` its shared settings, where the judge is set for every arm): each lane (its name, its
-        run folder) judged into its own folder by the one judge."""
+        run folder) judged into its own folder by the one judge; `selection` as `open`'s."""
         if not cfg.judge_url or not cfg.judge_model:
             return None
         settings = Settings(model=cfg.judge_model, workers=cfg.judge_workers)
         client = judge_client(cfg.judge_url.for_client(), cfg.judge_api_key(), settings)
-        return LaneJudges(lanes, settings, client, emit)
+        return LaneJudges(lanes, settings, client, emit, selection=selection)
 
 
 LIVE_JUDGE = LiveJudging()

@@ -4,8 +4,8 @@ the same live sites): `ctl OUT pause --arm` holding the arm on both shards and `
 unit settled exactly once over the shards, each task's units on one shard, one episode
 at a time per site over all three processes with the cooldown between them, each shard's workers' logs its own, a
 shard run again finding its share settled, and `report`, `tasks health` and `check` reading the campaign whole (every
-shard's results). Then, in process: a shard's socket in the campaign's folder, and a campaign on Ray (its executor
-built, not run) withholding every lane's key."""
+shard's results). Then, in process: a shard's socket in the campaign's folder, its live judge opened with its
+share only, and a campaign on Ray (its executor built, not run) withholding every lane's key."""
 
 from __future__ import annotations
 
@@ -191,6 +191,23 @@ def test_two_shards_of_a_campaign_and_a_run_on_one_pace_dir_settle_every_unit_on
         assert check.returncode == 0, check.stdout + check.stderr
 
 
+class Selection:
+    """Stands in for the live judge as a launch companion: what each campaign opens it with (its lanes, the
+    selection it may catch up on)."""
+
+    def __init__(self) -> None:
+        self.given: list[tuple[list[str], list[str]]] = []
+
+    def check(self, cfg: Any) -> str:
+        return ""
+
+    def open(self, cfg: Any, emit: Any, selection: Any) -> None:
+        return None
+
+    def open_lanes(self, cfg: Any, lanes: Any, emit: Any, selection: Any) -> None:
+        self.given.append(([name for name, _ in lanes], sorted(selection)))
+
+
 class FakeRay:
     """Stands in for RayExecutor's construction (no cluster here): what a campaign builds it with."""
     made: list[tuple[Path, tuple[str, ...], str]] = []
@@ -210,12 +227,14 @@ class FakeRay:
 async def test_a_shard_of_a_campaign_listens_in_its_folder_and_on_ray_withholds_every_lanes_key(tmp_path, monkeypatch):
     out = tmp_path / "study"
     plan = tmp_path / "plan.toml"
-    plan.write_text(f'bench = "offline"\ntask-ids = ["offline_wiki_search_08"]\nout = "{out}"\nworkers = 1\n\n'
+    plan.write_text(f'bench = "offline"\ntask-ids = ["offline_wiki_search_08", "offline_shop_search_01"]\n'
+                    f'out = "{out}"\nworkers = 1\n\n'
                     '[arms.good]\nmodel = "oracle"\napi_key_env = "OM2W_KEY_GOOD"\n\n'
                     '[arms.weak]\nmodel = "oracle-weak"\napi_key_env = "OM2W_KEY_WEAK"\n')
     monkeypatch.setenv("OM2W_KEY_GOOD", "sk-good")
     monkeypatch.setenv("OM2W_KEY_WEAK", "sk-weak")
-    pre = campaign_preflight(resolve(read_plan(plan), {"shard": "1/2"}), check_model=False)
+    judge = Selection()
+    pre = campaign_preflight(resolve(read_plan(plan), {"shard": "1/2"}), check_model=False, companions=[judge])
     pre = dataclasses.replace(pre, config=dataclasses.replace(pre.config, executor="ray"))
     monkeypatch.setattr("om2w_tui.executors.ray.RayExecutor", FakeRay)
     FakeRay.made = []
@@ -232,6 +251,8 @@ async def test_a_shard_of_a_campaign_listens_in_its_folder_and_on_ray_withholds_
             again, checks = campaign_checks(resolve(read_plan(plan), shard), check_model=False)
             assert again is None and any("another run is using this folder" in detail and "shard-1-of-2" in detail
                                          for _, ok, detail in checks if not ok), checks
+    # the live judge (a companion) is opened with the shard's share only, every lane's: it catches up on no other's
+    assert len(judge.given) == 1 and judge.given[0][0] == ["good", "weak"] and len(judge.given[0][1]) == 1
     # one executor for every lane's units, rooted in the campaign's folder, no worker inheriting any lane's key
     assert [(root, {"OM2W_KEY_GOOD", "OM2W_KEY_WEAK"} <= set(keys), shard) for root, keys, shard in FakeRay.made] \
         == [(out, True, "1/2")]   # and the shard, which names its workers' logs in the campaign's folder

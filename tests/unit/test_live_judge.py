@@ -1,8 +1,8 @@
 """Judging as the run goes: the background judge (a sink of the run's events) against the oracle's judge mode on
 127.0.0.1 (a real OpenAI-compatible HTTP server) on run folders built by hand; every settled episode judged once
-into the file `om2w-tui judge` writes, in the order they end, never twice on resume, a retried one again; its
-failures cost neither the run nor the other tasks; the run it wraps stops it. And the header's reading of that
-file as it grows. The same with a real run and Chromium is tests/e2e/test_live_judge.py."""
+into the file `om2w-tui judge` writes, in the order they end, never twice on resume nor by two shards of one
+folder, a retried one again; its failures cost neither the run nor the other tasks; the run it wraps stops it. And
+the header's reading of that file as it grows. The same with a real run and Chromium is tests/e2e/test_live_judge.py."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from om2w_tui.evaluation.judge_settings import Settings
 from om2w_tui.evaluation.live_judge import JudgedRun, LaneJudges, LiveJudge, VerdictTail
 from om2w_tui.offline.oracle import OracleServer
 from om2w_tui.protocol.faults import FaultKind
+from om2w_tui.run_folder import RunFolder
 from tests.fakes import FakeRun
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
@@ -245,3 +246,30 @@ async def test_a_campaigns_judge_judges_each_lane_into_its_own_folder_with_one_c
     assert any(x.startswith("info: judge [agent]: judging each episode") and "1 settled before" in x
                for x in logs.lines)
     assert any(x.startswith("info: judge [base]: judged 2 episode(s)") for x in logs.lines)
+
+
+async def test_each_shards_judge_catches_up_on_its_own_share_only_so_each_task_is_judged_once(tmp_path, judge_server):
+    # two shards of one run (shard 0: a and b; shard 1: c and d) and of a campaign (each lane alike) settled their
+    # tasks in one folder, then were stopped before their judges caught up; each shard starts again with its judge
+    shares = {"0/2": ["a", "b"], "1/2": ["c", "d"]}
+    run, study = tmp_path / "run", tmp_path / "study"
+    lanes = [("base", study / "base"), ("agent", study / "agent")]
+    for out in (run, *(out for _, out in lanes)):
+        for shard, ids in shares.items():
+            for t in ids:
+                folder(out, t)
+            RunFolder(out, shard).results.write_text("".join(json.dumps(record(t).to_json()) + "\n" for t in ids))
+    client = AsyncOpenAI(base_url=judge_server.url, api_key="EMPTY", max_retries=0, timeout=30)
+    s = Settings(model="oracle-judge", workers=2, retries=1, backoff=0.0)
+    calls = judge_server.calls
+    judges: list[LiveJudge | LaneJudges] = [
+        *(LiveJudge(run, s, client, selection=ids) for ids in shares.values()),
+        *(LaneJudges(lanes, s, client, selection=ids) for ids in shares.values())]
+    await asyncio.gather(*(judge.start() for judge in judges))          # at once, as the shards' processes start
+    assert all(await asyncio.gather(*(judge.drain(lambda: False) for judge in judges)))
+    for judge in judges:
+        await judge.close()
+    for out in (run, *(out for _, out in lanes)):
+        lines = output_path(out, s).read_text().splitlines()
+        assert sorted(json.loads(x)["task_id"] for x in lines) == ["a", "b", "c", "d"], out   # one line each
+    assert judge_server.calls - calls == 3 * 4 * 4                       # each task of each folder judged once
