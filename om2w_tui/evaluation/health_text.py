@@ -8,7 +8,7 @@ import io
 import json
 
 from om2w_tui.evaluation.health import ENDING_WORDS, ENDINGS, Attempt, Health
-from om2w_tui.evaluation.report_text import md_table, plural
+from om2w_tui.evaluation.text_formats import md_table, plural
 
 Section = tuple[str, list[str], list[list[str]]]
 

@@ -1,8 +1,8 @@
 """The text of run reports: Markdown, CSV and JSON (`om2w-tui report --format md|csv|json`), the (title, header,
 rows) sections every format and the rich table (`frontends/console/report_table.py`) are drawn from, a run's heading
-and notes, the number formats, and the short lines the console's report screen shows (`source_words`, `rules_lines`,
-`agreement_words`). The numbers are `evaluation/report.py`'s typed
-values (`evaluation/summary.py`); nothing here computes or reads a folder."""
+and notes, and the short lines the console's report screen shows (`source_words`, `rules_lines`, `agreement_words`).
+The numbers are `evaluation/report.py`'s typed values (`evaluation/summary.py`), written in `text_formats.py`'s
+formats; nothing here computes or reads a folder."""
 
 from __future__ import annotations
 
@@ -27,64 +27,30 @@ from om2w_tui.evaluation.summary import (
     Measured,
     ModelReport,
     PairedTest,
-    Rate,
     Readings,
     Repeats,
     RunReport,
 )
+from om2w_tui.evaluation.text_formats import (
+    RULE_HEADERS,
+    Section,
+    cell,
+    fmt_delta,
+    fmt_kappa,
+    fmt_num,
+    fmt_p,
+    fmt_pp,
+    fmt_rate,
+    fmt_seconds,
+    md_table,
+    plural,
+    share,
+)
 from om2w_tui.protocol.model import kind_counted
 
-# every rate is shown with its 95% Wilson interval, and every table of rates names its counting rule
-INTERVAL_NOTE = "[95% interval]"
-RULE_HEADERS = {RULE_ALL: "over all", RULE_EXECUTABLE: "executable only"}
 RULES_NOTE = ("rates: over all = success / every task with an outcome (not executable counted as failure); "
               "executable only = not executable left out; [low, high] = 95% Wilson interval; pending = no "
               "outcome yet (running, not judged, not labelled), in no rate")
-
-
-def fmt_rate(v: Rate | None, interval: bool = True) -> str:
-    """`40.0% (2/5) [11.8, 76.9]`: the rate, its counts and its 95% interval (in percent)."""
-    if v is None or v.rate is None:
-        return "-"
-    text = f"{100 * v.rate:.1f}% ({v.successes}/{v.tasks})"
-    if interval and v.interval is not None:
-        low, high = v.interval
-        text += f" [{100 * low:.1f}, {100 * high:.1f}]"
-    return text
-
-
-def fmt_pp(d: float | None, low: float | None = None, high: float | None = None) -> str:
-    """A difference of rates in percentage points, with its interval when given: `+12.0 pp [+3.1, +20.4]`."""
-    if d is None:
-        return "-"
-    text = f"{100 * d:+.1f} pp"
-    if low is not None and high is not None:
-        text += f" [{100 * low:+.1f}, {100 * high:+.1f}]"
-    return text
-
-
-def fmt_p(p: float | None) -> str:
-    if p is None:
-        return "-"
-    return f"{p:.2g}" if p < 0.001 else f"{p:.3f}"
-
-
-def fmt_kappa(k: float | None) -> str:
-    return "-" if k is None else f"{k:.3f}"
-
-
-def fmt_num(x: Any, digits: int = 1) -> str:
-    if x is None:
-        return "-"
-    if abs(x) >= 100:
-        return f"{x:,.0f}"
-    if isinstance(x, float) and not x.is_integer():
-        return f"{x:.{digits}f}"
-    return str(int(x))
-
-
-def fmt_delta(d: float | None) -> str:
-    return "" if d is None else f"{d:+.1f} pp"
 
 
 def _judge_words(j: JudgeInfo) -> str:
@@ -169,20 +135,6 @@ def agreement_words(s: RunReport) -> str:
     pct = "-" if agree.rate is None else f"{100 * agree.rate:.1f}%"
     return (f"judge vs humans: {pct} agree ({a.confusion.n} tasks), kappa {fmt_kappa(a.kappa)}, "
             f"{len(a.disagreements)} disagree")
-
-
-def short_rate(v: Rate) -> str:
-    """`37.5% 3/8 [14-69]`: a rate for a narrow line, its interval in whole percents."""
-    if v.rate is None or v.interval is None:
-        return "-"
-    return f"{100 * v.rate:.1f}% {v.successes}/{v.tasks} [{100 * v.interval[0]:.0f}-{100 * v.interval[1]:.0f}]"
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' if n != 1 else ''}"
-
-
-Section = tuple[str, list[str], list[list[str]]]
 
 
 def counts_row(group: str, c: Counts) -> list[str]:
@@ -318,10 +270,6 @@ def test_sections(tests: tuple[PairedTest, ...], limit: int = 20,
     return out
 
 
-def _share(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
-
-
 def repeats_sections(reps: tuple[Repeats, ...], limit: int = 20) -> list[Section]:
     """Repeats of one configuration (or of each arm of a campaign): each run's rate, their mean, sd and range, each
     task solved always / sometimes / never, pass^k (every one of the k repeats solves it) and pass@k (one does)."""
@@ -336,8 +284,8 @@ def repeats_sections(reps: tuple[Repeats, ...], limit: int = 20) -> list[Section
                      "-" if sp.mean is None else f"{100 * sp.mean:.1f}%",
                      "-" if sp.stdev is None else f"{100 * sp.stdev:.1f} pp",
                      "-" if sp.low is None or sp.high is None else f"{100 * sp.low:.1f}-{100 * sp.high:.1f}%",
-                     str(r.tasks), str(r.always), str(r.sometimes), str(r.never), _share(r.pass_all),
-                     _share(r.pass_any)])
+                     str(r.tasks), str(r.always), str(r.sometimes), str(r.never), share(r.pass_all),
+                     share(r.pass_any)])
     title_ = "repeats of each arm" if by_arm else "repeats of one configuration"
     out: list[Section] = [(title_, [*(["arm"] if by_arm else []), "measure", "rule", "runs", "rates", "mean", "sd",
                                     "range", "tasks", "always", "sometimes", "never", "pass^k", "pass@k"], rows)]
@@ -348,17 +296,6 @@ def repeats_sections(reps: tuple[Repeats, ...], limit: int = 20) -> list[Section
                       ", ".join(r.sometimes_tasks[:limit]) + (" ..." if len(r.sometimes_tasks) > limit else "")]
                      for r in sometimes]))
     return out
-
-
-def fmt_seconds(x: float | None) -> str:
-    """`42 s`, `3.5 min`, `1.2 h`: a gap in time, in the unit that reads best."""
-    if x is None:
-        return "-"
-    if x < 120:
-        return f"{x:.0f} s"
-    if x < 7200:
-        return f"{x / 60:.1f} min"
-    return f"{x / 3600:.1f} h"
 
 
 def campaign_sections(v: CampaignView) -> list[Section]:
@@ -482,14 +419,6 @@ def notes(s: RunReport) -> list[str]:
     return out
 
 
-def md_table(header: list[str], rows: list[list[str]]) -> str:
-    """A Markdown table, its cells' `|` escaped."""
-    esc = [[c.replace("|", "\\|") for c in r] for r in [header, *rows]]
-    lines = ["| " + " | ".join(esc[0]) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
-    lines += ["| " + " | ".join(r) + " |" for r in esc[1:]]
-    return "\n".join(lines)
-
-
 def to_markdown(summaries: list[RunReport], comparison: Comparison | None) -> str:
     table = md_table
     parts: list[str] = []
@@ -506,10 +435,6 @@ def to_markdown(summaries: list[RunReport], comparison: Comparison | None) -> st
     return "\n".join(parts).rstrip() + "\n"
 
 
-def _cell(x: Any) -> Any:
-    return "" if x is None else x
-
-
 def to_csv(summaries: list[RunReport], comparison: Comparison | None) -> str:
     """Long form, one number a line: run, section, group, metric, value."""
     buf = io.StringIO()
@@ -522,15 +447,15 @@ def to_csv(summaries: list[RunReport], comparison: Comparison | None) -> str:
             groups += [(f"site {k}", v) for k, v in meas.by_site.items()]
             for g, c in groups:
                 for metric, value in counts_cells(c):
-                    w.writerow([name, s.out, section, g, metric, _cell(value)])
+                    w.writerow([name, s.out, section, g, metric, cell(value)])
         for a in [*s.agreement, *s.annotators]:
             for metric, value in agreement_cells(a):
-                w.writerow([name, s.out, f"agreement {a.a} / {a.b}", a.rule, metric, _cell(value)])
+                w.writerow([name, s.out, f"agreement {a.a} / {a.b}", a.rule, metric, cell(value)])
         for k, n in s.status.items():
             w.writerow([name, s.out, "status", k, "tasks", n])
         for k, m in s.metrics.items():
             for metric, value in (("n", m.n), ("median", m.median), ("p90", m.p90), ("total", m.total)):
-                w.writerow([name, s.out, "metrics", k, metric, _cell(value)])
+                w.writerow([name, s.out, "metrics", k, metric, cell(value)])
         for e in s.errors:
             w.writerow([name, s.out, "errors", f"{e.status}/{e.kind}: {e.message}", "count", e.count])
         for cls, n in s.failures.items():
@@ -539,13 +464,13 @@ def to_csv(summaries: list[RunReport], comparison: Comparison | None) -> str:
         by = measure_words(comparison)    # every compared row names the measure both sides are read by
         for r in [*comparison.rows, comparison.paired.as_row()]:
             for name, d in zip(comparison.runs[1:], r.delta_pp[1:]):
-                w.writerow([name, "", "delta_pp", r.group, f"vs {comparison.baseline} by {by}", _cell(d)])
+                w.writerow([name, "", "delta_pp", r.group, f"vs {comparison.baseline} by {by}", cell(d)])
         for t in comparison.tests:
             for metric, value in test_cells(t):
-                w.writerow([t.a, "", f"paired vs {t.b} by {by}", t.rule, metric, _cell(value)])
+                w.writerow([t.a, "", f"paired vs {t.b} by {by}", t.rule, metric, cell(value)])
         for rep in comparison.repeats:
             for metric, value in repeat_cells(rep):
-                w.writerow([rep.arm or " + ".join(rep.runs), "", f"repeats by {by}", rep.rule, metric, _cell(value)])
+                w.writerow([rep.arm or " + ".join(rep.runs), "", f"repeats by {by}", rep.rule, metric, cell(value)])
         if comparison.campaign is not None:
             camp = comparison.campaign
             for lane in camp.lanes:
@@ -554,7 +479,7 @@ def to_csv(summaries: list[RunReport], comparison: Comparison | None) -> str:
             p = camp.pairing
             for of, f in (("pairs", p.pairs), ("span", p.span)):
                 for metric, value in (("n", f.n), ("median_s", f.median_s), ("p90_s", f.p90_s), ("worst_s", f.worst_s)):
-                    w.writerow(["", camp.out, "pairing gap", of, metric, _cell(value)])
+                    w.writerow(["", camp.out, "pairing gap", of, metric, cell(value)])
             w.writerow(["", camp.out, "pairing gap", "pairs", "left_out", p.left_out])
             for gap in p.largest:
                 w.writerow([f"{gap.first} .. {gap.last}", camp.out, "pairing gap", gap.task_id, "gap_s", gap.gap_s])

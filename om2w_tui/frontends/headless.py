@@ -33,7 +33,7 @@ from om2w_tui.engine.pairing import pairing_words
 from om2w_tui.engine.results import read_results, statuses_text
 from om2w_tui.evaluation.live_judge import live_judge_file
 from om2w_tui.evaluation.outcomes import RULES
-from om2w_tui.evaluation.report_text import fmt_p, fmt_pp, fmt_rate
+from om2w_tui.evaluation.text_formats import fmt_p, fmt_pp, fmt_rate
 from om2w_tui.frontends.campaign_board import CampaignBoard
 from om2w_tui.frontends.formatting import clock_text
 from om2w_tui.frontends.run_state import RunState, episode_line, model_summary

@@ -17,8 +17,9 @@ from textual.command import CommandList
 from om2w_tui.cli.main import main as cli_main
 from om2w_tui.engine.events import EpisodeFinished
 from om2w_tui.evaluation.report import summarize
-from om2w_tui.evaluation.report_text import fmt_rate, sections
+from om2w_tui.evaluation.report_text import sections
 from om2w_tui.evaluation.summary import Rate
+from om2w_tui.evaluation.text_formats import fmt_rate
 from om2w_tui.frontends.console.app import ConsoleApp
 from om2w_tui.frontends.console.screens.dashboard import DashboardScreen
 from om2w_tui.frontends.console.screens.episode import EpisodeScreen

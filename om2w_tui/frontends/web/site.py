@@ -45,8 +45,8 @@ from om2w_tui.evaluation.failure import CLASSES, WORDS, Failure, counted
 from om2w_tui.evaluation.labels import VALUE_WORDS, Label, read_run_labels
 from om2w_tui.evaluation.outcomes import RULE_ALL, RULE_EXECUTABLE
 from om2w_tui.evaluation.report import read_judge_file, unique_names
-from om2w_tui.evaluation.report_text import fmt_seconds
 from om2w_tui.evaluation.summary import Comparison, Counts, Rate, RunReport
+from om2w_tui.evaluation.text_formats import fmt_seconds
 from om2w_tui.files import write_new
 from om2w_tui.frontends.web.images import THUMB_SUFFIX, Job, Made, first_copies, make_all
 from om2w_tui.frontends.web.prices import Price

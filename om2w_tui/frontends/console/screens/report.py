@@ -27,17 +27,9 @@ from textual.widgets import DataTable, Label, Static
 from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.evaluation.label_session import LabelSession
 from om2w_tui.evaluation.labels import FINAL, annotator_files
-from om2w_tui.evaluation.report_text import (
-    agreement_words,
-    fmt_num,
-    model_notes,
-    pending,
-    plural,
-    rules_lines,
-    short_rate,
-    source_words,
-)
+from om2w_tui.evaluation.report_text import agreement_words, model_notes, pending, rules_lines, source_words
 from om2w_tui.evaluation.summary import RunReport
+from om2w_tui.evaluation.text_formats import fmt_num, plural, short_rate
 from om2w_tui.frontends.console.commands import Command, CommandTable
 from om2w_tui.frontends.console.host import ConsoleHost, OpenEpisode, QuitAsked
 from om2w_tui.frontends.console.messages import EpisodeChange
