@@ -5,7 +5,9 @@
 - `paired`: two arms (two runs, two label columns) on the tasks both have an outcome for: both rates, the
   difference with its paired interval, McNemar's exact test, the tasks only one solved, per site;
 - `repeats`: several runs of one configuration: each run's rate, their mean and spread, each task solved
-  always, sometimes or never, and pass^k / pass@k (tau-bench's: solved in all k of k tries / in at least one).
+  always, sometimes or never, and pass^k / pass@k (tau-bench's: solved in all k of k tries / in at least one);
+- `pooled`: two arms over all their repeats, paired by task: each task's share of repeats solved, A's minus B's,
+  averaged over the tasks with its t interval.
 
 Each is computed under one counting rule: over all tasks (not executable counted as a failure) or over the
 executable ones (a task either side calls not executable is left out). The numbers are the typed values of
@@ -18,8 +20,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 
 from om2w_tui.evaluation.outcomes import succeeded
-from om2w_tui.evaluation.stats import PairedDifference, cohen_kappa, paired_difference, spread
-from om2w_tui.evaluation.summary import Agreement, Confusion, Disagreement, PairedTest, Rate, Repeats
+from om2w_tui.evaluation.stats import PairedDifference, cohen_kappa, mean_interval, paired_difference, spread
+from om2w_tui.evaluation.summary import Agreement, Confusion, Disagreement, PairedTest, Pooled, Rate, Repeats
 from om2w_tui.evaluation.task_outcome import Outcome
 
 Outcomes = Mapping[str, "Outcome | None"]
@@ -105,6 +107,25 @@ def repeats(runs: Sequence[Outcomes], names: Sequence[str], rule: str, arm: str 
     hat, at = pass_k(list(solved.values()), len(runs))
     return Repeats(tuple(names), rule, rates, spread([r.rate for r in rates if r.rate is not None]), len(common),
                    always, len(sometimes), never, sometimes, arm=arm, pass_hat=hat, pass_at=at)
+
+
+def pooled(a_runs: Sequence[Outcomes], b_runs: Sequence[Outcomes], rule: str, a: str, b: str,
+           a_names: Sequence[str], b_names: Sequence[str]) -> Pooled:
+    """Arm A's repeats against arm B's, paired by task, under `rule`: on the tasks every repeat of both counts, each
+    task's share of A's repeats that solved it minus B's share; their mean with its 95% t interval over the tasks.
+    Why per task, not per repeat pair: a task's repeats share its difficulty, so the tasks are the independent unit,
+    and averaging a task's repeats first takes their own noise out of the difference (Miller 2024)."""
+    runs = [*a_runs, *b_runs]
+    common = [t for t in (a_runs[0] if a_runs else {}) if all(succeeded(r.get(t), rule) is not None for r in runs)]
+
+    def share(side: Sequence[Outcomes], t: str) -> float:
+        return sum(1 for r in side if succeeded(r.get(t), rule)) / len(side)
+
+    diffs = [share(a_runs, t) - share(b_runs, t) for t in common]
+    a_mean = sum(share(a_runs, t) for t in common) / len(common) if common else None
+    b_mean = sum(share(b_runs, t) for t in common) / len(common) if common else None
+    return Pooled(a, b, rule, tuple(a_names), tuple(b_names), a_mean, b_mean, mean_interval(diffs),
+                  sum(1 for d in diffs if d > 0), sum(1 for d in diffs if d < 0))
 
 
 def pass_k(solved: Sequence[int], n: int) -> tuple[tuple[float, ...], tuple[float, ...]]:

@@ -9,6 +9,8 @@ What a researcher comparing arms reads here:
   (McNemar, the paired interval, the tasks only one solved), the units the campaign ran together on each site;
 - each arm with two repeats or more summed up as repeats (`agreement.repeats`): always / sometimes / never solved,
   pass^k and pass@k, the mean rate over its repeats and its spread, under both rules;
+- where an arm repeats, each arm against the first over all their repeats, paired by task (`agreement.pooled`: each
+  task's share of repeats solved, the arms' difference averaged over the tasks with its t interval);
 - the pairing gap, as the live figure measures it (engine/pairing.py): per compared pair (an arm's k-th repeat and
   the first arm's, per task) the later start of their settling attempts minus the earlier, the pairs one side of which
   has not settled yet left out and counted; and each task's span, the latest start of its units minus the earliest.
@@ -116,7 +118,8 @@ def compare_campaign(view: CampaignView, summaries: list[RunReport], measure: Me
     units = [UnitLane(lane.name, lane.arm, lane.repeat) for lane in lanes]
     pairs = [(k, base) for base, k in compared_pairs(units)] if lanes and lanes[0].arm == view.arms[0] else []
     groups = [(arm, [k for k, lane in enumerate(lanes) if lane.arm == arm]) for arm in view.arms]
-    c = compare(summaries, measure=measure, pairs=pairs, groups=[(a, ks) for a, ks in groups if len(ks) > 1])
+    c = compare(summaries, measure=measure, pairs=pairs, groups=[(a, ks) for a, ks in groups if len(ks) > 1],
+                arms=groups if lanes and lanes[0].arm == view.arms[0] else ())
     return replace(c, campaign=view)
 
 

@@ -30,7 +30,7 @@ from om2w_tui.benchmarks.conformance import read_run
 from om2w_tui.benchmarks.episode_folder import read_episode
 from om2w_tui.benchmarks.site_keys import site_name
 from om2w_tui.engine.results import STATUSES, EpisodeRecord, read_manifest, read_results
-from om2w_tui.evaluation.agreement import agreement, judge_outcomes, paired, repeats
+from om2w_tui.evaluation.agreement import agreement, judge_outcomes, paired, pooled, repeats
 from om2w_tui.evaluation.errors import UNKNOWN, error_groups, model_report
 from om2w_tui.evaluation.failure import classify, max_steps_of
 from om2w_tui.evaluation.judge_files import parse_output_name, read_judged
@@ -47,6 +47,7 @@ from om2w_tui.evaluation.summary import (
     Measured,
     Paired,
     PairedTest,
+    Pooled,
     Rate,
     Repeats,
     RunReport,
@@ -455,14 +456,17 @@ def with_measure(s: RunReport, m: Measure | None) -> RunReport:
 
 def compare(summaries: list[RunReport], repeated: bool = False, measure: Measure | None = None,
             wanted: str | None = None, pairs: Sequence[tuple[int, int]] | None = None,
-            groups: Sequence[tuple[str, Sequence[int]]] = ()) -> Comparison:
+            groups: Sequence[tuple[str, Sequence[int]]] = (), arms: Sequence[tuple[str, Sequence[int]]] = ()
+            ) -> Comparison:
     """Several runs side by side, every one read by the same measure (`measure`, else `choose_measure(summaries,
     wanted)`: raises NoCommonMeasure where they share none); every difference is against the first run (the
     baseline), in percentage points. `paired` compares the runs on the tasks they all have an outcome for; `tests`
     compares each run with the baseline task by task (McNemar, the paired interval), under both rules. `repeated`:
     the runs are repeats of one configuration (the leaderboard averages three): their mean and spread, and each
     task solved always, sometimes or never. `pairs` ((a, b): run a tested against run b, by index) replaces the
-    tests against the baseline; `groups` ((arm, run indices)) are each summed up as repeats of one arm."""
+    tests against the baseline; `groups` ((arm, run indices)) are each summed up as repeats of one arm; `arms` (the
+    same, every arm, the first the baseline): where one has repeats, each arm against the first over all of them
+    (`pooled`)."""
     chosen = measure if measure is not None else choose_measure(summaries, wanted)
     summaries = [with_measure(s, chosen) for s in summaries]
     names = unique_names(summaries)
@@ -510,6 +514,7 @@ def compare(summaries: list[RunReport], repeated: bool = False, measure: Measure
                       (_repeats(summaries, names) if repeated else ())
                       + tuple(x for arm, ks in groups for x in _repeats([summaries[k] for k in ks],
                                                                           [names[k] for k in ks], arm))),
+        pooled=tuple(replace(p, measure=chosen.name if chosen else "") for p in _pooled(summaries, names, arms)),
         measure=chosen)
 
 
@@ -536,6 +541,20 @@ def _site_of(s: RunReport) -> Callable[[str], str]:
     """A task's site as run `s` names it."""
     site = {t: r.site for t, r in s.per_task.items()}
     return lambda t: site.get(t, UNKNOWN)
+
+
+def _pooled(summaries: list[RunReport], names: list[str], arms: Sequence[tuple[str, Sequence[int]]]
+            ) -> tuple[Pooled, ...]:
+    """Each arm against the first over all their measured repeats, under both rules; none unless an arm repeats."""
+    measured = [(arm, [k for k in ks if summaries[k].success.source]) for arm, ks in arms]
+    if len(measured) < 2 or not any(len(ks) > 1 for _, ks in measured) or not measured[0][1]:
+        return ()
+    (base, bks), out = measured[0], []
+    for arm, ks in measured[1:]:
+        if ks:
+            out += [pooled([_outcomes(summaries[k]) for k in ks], [_outcomes(summaries[k]) for k in bks], rule, arm,
+                           base, [names[k] for k in ks], [names[k] for k in bks]) for rule in RULES]
+    return tuple(out)
 
 
 def _repeats(summaries: list[RunReport], names: list[str], arm: str = "") -> tuple[Repeats, ...]:

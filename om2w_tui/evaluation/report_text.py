@@ -27,6 +27,7 @@ from om2w_tui.evaluation.summary import (
     Measured,
     ModelReport,
     PairedTest,
+    Pooled,
     Readings,
     Repeats,
     RunReport,
@@ -270,6 +271,21 @@ def test_sections(tests: tuple[PairedTest, ...], limit: int = 20,
     return out
 
 
+def pooled_sections(pooled: tuple[Pooled, ...]) -> list[Section]:
+    """Each arm against the first over all their repeats, paired by task: each arm's mean rate on the tasks every
+    repeat counts, the difference of each task's share solved averaged over the tasks with its t interval."""
+    if not pooled:
+        return []
+    return [("each arm against the first over all its repeats (paired by task: each task's share of repeats solved; "
+             "95% t interval over the tasks)",
+             ["arm", "baseline", "measure", "rule", "repeats", "tasks", "arm's mean", "baseline's mean", "difference",
+              "tasks more often solved", "less often"],
+             [[p.a, p.b, p.measure, RULE_HEADERS.get(p.rule, p.rule), f"{len(p.a_runs)} / {len(p.b_runs)}",
+               str(p.difference.n), share(p.a_mean), share(p.b_mean),
+               fmt_pp(p.difference.mean, p.difference.low, p.difference.high), str(p.better), str(p.worse)]
+              for p in pooled])]
+
+
 def repeats_sections(reps: tuple[Repeats, ...], limit: int = 20) -> list[Section]:
     """Repeats of one configuration (or of each arm of a campaign): each run's rate, their mean, sd and range, each
     task solved always / sometimes / never, pass^k (every one of the k repeats solves it) and pass@k (one does)."""
@@ -347,6 +363,7 @@ def compare_sections(c: Comparison) -> list[Section]:
                                               f"the units run together on each site)")
     else:
         out += test_sections(c.tests)
+    out += pooled_sections(c.pooled)
     out += repeats_sections(c.repeats)
     if c.campaign is not None:
         out += pairing_sections(c.campaign)
@@ -468,6 +485,9 @@ def to_csv(summaries: list[RunReport], comparison: Comparison | None) -> str:
         for t in comparison.tests:
             for metric, value in test_cells(t):
                 w.writerow([t.a, "", f"paired vs {t.b} by {by}", t.rule, metric, cell(value)])
+        for pool in comparison.pooled:
+            for metric, value in pooled_cells(pool):
+                w.writerow([pool.a, "", f"over repeats vs {pool.b} by {by}", pool.rule, metric, cell(value)])
         for rep in comparison.repeats:
             for metric, value in repeat_cells(rep):
                 w.writerow([rep.arm or " + ".join(rep.runs), "", f"repeats by {by}", rep.rule, metric, cell(value)])
@@ -509,6 +529,13 @@ def test_cells(t: PairedTest) -> list[tuple[str, Any]]:
     return [("tasks", d.n), ("both", d.both), ("only_a", d.only_a), ("only_b", d.only_b), ("neither", d.neither),
             ("a_rate", t.a_rate.rate), ("b_rate", t.b_rate.rate), ("difference", d.difference),
             ("difference_low", d.low), ("difference_high", d.high), ("mcnemar_p", d.p)]
+
+
+def pooled_cells(p: Pooled) -> list[tuple[str, Any]]:
+    d = p.difference
+    return [("repeats", len(p.a_runs)), ("baseline_repeats", len(p.b_runs)), ("tasks", d.n), ("mean", p.a_mean),
+            ("baseline_mean", p.b_mean), ("difference", d.mean), ("se", d.se), ("low", d.low), ("high", d.high),
+            ("better", p.better), ("worse", p.worse)]
 
 
 def repeat_cells(r: Repeats) -> list[tuple[str, Any]]:

@@ -1,6 +1,6 @@
 """The statistics of a benchmark's success rates, in plain `math`: the Wilson score interval of a rate, Cohen's kappa
-of two raters, McNemar's exact test of two arms on the same tasks, the interval of their paired difference, and the
-mean and spread of several runs.
+of two raters, McNemar's exact test of two arms on the same tasks, the interval of their paired difference, the
+mean and spread of several runs, and a mean's t interval (two arms' difference over their repeats, paired by task).
 
 Why these: a rate over a few hundred tasks moves by several points from run to run, so every rate is shown with its
 95% interval (Wilson's: right near 0% and 100%, where the textbook one says nonsense such as [-3%, 9%]); two arms
@@ -129,3 +129,51 @@ def spread(rates: Sequence[float]) -> Spread:
         return Spread(0, None, None, None, None)
     sd = statistics.stdev(values) if len(values) > 1 else None
     return Spread(len(values), statistics.fmean(values), sd, min(values), max(values))
+
+
+# Student's t, two-sided 95% (its 97.5th percentile), for 1..30 degrees of freedom (the published table's values)
+_T975 = (12.7062047, 4.3026527, 3.1824463, 2.7764451, 2.5705818, 2.4469119, 2.3646243, 2.3060041, 2.2621572,
+         2.2281389, 2.2009852, 2.1788128, 2.1603687, 2.1447867, 2.1314495, 2.1199053, 2.1098156, 2.1009220,
+         2.0930241, 2.0859634, 2.0796138, 2.0738731, 2.0686576, 2.0638986, 2.0595386, 2.0555294, 2.0518305,
+         2.0484071, 2.0452296, 2.0422725)
+
+
+def t975(df: int) -> float:
+    """Student's t 97.5th percentile with `df` degrees of freedom: the table to 30, above it the Cornish-Fisher
+    expansion of Abramowitz & Stegun 26.7.5 in powers of 1/df (its error below 1e-6 there)."""
+    if df < 1:
+        raise ValueError(f"{df} degrees of freedom")
+    if df <= len(_T975):
+        return _T975[df - 1]
+    z = Z95
+    g = ((z ** 3 + z) / 4, (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96,
+         (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384,
+         (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / 92160)
+    return z + sum(gk / float(df) ** (k + 1) for k, gk in enumerate(g))
+
+
+@dataclass(frozen=True)
+class MeanInterval:
+    """The mean of `n` values with its standard error and 95% interval (Student's t with n - 1 degrees of freedom;
+    None with fewer than two values)."""
+
+    n: int
+    mean: float | None
+    se: float | None
+    low: float | None
+    high: float | None
+
+
+def mean_interval(values: Sequence[float]) -> MeanInterval:
+    """The mean of `values` and its 95% t interval. For a paired difference over tasks (each task's difference of
+    two arms' means over their repeats): the interval Miller (2024, "Adding Error Bars to Evals") gives, the tasks
+    the unit resampled, so the repeats narrow it only as far as they steady each task's own rate."""
+    v = [float(x) for x in values]
+    if not v:
+        return MeanInterval(0, None, None, None, None)
+    mean = statistics.fmean(v)
+    if len(v) < 2:
+        return MeanInterval(1, mean, None, None, None)
+    se = statistics.stdev(v) / math.sqrt(len(v))
+    half = t975(len(v) - 1) * se
+    return MeanInterval(len(v), mean, se, mean - half, mean + half)

@@ -17,7 +17,7 @@ from typing import Any
 from om2w_tui.evaluation.campaign_summary import CampaignView
 from om2w_tui.evaluation.failure import Failure, counted
 from om2w_tui.evaluation.measure import Measure
-from om2w_tui.evaluation.stats import PairedDifference, Spread, wilson
+from om2w_tui.evaluation.stats import MeanInterval, PairedDifference, Spread, wilson
 from om2w_tui.evaluation.task_outcome import Outcome
 
 
@@ -196,6 +196,33 @@ class PairedTest:
                 "b_rate": self.b_rate.to_json(), **_paired_json(self.difference),
                 "only_a_tasks": list(self.only_a_tasks), "only_b_tasks": list(self.only_b_tasks),
                 "by_site": {k: _paired_json(v) for k, v in self.by_site.items()}, "left_out": self.left_out}
+
+
+@dataclass(frozen=True)
+class Pooled:
+    """Arm A against arm B over all their repeats, under one rule: on the tasks every repeat of both has an outcome
+    for, each task's share of A's repeats that solved it minus B's, averaged over the tasks, with its 95% t interval
+    (`stats.mean_interval`: the tasks are the unit); each arm's mean rate on those tasks; the tasks A solved more
+    often than B (`better`) and less often (`worse`)."""
+
+    a: str
+    b: str
+    rule: str
+    a_runs: tuple[str, ...]
+    b_runs: tuple[str, ...]
+    a_mean: float | None
+    b_mean: float | None
+    difference: MeanInterval
+    better: int = 0
+    worse: int = 0
+    measure: str = ""             # the measure every run is read by (Measure.name)
+
+    def to_json(self) -> dict[str, Any]:
+        d = self.difference
+        return {"a": self.a, "b": self.b, "rule": self.rule, "measure": self.measure, "a_runs": list(self.a_runs),
+                "b_runs": list(self.b_runs), "tasks": d.n, "a_mean": self.a_mean, "b_mean": self.b_mean,
+                "difference": d.mean, "se": d.se, "low": d.low, "high": d.high, "better": self.better,
+                "worse": self.worse}
 
 
 @dataclass(frozen=True)
@@ -523,6 +550,7 @@ class Comparison:
     median: Mapping[str, tuple[float | None, ...]]
     tests: tuple[PairedTest, ...] = ()      # each run against the baseline, task by task, under each rule
     repeats: tuple[Repeats, ...] = ()       # the runs as repeats of one configuration, under each rule
+    pooled: tuple[Pooled, ...] = ()         # a campaign's arms against the first over all their repeats, each rule
     measure: Measure | None = None          # the one measure every run is read by (None: no run has one)
     campaign: CampaignView | None = None    # the runs are a campaign's lanes (its key only then)
 
@@ -534,6 +562,8 @@ class Comparison:
                "median": {k: list(v) for k, v in self.median.items()},
                "tests": [t.to_json() for t in self.tests], "repeats": [r.to_json() for r in self.repeats],
                "measure": None if self.measure is None else self.measure.to_json()}
+        if self.pooled:
+            out["pooled"] = [p.to_json() for p in self.pooled]
         if self.campaign is not None:
             out["campaign"] = self.campaign.to_json()
         return out

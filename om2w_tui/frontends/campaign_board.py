@@ -15,20 +15,20 @@ at 600 units it takes about a millisecond (measured in tests/ui/test_campaign_co
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from om2w_tui.engine.events import LaneRow, PairingGaps, RunSnapshot
 from om2w_tui.engine.pairing import UnitLane, compared_pairs
 from om2w_tui.engine.results import EpisodeRecord
-from om2w_tui.evaluation.agreement import paired
+from om2w_tui.evaluation.agreement import paired, pooled
 from om2w_tui.evaluation.judge_files import parse_output_name
 from om2w_tui.evaluation.judge_settings import FILE_MODES
 from om2w_tui.evaluation.labels import RunLabels, read_run_labels
 from om2w_tui.evaluation.live_judge import VerdictTail
 from om2w_tui.evaluation.measure import Measure, NoCommonMeasure, choose
 from om2w_tui.evaluation.outcomes import RULES, count, label_outcome, run_outcome
-from om2w_tui.evaluation.summary import Counts, PairedTest
+from om2w_tui.evaluation.summary import Counts, PairedTest, Pooled
 from om2w_tui.evaluation.task_outcome import Outcome
 
 _MODE_OF_FILE = {file_mode: mode for mode, file_mode in FILE_MODES.items()}   # the file's spelling -> the mode
@@ -81,7 +81,8 @@ class ArmRates:
 @dataclass(frozen=True)
 class Comparison:
     """The arms compared now: by `measure` (None: no lane has one yet; `problem` says why none is common), each
-    lane's counts, each lane against its repeat's baseline lane under each rule, the pairing gaps."""
+    lane's counts, each lane against its repeat's baseline lane under each rule, the pairing gaps, and where an arm
+    repeats each arm against the first over all its repeats (paired by task, as `report` has it)."""
 
     measure: Measure | None
     problem: str
@@ -89,6 +90,7 @@ class Comparison:
     tests: tuple[PairedTest, ...]
     pairing: PairingGaps
     took_s: float = 0.0
+    pooled: tuple[Pooled, ...] = ()     # where an arm repeats: each arm against the first over all its repeats
 
 
 @dataclass
@@ -185,8 +187,7 @@ class CampaignBoard:
             return self._cached[1]
         began = time.perf_counter()
         found = self._compare()
-        found = Comparison(found.measure, found.problem, found.arms, found.tests, found.pairing,
-                           time.perf_counter() - began)
+        found = replace(found, took_s=time.perf_counter() - began)
         self._cached = (version, found)
         return found
 
@@ -253,7 +254,21 @@ class CampaignBoard:
         arms = tuple(ArmRates(lane, self.label(lane), count(outcomes[lane].values())) for lane in lanes)
         tests = [paired(outcomes[lane], outcomes[base], rule, self.label(lane), self.label(base))
                  for base, lane in self._pairs(lanes) for rule in RULES]
-        return Comparison(measure, "", arms, tuple(tests), self.pairing)
+        return Comparison(measure, "", arms, tuple(tests), self.pairing, pooled=self._pooled(lanes, outcomes))
+
+    def _pooled(self, lanes: list[str], outcomes: dict[str, dict[str, Outcome | None]]) -> tuple[Pooled, ...]:
+        """Where an arm repeats: each arm against the first (the first lane's) over all its repeats, under each rule."""
+        if not all(lane in self.rows for lane in lanes):
+            return ()
+        by_arm: dict[str, list[str]] = {}
+        for lane in lanes:
+            by_arm.setdefault(self.arm_of(lane), []).append(lane)
+        if len(by_arm) < 2 or all(len(v) < 2 for v in by_arm.values()):
+            return ()
+        (base, base_lanes), *others = by_arm.items()
+        return tuple(pooled([outcomes[x] for x in arm_lanes], [outcomes[x] for x in base_lanes], rule, arm, base,
+                            [self.label(x) for x in arm_lanes], [self.label(x) for x in base_lanes])
+                     for arm, arm_lanes in others for rule in RULES)
 
     def _pairs(self, lanes: list[str]) -> list[tuple[str, str]]:
         """(baseline, lane) for each lane compared: an arm's lane against the first arm's of the same repeat, the

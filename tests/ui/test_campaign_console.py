@@ -194,6 +194,33 @@ def test_the_comparison_of_600_units_is_cheap_and_computed_again_only_on_change(
     assert board.comparison() is not c
 
 
+def test_with_repeats_the_comparison_pools_each_arm_over_its_repeats_as_report_does():
+    """2 arms x 2 repeats: besides each repeat's test, each arm against the first over both repeats, paired by task
+    (agreement.pooled, report's), and the panel shows it."""
+    board = CampaignBoard()
+    board.rows = {name: LaneRow(name, arm, k) for name, arm, k in (("base", "base", 1), ("agent", "agent", 1),
+                                                                    ("base-r2", "base", 2), ("agent-r2", "agent", 2))}
+    solved = {"base": {"t1"}, "base-r2": set(), "agent": {"t1", "t2"}, "agent-r2": {"t1"}}
+    for lane, tasks in solved.items():
+        for t in ("t1", "t2"):
+            board.finished(lane, C.rec(lane, t, R.SHOP, t in tasks, R.T0))
+    c = board.comparison()
+    assert [(t.a, t.b) for t in c.tests if t.rule == RULE_ALL] == [("agent r1", "base r1"), ("agent r2", "base r2")]
+    p = next(p for p in c.pooled if p.rule == RULE_ALL)
+    # per task agent - base: t1 1 - 1/2, t2 1/2 - 0
+    assert (p.a, p.b, p.a_runs, p.difference.n, p.difference.mean, p.better) == (
+        "agent", "base", ("agent r1", "agent r2"), 2, 0.5, 2)
+    shown = Console(width=160, record=True)
+    shown.print(comparison_renderable(c))
+    text = shown.export_text()
+    assert "over all repeats, paired by task" in text and "agent - base │ over all   │     2/2 │     2 │  +50" in text
+    one = CampaignBoard()
+    one.rows = {"base": LaneRow("base", "base", 1), "agent": LaneRow("agent", "agent", 1)}
+    for lane in ("base", "agent"):
+        one.finished(lane, C.rec(lane, "t1", R.SHOP, True, R.T0))
+    assert one.comparison().pooled == ()            # one repeat: the repeat's own test says it
+
+
 def judge_file(folder, verdicts: dict[str, bool], model: str = "o4-mini") -> None:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"om2w-tui_WebJudge_Online_Mind2Web_eval_{model}_score_threshold_3_auto_eval_results.json"

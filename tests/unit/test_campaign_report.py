@@ -265,6 +265,7 @@ def test_the_site_of_a_campaign_shows_its_lanes_each_arm_s_repeats_and_the_gap(t
         assert 'data-pairing="median" data-value="10.0">10 s<' in page
         assert 'data-pairing="span" data-value="115.0">115 s<' in page
         assert "<th>t2</th><td>6.7 min</td><td>agent r2</td><td>base r2</td>" in page
+        assert 'data-pooled="agent|over all" data-difference="0.375"' in page and "+37.5 pp [-2.3, +77.3]" in page
     # the tests are repeat by repeat: agent r2 against base r2, the tasks only agent r2 solved linked
     assert "agent r2 against base r2" in compare and re.search(r'href="r4/t/t3\.html">t3</a>', compare)
     assert [p.name for p in sorted(site.iterdir()) if p.name.startswith("r")] == ["r1", "r2", "r3", "r4"]
@@ -340,3 +341,23 @@ def test_label_judge_and_check_on_a_campaign_name_its_lanes_to_pick_and_write_no
                 f"lora-r2), e.g. `om2w-tui {command} {camp / 'qwen'}`") in done.stderr, (command, done.stderr)
     assert sorted(p.relative_to(camp).as_posix() for p in camp.rglob("*")) == before
     assert not (tmp_path / "h.json").exists()
+
+
+def test_each_arm_against_the_first_over_all_its_repeats_is_paired_by_task_with_a_t_interval(tmp_path):
+    """PLAN's shares of repeats solved, over all: base t0 1, t1 1/2, t2 0, t3 0 (mean 3/8); agent 1, 1, 1/2, 1/2 (3/4);
+    per task agent - base: 0, 1/2, 1/2, 1/2: mean 3/8, sd 1/4, se 1/8, t(3) 3.182 -> [-0.023, +0.773]."""
+    c = json.loads(report(str(make_campaign(tmp_path / "c")), "--format", "json").stdout)["compare"]
+    pooled = {p["rule"]: p for p in c["pooled"]}
+    p = pooled["over all"]
+    assert (p["a"], p["b"], p["a_runs"], p["b_runs"], p["tasks"]) == ("agent", "base", ["agent r1", "agent r2"],
+                                                                     ["base r1", "base r2"], 4)
+    assert (p["a_mean"], p["b_mean"], p["difference"], p["se"]) == pytest.approx((0.75, 0.375, 0.375, 0.125))
+    assert (p["low"], p["high"]) == pytest.approx((0.375 - 3.1824463 * 0.125, 0.375 + 3.1824463 * 0.125))
+    assert (p["better"], p["worse"]) == (3, 0)
+    md = report(str(make_campaign(tmp_path / "c2")), "--format", "md").stdout
+    assert "### each arm against the first over all its repeats" in md
+    row = "| agent | base | reference answers | over all | 2 / 2 | 4 | 75.0% | 37.5% | +37.5 pp [-2.3, +77.3] | 3 | 0 |"
+    assert row in md
+    # one repeat each: the per-repeat tests say it all, nothing pooled
+    one = make_campaign(tmp_path / "one", {k: v for k, v in PLAN.items() if k[1] == 1})
+    assert "pooled" not in json.loads(report(str(one), "--format", "json").stdout)["compare"]

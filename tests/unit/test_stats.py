@@ -13,7 +13,17 @@ from hypothesis import strategies as st
 
 from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.evaluation.outcomes import count, label_outcome, run_outcome
-from om2w_tui.evaluation.stats import Z95, cohen_kappa, mcnemar_exact, paired_difference, spread, wilson
+from om2w_tui.evaluation.stats import (
+    Z95,
+    MeanInterval,
+    cohen_kappa,
+    mcnemar_exact,
+    mean_interval,
+    paired_difference,
+    spread,
+    t975,
+    wilson,
+)
 from om2w_tui.evaluation.summary import Counts, Rate
 
 
@@ -146,3 +156,31 @@ def test_a_task_with_no_record_is_still_to_run_unless_the_folder_keeps_none():
     assert run_outcome(None, True, keeps_records=True) is None       # queued or running: neither
     assert run_outcome(None, True, keeps_records=False) == "success"  # another harness's folder: its verdicts
     assert run_outcome(None, None, keeps_records=False) is None
+
+
+@pytest.mark.parametrize(("df", "t"), [(1, 12.7062), (2, 4.3027), (5, 2.5706), (10, 2.2281), (30, 2.0423),
+                                       (31, 2.0395), (40, 2.0211), (60, 2.0003), (120, 1.9799), (299, 1.9680),
+                                       (100_000, 1.9600)])
+def test_t975_is_student_s_975th_percentile(df, t):
+    # the values of any t table (R's qt(0.975, df)), on both sides of the table's end at 30
+    assert t975(df) == pytest.approx(t, abs=1e-4)
+
+
+def test_t975_refuses_no_degrees_of_freedom():
+    with pytest.raises(ValueError):
+        t975(0)
+
+
+def test_mean_interval_is_the_t_interval_of_the_mean():
+    m = mean_interval([0.0, 0.5, 0.5, 0.5])
+    assert (m.n, m.mean, m.se) == (4, 0.375, pytest.approx(0.125))
+    assert (m.low, m.high) == pytest.approx((0.375 - 3.1824463 * 0.125, 0.375 + 3.1824463 * 0.125))
+    assert mean_interval([0.25]) == MeanInterval(1, 0.25, None, None, None) and mean_interval([]).mean is None
+
+
+@given(st.lists(st.sampled_from([-1.0, -0.5, 0.0, 0.5, 1.0]), min_size=2, max_size=60))
+def test_mean_interval_holds_its_mean_and_narrows_with_the_spread(values):
+    m = mean_interval(values)
+    assert m.low is not None and m.high is not None and m.se is not None
+    assert m.low <= m.mean <= m.high
+    assert m.high - m.low == pytest.approx(2 * t975(len(values) - 1) * m.se)

@@ -78,6 +78,16 @@ def comparison_renderable(c: Comparison) -> RenderableType:
                 shown = ", ".join(tasks[:ONLY_SHOWN]) + (" …" if len(tasks) > ONLY_SHOWN else "")
                 only.append((shown or "none") + "\n")
         parts += [Text(""), only]
+    if c.pooled:
+        over = Table(title="over all repeats, paired by task (each task's share solved; A - B in points, t interval)",
+                     title_justify="left", expand=False, show_edge=False, pad_edge=False)
+        for col in ("A - B", "rule", "repeats", "tasks", "diff", "95% CI", "more often", "less often"):
+            over.add_column(col, justify="left" if col in ("A - B", "rule") else "right", no_wrap=True)
+        for p in c.pooled:
+            m = p.difference
+            over.add_row(f"{p.a} - {p.b}", p.rule, f"{len(p.a_runs)}/{len(p.b_runs)}", str(m.n), _pp(m.mean),
+                         f"[{_pp(m.low)}, {_pp(m.high)}]" if m.low is not None else "-", str(p.better), str(p.worse))
+        parts += [Text(""), over]
     parts.append(Text("  ".join(f"{rule}: {RULE_WORDS[rule]}." for rule in RULES), style="dim"))
     return Group(*parts)
 
