@@ -151,7 +151,7 @@ def judge_lines(pre: Preflight, judge_file: str) -> list[str]:
     """A campaign's arms by its live judge's verdicts (in `judge_file` of each lane's folder), read from the lanes'
     folders as they stand: each lane's rate under both counting rules, then each lane against its repeat's baseline
     on the tasks both have an outcome for (the difference with its 95% interval, McNemar's p, the tasks only one
-    solved)."""
+    solved), and where an arm repeats each arm against the first over all its repeats (paired by task)."""
     board = CampaignBoard(campaign_out=pre.config.out, live_judge=judge_file, wanted="judge")
     board.rows = {lp.name: LaneRow(lp.name, lp.arm, lp.repeat, str(lp.pre.config.out)) for lp in pre.lanes}
     for lp in pre.lanes:
@@ -167,6 +167,11 @@ def judge_lines(pre: Preflight, judge_file: str) -> list[str]:
         d = t.difference
         lines.append(f"{c.measure.name}: {t.a} - {t.b} ({t.rule}, {d.n} tasks): {fmt_pp(d.difference, d.low, d.high)}, "
                      f"McNemar p {fmt_p(d.p)}, only {t.a} solved {d.only_a}, only {t.b} solved {d.only_b}")
+    for p in c.pooled:
+        m = p.difference
+        lines.append(f"{c.measure.name}: {p.a} - {p.b} over {len(p.a_runs)} and {len(p.b_runs)} repeats ({p.rule}, "
+                     f"{m.n} tasks, paired by task): {fmt_pp(m.mean, m.low, m.high)}, solved more often {p.better}, "
+                     f"less often {p.worse}")
     return lines
 
 

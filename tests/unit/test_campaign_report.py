@@ -361,3 +361,25 @@ def test_each_arm_against_the_first_over_all_its_repeats_is_paired_by_task_with_
     # one repeat each: the per-repeat tests say it all, nothing pooled
     one = make_campaign(tmp_path / "one", {k: v for k, v in PLAN.items() if k[1] == 1})
     assert "pooled" not in json.loads(report(str(one), "--format", "json").stdout)["compare"]
+
+
+def test_the_headless_end_says_each_arm_over_all_its_repeats_by_the_live_judge(tmp_path):
+    """A campaign judged as it went, headless: after each repeat's test, each arm against the first over both
+    repeats by the judge's verdicts (here the reference answers' PLAN, judged alike: +37.5 pp over 4 tasks)."""
+    from types import SimpleNamespace
+
+    from om2w_tui.frontends.headless import judge_lines
+
+    camp = make_campaign(tmp_path / "c")
+    name = "om2w-tui_WebJudge_Online_Mind2Web_eval_o4-mini_score_threshold_3_auto_eval_results.json"
+    lanes = []
+    for (arm, k), tasks in PLAN.items():
+        out = camp / lane_name(arm, k)
+        (out / name).write_text("".join(json.dumps({"task_id": t, "predicted_label": int(ok)}) + "\n"
+                                        for t, (ok, _) in tasks.items()))
+        lanes.append(SimpleNamespace(name=lane_name(arm, k), arm=arm, repeat=k,
+                                     pre=SimpleNamespace(config=SimpleNamespace(out=out))))
+    pre = SimpleNamespace(config=SimpleNamespace(out=camp), lanes=lanes)
+    said = judge_lines(pre, name)   # type: ignore[arg-type]  (the parts of a Preflight it reads)
+    assert ("judge webjudge/o4-mini: agent - base over 2 and 2 repeats (over all, 4 tasks, paired by task): "
+            "+37.5 pp [-2.3, +77.3], solved more often 3, less often 0") in said, said
