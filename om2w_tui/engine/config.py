@@ -22,6 +22,9 @@ SCHEMAS = ("v1", "v2")
 COORDINATES: tuple[str, ...] = get_args(Coordinates)
 DEFAULT_VLLM = "http://127.0.0.1:8400/v1"
 EXECUTORS = ("local", "ray")
+# the live judge's methods: the official WebJudge, WebJudge shown the answer as a claim, WebVoyager's (evaluation/
+# judge_settings.py names each one's file as the official evaluator does)
+JUDGE_MODES = ("webjudge", "webjudge-answer", "webvoyager")
 
 
 def is_oracle(model: str) -> bool:
@@ -82,6 +85,7 @@ class RunConfig(ModelSettings):
     judge_url: EndpointURL | None = None   # shown redacted, as --vllm
     judge_model: str | None = None
     judge_workers: int = 4         # judge calls at once (as `judge --workers`)
+    judge_mode: str = "webjudge"   # JUDGE_MODES: the live judge's method
     judge_api_key_env: str = "OPENAI_API_KEY"
 
     def __post_init__(self) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from om2w_tui.benchmarks.tasks import MAX_STEPS
-from om2w_tui.engine.config import BENCHES, COORDINATES, DEFAULT_VLLM, EXECUTORS, SCHEMAS, RunConfig
+from om2w_tui.engine.config import BENCHES, COORDINATES, DEFAULT_VLLM, EXECUTORS, JUDGE_MODES, SCHEMAS, RunConfig
 from om2w_tui.episode.browser import DEFAULT_LOCALE, DEFAULT_TIMEZONE, DEFAULT_VIEWPORT
 from om2w_tui.secret import EndpointURL, URLError, check_endpoint_url
 
@@ -477,6 +477,10 @@ SETTINGS: tuple[Setting, ...] = (
             "writes; credentials in it are used, never shown or written", Endpoint(), JUDGING, metavar="URL",
             demo=False, default_help="none: no judging during the run"),
     Setting("judge_model", "--judge-model", "the judge's served model name (with --judge-url)", group=JUDGING,
+            demo=False),
+    Setting("judge_mode", "--judge-mode", "the live judge's method: webjudge (Online-Mind2Web's WebJudge, the "
+            "official, judging by the screenshots), webjudge-answer (the agent's answer shown too, as its claim), "
+            "webvoyager (WebVoyager's: the answer and the last screenshots)", Choice(JUDGE_MODES), JUDGING,
             demo=False),
     Setting("judge_workers", "--judge-workers", "judge calls at once (as `judge --workers`); the run's slots never "
             "wait for them", Whole(1, 64), JUDGING, demo=False),

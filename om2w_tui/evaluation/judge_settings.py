@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from om2w_tui.engine.config import RunConfig
+
 MODES = ("webjudge", "webvoyager")
 PARSINGS = ("official", "lenient")
 MAX_TOKENS = 512                  # the official evaluator's max_tokens for every call
-# our mode -> the file name's mode, as the official evaluator names its modes
+# our mode (a run's --judge-mode: engine/config.py's JUDGE_MODES) -> the file name's mode, as the official evaluator
+# names its modes
 FILE_MODES = {"webjudge": "WebJudge_Online_Mind2Web_eval", "webjudge-answer": "WebJudge_Online_Mind2Web_eval_answer",
               "webvoyager": "WebVoyager_eval"}
 
@@ -36,3 +39,11 @@ class Settings:
     @property
     def file_mode(self) -> str:
         return FILE_MODES[self.mode_name]
+
+    @classmethod
+    def of_run(cls, cfg: RunConfig) -> Settings:
+        """A run's live judge (--judge-model, --judge-mode, --judge-workers): the same method and file as `om2w-tui
+        judge --mode ...` with those settings."""
+        answer = cfg.judge_mode == "webjudge-answer"
+        return cls(model=cfg.judge_model or "", mode="webjudge" if answer else cfg.judge_mode, include_answer=answer,
+                   workers=cfg.judge_workers)

@@ -315,21 +315,22 @@ class JudgedRun:
 
 
 class LiveJudging:
-    """The live judge as a launch `Companion`: for a run with --judge-url and --judge-model (WebJudge, the official
-    reading, into the file `om2w-tui judge` writes)."""
+    """The live judge as a launch `Companion`: for a run with --judge-url and --judge-model (by --judge-mode's method,
+    the official WebJudge unless told, read as the official evaluator reads it, into the file `om2w-tui judge` with
+    that mode writes)."""
 
     def check(self, cfg: RunConfig) -> str:
         """The judge's file is appended to: a symlink or a FIFO there is refused as the run's own files are."""
         if not cfg.judge_url or not cfg.judge_model:
             return ""
-        problem = unsafe_entry(output_path(cfg.out, Settings(model=cfg.judge_model)))
+        problem = unsafe_entry(output_path(cfg.out, Settings.of_run(cfg)))
         return f"--out {cfg.out}: {problem}" if problem else ""
 
     def open(self, cfg: RunConfig, emit: Emit, selection: Collection[str]) -> LiveJudge | None:
         """`selection`: the run's tasks (its shard's share), the only ones its judge catches up on."""
         if not cfg.judge_url or not cfg.judge_model:
             return None
-        settings = Settings(model=cfg.judge_model, workers=cfg.judge_workers)
+        settings = Settings.of_run(cfg)
         client = judge_client(cfg.judge_url.for_client(), cfg.judge_api_key(), settings)
         return LiveJudge(cfg.out, settings, client, emit, selection=selection)
 
@@ -339,7 +340,7 @@ class LiveJudging:
         run folder) judged into its own folder by the one judge; `selection` as `open`'s."""
         if not cfg.judge_url or not cfg.judge_model:
             return None
-        settings = Settings(model=cfg.judge_model, workers=cfg.judge_workers)
+        settings = Settings.of_run(cfg)
         client = judge_client(cfg.judge_url.for_client(), cfg.judge_api_key(), settings)
         return LaneJudges(lanes, settings, client, emit, selection=selection)
 
@@ -411,7 +412,7 @@ def live_judge_file(cfg: RunConfig) -> str | None:
     """The file name the live judge of `cfg` (--judge-url, --judge-model) writes in each run folder, or None."""
     if not cfg.judge_url or not cfg.judge_model:
         return None
-    return output_path(Path("."), Settings(model=cfg.judge_model)).name
+    return output_path(Path("."), Settings.of_run(cfg)).name
 
 
 def find_newest_judge_file(out: Path) -> Path | None:

@@ -39,8 +39,8 @@ MODES: dict[str, str] = {
     "oracle-500": "answers HTTP 500 with an error body",
     "oracle-badjson": "answers 200 with message content that is not JSON",
     "oracle-nodone": "plays the solutions but scrolls where it would call done",
-    "oracle-weak": "plays as oracle, but ends every third task (by its id's hash: the same tasks every run) at "
-                   "once with a wrong answer: a second arm that really differs",
+    "oracle-weak": "plays as oracle, but ends the tasks whose id's hash is divisible by 3 (3 of the 19 offline "
+                   "tasks, the same every run) at once with a wrong answer: a second arm that really differs",
     "oracle-flaky": "every other request (the 1st, 3rd, ...) gets HTTP 500",
     "oracle-judge": "plays the judge of `om2w-tui judge` (key points, screenshot scores, verdicts); plays "
                     "agent requests as `oracle`",
@@ -154,7 +154,7 @@ WEAK_ANSWER = "oracle-weak: a wrong answer, given without looking"
 
 
 def weak_fails(task: dict[str, Any]) -> bool:
-    """Whether oracle-weak fails `task`: every third task by a stable hash of its id (the same in every run and
+    """Whether oracle-weak fails `task`: a task whose id's stable hash is divisible by 3 (the same in every run and
     process, unlike Python's hash)."""
     return int(hashlib.sha256(str(task.get("task_id", "")).encode("utf-8")).hexdigest(), 16) % 3 == 0
 

@@ -10,6 +10,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
 from openai import AsyncOpenAI
 
 from om2w_tui.engine.events import EpisodeFinished, Log
@@ -273,3 +274,32 @@ async def test_each_shards_judge_catches_up_on_its_own_share_only_so_each_task_i
         lines = output_path(out, s).read_text().splitlines()
         assert sorted(json.loads(x)["task_id"] for x in lines) == ["a", "b", "c", "d"], out   # one line each
     assert judge_server.calls - calls == 3 * 4 * 4                       # each task of each folder judged once
+
+
+@pytest.mark.parametrize(("mode", "file_mode", "success"), [
+    ("webjudge", "WebJudge_Online_Mind2Web_eval", False),           # the answer is not shown: the oracle sees no pixels
+    ("webjudge-answer", "WebJudge_Online_Mind2Web_eval_answer", True),
+    ("webvoyager", "WebVoyager_eval", True)])
+async def test_a_runs_judge_judges_by_its_judge_mode_into_that_modes_file(tmp_path, judge_server, mode, file_mode,
+                                                                        success):
+    """--judge-mode picks the live judge's method, and so its file (the one `om2w-tui judge --mode ...` writes, the
+    one the console and the comparison read): an offline task answered rightly, its answer seen by the judge only
+    where the method shows it."""
+    from om2w_tui.engine.config import RunConfig
+    from om2w_tui.evaluation.live_judge import LIVE_JUDGE, live_judge_file
+
+    out = tmp_path / "run"
+    folder(out, "offline_shop_search_01")
+    result = json.loads((out / "offline_shop_search_01" / "result.json").read_text())
+    result.update(task='Search Northwind Market for "kettle" and tell me the price of the Copper Pour-Over Kettle.',
+                  final_result_response="The Copper Pour-Over Kettle costs $42.50.")
+    (out / "offline_shop_search_01" / "result.json").write_text(json.dumps(result))
+    cfg = RunConfig(out=out, bench="offline", model="oracle", judge_url=judge_server.url, judge_model="oracle-judge",
+                    judge_mode=mode)
+    judge = LIVE_JUDGE.open(cfg, lambda e: None, ["offline_shop_search_01"])
+    assert judge is not None and live_judge_file(cfg) == judge.path.name and file_mode in judge.path.name
+    await judge.start()
+    judge.handle(finished(record("offline_shop_search_01")))
+    assert await judge.drain(lambda: False)
+    await judge.close()
+    assert read_judged(judge.path)["offline_shop_search_01"]["predicted_label"] == int(success)
