@@ -10,7 +10,7 @@ folder (the official evaluator takes every subfolder of a run's folder as a task
 An arm's lane is a folder beside those files: `arm_problem` refuses an arm named as one of them (`OWN_GLOBS`: the
 campaign's and, since the folder is held as a run's, a run's own), or like another arm but for case.
 
-No I/O here but reading `campaign.json`; the module sits just above `run_folder.py`, below everything that reads runs."""
+No I/O here but reading `campaign.json`; the module sits just above `run_folder.py`, below all that reads runs."""
 
 from __future__ import annotations
 
