@@ -6,10 +6,12 @@ The plan holds the shared settings at its top level under their flags' names (`w
 `out = "runs/study"`, `_` or `-` alike), `repeats = K`, and one `[arms.NAME]` table per arm with what that arm
 changes (`arm`, `model`, `vllm`, `api-key-env`, `max-steps`, `temperature`, ... any per-run setting). Every value is
 read by its setting's own declaration (engine/settings.py), as its flag is; a problem is a `PlanError` naming the
-plan's file and line. Command-line flags given after the plan (`overrides`) replace its top level.
+plan's file and line (a setting given twice, spelled both ways, names both). Command-line flags given after the plan
+(`overrides`) replace its top level.
 
 What a lane measures (its arm's settings and the task selection) may not change under an existing campaign folder;
-where its episodes run, how they are paced and judged as they go may (`MEASURED`)."""
+where its episodes run, how they are paced and judged as they go may (`MEASURED`). Each setting is compared as its
+kind says (`Kind.same`): a selection (task ids, levels, sites) as a set."""
 
 from __future__ import annotations
 
@@ -122,12 +124,18 @@ class Campaign:
 _HEADER = re.compile(r"\s*\[\s*(?P<name>[^\[\]]+?)\s*\]\s*(?:#.*)?$")
 _PART = re.compile(r"\"[^\"]*\"|'[^']*'|[^.\s]+")
 _TOML_LINE = re.compile(r"at line (?P<line>\d+)")
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
 _KEY = re.compile(r"\s*(?P<key>\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)\s*=")
 
 
 def _unquote(part: str) -> str:
     part = part.strip()
     return part[1:-1] if len(part) >= 2 and part[0] == part[-1] and part[0] in "\"'" else part
+
+
+def table_name(table: tuple[str, ...]) -> str:
+    """A table as the plan spells it (`arms."campaign.json"`: a part that is no bare key quoted)."""
+    return ".".join(p if _BARE.fullmatch(p) else f'"{p}"' for p in table)
 
 
 def key_line(text: str, table: tuple[str, ...], key: str | None) -> int:
@@ -163,7 +171,7 @@ class _Reader:
         for key in keys:
             if (name := flag_name(key)) in seen:
                 first = key_line(self.text, table, seen[name])
-                where = f"[{'.'.join(table)}] " if table else ""
+                where = f"[{table_name(table)}] " if table else ""
                 raise self.fail(table, key, f"{where}{key}: set twice, also as {seen[name]}"
                                             f"{f' on line {first}' if first else ''}; keep one of them")
             seen[name] = key
@@ -171,7 +179,7 @@ class _Reader:
     def setting(self, table: tuple[str, ...], key: str, raw: Any) -> tuple[str, Any]:
         """(RunConfig field or extra flag's name, value) for one key of the plan, read as its flag is."""
         name = flag_name(key)
-        where = f"[{'.'.join(table)}] " if table else ""
+        where = f"[{table_name(table)}] " if table else ""
         if name in EXTRA_FLAGS:
             if name == "no-pacing":
                 if not isinstance(raw, bool):
@@ -257,10 +265,11 @@ def read_plan(path: Path) -> Plan:
                                            "[arms.agent] with arm = \"agent\")")
     arms: list[Arm] = []
     for name, table in arms_table.items():
+        shown = table_name(("arms", name))   # as the plan spells it: `arms."campaign.json"`
         if problem := arm_problem(name, [arm.name for arm in arms]):
-            raise reader.fail(("arms", name), None, f"[arms.{name}]: {problem}")
+            raise reader.fail(("arms", name), None, f"[{shown}]: {problem}")
         if not isinstance(table, dict):
-            raise reader.fail(("arms",), name, f"arms.{name}: a table of the settings the arm changes")
+            raise reader.fail(("arms",), name, f"{shown}: a table of the settings the arm changes")
         reader.once(("arms", name), table)
         changes: dict[str, Any] = {}
         for key, value in table.items():
@@ -269,7 +278,7 @@ def read_plan(path: Path) -> Plan:
                 judging = field in BY_KEY and BY_KEY[field].group == JUDGING
                 why = ("one judge for every arm, so the arms are compared on one measure" if judging
                        else "every arm runs the same tasks on one pacer and one set of slots")
-                raise reader.fail(("arms", name), key, f"[arms.{name}] {key}: campaign-wide ({why}); set it at the "
+                raise reader.fail(("arms", name), key, f"[{shown}] {key}: campaign-wide ({why}); set it at the "
                                   f"plan's top level")
             changes[field] = parsed
         arms.append(Arm(name, changes))

@@ -34,10 +34,10 @@ def plan(work: Path, arms: str, top: str = "") -> Path:
 def test_an_arm_named_as_the_campaign_folders_own_file_or_like_another_but_for_case_is_refused(work):
     path = plan(work, '[arms.b]\n[arms."campaign.json"]\n')
     err = om2w(work, "campaign", str(path), "--no-ui").stderr
-    assert f"{path}:5: [arms.campaign.json]: arm name 'campaign.json' is the name of one of the campaign's own " \
-           "files" in err and "rename the arm" in err and "Traceback" not in err
+    assert f"""{path}:5: [arms."campaign.json"]: arm name 'campaign.json' is the name of one of the campaign's own""" \
+        """ files""" in err and "rename the arm" in err and "Traceback" not in err
     plan(work, '[arms."worker_0.log"]\n')
-    assert f"{path}:4: [arms.worker_0.log]: arm name 'worker_0.log'" in om2w(work, "campaign", str(path)).stderr
+    assert f"""{path}:4: [arms."worker_0.log"]: arm name 'worker_0.log'""" in om2w(work, "campaign", str(path)).stderr
     plan(work, "[arms.a]\n[arms.A]\n")
     assert f"{path}:5: [arms.A]: arm name 'A': the same as arm 'a' but for case" in om2w(work, "campaign",
                                                                                       str(path)).stderr
