@@ -112,14 +112,23 @@ def bare_environment(base: Mapping[str, str]) -> dict[str, str]:
 KEY_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 
+# a key that is also a variable's name by its letters: a token's prefix (Hugging Face, GitHub, AWS), or a long run of
+# mixed-case letters and digits without a `_` (no variable is named so; a random key is)
+_KEY_LIKE = re.compile(r"hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}"
+                       r"|(?:AKIA|ASIA)[A-Z0-9]{16}|(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{20,}")
+_GIVE_NAME = ("give the variable's NAME, e.g. OPENAI_API_KEY, and export the key in it (export OPENAI_API_KEY=...)")
+
+
 def check_key_variable(name: str) -> str:
     """'' when `name` can name the environment variable holding a key, else what is wrong and what to do, never
-    showing `name`: what is given in its place is often the key itself, which must not reach a terminal or a log."""
-    if KEY_VARIABLE.fullmatch(name):
-        return ""
-    return ("not an environment variable's name (letters, digits and _, not starting with a digit; what was given "
-            "is not shown, as it may be the key itself): give the variable's NAME, e.g. OPENAI_API_KEY, and export "
-            "the key in it (export OPENAI_API_KEY=...)")
+    showing `name`: what is given in its place is often the key itself, which must not reach a terminal or a log
+    (nor a file, as the variable's name would be, were a key taken for one)."""
+    if not KEY_VARIABLE.fullmatch(name):
+        return ("not an environment variable's name (letters, digits and _, not starting with a digit; what was "
+                f"given is not shown, as it may be the key itself): {_GIVE_NAME}")
+    if _KEY_LIKE.fullmatch(name):
+        return f"looks like a key, not an environment variable's name (not shown): {_GIVE_NAME}"
+    return ""
 
 
 class URLError(ValueError):

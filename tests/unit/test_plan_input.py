@@ -57,10 +57,11 @@ def test_an_arm_given_twice_on_the_command_line_is_refused_not_run_as_one(work):
 
 def test_a_key_given_for_its_variables_name_is_refused_without_showing_it(work):
     """In a plan (an arm's, the judge's), on the run's flags and on `judge`'s: the same check, the value unshown."""
-    for arms, top in ((f'[arms.a]\napi_key_env = "{KEY}"\n', ""), ("[arms.a]\n", f'judge-api-key-env = "{KEY}"\n')):
+    for arms, top in ((f'[arms.a]\napi_key_env = "{KEY}"\n', ""), ("[arms.a]\n", f'judge-api-key-env = "{KEY}"\n'),
+                      ('[arms.a]\napi_key_env = "abc123SECRETvalue456xyz"\n', "")):   # a key with a name's letters
         path = plan(work, arms, top)
         err = om2w(work, "campaign", str(path), "--no-ui").stderr
-        assert f"{path}:" in err and "not an environment variable's name" in err
+        assert f"{path}:" in err and "not an environment variable's name" in err and "abc123" not in err
         assert "give the variable's NAME, e.g. OPENAI_API_KEY, and export the key in it" in err
     for flag in ("--api-key-env", "--judge-api-key-env"):
         err = om2w(work, "run", "--bench", "offline", "--model", "oracle", "--out", "X", "--no-ui", flag, KEY).stderr

@@ -131,3 +131,9 @@ def test_a_key_given_for_a_key_variables_name_is_never_shown_by_any_check():
         problem = s.check(key)
         assert problem.startswith(s.flag) and "sk-" not in problem and "abc123" not in problem
         assert s.parse("LORA_KEY") == "LORA_KEY" and s.check("LORA_KEY") == ""
+        # a key made only of a name's letters would be taken for one, then written (campaign.json, run.json) and
+        # shown (`$NAME is not set`): refused as what it looks like, unshown
+        for token in ("hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345", "AKIAIOSFODNN7EXAMPLE", "q7Xb2LmN9pQr4StUv8WxYz"):
+            problem = s.check(token)
+            assert "looks like a key" in problem and token not in problem and "OPENAI_API_KEY" in problem
+        assert s.check("hf_inference_key") == s.check("OM2W_PLANTED_API_KEY") == s.check("MyServiceKey") == ""
