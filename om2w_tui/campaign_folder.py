@@ -7,7 +7,10 @@ complete run folder per arm and repeat, a *lane*: `OUT/<arm>/` for the first rep
 folder (the official evaluator takes every subfolder of a run's folder as a task): the plan as resolved
 (`campaign.json`: the shared settings, each arm's changes, the repeats, and the lanes in their order) and its lock.
 
-No I/O here but reading `campaign.json`; the module sits beside `run_folder.py`, below everything that reads runs."""
+An arm's lane is a folder beside those files: `arm_problem` refuses an arm named as one of them (`OWN_GLOBS`: the
+campaign's and, since the folder is held as a run's, a run's own), or like another arm but for case.
+
+No I/O here but reading `campaign.json`; the module sits just above `run_folder.py`, below all that reads runs."""
 
 from __future__ import annotations
 
@@ -17,21 +20,33 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.json_input import InputError, load
+from om2w_tui.run_folder import OWN_GLOBS as RUN_OWN_GLOBS
+from om2w_tui.run_folder import is_own_name
 
 PLAN_FILE = "campaign.json"            # the plan as resolved: written when the campaign starts, checked on resume
 LOCK_FILE = ".om2w-campaign.lock"      # held for the campaign's life (each lane's run folder holds its own too)
 FORMAT = 1
+# every name the campaign's folder keeps beside its lanes: its plan and lock, and a run's own (the folder is held as a
+# run's: its lock, control socket and workers' logs); no arm's lane may be so named (`arm_problem`)
+OWN_GLOBS = (PLAN_FILE, LOCK_FILE, *RUN_OWN_GLOBS)
 # an arm's name is a folder's name: letters, digits, `_ . -`, not starting with `.` or `-`; `-r<k>` ends a repeat's
 ARM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _REPEAT = re.compile(r"-r\d+$")
 
 
-def arm_problem(name: str) -> str:
-    """Why `name` cannot name an arm ('' when it can)."""
+def arm_problem(name: str, earlier: tuple[str, ...] | list[str] = ()) -> str:
+    """Why `name` cannot name an arm ('' when it can), beside the arms named `earlier` in the same campaign."""
     if not ARM_NAME.fullmatch(name):
         return f"arm name {name!r}: 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit"
     if _REPEAT.search(name):
         return f"arm name {name!r}: may not end in -r<number> (a repeat's run folder is named so)"
+    if is_own_name(name, OWN_GLOBS):
+        return (f"arm name {name!r} is the name of one of the campaign's own files in its folder "
+                f"({', '.join(OWN_GLOBS[:-1])}, or starting with '.'): rename the arm")
+    if same := [e for e in earlier if e.lower() == name.lower()]:
+        verb = "given twice" if same[0] == name else f"the same as arm {same[0]!r} but for case (one folder on a " \
+            "case-insensitive disk)"
+        return f"arm name {name!r}: {verb}; name each arm once"
     return ""
 
 

@@ -19,6 +19,7 @@ executors and evaluation."""
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,19 @@ LOCK_NAME = ".om2w-run.lock"
 SOCKET_NAME = ".om2w-control.sock"
 RESULTS_GLOB = "results*.jsonl"        # every shard's results, and the seed runner's results_<slot>.jsonl
 LABELS_PREFIX = "labels."
+MANIFEST_GLOBS = ("run.json", "run.shard*.json")   # a whole run's manifest, each shard's
+WORKER_LOGS_GLOB = "worker_*.log"      # every slot's log, a shard's too
+JUDGE_GLOB = "*_auto_eval_results.json"   # a judge's verdicts (evaluation/judge_files.py names them)
+# every name a run keeps beside its task folders, whatever its shard, slot, annotator or judge (case folded: one file
+# on a case-insensitive disk), and anything hidden (its locks, control sockets, space probe): no task's folder, no
+# campaign lane's may be so named (the task-id check and campaign_folder.py's arm check read this list)
+OWN_GLOBS = (RESULTS_GLOB, "run.json", "run.*.json", WORKER_LOGS_GLOB, f"{LABELS_PREFIX}*.json", JUDGE_GLOB,
+             ".*")
+
+
+def is_own_name(name: str, globs: tuple[str, ...] = OWN_GLOBS) -> bool:
+    """Whether `name` is (or, but for case, is) one of the names in `globs` (a run's own, by default)."""
+    return any(fnmatch.fnmatchcase(name.lower(), glob.lower()) for glob in globs)
 _SPEC = re.compile(r"(\d+)(?::(\d+))?/(\d+)")
 
 
@@ -148,7 +162,7 @@ class RunFolder:
         folder or a device there)."""
         # the worker logs already there (any slot's: the console may add workers up to the bound) are appended to
         return [self.results, self.manifest, self.folder_lock, *self.shard_locks,
-                *sorted(self.out.glob("worker_*.log"))]
+                *sorted(self.out.glob(WORKER_LOGS_GLOB))]
 
     # ── what a reader of the whole run reads ──────────────
     def results_files(self) -> list[Path]:
@@ -158,7 +172,8 @@ class RunFolder:
 
     def manifests(self) -> list[Path]:
         """The run's manifest, or every shard's."""
-        return [p for p in [self.out / "run.json", *sorted(self.out.glob("run.shard*.json"))] if p.is_file()]
+        plain, shards = MANIFEST_GLOBS
+        return [p for p in [self.out / plain, *sorted(self.out.glob(shards))] if p.is_file()]
 
 
 @dataclass(frozen=True)

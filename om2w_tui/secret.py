@@ -9,6 +9,9 @@ connection calls (the HTTP client: the endpoint check and probe, the worker's mo
 `without_credentials()` is the form that may be remembered (the launch form's last values): it still reaches the
 host, and the credentials are asked again.
 
+`check_key_variable` checks the name of the environment variable a key is read from without ever showing what was
+given (a key pasted in place of the name is the usual mistake).
+
 `bare_environment` is the environment of a helper process that needs no secret (the preflight's headless
 Chromium, a `chromium --version`): what a program needs to run, and nothing else, so no API key or token in the
 caller's environment reaches a browser's `/proc/<pid>/environ`.
@@ -103,6 +106,29 @@ _BARE = re.compile(r"PATH|HOME|USER|LOGNAME|LANG|LANGUAGE|LC_[A-Z]+|TZ|TMPDIR|DI
 def bare_environment(base: Mapping[str, str]) -> dict[str, str]:
     """`base` with only the variables a helper process needs to run (no key, no token, whatever their names)."""
     return {k: v for k, v in base.items() if _BARE.fullmatch(k)}
+
+
+# the name of the environment variable a key is read from (--api-key-env, --judge-api-key-env, a plan's api_key_env)
+KEY_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+# a key that is also a variable's name by its letters: a token's prefix (Hugging Face, GitHub, AWS), or a long run of
+# mixed-case letters and digits without a `_` (no variable is named so; a random key is)
+_KEY_LIKE = re.compile(r"hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}"
+                       r"|(?:AKIA|ASIA)[A-Z0-9]{16}|(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{20,}")
+_GIVE_NAME = ("give the variable's NAME, e.g. OPENAI_API_KEY, and export the key in it (export OPENAI_API_KEY=...)")
+
+
+def check_key_variable(name: str) -> str:
+    """'' when `name` can name the environment variable holding a key, else what is wrong and what to do, never
+    showing `name`: what is given in its place is often the key itself, which must not reach a terminal or a log
+    (nor a file, as the variable's name would be, were a key taken for one)."""
+    if not KEY_VARIABLE.fullmatch(name):
+        return ("not an environment variable's name (letters, digits and _, not starting with a digit; what was "
+                f"given is not shown, as it may be the key itself): {_GIVE_NAME}")
+    if _KEY_LIKE.fullmatch(name):
+        return f"looks like a key, not an environment variable's name (not shown): {_GIVE_NAME}"
+    return ""
 
 
 class URLError(ValueError):

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 from om2w_tui.benchmarks.site_keys import site_key
 from om2w_tui.files import read_file
 from om2w_tui.json_input import InputError, decode, element_lines, read_bytes, text_of
+from om2w_tui.run_folder import OWN_GLOBS, is_own_name
 from om2w_tui.secret import check_http_url, redact_url
 
 # a task id becomes a folder name under --out (and an argument of commands): the rule, said as it is enforced.
@@ -35,9 +36,6 @@ from om2w_tui.secret import check_http_url, redact_url
 TASK_ID_RULE = ("a JSON string of 1 to 128 ASCII letters, digits, '_', '-', '.' or inner spaces, not starting "
                 "with '-' or '.'")
 _SAFE_ID = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.\- ]{0,126}[A-Za-z0-9_.\-])?")   # matched whole (fullmatch)
-# the run's own files beside the task folders: a task folder of one of these names would shadow it (and a folder
-# named like a results file would break every later launch)
-_RUN_FILES = re.compile(r"run(\..+)?\.json|results.*\.jsonl|worker_.*\.log|.*_auto_eval_results\.json", re.I)
 TASK_FILE_LIMIT = 256 << 20   # bytes: the official files are well under 1 MiB
 # the ports Chromium will not open (ERR_UNSAFE_PORT): net/base/port_util.cc's kRestrictedPorts, each one checked
 # against Chromium 156 (the Fetch standard's later 4190 and 6679 it still opens); a website on one would fail every
@@ -117,9 +115,10 @@ def _normalise(row: Any, where: str) -> dict[str, Any]:
     if not isinstance(tid, str) or not _SAFE_ID.fullmatch(tid):
         shown = ascii(tid[:80]) if isinstance(tid, str) else f"{json.dumps(tid, default=str)[:80]} (not a string)"
         raise TaskFileError(f"{where}: task id {shown}: a task id is {TASK_ID_RULE} (it names the task's folder)")
-    if _RUN_FILES.fullmatch(tid):
+    # a task folder named as one of the run's own files would shadow it (a results file's name breaks every launch)
+    if is_own_name(tid):
         raise TaskFileError(f"{where}: task id {tid!r} is the name of one of the run's own files in the out folder "
-                            f"(run*.json, results*.jsonl, worker_*.log, *_auto_eval_results.json): rename the task")
+                            f"({', '.join(OWN_GLOBS[:-1])}): rename the task")
     _check_types(row, tid, where)
     _check_text(row, tid, where)
     _check_numbers(row, tid, where)

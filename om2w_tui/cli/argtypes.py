@@ -1,6 +1,6 @@
 """Argument types for the command line, with messages naming the flag: every number through the settings' one
 parser (`engine.settings.parse_number`: NaN, infinities and out-of-range values refused), a declared setting
-through its own kind, comma lists, endpoint URLs (kept redacted)."""
+through its own kind, comma lists, endpoint URLs (kept redacted), a key's variable (never shown when refused)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from om2w_tui.engine.settings import Setting, parse_number
-from om2w_tui.secret import EndpointURL
+from om2w_tui.secret import EndpointURL, check_key_variable
 
 T = TypeVar("T")
 
@@ -46,6 +46,16 @@ def seconds(flag: str, allow_zero: bool, maximum: float | None = None) -> Callab
 def setting_type(st: Setting) -> Callable[[str], Any]:
     """How a declared setting's flag text becomes its value (its kind's parser), naming the flag when it cannot."""
     return _named(st.flag, st.parse)
+
+
+def key_variable(flag: str) -> Callable[[str], str]:
+    """The name of the environment variable holding a key (`judge --api-key-env`): the one check every such setting
+    gets (`secret.check_key_variable`), which never shows what was given (it may be the key)."""
+    def parse(s: str) -> str:
+        if problem := check_key_variable(s):
+            raise ValueError(problem)
+        return s
+    return _named(flag, parse)
 
 
 def endpoint(flag: str) -> Callable[[str], EndpointURL]:

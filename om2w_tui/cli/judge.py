@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from om2w_tui import exits
-from om2w_tui.cli.argtypes import count, endpoint, number, positive_int
+from om2w_tui.cli.argtypes import count, endpoint, key_variable, number, positive_int
 from om2w_tui.evaluation.campaign_report import one_run_problem
 from om2w_tui.evaluation.judge import JudgeFatal, JudgeOutcome, judge_run
 from om2w_tui.evaluation.judge_files import output_path
@@ -35,7 +35,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--workers", type=positive_int("--workers"), default=4, help="model calls at once (4)")
     p.add_argument("--score-threshold", type=int, default=3, choices=range(1, 6), metavar="1-5",
                    help="keep screenshots scoring at least this (3)")
-    p.add_argument("--api-key-env", default="OPENAI_API_KEY",
+    p.add_argument("--api-key-env", default="OPENAI_API_KEY", type=key_variable("--api-key-env"),
                    help="the environment variable holding the judge's API key (OPENAI_API_KEY)")
     p.add_argument("--include-answer", action="store_true",
                    help="webjudge: also show the agent's final answer, as a claim (mode webjudge-answer)")

@@ -146,8 +146,9 @@ def config_from_args(args: argparse.Namespace, share: bool = True) -> RunConfig:
 
 
 def arms_given(args: argparse.Namespace) -> list[str]:
-    """The arms --arm named, each once, in order ([] when it was not given)."""
-    return list(dict.fromkeys(getattr(args, "arms", None) or []))
+    """The arms --arm named, in order, as given ([] when it was not given): one named twice is the short form's to
+    refuse (engine/plan.py's short_form), never dropped here."""
+    return list(getattr(args, "arms", None) or [])
 
 
 def campaign_from_args(args: argparse.Namespace) -> Campaign | None:

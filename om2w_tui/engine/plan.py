@@ -6,10 +6,12 @@ The plan holds the shared settings at its top level under their flags' names (`w
 `out = "runs/study"`, `_` or `-` alike), `repeats = K`, and one `[arms.NAME]` table per arm with what that arm
 changes (`arm`, `model`, `vllm`, `api-key-env`, `max-steps`, `temperature`, ... any per-run setting). Every value is
 read by its setting's own declaration (engine/settings.py), as its flag is; a problem is a `PlanError` naming the
-plan's file and line. Command-line flags given after the plan (`overrides`) replace its top level.
+plan's file and line (a setting given twice, spelled both ways, names both). Command-line flags given after the plan
+(`overrides`) replace its top level.
 
 What a lane measures (its arm's settings and the task selection) may not change under an existing campaign folder;
-where its episodes run, how they are paced and judged as they go may (`MEASURED`)."""
+where its episodes run, how they are paced and judged as they go may (`MEASURED`). Each setting is compared as its
+kind says (`Kind.same`): a selection (task ids, levels, sites) as a set."""
 
 from __future__ import annotations
 
@@ -122,12 +124,18 @@ class Campaign:
 _HEADER = re.compile(r"\s*\[\s*(?P<name>[^\[\]]+?)\s*\]\s*(?:#.*)?$")
 _PART = re.compile(r"\"[^\"]*\"|'[^']*'|[^.\s]+")
 _TOML_LINE = re.compile(r"at line (?P<line>\d+)")
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
 _KEY = re.compile(r"\s*(?P<key>\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)\s*=")
 
 
 def _unquote(part: str) -> str:
     part = part.strip()
     return part[1:-1] if len(part) >= 2 and part[0] == part[-1] and part[0] in "\"'" else part
+
+
+def table_name(table: tuple[str, ...]) -> str:
+    """A table as the plan spells it (`arms."campaign.json"`: a part that is no bare key quoted)."""
+    return ".".join(p if _BARE.fullmatch(p) else f'"{p}"' for p in table)
 
 
 def key_line(text: str, table: tuple[str, ...], key: str | None) -> int:
@@ -156,10 +164,22 @@ class _Reader:
         line = key_line(self.text, table, key)
         return PlanError(f"{self.path}{f':{line}' if line else ''}: {message}")
 
+    def once(self, table: tuple[str, ...], keys: Mapping[str, Any]) -> None:
+        """PlanError naming both lines where `table` sets one setting twice, spelled both ways (`pace_cooldown`
+        and `pace-cooldown`: TOML takes them for two keys, and the last would win without a word)."""
+        seen: dict[str, str] = {}
+        for key in keys:
+            if (name := flag_name(key)) in seen:
+                first = key_line(self.text, table, seen[name])
+                where = f"[{table_name(table)}] " if table else ""
+                raise self.fail(table, key, f"{where}{key}: set twice, also as {seen[name]}"
+                                            f"{f' on line {first}' if first else ''}; keep one of them")
+            seen[name] = key
+
     def setting(self, table: tuple[str, ...], key: str, raw: Any) -> tuple[str, Any]:
         """(RunConfig field or extra flag's name, value) for one key of the plan, read as its flag is."""
         name = flag_name(key)
-        where = f"[{'.'.join(table)}] " if table else ""
+        where = f"[{table_name(table)}] " if table else ""
         if name in EXTRA_FLAGS:
             if name == "no-pacing":
                 if not isinstance(raw, bool):
@@ -224,6 +244,7 @@ def read_plan(path: Path) -> Plan:
     shared: dict[str, Any] = {}
     repeats = 1
     arms_table: Any = None
+    reader.once((), data)
     for key, value in data.items():
         if key == "arms":
             arms_table = value
@@ -242,12 +263,14 @@ def read_plan(path: Path) -> Plan:
     if not isinstance(arms_table, dict) or not arms_table:
         raise reader.fail(("arms",), None, "no arms: give one [arms.NAME] table per arm (e.g. [arms.base] and "
                                            "[arms.agent] with arm = \"agent\")")
-    arms = []
+    arms: list[Arm] = []
     for name, table in arms_table.items():
-        if problem := arm_problem(name):
-            raise reader.fail(("arms", name), None, f"[arms.{name}]: {problem}")
+        shown = table_name(("arms", name))   # as the plan spells it: `arms."campaign.json"`
+        if problem := arm_problem(name, [arm.name for arm in arms]):
+            raise reader.fail(("arms", name), None, f"[{shown}]: {problem}")
         if not isinstance(table, dict):
-            raise reader.fail(("arms",), name, f"arms.{name}: a table of the settings the arm changes")
+            raise reader.fail(("arms",), name, f"{shown}: a table of the settings the arm changes")
+        reader.once(("arms", name), table)
         changes: dict[str, Any] = {}
         for key, value in table.items():
             field, parsed = reader.setting(("arms", name), key, value)
@@ -255,7 +278,7 @@ def read_plan(path: Path) -> Plan:
                 judging = field in BY_KEY and BY_KEY[field].group == JUDGING
                 why = ("one judge for every arm, so the arms are compared on one measure" if judging
                        else "every arm runs the same tasks on one pacer and one set of slots")
-                raise reader.fail(("arms", name), key, f"[arms.{name}] {key}: campaign-wide ({why}); set it at the "
+                raise reader.fail(("arms", name), key, f"[{shown}] {key}: campaign-wide ({why}); set it at the "
                                   f"plan's top level")
             changes[field] = parsed
         arms.append(Arm(name, changes))
@@ -311,10 +334,11 @@ def resolve(plan: Plan, overrides: Mapping[str, Any] | None = None) -> Campaign:
 def short_form(config: RunConfig, arms: list[str], whole: RunConfig | None = None) -> Campaign:
     """`om2w-tui run --arm A --arm B ...`: a campaign whose arms differ only in the arm, each lane named by it
     (`whole`: the flags' settings before this node's share, as `Campaign.whole`)."""
-    seen = list(dict.fromkeys(arms))
-    for name in seen:
-        if problem := arm_problem(name):
-            raise PlanError(f"--arm: {problem}")
+    seen: list[str] = []
+    for name in arms:
+        if problem := arm_problem(name, seen):
+            raise PlanError(f"--arm {name}: {problem}")
+        seen.append(name)
     plan = Plan(Path("--arm " + " --arm ".join(seen)), {}, tuple(Arm(a, {"arm": a}) for a in seen))
     lanes = tuple(PlannedLane(a, a, 1, dataclasses.replace(config, arm=a, out=config.out / a)) for a in seen)
     return Campaign(plan, config, lanes, whole)
@@ -353,6 +377,11 @@ def plan_json(campaign: Campaign) -> dict[str, Any]:
     }
 
 
+def _same(key: str, was: Any, now: Any) -> bool:
+    """Whether a lane's setting measures the same as it did, by its setting's kind (a selection is a set)."""
+    return BY_KEY[key].kind.same(was, now) if key in BY_KEY else bool(was == now)
+
+
 def resume_problem(campaign: Campaign) -> str:
     """'' when the campaign may write its folder: new, or a campaign's whose lanes it keeps, each measuring what it
     did; else what changed and what to do. New lanes (an arm added, more repeats) are allowed; a lane dropped is
@@ -383,7 +412,7 @@ def resume_problem(campaign: Campaign) -> str:
             continue
         now = measured(lane.config)
         changes += [f"{lane.name}: {flag_name(k)} {was.get(k)!r} -> {now[k]!r}" for k in MEASURED
-                    if k in was and was[k] != now[k]]
+                    if k in was and not _same(k, was[k], now[k])]
     if changes:
         return (f"{campaign.plan.path}: the plan changes what lanes in {out} measure ({'; '.join(changes)}); "
                 f"run it as it was, or give the changed plan another out")

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from om2w_tui.benchmarks.tasks import MAX_STEPS
 from om2w_tui.engine.config import BENCHES, COORDINATES, DEFAULT_VLLM, EXECUTORS, JUDGE_MODES, SCHEMAS, RunConfig
 from om2w_tui.episode.browser import DEFAULT_LOCALE, DEFAULT_TIMEZONE, DEFAULT_VIEWPORT
-from om2w_tui.secret import EndpointURL, URLError, check_endpoint_url
+from om2w_tui.secret import EndpointURL, URLError, check_endpoint_url, check_key_variable
 
 WHAT, AGENT, ARMS, BROWSER, PACING, FAULTS, WHERE, BEYOND = (
     "what to run", "the agent", "arms and training rows", "the browser (the same on every host)", "pacing and slots",
@@ -37,7 +37,6 @@ MAX_WORKERS = 512
 UNPACED: dict[str, Any] = {"site_slots": 0, "pace_cooldown": 0.0}
 _INT = re.compile(r"[+-]?[0-9]{1,18}")
 _FLOAT = re.compile(r"[+-]?(?:[0-9]{1,30}(?:\.[0-9]{0,30})?|\.[0-9]{1,30})(?:[eE][+-]?[0-9]{1,3})?")
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 
 def unpaced(site_slots: int, cooldown: float) -> bool:
@@ -99,6 +98,7 @@ class Kind:
     a flag); `remember` is the text the launch form may keep on disk."""
 
     form: ClassVar[str] = "text"   # how the launch form asks for it: text | int | number | choice
+    shows_refused: ClassVar[bool] = True   # a problem with a value may show the value (never a key's variable's)
 
     def empty_is_default(self) -> bool:
         """Whether an empty text means the setting's default (else it is a mistake)."""
@@ -122,6 +122,10 @@ class Kind:
 
     def bounds_text(self) -> str:
         return ""
+
+    def same(self, was: Any, now: Any) -> bool:
+        """Whether two values (as a run's JSON records them) ask for the same thing (a resume compares so)."""
+        return bool(was == now)
 
 
 @dataclass(frozen=True)
@@ -149,11 +153,15 @@ class Text(Kind):
 class KeyVariable(Text):
     """The name of an environment variable holding a key the run uses (the model's, the judge's, any later one):
     every setting of this kind is withheld from the run's children by `key_variables`, so a new key is withheld
-    by its declaration alone."""
+    by its declaration alone. A value it refuses is never shown (`secret.check_key_variable`): it may be a key."""
 
     required: bool = True
-    pattern: str | None = _ENV_NAME.pattern
-    what: str = "not an environment variable's name (letters, digits and _, not starting with a digit)"
+    shows_refused: ClassVar[bool] = False
+
+    def check(self, value: Any) -> str:
+        if not isinstance(value, str):
+            return "must be text"
+        return "must not be empty" if not value.strip() else check_key_variable(value)
 
 
 @dataclass(frozen=True)
@@ -216,11 +224,22 @@ class Number(Kind):
 
 @dataclass(frozen=True)
 class Csv(Kind):
+    """A comma list that selects (task ids, levels, sites): a set, so its order and repeats say nothing;
+    `fold_case`: matched whatever the case (benchmarks/tasks.py's select)."""
+
+    fold_case: bool = False
+
     def parse(self, text: str) -> Any:
         return [x.strip() for x in text.split(",") if x.strip()]
 
     def text(self, value: Any) -> str:
         return ",".join(value or ())
+
+    def same(self, was: Any, now: Any) -> bool:
+        if not (isinstance(was, list | tuple) and isinstance(now, list | tuple)):
+            return bool(was == now)
+        fold = (lambda x: str(x).lower()) if self.fold_case else str
+        return {fold(x) for x in was} == {fold(x) for x in now}
 
 
 @dataclass(frozen=True)
@@ -320,7 +339,8 @@ class Setting:
     def check(self, value: Any) -> str:
         """'' when `value` is one the setting takes, else the problem, naming the flag."""
         problem = self.kind.check(value)
-        return f"{self.flag} {self.kind.text(value)}: {problem}" if problem else ""
+        shown = f" {self.kind.text(value)}" if self.kind.shows_refused else ""
+        return f"{self.flag}{shown}: {problem}" if problem else ""
 
     def text(self, value: Any) -> str:
         """A value as the form shows it (and the flag takes it); an endpoint redacted."""
@@ -355,9 +375,9 @@ SETTINGS: tuple[Setting, ...] = (
             default_help="the benchmark's file in data/"),
     Setting("task_ids", "--task-ids", "comma-separated task ids to run", Csv(), WHAT, label="task ids",
             placeholder="ids (all)", demo=False),
-    Setting("levels", "--level", "only these levels (easy,medium,hard)", Csv(), WHAT, label="levels",
+    Setting("levels", "--level", "only these levels (easy,medium,hard)", Csv(fold_case=True), WHAT, label="levels",
             placeholder="easy,medium,hard (all)", demo=False),
-    Setting("sites", "--site", "only tasks on these sites (host names)", Csv(), WHAT, label="sites",
+    Setting("sites", "--site", "only tasks on these sites (host names)", Csv(fold_case=True), WHAT, label="sites",
             placeholder="host names (all)", demo=False),
     Setting("limit", "--limit", "at most this many tasks (0: all)", Whole(0, 10_000_000, empty_default=True), WHAT,
             label="limit", placeholder="0: all", demo=False),

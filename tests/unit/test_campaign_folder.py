@@ -9,6 +9,7 @@ import pytest
 
 from om2w_tui.campaign_folder import CampaignFolder, arm_problem, is_campaign, lane_name
 from om2w_tui.json_input import InputError
+from om2w_tui.run_folder import RunFolder
 
 
 def test_a_repeat_after_the_first_is_named_after_its_arm_and_an_arm_may_not_look_like_one():
@@ -17,6 +18,29 @@ def test_a_repeat_after_the_first_is_named_after_its_arm_and_an_arm_may_not_look
     assert "may not end in -r<number>" in arm_problem("agent-r2")
     for bad in ("", ".hidden", "-x", "a/b", "a b", "x" * 65):
         assert arm_problem(bad), bad
+
+
+def test_no_arm_may_be_named_as_a_file_the_campaigns_folder_keeps_whatever_its_case(tmp_path):
+    """The folder is held as a run's too (its lock, control socket, workers' logs): every name either gives, for a
+    whole campaign and a shard's, is refused as an arm (a lane's folder there would break the file), in any case."""
+    camp = CampaignFolder(tmp_path)
+    names = {camp.plan.name, camp.lock.name}
+    for shard in ("", "1/3", "0:2/4"):
+        run = RunFolder(tmp_path, shard)
+        names |= {p.name for p in (run.results, run.manifest, run.lock, *run.shard_locks, run.folder_lock,
+                                   run.socket, run.space_probe, run.worker_log(0), run.worker_log(17),
+                                   run.labels("ann"), tmp_path / "x_auto_eval_results.json")}
+    assert {"campaign.json", "worker_0.log", "worker_17.shard-1-of-3.log", "results.jsonl"} <= names
+    for name in sorted(names):
+        for shown in (name, name.upper()):
+            assert arm_problem(shown), shown
+    assert "campaign's own files" in arm_problem("campaign.json") and arm_problem("campaigns") == ""
+    assert arm_problem("worker") == arm_problem("runner") == arm_problem("results") == ""
+
+
+def test_arms_equal_but_for_case_are_one_folder_on_a_case_insensitive_disk():
+    assert "the same as arm 'a' but for case" in arm_problem("A", ["a", "b"])
+    assert "given twice" in arm_problem("b", ["a", "b"]) and arm_problem("c", ["a", "b"]) == ""
 
 
 def test_the_plan_names_the_lanes_in_order_and_a_malformed_one_is_refused_naming_the_file(tmp_path):

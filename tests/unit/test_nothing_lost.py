@@ -270,7 +270,8 @@ def test_a_finished_event_with_a_lone_surrogate_crosses_the_pipe_and_lands_in_th
 
 # ── 10. reserved names as task ids ──────────────────────────
 @pytest.mark.parametrize("tid", ["run.json", "results_x.jsonl", "results.jsonl", "worker_0.log",
-                                 "webjudge_o4-mini_score_threshold_3_auto_eval_results.json"])
+                                 "webjudge_o4-mini_score_threshold_3_auto_eval_results.json", "labels.ann.json",
+                                 "RUN.JSON"])
 def test_the_runs_own_file_names_are_refused_as_task_ids(tmp_path, tid):
     row = {"task_id": tid, "confirmed_task": "x", "website": "https://a.com"}
     with pytest.raises(TaskFileError, match="the name of one of the run's own files"):

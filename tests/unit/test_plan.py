@@ -99,6 +99,22 @@ def test_the_offline_benchmark_default_cooldown_applies_unless_the_plan_gives_on
     ('out = "x"\nworkers = 2\n', 0, "no arms"),
     ('out = "x"\n[arms]\n', 2, "no arms"),
     ('out = "x"\nworkers = \n', 2, "not a plan in TOML: Invalid value (at line 2, column 11)"),
+    # an arm's folder named as one of the campaign folder's own files (its plan, a worker's log, a run's file)
+    ('out = "x"\n[arms.b]\n[arms."campaign.json"]\n', 3, "arm name 'campaign.json' is the name of one of the "
+                                                         "campaign's own files"),
+    ('out = "x"\n[arms."worker_0.log"]\n', 2, "arm name 'worker_0.log' is the name of one of"),
+    ('out = "x"\n[arms."Worker_3.shard-0-of-2.LOG"]\n', 2, "is the name of one of the campaign's own files"),
+    ('out = "x"\n[arms."results.jsonl"]\n', 2, "is the name of one of the campaign's own files"),
+    ('out = "x"\n[arms."run.json"]\n', 2, "is the name of one of the campaign's own files"),
+    ('out = "x"\n[arms."Campaign.JSON"]\n', 2, "is the name of one of the campaign's own files"),
+    # two arms equal but for case: one folder on a case-insensitive disk
+    ('out = "x"\n[arms.a]\n[arms.A]\n', 3, "arm name 'A': the same as arm 'a' but for case"),
+    # one setting spelled both ways: TOML takes two keys, the last would win without a word
+    ('out = "x"\npace_cooldown = 1\npace-cooldown = 2\n[arms.a]\n', 3,
+     "pace-cooldown: set twice, also as pace_cooldown on line 2; keep one of them"),
+    ('out = "x"\n[arms.a]\nmax_steps = 3\nmodel = "m"\n"max-steps" = 4\n', 5,
+     "[arms.a] max-steps: set twice, also as max_steps on line 3"),
+    ('out = "x"\nno_pacing = true\nno-pacing = false\n[arms.a]\n', 3, "no-pacing: set twice"),
 ])
 def test_a_bad_plan_is_refused_naming_its_file_its_line_and_what_is_wrong(tmp_path, text, line, words):
     path = write(tmp_path, text)
@@ -175,6 +191,21 @@ def test_resume_refuses_a_changed_lane_and_a_dropped_one_and_allows_more_repeats
     assert "drops: base-r3, agent-r3" in fewer
 
 
+def test_resume_takes_a_selection_as_a_set_and_still_refuses_a_changed_one(tmp_path):
+    """The same tasks, levels or sites in another order (or case, where the selection ignores it) select the same
+    tasks: no change of what the lanes measure; another selection is, named with what changed."""
+    plan = EXAMPLE.replace('level = ["easy", "medium"]', 'level = ["easy", "medium"]\ntask_ids = "t1,t2,t3"\n'
+                                                         'site = "a.com,b.com"')
+    write_plan(resolve(read_plan(write(tmp_path, plan))))
+    same = (plan.replace('"t1,t2,t3"', '"t3,t1,t2"').replace('["easy", "medium"]', '["Medium", "easy"]')
+            .replace('"a.com,b.com"', '"B.com,a.com,a.com"'))
+    assert resume_problem(resolve(read_plan(write(tmp_path, same)))) == ""
+    other = resume_problem(resolve(read_plan(write(tmp_path, plan.replace('"t1,t2,t3"', '"t1,t2,T3"')))))
+    assert "base: task-ids ['t1', 't2', 't3'] -> ['t1', 't2', 'T3']" in other   # a task id's case is its own
+    fewer = resume_problem(resolve(read_plan(write(tmp_path, plan.replace('"t1,t2,t3"', '"t2,t1"')))))
+    assert "task-ids ['t1', 't2', 't3'] -> ['t2', 't1']" in fewer
+
+
 def test_a_run_folder_is_no_campaign_folder(tmp_path):
     campaign = resolve(read_plan(write(tmp_path, EXAMPLE)))
     (tmp_path / "study").mkdir()
@@ -185,11 +216,24 @@ def test_a_run_folder_is_no_campaign_folder(tmp_path):
 def test_the_short_form_names_each_lane_by_its_arm(tmp_path):
     from om2w_tui.engine.config import RunConfig  # the config only for this test's short form
 
-    campaign = short_form(RunConfig(out=tmp_path / "o", workers=3), ["base", "agent", "base"])
+    campaign = short_form(RunConfig(out=tmp_path / "o", workers=3), ["base", "agent"])
     assert [(x.name, x.config.arm, x.config.out, x.config.workers) for x in campaign.lanes] == [
         ("base", "base", tmp_path / "o" / "base", 3), ("agent", "agent", tmp_path / "o" / "agent", 3)]
-    with pytest.raises(PlanError, match="--arm: arm name 'x-r2'"):
+    with pytest.raises(PlanError, match="--arm x-r2: arm name 'x-r2'"):
         short_form(RunConfig(out=tmp_path), ["x-r2"])
+
+
+@pytest.mark.parametrize("arms, words", [
+    (["base", "agent", "base"], "--arm base: arm name 'base': given twice"),          # never dropped without a word
+    (["base", "Base"], "--arm Base: arm name 'Base': the same as arm 'base' but for case"),
+    (["base", "worker_0.log"], "--arm worker_0.log: arm name 'worker_0.log' is the name of one of the campaign's"),
+])
+def test_the_short_form_refuses_an_arm_given_twice_or_named_as_the_folders_own_file(tmp_path, arms, words):
+    from om2w_tui.engine.config import RunConfig  # the config only for this test's short form
+
+    with pytest.raises(PlanError) as e:
+        short_form(RunConfig(out=tmp_path / "o"), arms)
+    assert words in str(e.value)
 
 
 def test_the_campaign_command_refuses_a_bad_plan_a_changed_one_and_a_bad_flag_with_exit_2_writing_nothing(

@@ -110,3 +110,30 @@ def test_doctor_lists_only_the_flags_given(tmp_path):
     assert proc.returncode == 2 and "does not answer" in proc.stdout   # the endpoint: nothing listens there
     assert "chromium       │ ok" in proc.stdout and "cooldown 0 s (the offline benchmark's default)" in rows[0]
     assert rows[-1].split("│")[3].strip() == "--bench offline --model m --vllm http://127.0.0.1:9/v1"
+
+
+def test_a_key_given_for_a_key_variables_name_is_never_shown_by_any_check():
+    """A key pasted where its variable's name belongs (`--api-key-env sk-...`) is refused by every key-variable
+    setting's parser and check, the message saying what to do and never the value given."""
+    from om2w_tui.engine.settings import KeyVariable  # the kind only for this test
+
+    key = "sk-proj-abc123secretvalue"
+    keyed = [s for s in SETTINGS if isinstance(s.kind, KeyVariable)]
+    assert {s.key for s in keyed} >= {"api_key_env", "judge_api_key_env"}
+    for s in keyed:
+        try:
+            s.parse(key)
+        except ValueError as e:
+            message = str(e)
+        else:
+            raise AssertionError(f"{s.flag} took a key for a name")
+        assert "give the variable's NAME, e.g. OPENAI_API_KEY" in message and "sk-" not in message
+        problem = s.check(key)
+        assert problem.startswith(s.flag) and "sk-" not in problem and "abc123" not in problem
+        assert s.parse("LORA_KEY") == "LORA_KEY" and s.check("LORA_KEY") == ""
+        # a key made only of a name's letters would be taken for one, then written (campaign.json, run.json) and
+        # shown (`$NAME is not set`): refused as what it looks like, unshown
+        for token in ("hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345", "AKIAIOSFODNN7EXAMPLE", "q7Xb2LmN9pQr4StUv8WxYz"):
+            problem = s.check(token)
+            assert "looks like a key" in problem and token not in problem and "OPENAI_API_KEY" in problem
+        assert s.check("hf_inference_key") == s.check("OM2W_PLANTED_API_KEY") == s.check("MyServiceKey") == ""
