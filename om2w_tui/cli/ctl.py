@@ -28,6 +28,7 @@ from om2w_tui.engine.pairing import pairing_words
 from om2w_tui.engine.results import statuses_text
 from om2w_tui.engine.settings import BY_KEY
 from om2w_tui.engine.wire import MESSAGES, Answer, StatusReply
+from om2w_tui.frontends.run_state import lane_line
 from om2w_tui.protocol.codec import to_json
 from om2w_tui.protocol.control import COMMANDS, ArgKind, Done, Pause, Refused, Resume, RunInfo, Status, Steer, Usage
 
@@ -147,9 +148,7 @@ def status_lines(run: RunInfo, snap: RunSnapshot) -> list[str]:
         failed = ", ".join(f"{k} {n}" for k, n in sorted(m.failures.items(), key=lambda kv: -kv[1]))
         lines.append(f"model: {m.calls} calls, {m.ok} answered" + (f", failed: {failed}" if failed else "")
                      + (f"; guard: {m.guard}" if m.guard else ""))
-    for lane in snap.lanes:   # a campaign: each arm's repeat
-        held = "; paused" if lane.paused else "; held by its model guard" if lane.guard else ""
-        lines.append(f"arm {lane.name}: {lane.done}/{lane.total} done, {lane.errors} errors{held}")
+    lines += [lane_line(lane) for lane in snap.lanes]   # a campaign: each arm's repeat, as the headless log says it
     if snap.summary.pairing.pairs.n or snap.summary.pairing.span.n:
         lines.append(pairing_words(snap.summary.pairing))
     for row in snap.slots:

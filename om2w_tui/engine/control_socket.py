@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import assert_never
 
+from om2w_tui.campaign_folder import is_campaign
 from om2w_tui.engine.control import RunControl, apply
 from om2w_tui.engine.events import (
     DispatchChanged,
@@ -410,9 +411,18 @@ def locate(out: Path, name: str | None = None) -> Listener:
         stray = sorted(p.name for p in out.glob(".om2w-control*.sock"))
         left = f" ({', '.join(stray)} there is no running run's: left by one that ended, or not a run's)" if stray \
             else f" (no {SOCKET_NAME})"
-        raise NoRunListening(f"{out}: no run is listening there{left}; start one with "
-                             f"`om2w-tui run ... --out {out}`, or check the folder")
+        raise NoRunListening(f"{out}: no run is listening there{left}; {start_hint(out)}, or check the folder")
     return found[0]
+
+
+def start_hint(out: Path) -> str:
+    """How to start what runs in `out`: a campaign's folder (or one of its lanes) by its plan, else a run."""
+    if is_campaign(out):
+        return "start the campaign with `om2w-tui campaign PLAN.toml` (its plan's out is this folder)"
+    if is_campaign(out.parent):   # a lane runs only as its campaign's
+        return (f"it is a lane of the campaign in {out.parent}: start the campaign with "
+                f"`om2w-tui campaign PLAN.toml`")
+    return f"start one with `om2w-tui run ... --out {out}`"
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,8 @@ class EpisodeFinished:
     done: int | None = None   # tasks of the run's selection settled now (resumed ones included)
     errors: int | None = None  # of those, ended in error
     lane: str = ""            # a campaign's lane: the run folder `record` was written to; "" in a plain run
+    judged: int | None = None  # the run's settled tasks with a reference verdict now (resumed ones included)
+    correct: int | None = None  # of those, correct
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,7 @@ class LaneRow:
     settled_before: int = 0     # finished in its folder before this run
     done: int = 0               # settled now (resumed ones included)
     errors: int = 0             # of those, ended in error
-    correct: int = 0            # the reference judge's verdicts on its settled units, when the run has one
+    correct: int = 0            # the reference judge's verdicts on its settled units (resumed ones included)
     judged: int = 0
     paused: bool = False        # its units held by its user (pause one arm)
     guard: str = ""             # why its model guard holds its units ("" when it does not)
@@ -162,14 +164,14 @@ class RunSummary:
     pending: int = 0            # tasks still queued
     elapsed_s: float = 0.0
     out: str = ""
-    correct: int | None = None  # the reference judge's verdicts, when the run has one
+    correct: int | None = None  # the reference judge's verdicts on the settled tasks (resumed ones included)
     judged: int | None = None
     unwritten: int = 0          # records the out folder would not take (the run did not keep its word)
     results: str = ""           # the run's results file (a shard has its own)
     model_guard: str = ""       # why the model guard stopped dispatch, when it did ("" otherwise)
     model_calls: dict[str, int] = field(default_factory=dict)   # this run's model calls by kind ("ok" too)
     model_ended: dict[str, int] = field(default_factory=dict)   # this run's episodes that ended on each model kind
-    end: RunEnd = RunEnd.FINISHED   # how it ended (protocol/run_end.py); "finished" for a summary taken meanwhile
+    end: RunEnd | None = None   # how it ended (protocol/run_end.py); None while it goes on (a snapshot's summary)
     lanes: tuple[LaneRow, ...] = ()  # a campaign's lanes, in its plan's order (none in a plain run)
     pairing: PairingGaps = field(default_factory=PairingGaps)   # a campaign's
 
@@ -177,7 +179,7 @@ class RunSummary:
         out: dict[str, Any] = {"total": self.total, "settled_before": self.settled_before, "finished": self.finished,
                                "by_status": dict(self.by_status), "pending": self.pending,
                                "elapsed_s": self.elapsed_s, "out": self.out, "results": self.results,
-                               "end": self.end.value}
+                               "end": self.end.value if self.end is not None else None}
         if self.judged:
             out.update(correct=self.correct, judged=self.judged)
         if self.unwritten:

@@ -4,7 +4,7 @@ health) whose episodes share the campaign's one queue, slots and pacer with ever
 A lane is declared here so that the plan (which makes them), launch (which checks and starts them) and the scheduler
 (which runs their units: one (lane, task) each) name one type. A run that is not a campaign is one lane. Here too
 the lanes' run-time state the scheduler keeps (`LaneRun`, `LaneSet`: each lane's writer, model meter and guard,
-pause, held units, counts; the units' order in the queue) and the pairing gap measured live (engine/pairing.py's
+pause, held units; the units' order in the queue) and the pairing gap measured live (engine/pairing.py's
 `Pairing`, fed every attempt's record, and each lane's records already there on a resume)."""
 
 from __future__ import annotations
@@ -59,7 +59,6 @@ class LaneRun:
         self.guard = guard
         self.paused = False               # held by its user (`pause_lane`)
         self.parked: list[Task] = []      # its queued units, out of the dispatcher while it is held
-        self.correct = self.judged = 0
 
     @property
     def held(self) -> bool:
@@ -158,8 +157,9 @@ class LaneSet:
 
     # ── resume ─────────────────────────────────────────────
     def resume(self, ledger: Ledger, warn: Callable[[str], None], units: Callable[[Task], float]) -> list[Task]:
-        """Each lane's folder read (its settled units settled in `ledger`, its attempts counted): -> the units left,
-        in the order they are queued (`order`); the pairing gap learns what each lane settled before (its share's)."""
+        """Each lane's folder read (its settled units settled in `ledger` with their verdicts, its attempts counted): ->
+        the units left, in the order they are queued (`order`); the pairing gap learns what each lane settled before
+        (its share's)."""
         queued = []
         for lane in self.all:
             prior = read_results(lane.out)
@@ -174,7 +174,7 @@ class LaneSet:
                     ledger.attempts[t.key] = attempts[t.task_id]
                 rec = latest.get(t.task_id)
                 if rec is not None and rec.settles:
-                    ledger.settle(t, rec.status == "error", before=True)
+                    ledger.settle(t, rec.status == "error", correct=rec.correct, before=True)
                 else:
                     queued.append(t)
         return self.order(queued, units)
@@ -225,5 +225,5 @@ class LaneSet:
             c = ledger.lanes.get(lane.name, SiteCounts())
             calls = {**({"ok": lane.model.ok} if lane.model.ok else {}), **lane.model.failures}
             rows.append(LaneRow(lane.name, lane.arm, lane.repeat, str(lane.out), c.total, c.before, c.done,
-                                c.errors, lane.correct, lane.judged, lane.paused, lane.guard.reason, calls))
+                                c.errors, c.correct, c.judged, lane.paused, lane.guard.reason, calls))
         return tuple(rows)

@@ -1,8 +1,9 @@
 """Where each task of the run is, kept in one place: queued, running, or settled (its record written or waiting to
 be), never two at once, with what goes with it: its attempts so far, its retries and free restarts used, whether it
-ended in error, and each site's counts (tasks, settled, errored) and their sums, kept as they change. A task is
-known by its `Task.key`: its id, with its lane in a campaign (one unit per lane and task), and each lane has its
-counts too.
+ended in error, its reference verdict (the one its settling record carries), and each site's counts (tasks, settled,
+errored, judged and correct) and their sums, kept as they change. A task is known by its `Task.key`: its id, with its
+lane in a campaign (one unit per lane and task), and each lane has its counts too. The counts are over every settled
+task, those settled by an earlier run (resume) included: a task run again gives its earlier counts back first.
 
 Pure bookkeeping: no clock, no I/O, no events. The scheduler decides what happens to a task and tells the ledger;
 the ledger refuses a move that would put a task in two places (a task queued twice, or run after it settled), which
@@ -24,6 +25,8 @@ class SiteCounts:
     done: int = 0
     errors: int = 0
     before: int = 0           # of those settled, settled in the out folder before this run
+    judged: int = 0           # of those settled, with a reference verdict (their settling record's `correct`)
+    correct: int = 0          # of those judged, correct
 
 
 class Ledger:
@@ -36,8 +39,11 @@ class Ledger:
         self.attempts: dict[str, int] = {}         # attempts made so far, this run's and earlier runs'
         self.retried: dict[str, int] = {}          # tries used on the harness's faults (--retries)
         self.free_restarts: dict[str, int] = {}    # times its worker vanished before taking it
-        self.done = 0                              # the sums of the sites' done and errors counts
+        self.verdicts: dict[str, bool] = {}        # settled tasks' reference verdicts (their settling record's)
+        self.done = 0                              # the sums of the sites' counts
         self.errors = 0
+        self.judged = 0
+        self.correct = 0
 
     def add(self, task: Task) -> None:
         """A task of the run's selection (counted on its site; it is nowhere yet)."""
@@ -70,8 +76,9 @@ class Ledger:
         if not ran:
             self.attempts[task.key] = self.attempts.get(task.key, 1) - 1
 
-    def settle(self, task: Task, error: bool, *, before: bool = False) -> None:
-        """The task is finished for this run (`before`: by an earlier run, found in the out folder)."""
+    def settle(self, task: Task, error: bool, *, correct: bool | None = None, before: bool = False) -> None:
+        """The task is finished for this run (`before`: by an earlier run, found in the out folder); `correct`: the
+        reference verdict of its settling record, when it has one."""
         assert task.key not in self.place, (task.key, self.place[task.key])
         self.place[task.key] = "settled"
         counts = self.sites.setdefault(task.site, SiteCounts())
@@ -79,6 +86,9 @@ class Ledger:
         counts.done += 1
         lane.done += 1
         self.done += 1
+        if correct is not None:
+            self.verdicts[task.key] = correct
+            self._count_verdict(task, correct, +1)
         if before:
             self.settled_before.add(task.key)
             lane.before += 1
@@ -107,7 +117,16 @@ class Ledger:
         if tid in self.settled_before:
             self.settled_before.discard(tid)
             lane.before -= 1
+        if (correct := self.verdicts.pop(tid, None)) is not None:   # its next settling record's verdict replaces it
+            self._count_verdict(task, correct, -1)
         return True
+
+    def _count_verdict(self, task: Task, correct: bool, sign: int) -> None:
+        for counts in (self.sites[task.site], self.lanes[task.lane]):
+            counts.judged += sign
+            counts.correct += sign * correct
+        self.judged += sign
+        self.correct += sign * correct
 
     def count_retry(self, task: Task) -> int:
         """One more try used on the harness's faults: -> how many now."""

@@ -122,6 +122,7 @@ class Scheduler:
         self._wake: asyncio.Event | None = None
         self._cooldown_timer: asyncio.TimerHandle | None = None
         self._ended = False
+        self.over = False                   # ended and wound down: its summary says how it ended
         self._background: set[asyncio.Task[Any]] = set()   # every task the scheduler starts, awaited at the end
 
     # ── sinks ──────────────────────────────────────────────
@@ -193,6 +194,7 @@ class Scheduler:
         self.stats.unwritten = self.lanes.unwritten()
         for line in self.lanes.last_word():
             self.emit(Log("error", line))
+        self.over = True
         self.emit(RunFinished(self.summary()))
         return self.stats
 
@@ -371,7 +373,7 @@ class Scheduler:
         """The record of an attempt, from its outcome."""
         rec = build_record(self.lanes.of(ep.task).cfg, ep.task, outcome, attempt=ep.attempt, slot=ep.slot,
                            started_at=ep.started_at, finished_at=self.epoch())
-        if self.judge is None:
+        if self.judge is None or not rec.settles:   # an attempt that does not settle its task has no verdict
             return rec
         return judged(rec, ep.task, self.judge, lambda message: self.emit(Log("warning", message)))
 
@@ -418,14 +420,10 @@ class Scheduler:
         requeued = rec.error in (INTERRUPTED, REQUEUED) or retry or storage
         if requeued:
             self._enqueue(task, front=True)
-        else:
-            if rec.correct is not None:   # judged once per task: its final attempt
-                s.judged += 1
-                s.correct += rec.correct
-                lane.judged += 1
-                lane.correct += rec.correct
-            self.ledger.settle(task, rec.status == "error")
-        self.emit(EpisodeFinished(ep.slot, rec, requeued, *self.done_count(), lane=task.lane))
+        else:   # its verdict counted once per task: its settling attempt's (the run's and its lane's, in the ledger)
+            self.ledger.settle(task, rec.status == "error", correct=rec.correct)
+        self.emit(EpisodeFinished(ep.slot, rec, requeued, *self.done_count(), lane=task.lane,
+                                  judged=self.ledger.judged, correct=self.ledger.correct))
 
     def _note_model(self, ep: Attempt, rec: EpisodeRecord, outcome: Outcome, harness: bool) -> None:
         """The model's statistics and guard learn how the attempt ended (an attempt the harness failed, or its user

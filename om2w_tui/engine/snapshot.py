@@ -30,8 +30,6 @@ class RunStats:
     settled_before: int = 0
     finished: int = 0
     by_status: dict[str, int] = field(default_factory=dict)
-    correct: int = 0
-    judged: int = 0
     unwritten: int = 0                 # records the out folder never took (the run was stopped while it was full)
 
 
@@ -53,6 +51,7 @@ class ObservedRun(Protocol):
     stopping: bool
     guard_ends_run: bool
     target_workers: int
+    over: bool                          # the run has ended: every episode ended, its last record written or lost
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop: ...
@@ -79,13 +78,15 @@ def run_summary(run: ObservedRun) -> RunSummary:
     return RunSummary(total=s.total, settled_before=s.settled_before, finished=s.finished,
                       by_status=dict(s.by_status), pending=run.pending(),
                       elapsed_s=round(run.loop.time() - run.started_mono, 1), out=str(run.out),
-                      correct=s.correct if s.judged else None, judged=s.judged if s.judged else None,
+                      correct=run.ledger.correct if run.ledger.judged else None,
+                      judged=run.ledger.judged or None,
                       unwritten=run.lanes.unwritten(), results=str(run.store.path),
                       model_guard=run.lanes.guard_reason(),
                       model_calls={**({"ok": run.model.ok} if run.model.ok else {}), **run.model.failures},
                       model_ended=dict(run.model.ended_on),
                       end=decide(failed=bool(run.lanes.unwritten()), stopped=run.stopping,
-                                 guard_ended=bool(run.lanes.guard_reason()) and run.guard_ends_run),
+                                 guard_ended=bool(run.lanes.guard_reason()) and run.guard_ends_run)
+                      if run.over else None,   # a summary taken while the run goes on says no end
                       lanes=run.lanes.rows(run.ledger), pairing=run.lanes.pairing.summary())
 
 

@@ -36,7 +36,7 @@ from om2w_tui.evaluation.outcomes import RULES
 from om2w_tui.evaluation.text_formats import fmt_p, fmt_pp, fmt_rate
 from om2w_tui.frontends.campaign_board import CampaignBoard
 from om2w_tui.frontends.formatting import clock_text
-from om2w_tui.frontends.run_state import RunState, episode_line, model_summary
+from om2w_tui.frontends.run_state import RunState, episode_line, lane_line, model_summary
 from om2w_tui.protocol.run_end import RunEnd
 
 EXIT_MODEL_GUARD = exits.MODEL_GUARD   # the model guard ended the run: the server answers, wrongly for this harness
@@ -61,8 +61,7 @@ class HeadlessLog:
         self.state.apply(ev, time.time())
         match ev:
             case RunStarted():
-                resume = f", resuming: {ev.settled} of {ev.total} already done" if ev.settled else ""
-                self._print(f"run: {ev.total} tasks, {ev.workers} workers, out {ev.out}{resume}")
+                self._print(self._start_line(ev))
             case EpisodeFinished():
                 lane = f"[{ev.lane}] " if ev.lane else ""
                 self._print(lane + episode_line(ev.slot, ev.record) + ("  (will run again)" if ev.requeued else ""))
@@ -83,6 +82,19 @@ class HeadlessLog:
             case _:
                 assert_never(ev)
 
+    def _start_line(self, ev: RunStarted) -> str:
+        """`run: 4 tasks, ...`; a campaign's counts its tasks and its lanes (`campaign: 4 tasks x 4 lanes = 16 units`:
+        a unit is one lane's run of one task, what its totals count)."""
+        totals = set(self.lane_total.values())
+        if not totals:
+            what, unit = f"run: {ev.total} tasks", ""
+        elif len(totals) == 1:   # every lane runs the campaign's selection
+            what, unit = f"campaign: {totals.pop()} tasks x {len(self.lane_total)} lanes = {ev.total} units", " units"
+        else:
+            what, unit = f"campaign: {len(self.lane_total)} lanes, {ev.total} units", " units"
+        resume = f", resuming: {ev.settled} of {ev.total}{unit} already done" if ev.settled else ""
+        return f"{what}, {ev.workers} workers, out {ev.out}{resume}"
+
     def _progress(self) -> None:
         lanes = ", ".join(f"{name} {self.lane_done[name]}/{total}" for name, total in self.lane_total.items())
         self._print(f"progress: {self.state.done}/{self.state.total} done, {self.state.errors} errors, "
@@ -93,7 +105,8 @@ class HeadlessLog:
         self._print(f"summary: {s.finished} episodes this run ({statuses}); "
                     f"{s.settled_before} done before; {s.pending} left; {clock_text(s.elapsed_s)}")
         if s.judged:
-            self._print(f"correct: {s.correct} of {s.judged} (reference judge)")
+            before = ", those done before included" if s.settled_before else ""   # every settled task's verdict
+            self._print(f"correct: {s.correct} of {s.judged} (reference judge{before})")
         for line in model_summary(s):
             self._print(line)
         results = s.results or f"{s.out}/results.jsonl"
@@ -108,17 +121,9 @@ class HeadlessLog:
             self._print(f"error: model guard: {s.model_guard}; the run stopped here (exit code "
                         f"{EXIT_MODEL_GUARD}): fix the model server, then the same command resumes")
         for lane in s.lanes:
-            self._print(lane_line(lane))
+            self._print(lane_line(lane, results=True))
         if s.lanes:
             self._print(pairing_words(s.pairing, lambda v: '-' if v is None else f'{v:.1f} s'))
-
-
-def lane_line(lane: LaneRow) -> str:
-    """`lane agent-r2 (arm agent, repeat 2): 6/8 done (2 before), 1 errors, correct 4 of 6, paused`."""
-    judged = f", correct {lane.correct} of {lane.judged}" if lane.judged else ""
-    held = (", paused" if lane.paused else "") + (f", model guard: {lane.guard}" if lane.guard else "")
-    return (f"lane {lane.name} (arm {lane.arm}, repeat {lane.repeat}): {lane.done}/{lane.total} done "
-            f"({lane.settled_before} before), {lane.errors} errors{judged}{held}; results: {lane.out or lane.name}")
 
 
 async def run_headless(pre: Preflight, stream: IO[str] | None = None) -> int:

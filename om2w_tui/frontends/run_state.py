@@ -1,6 +1,7 @@
 """What a front end knows about the run, folded from the engine's events and snapshots: the console's panels render
 from it and the headless log counts with it. No Textual here. Times are the front end's clock (epoch seconds); a
-countdown keeps its deadline, never a counter. The lines both front ends print for an episode are here too."""
+countdown keeps its deadline, never a counter. The lines both front ends print for an episode are here too, and a
+campaign's lane line (the headless log's and `ctl status`'s)."""
 
 from __future__ import annotations
 
@@ -67,8 +68,10 @@ class RunState:
     ended_at: float | None = None
     finished_here: int = 0              # attempts that settled their task in this run
     errors_here: int = 0
-    correct: int = 0
+    # settled tasks with a reference verdict, and of those correct, as the engine counts them: over every settled task
+    # of the run, those settled before a resume included (its events and snapshots say them; never folded here)
     judged: int = 0
+    correct: int = 0
     pacing: Pacing | None = None        # how the run paces its sites (from the first snapshot)
     target_workers: int = 0             # the slots the run keeps (from the latest snapshot)
     errored: int = 0                    # tasks whose latest attempt is an error (what a retry would queue)
@@ -129,12 +132,15 @@ class RunState:
         if rec.settles:
             self.finished_here += 1
             self.errors_here += rec.status == "error"
-            if rec.correct is not None:     # an attempt that runs again is judged when it is over
-                self.judged += 1
-                self.correct += rec.correct
         if ev.done is not None and ev.errors is not None:
             self.reported = (ev.done, ev.errors)
+        self._verdicts(ev.judged, ev.correct)
         self.task_lines(rec.task_id).append(finish_line(rec))
+
+    def _verdicts(self, judged: int | None, correct: int | None) -> None:
+        """The engine's counts of verdicts, where it said them (None: an event that does not say them)."""
+        if judged is not None:
+            self.judged, self.correct = judged, correct or 0
 
     def episode_put_back(self, ev: events.EpisodePutBack) -> None:
         if ev.done is not None and ev.errors is not None:
@@ -146,6 +152,7 @@ class RunState:
 
     def run_finished(self, ev: events.RunFinished, now: float) -> None:
         self.summary, self.end = ev.summary, ev.summary.end
+        self._verdicts(ev.summary.judged or 0, ev.summary.correct)
         self.phase = "finished"
         self.ended_at = now
         for s in self.slots.values():
@@ -199,6 +206,7 @@ class RunState:
             self.reported = (sum(v.done for v in self.sites.values()), sum(v.errors for v in self.sites.values()))
         self.paused = snap.paused
         self.model = snap.model
+        self._verdicts(snap.summary.judged or 0, snap.summary.correct)
         if snap.stopping and self.phase == "running":
             self.phase = "stopping"
 
@@ -286,7 +294,11 @@ def status_text(rec: EpisodeRecord) -> str:
 
 
 def verdict_text(rec: EpisodeRecord) -> str:
-    return "" if rec.correct is None else ("correct" if rec.correct else "wrong")
+    """`correct` or `wrong`: the reference verdict of an attempt that settles its task; "" for one without a verdict,
+    or one that does not settle (stopped under a kill or stop, or failed by the harness: it runs again)."""
+    if rec.correct is None or not rec.settles:
+        return ""
+    return "correct" if rec.correct else "wrong"
 
 
 def finish_line(rec: EpisodeRecord) -> str:
@@ -301,6 +313,17 @@ def episode_line(slot: int, rec: EpisodeRecord) -> str:
     model = model_text(rec.model_calls)
     return (f"[slot {slot}] {rec.task_id}  {rec.level or '-'}  {rec.steps} steps  {rec.duration_s:.1f}s  "
             f"{status_text(rec)}{'  ' + verdict if verdict else ''}{'  model: ' + model if model else ''}")
+
+
+def lane_line(lane: events.LaneRow, results: bool = False) -> str:
+    """A campaign's lane as the headless log and `ctl status` say it: `lane agent-r2 (arm agent, repeat 2): 6/8 done
+    (2 before), 1 errors, correct 4 of 6, paused` (its counts over every settled unit, those of a run before
+    included), with `; results: FOLDER` when `results`."""
+    judged = f", correct {lane.correct} of {lane.judged}" if lane.judged else ""
+    held = (", paused" if lane.paused else "") + (f", model guard: {lane.guard}" if lane.guard else "")
+    folder = f"; results: {lane.out or lane.name}" if results else ""
+    return (f"lane {lane.name} (arm {lane.arm}, repeat {lane.repeat}): {lane.done}/{lane.total} done "
+            f"({lane.settled_before} before), {lane.errors} errors{judged}{held}{folder}")
 
 
 def counted(by_kind: dict[str, int]) -> str:

@@ -84,6 +84,7 @@ def test_a_two_arm_campaign_killed_and_run_again_settles_every_unit_once_in_its_
     for folder in (out, out / "weak"):   # ctl reaches the campaign by its folder and by a lane's
         status = cli("ctl", str(folder), "status", "--json", timeout=60)
         assert status.returncode == 0 and json.loads(status.stdout)["total"] == 2 * len(IDS), status.stderr
+        assert '"end": "' not in status.stdout   # running: no end said (it said "finished")
     killed_at = time.time()
     first.send_signal(signal.SIGKILL)
     first.wait(timeout=30)
@@ -96,6 +97,12 @@ def test_a_two_arm_campaign_killed_and_run_again_settles_every_unit_once_in_its_
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert "lane good (arm good, repeat 1): 3/3 done" in again.stdout, again.stdout[-3000:]
     assert "lane weak (arm weak, repeat 1): 3/3 done" in again.stdout
+    assert f"campaign: {len(IDS)} tasks x 2 lanes = {2 * len(IDS)} units, " in again.stdout
+    # each lane's verdicts over all its units, those settled before the kill included (only this run's, before)
+    assert re.search(r"lane good \(arm good, repeat 1\): [^;]*correct 3 of 3", again.stdout), again.stdout[-3000:]
+    assert re.search(r"lane weak \(arm weak, repeat 1\): [^;]*correct 2 of 3", again.stdout), again.stdout[-3000:]
+    stopped = cli("ctl", str(out), "status", timeout=60)   # over: start it again by its plan
+    assert stopped.returncode == 2 and "`om2w-tui campaign PLAN.toml`" in stopped.stderr, stopped.stderr
     assert "pairing gap over" in again.stdout
     assert sum(int(n) for n in re.findall(r"3/3 done \((\d+) before\)", again.stdout)) == settled_before
     # the judge: each lane judged into its own folder, each unit once over the kill (judged then or at this start),

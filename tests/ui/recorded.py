@@ -103,7 +103,7 @@ def events() -> list[Any]:
         EpisodeStep(0, "offline_shop_search_01", 3, ['<a id="product-link-kettle-copper"> Copper Kettle -> CLICK'],
                     f"http://{SHOP}/search?q=kettle"),
         EpisodeFinished(0, record("offline_shop_search_01", SHOP, answer="The Copper Pour-Over Kettle costs $42.50.",
-                                  finished=T0 - 25, duration=15.0)),
+                                  finished=T0 - 25, duration=15.0), judged=1, correct=1),
         SlotChanged(0, "idle"),
         EpisodeStarted(0, "offline_booking_rates_11", BOOKING, "easy", 1, T0 - 20, 30),
         SlotChanged(0, "starting", "offline_booking_rates_11"),
@@ -135,7 +135,8 @@ def snapshot() -> RunSnapshot:
                SiteRow(BOOKING, "running", 0.0, left=0, done=0, errors=0, total=1, cooldown=90),
                SiteRow(LONG, "free", 0.0, left=0, done=1, errors=0, total=1, cooldown=90)],
         paused=True, stopping=False, pacing=Pacing(1, 90), target_workers=2,
-        summary=RunSummary(total=6, settled_before=1, finished=1, by_status={"done": 1}, pending=2), model=MODEL)
+        summary=RunSummary(total=6, settled_before=1, finished=1, by_status={"done": 1}, pending=2, correct=1,
+                           judged=1), model=MODEL)
 
 
 def earlier_records() -> list[EpisodeRecord]:

@@ -33,7 +33,8 @@ from .pilots import build
 
 PUT_BACK = EpisodePutBack(1, "offline_wiki_wal_07", 1, "the worker vanished before it took the task")
 SAMPLES: list[Event] = [*R.events(), PUT_BACK, Log("warning", "the disk is nearly full"),
-                        Log("error", "the model endpoint is down"), RunFinished(RunSummary(total=6, finished=1))]
+                        Log("error", "the model endpoint is down"),
+                        RunFinished(RunSummary(total=6, finished=1, end=RunEnd.FINISHED))]
 
 
 def test_the_samples_hold_every_event_type():

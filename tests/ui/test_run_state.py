@@ -166,3 +166,41 @@ def test_the_eta_waits_for_the_first_episode_and_is_nothing_when_all_is_done():
     assert st.eta(10.0) is None
     st.reported = (3, 0)
     assert st.eta(10.0) == 0.0
+
+
+def test_an_attempt_that_does_not_settle_its_task_shows_no_verdict():
+    """An attempt stopped under it (or requeued, or failed by the harness) runs again: no `wrong` in its lines, even
+    from a record that carries a verdict (an older file's); the attempt that settles says its verdict."""
+    import io
+
+    from om2w_tui.frontends.headless import HeadlessLog
+    from om2w_tui.frontends.run_state import episode_line, finish_line, verdict_text
+
+    stopped = R.record("a", R.SHOP, status="killed", correct=False)
+    for error in ("interrupted", "requeued"):
+        rec = dataclasses.replace(stopped, error=error)
+        assert verdict_text(rec) == "" and "wrong" not in finish_line(rec) and "wrong" not in episode_line(0, rec)
+    harness = dataclasses.replace(R.record("a", R.SHOP, status="error", correct=False), error="boom",
+                                  error_kind="infra")
+    assert verdict_text(harness) == ""
+    settled = R.record("a", R.SHOP, status="killed", correct=False)
+    assert verdict_text(dataclasses.replace(settled, error="killed by user")) == "wrong"
+    assert finish_line(R.record("a", R.SHOP, correct=True)).endswith(", correct")
+    log = HeadlessLog(stream := io.StringIO())
+    log.handle(EpisodeFinished(1, dataclasses.replace(stopped, error="interrupted"), requeued=True, lane="base"))
+    line = stream.getvalue().splitlines()[0]
+    assert "killed (interrupted)" in line and "wrong" not in line and line.endswith("(will run again)")
+
+
+def test_the_headless_start_line_counts_a_campaigns_tasks_and_lanes():
+    import io
+
+    from om2w_tui.frontends.headless import HeadlessLog
+
+    camp = HeadlessLog(stream := io.StringIO(), [(name, 4, 0) for name in ("a", "a-r2", "b", "b-r2")])
+    camp.handle(RunStarted(16, 3, 2, "/c"))
+    assert stream.getvalue().splitlines() == [
+        "campaign: 4 tasks x 4 lanes = 16 units, 2 workers, out /c, resuming: 3 of 16 units already done"]
+    plain = HeadlessLog(stream := io.StringIO())
+    plain.handle(RunStarted(4, 1, 2, "/o"))
+    assert stream.getvalue().splitlines() == ["run: 4 tasks, 2 workers, out /o, resuming: 1 of 4 already done"]

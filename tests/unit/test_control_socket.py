@@ -28,6 +28,7 @@ from om2w_tui.engine.events import (
     RunFinished,
     RunSnapshot,
     RunStarted,
+    RunSummary,
 )
 from om2w_tui.engine.runlock import RunLock
 from om2w_tui.engine.wire import StatusReply, read
@@ -251,7 +252,7 @@ async def test_a_remote_run_sends_commands_at_once_and_a_refusal_comes_back_as_a
         (refusal,) = [e for e in sink.events if isinstance(e, Log)]
         assert refusal.level == "error" and "refused to kill slot 1" in refusal.message
         assert ("kill", 0, True) in run.commands and ("kill", 1, False) not in run.commands
-        server.handle(RunFinished())
+        server.handle(RunFinished(RunSummary(end=RunEnd.FINISHED)))
     await asyncio.wait_for(follow, 5)                                   # the run's end closes the connection
     assert remote.end is RunEnd.FINISHED and isinstance(sink.events[-1], RunFinished)
 

@@ -109,3 +109,31 @@ def test_status_counts_this_runs_episodes_by_status_out_of_steps_among_them():
     assert status_json(run, snap)["by_status"] == {"timeout": 1, "out_of_steps": 2, "done": 1}
     assert not any(line.startswith("run ") for line in status_lines(run, snap))   # still running: no end said
     assert status_lines(replace(run, end=RunEnd.STOPPED), snap)[1] == "run stopped"
+
+
+def test_no_run_in_a_campaigns_folder_points_to_its_plan_not_to_a_run(tmp_path, capsys):
+    """A stopped campaign's folder (or one of its lanes) is started again by its plan: `om2w-tui run ... --out` is
+    refused there."""
+    from om2w_tui.campaign_folder import PLAN_FILE
+
+    (tmp_path / PLAN_FILE).write_text('{"format": 1, "lanes": []}')
+    (tmp_path / "base-r2").mkdir()
+    for out in (tmp_path, tmp_path / "base-r2"):
+        assert main(["ctl", str(out), "status"]) == 2
+        err = capsys.readouterr().err
+        assert "no run is listening" in err and "`om2w-tui campaign PLAN.toml`" in err and "om2w-tui run" not in err
+    assert f"a lane of the campaign in {tmp_path}" in err
+
+
+def test_status_names_each_lane_as_a_lane_of_its_arm_with_its_verdicts():
+    from om2w_tui.cli.ctl import status_lines
+    from om2w_tui.engine.events import LaneRow, RunSnapshot, RunSummary
+    from om2w_tui.protocol.control import RunInfo
+
+    lanes = (LaneRow("base", "base", 1, total=4, settled_before=1, done=3, correct=2, judged=3),
+             LaneRow("base-r2", "base", 2, total=4, done=1, errors=1, paused=True))
+    snap = RunSnapshot(now=1.0, slots=[], target_workers=2, summary=RunSummary(total=8, lanes=lanes), lanes=lanes)
+    lines = status_lines(RunInfo(out="/runs/c", pid=1), snap)
+    assert "lane base (arm base, repeat 1): 3/4 done (1 before), 0 errors, correct 2 of 3" in lines
+    assert "lane base-r2 (arm base, repeat 2): 1/4 done (0 before), 1 errors, paused" in lines
+    assert not any(line.startswith("arm ") for line in lines)

@@ -316,3 +316,100 @@ async def test_a_paused_arms_units_go_back_beside_their_tasks_other_units(tmp_pa
     await run
     assert order_on(ex, "x.com") == [("a", "x.com-0"), ("b", "x.com-0"), ("b", "x.com-1"), ("a", "x.com-1"),
                                      ("a", "x.com-2"), ("b", "x.com-2")]
+
+
+def verdicts_on_disk(shared: RunConfig, name: str) -> tuple[int, int]:
+    """(judged, correct) over a lane's folder as `report` counts it: each task's latest settling record."""
+    latest = read_results(shared.out / name).latest_records().values()
+    verdicts = [r.correct for r in latest if r.settles and r.correct is not None]
+    return len(verdicts), sum(verdicts)
+
+
+def answered_ok(task: dict, rec) -> bool:
+    return rec.answer == "ok"
+
+
+async def test_a_resumed_lanes_verdicts_count_every_settled_unit_its_earlier_ones_included(tmp_path):
+    """A campaign stopped partway and run again: each lane's correct/judged (the console's lanes line, the headless
+    end, `ctl status --json`) and the run's are over every settled unit, those settled before the resume included,
+    as its folder has them (defect: only this session's were counted, `weak 6/6 · correct 2/2`)."""
+    tasks = make_tasks({"x.com": 2, "y.com": 2})
+    wrong = {f"b/{t.task_id}": Behaviour(answer="no") for t in tasks[:3]}
+    shared, lanes = campaign(tmp_path, tasks, workers=2, pace_cooldown=10)
+    first = Scheduler(shared, tasks, FakeExecutor(dict(wrong)), lanes=lanes, judge=answered_ok)
+    run = asyncio.ensure_future(first.run())
+    while sum(1 for lane in lanes for r in lane_rows(shared, lane.name) if r["status"] == "done") < 4:
+        await asyncio.sleep(1)
+    first.stop()
+    await run
+    rec = Recorder()
+    again = Scheduler(shared, tasks, FakeExecutor(dict(wrong)), [rec], lanes=lanes, judge=answered_ok)
+    stats = await again.run()
+    assert stats.settled_before >= 4 and stats.finished >= 2
+    summary = again.summary()
+    assert [(r.name, (r.judged, r.correct)) for r in summary.lanes] == \
+        [("a", verdicts_on_disk(shared, "a")), ("b", verdicts_on_disk(shared, "b"))] == [("a", (4, 4)), ("b", (4, 1))]
+    assert (summary.judged, summary.correct) == (8, 5)
+    last = rec.of(EpisodeFinished)[-1]
+    assert (last.judged, last.correct) == (8, 5)   # what a front end's header takes
+
+
+async def test_a_unit_run_again_replaces_its_earlier_verdict_never_counted_twice(tmp_path):
+    """A unit settled wrong (its model failed) in a run before, retried after the resume (`ctl retry`) and now right:
+    its lane counts it once, right."""
+    tasks = make_tasks({"x.com": 3})
+    shared, lanes = campaign(tmp_path, tasks[:2], workers=2, pace_cooldown=0, model_guard=0)
+    failing = FakeExecutor({f"b/{tasks[0].task_id}": Behaviour(model_failure="context_length", answer="")})
+    await Scheduler(shared, tasks[:2], failing, lanes=lanes, judge=answered_ok).run()
+    assert verdicts_on_disk(shared, "b") == (2, 1)
+    lanes = [dataclasses.replace(lane, tasks=tuple(tasks)) for lane in lanes]   # a third task this time
+    again = Scheduler(shared, tasks, FakeExecutor(), lanes=lanes, judge=answered_ok)
+    run = asyncio.ensure_future(again.run())
+    await asyncio.sleep(5)   # the third task's units run
+    assert [(r.judged, r.correct) for r in again.snapshot().lanes] == [(2, 2), (2, 1)]   # read on resume
+    assert again.retry_errors() == 1
+    await run
+    assert verdicts_on_disk(shared, "b") == (3, 3)
+    assert [(r.judged, r.correct) for r in again.summary().lanes] == [(3, 3), (3, 3)]
+    assert (again.summary().judged, again.summary().correct) == (6, 6)
+
+
+async def test_an_attempt_stopped_under_it_carries_no_verdict(tmp_path):
+    """A stop interrupts an episode: its record says killed (interrupted) with no reference verdict, which only the
+    attempt that settles the task has (defect: `killed (interrupted)  wrong  (will run again)`)."""
+    tasks = make_tasks({"x.com": 1, "y.com": 1})
+    shared, lanes = campaign(tmp_path, tasks, workers=2, pace_cooldown=0)
+    sched = Scheduler(shared, tasks, FakeExecutor(), lanes=lanes, judge=lambda task, rec: False)
+    asyncio.get_running_loop().call_later(15, sched.stop)
+    await sched.run()
+    rows = [r for lane in lanes for r in lane_rows(shared, lane.name)]
+    assert rows and all(r["error"] == "interrupted" and "correct" not in r for r in rows)
+    assert [(r.judged, r.correct) for r in sched.summary().lanes] == [(0, 0), (0, 0)]
+
+
+async def test_a_resumed_plain_runs_verdicts_count_its_earlier_tasks_too(tmp_path):
+    """A plain run is one lane: after a resume its header (RunState, from the engine's events and snapshots) and its
+    summary count every settled task's verdict, as `report` does (defect: only this session's)."""
+    import io
+
+    from om2w_tui.frontends.headless import HeadlessLog
+
+    tasks = make_tasks({"x.com": 3, "y.com": 3})
+    wrong = {t.task_id: Behaviour(answer="no") for t in tasks[::2]}
+    cfg = config(tmp_path, workers=2, pace_cooldown=10)
+    first = Scheduler(cfg, tasks, FakeExecutor(dict(wrong)), judge=answered_ok)
+    run = asyncio.ensure_future(first.run())
+    while sum(r["status"] == "done" for r in read_results(cfg.out).records) < 3:
+        await asyncio.sleep(1)
+    first.stop()
+    await run
+    log = HeadlessLog(stream := io.StringIO())
+    again = Scheduler(cfg, tasks, FakeExecutor(dict(wrong)), [log], judge=answered_ok)
+    stats = await again.run()
+    assert stats.settled_before >= 3
+    latest = [r for r in read_results(cfg.out).latest_records().values() if r.settles]
+    on_disk = (len(latest), sum(bool(r.correct) for r in latest))
+    assert on_disk == (6, 3)
+    assert (log.state.judged, log.state.correct) == on_disk                       # the header's
+    assert (again.summary().judged, again.summary().correct) == on_disk
+    assert "correct: 3 of 6 (reference judge, those done before included)" in stream.getvalue()

@@ -5,6 +5,7 @@ Ctrl-C 130, the model guard 3, records lost 1). The scheduler runs the stand-in 
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -75,3 +76,29 @@ async def test_the_scheduler_says_how_its_run_ended(tmp_path):
     cfg = config(tmp_path / "guard", workers=1, pace_cooldown=0)
     await Scheduler(cfg, sites, failing, [rec], guard_ends_run=True).run()
     assert ended(rec) is RunEnd.GUARD
+
+
+@pytest.mark.looptime
+@pytest.mark.parametrize("kind", ["plain run", "campaign"])
+async def test_a_run_going_on_says_no_end_until_it_has_ended(tmp_path, kind):
+    """A snapshot taken while the run goes on (`ctl status --json`'s) says no end (defect: `"end": "finished"` while
+    it ran); the summary its end carries says how it ended."""
+    from om2w_tui.cli.ctl import status_json
+
+    from .helpers import campaign
+
+    tasks = make_tasks({"a.com": 2, "b.com": 1})
+    if kind == "campaign":
+        shared, lanes = campaign(tmp_path, tasks, pace_cooldown=0)
+        sched = Scheduler(shared, tasks, FakeExecutor(), [rec := Recorder()], lanes=lanes)
+    else:
+        sched = Scheduler(config(tmp_path, pace_cooldown=0), tasks, FakeExecutor(), [rec := Recorder()])
+    run = asyncio.ensure_future(sched.run())
+    await asyncio.sleep(15)
+    snap = sched.snapshot()
+    assert sched.running() and snap.summary.end is None and sched.summary().end is None
+    said = status_json(RunInfo(pid=1, out=str(tmp_path)), snap)
+    assert said["run"]["end"] is None and said["snapshot"]["summary"]["end"] is None
+    assert '"end": "' not in json.dumps(said)   # nowhere in the answer
+    await run
+    assert ended(rec) is RunEnd.FINISHED and sched.summary().end is RunEnd.FINISHED

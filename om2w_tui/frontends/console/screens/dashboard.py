@@ -411,9 +411,9 @@ class DashboardScreen(RunCommands, Screen[None]):
     def _run_finished(self, ev: RunFinished) -> None:
         self.state.run_finished(ev, self.now())
         s = ev.summary
-        line = f"run {s.end.words}: {s.finished} episodes this run, {s.pending} left"
-        if s.judged:
-            line += f", {s.correct} of {s.judged} correct"
+        line = f"run {s.end.words if s.end else 'over'}: {s.finished} episodes this run, {s.pending} left"
+        if s.judged:   # over every settled task, those of the runs before a resume too
+            line += f"; {s.correct} of {s.judged} tasks correct"
         self._log_all(None, None, [line])
         self.render_all()
         self.refresh_commands()

@@ -33,6 +33,7 @@ from om2w_tui.frontends.console.task_page import open_page, write_task_page
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
 from om2w_tui.frontends.console.widgets.screenshot import ScreenshotPane
 from om2w_tui.frontends.formatting import clip
+from om2w_tui.frontends.run_state import verdict_text
 
 
 def size_text(n: int) -> str:
@@ -165,8 +166,8 @@ class EpisodeScreen(Screen[None]):
             title.append(f"  {rec.status}", style="bold")
             if rec.error and rec.error != rec.status:
                 title.append(f" ({rec.error})")
-            if rec.correct is not None:
-                title.append("  correct" if rec.correct else "  wrong", style="green" if rec.correct else "red")
+            if verdict := verdict_text(rec):   # none for an attempt that does not settle its task
+                title.append(f"  {verdict}", style="green" if rec.correct else "red")
             title.append(f"  attempt {rec.attempt} · {rec.steps} steps · {rec.duration_s:.0f}s", style="dim")
         self.query_one("#ep-title", Label).update(title)
 

@@ -12,7 +12,7 @@ from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.frontends.campaign_board import CampaignBoard
 from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable, Styled
 from om2w_tui.frontends.formatting import clip, clip_left, clock_text, countdown_text
-from om2w_tui.frontends.run_state import RunState
+from om2w_tui.frontends.run_state import RunState, verdict_text
 from om2w_tui.protocol.model import kind_short
 
 STATE_STYLE = {"running": "green", "starting": "cyan", "paused": "yellow", "stopping": "magenta",
@@ -200,7 +200,7 @@ class EpisodesTable(KeyedTable):
             status = why if wide else why[:7]
         task_w, answer_w = self.width_of("task"), self.width_of("answer")
         ok: str | Styled = ""
-        if rec.correct is not None and rec.settles:
+        if verdict_text(rec):   # the one rule: a verdict only for an attempt that settles its task
             ok = Styled("✓", "green") if rec.correct else Styled("✗", "red")
         if self.lane_of is not None and self._board is not None:
             lane = self.lane_of.get(self.key_of(rec), "")
