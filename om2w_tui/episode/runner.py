@@ -28,7 +28,7 @@ from typing import Any
 
 from om2w_tui.benchmarks.trajectory import TrajectoryWriter
 from om2w_tui.episode.arms import load_arm
-from om2w_tui.episode.arms.interface import MAX_FAILURES, ArmContext, ArmResult
+from om2w_tui.episode.arms.interface import MAX_FAILURES, ArmContext, ArmResult, agent_steps
 from om2w_tui.episode.blocking import page_block
 from om2w_tui.episode.browser import make_session, start_session
 from om2w_tui.episode.instruction import instruction
@@ -117,9 +117,9 @@ def agents_answer(result: ArmResult) -> str:
 
 
 def _steps_of(result: ArmResult, writer: TrajectoryWriter) -> int:
-    """The agent's steps: its histories' (browser-use's count, the last forced `done` try included), else the
-    steps the arm recorded itself."""
-    return sum(len(getattr(h, "history", [])) for h in result.histories) or writer.n_steps
+    """The agent's steps: its histories' (the steps run within the budget, the last forced `done` try included;
+    browser-use's end-of-budget marker is none), else the steps the arm recorded itself."""
+    return sum(agent_steps(h) for h in result.histories) or writer.n_steps
 
 
 @dataclass
