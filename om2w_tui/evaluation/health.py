@@ -9,7 +9,8 @@ folder (the task's folder for its latest attempt, `attempts/<n>` for an earlier 
   bot_wall       a bot wall or CAPTCHA (status blocked)
   site_error     the site answered with an error page (an HTTP 4xx/5xx status named in the error or read on the
                  last page)
-  site_down      the site did not answer (a network error, the browser's error page, never a page at all)
+  site_down      the site did not answer (a network error of its own: at its page load, a refused connection is
+                 one though the harness retried it as infra; the browser's error page; never a page at all)
   harness_error  the harness or its services failed (infra, endpoint, storage)
   model_error    the model failed (status error of kind model, or a model fault)
   timeout        the episode's time ran out

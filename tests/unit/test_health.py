@@ -149,3 +149,17 @@ def test_an_error_page_read_on_the_last_page_is_a_site_error_and_a_browser_error
     rec = EpisodeRecord(task_id="t", status="timeout", steps=1)
     assert ending_of(rec, read_episode(tmp_path / "page"), "failure")[0] == "site_error"
     assert ending_of(rec, read_episode(tmp_path / "gone"), "failure")[0] == "site_down"
+
+
+def test_a_site_refusing_connections_is_site_down_in_every_arm_and_a_candidate(tmp_path):
+    """QA's run: a website with nothing listening, two arms, each attempt recorded as infra (retried) with the
+    worker's words of the time: every attempt was `harness error` and no candidate. Now each is `site down`."""
+    error = ("RuntimeError: browser failed to start or open http://127.0.0.1:8419/: RuntimeError: Navigation "
+             "failed: net::ERR_CONNECTION_REFUSED")
+    runs = [make_run(tmp_path / arm, [record("down_01", "error", error=error, error_kind="infra", steps=0,
+                                             agent_done=False, attempt=n, finished_at=float(n), arm=arm)
+                                      for n in (1, 2)], arm=arm) for arm in ("base", "weak")]
+    h = health(runs)
+    (down,) = h.tasks
+    assert down.arms() == {"base": {"site_down": 2}, "weak": {"site_down": 2}}
+    assert [t.task_id for t in h.candidates] == ["down_01"] and len(down.evidence) == 4
