@@ -6,7 +6,9 @@ How it ended is an `Outcome` (protocol/worker.py) whose fault kind is decided he
 whose errno says the disk is full is the folder's (`storage`); an episode whose last agent step's model call failed
 ended on its model (`model`: the same request fails again), or on its endpoint when that failure was the server's
 being down or overloaded (`endpoint`), as the episode's model calls say (episode/model_watch.py). An agent that
-used its whole step budget without saying `done` ended `out_of_steps`.
+used its whole step budget without saying `done` ended `out_of_steps`. A site that did not answer its first page
+load (Chromium's network error of the site: protocol/faults.py `SITE_NET_ERRORS`) ended in error with the words "the
+site did not answer", kind `infra` (run again within `--retries`); the failure classes read it as the site's.
 
 The answer is only what the agent answered: the text of its `done`. An episode that ended any other way (killed,
 timed out, crashed, out of steps) has an empty answer in `result.json` and its record; what its last action
@@ -28,7 +30,7 @@ from typing import Any
 
 from om2w_tui.benchmarks.trajectory import TrajectoryWriter
 from om2w_tui.episode.arms import load_arm
-from om2w_tui.episode.arms.interface import MAX_FAILURES, ArmContext, ArmResult
+from om2w_tui.episode.arms.interface import MAX_FAILURES, ArmContext, ArmResult, agent_steps
 from om2w_tui.episode.blocking import page_block
 from om2w_tui.episode.browser import make_session, start_session
 from om2w_tui.episode.instruction import instruction
@@ -36,7 +38,7 @@ from om2w_tui.episode.model_watch import ModelWatch
 from om2w_tui.episode.rows import CallLog, write_rows
 from om2w_tui.files import write_json_atomic
 from om2w_tui.protocol.codec import to_json
-from om2w_tui.protocol.faults import FaultKind
+from om2w_tui.protocol.faults import SITE_DOWN, FaultKind, site_net_error
 from om2w_tui.protocol.model import call_fault, describe
 from om2w_tui.protocol.worker import Event, Outcome, Running, Status, Step, WorkerSpec
 
@@ -49,6 +51,10 @@ STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EDQUOT})
 
 class SiteBlocked(Exception):
     """The site answered with a bot check, a CAPTCHA or a 403/429 instead of its page."""
+
+
+class SiteDown(Exception):
+    """The site did not answer its page load (a network error of its own: refused, not resolved, timed out, TLS)."""
 
 
 @dataclass
@@ -117,9 +123,9 @@ def agents_answer(result: ArmResult) -> str:
 
 
 def _steps_of(result: ArmResult, writer: TrajectoryWriter) -> int:
-    """The agent's steps: its histories' (browser-use's count, the last forced `done` try included), else the
-    steps the arm recorded itself."""
-    return sum(len(getattr(h, "history", [])) for h in result.histories) or writer.n_steps
+    """The agent's steps: its histories' (the steps run within the budget, the last forced `done` try included;
+    browser-use's end-of-budget marker is none), else the steps the arm recorded itself."""
+    return sum(agent_steps(h) for h in result.histories) or writer.n_steps
 
 
 @dataclass
@@ -165,11 +171,18 @@ async def run_episode(task: dict[str, Any], spec: WorkerSpec, emit: Emit, contro
         session = make_session(spec.chromium, folder / "downloads", scratch / "profile", spec.browser.as_dict())
         try:
             await start_session(session, spec.browser.as_dict())
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            raise RuntimeError(f"browser failed to start: {type(e).__name__}: {e}") from e
+        try:
             await session.navigate_to(task["website"])   # the benchmark's rule: start on the task's website
         except asyncio.CancelledError:
             raise
         except Exception as e:
-            raise RuntimeError(f"browser failed to start or open {task['website']}: {type(e).__name__}: {e}") from e
+            if code := site_net_error(str(e)):   # the site's own network error, not the browser's
+                raise SiteDown(f"{SITE_DOWN} at {task['website']}: {code}") from e
+            raise RuntimeError(f"browser failed to open {task['website']}: {type(e).__name__}: {e}") from e
         ctx = ArmContext(
             task=task, instruction=instruction(task, spec.instruction_template, spec.hint_field),
             session=session, llm=spec.llm, base_url=spec.base_url, api_key=spec.api_key or "EMPTY",
@@ -193,6 +206,8 @@ async def run_episode(task: dict[str, Any], spec: WorkerSpec, emit: Emit, contro
             end.set("out_of_steps", None)
     except SiteBlocked as e:
         end.set("blocked", str(e))
+    except SiteDown as e:   # recorded as infra: a site down for a moment is run again within --retries
+        end.set("error", str(e), FaultKind.INFRA)
     except asyncio.CancelledError:
         reason: Status = "timeout" if control.stop_reason == "timeout" else "killed"
         end.set(reason, control.stop_error or reason)

@@ -4,7 +4,10 @@
 The classes, in their order of precedence (the first rule that holds names the class):
 
   1. bot_wall       the record's status is `blocked` (a CAPTCHA or bot wall met the agent)
-  2. harness_error  status `error` of kind infra, endpoint or storage (the harness or its services failed)
+  2. harness_error  status `error` of kind infra, endpoint or storage (the harness or its services failed), but for
+                    a network error of the site itself at its page load (Chromium's net::ERR_ codes of the site:
+                    protocol/faults.py SITE_NET_ERRORS; the worker records it as infra so that it is retried): the
+                    site's, rule 3
   3. site_error     the site failed: the record's error names an HTTP or network failure (net::ERR_..., HTTP 4xx/5xx,
                     connection refused or reset, name not resolved), the last step's URL is a browser error page
                     (chrome-error://) or its thought reads an HTTP error page (404 / 500 / 502 / 503 Not Found ...),
@@ -39,7 +42,7 @@ from om2w_tui.benchmarks.episode_folder import EpisodeFolder, read_episode
 from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.evaluation.task_outcome import Outcome
 from om2w_tui.json_input import InputError, load
-from om2w_tui.protocol.faults import FaultKind
+from om2w_tui.protocol.faults import FaultKind, site_net_error
 from om2w_tui.run_folder import RunFolder
 
 CLASSES: tuple[str, ...] = ("bot_wall", "harness_error", "site_error", "model_error", "loop", "timeout",
@@ -123,6 +126,8 @@ def classify(record: EpisodeRecord | None, episode: EpisodeFolder | None, outcom
     max_steps = rec.max_steps if rec.max_steps is not None else max_steps   # the task's own budget first
     if status == "blocked":
         return Failure("bot_wall", "status blocked: a bot wall or CAPTCHA")
+    if status == "error" and (code := site_net_error(rec.error)):   # before the harness: the site did not answer
+        return Failure("site_error", f"the site did not answer its page load: {code}")
     if status == "error" and kind is not None and kind.harness:
         return Failure("harness_error", f"status error of kind {kind}: {(rec.error or '')[:120]}", str(kind))
     if why := _site_error(rec, episode):

@@ -9,7 +9,8 @@ folder (the task's folder for its latest attempt, `attempts/<n>` for an earlier 
   bot_wall       a bot wall or CAPTCHA (status blocked)
   site_error     the site answered with an error page (an HTTP 4xx/5xx status named in the error or read on the
                  last page)
-  site_down      the site did not answer (a network error, the browser's error page, never a page at all)
+  site_down      the site did not answer (a network error of its own: at its page load, a refused connection is
+                 one though the harness retried it as infra; the browser's error page; never a page at all)
   harness_error  the harness or its services failed (infra, endpoint, storage)
   model_error    the model failed (status error of kind model, or a model fault)
   timeout        the episode's time ran out
@@ -57,6 +58,9 @@ _HTTP_STATUS = re.compile(r"\bHTTP(?: error| status)?[ :]*[45]\d\d\b|\b[45]\d\d 
                           r"gateway)|\berror page\b", re.IGNORECASE)
 
 
+HINT = "give a run's --out folder, a campaign's, or a folder that holds runs or campaigns"
+
+
 class HealthInputError(ValueError):
     """A folder given that is neither a run nor a folder of runs; the message names it."""
 
@@ -78,6 +82,25 @@ class Attempt:
     def to_json(self) -> dict[str, Any]:
         return {"out": self.out, "arm": self.arm, "attempt": self.attempt, "status": self.status,
                 "ending": self.ending, "why": self.why, "latest": self.latest, "lane": self.lane}
+
+
+def _counted(endings: Iterable[str]) -> dict[str, int]:
+    """How many of `endings` ended each way, in ENDINGS order (none: left out)."""
+    n = Counter(endings)
+    return {e: n[e] for e in ENDINGS if n[e]}
+
+
+@dataclass(frozen=True)
+class ArmTally:
+    """One arm's attempts of one task: how many, how they ended, and whether that arm solved it."""
+
+    arm: str
+    attempts: int
+    solved: bool
+    endings: dict[str, int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"arm": self.arm, "attempts": self.attempts, "solved": self.solved, "endings": self.endings}
 
 
 @dataclass(frozen=True)
@@ -104,19 +127,24 @@ class TaskHealth:
 
     def endings(self) -> dict[str, int]:
         """How many attempts ended each way, in ENDINGS order (none: left out)."""
-        n = Counter(a.ending for a in self.attempts)
-        return {e: n[e] for e in ENDINGS if n[e]}
+        return _counted(a.ending for a in self.attempts)
 
     def arms(self) -> dict[str, dict[str, int]]:
         """Per arm (in the order first met), how its attempts ended."""
-        by: dict[str, Counter[str]] = {}
+        return {t.arm: t.endings for t in self.per_arm()}
+
+    def per_arm(self) -> tuple[ArmTally, ...]:
+        """Each arm's own numbers (in the order first met): its attempts, how they ended, whether it solved the task."""
+        by: dict[str, list[Attempt]] = {}
         for a in self.attempts:
-            by.setdefault(a.arm, Counter())[a.ending] += 1
-        return {arm: {e: n[e] for e in ENDINGS if n[e]} for arm, n in by.items()}
+            by.setdefault(a.arm, []).append(a)
+        return tuple(ArmTally(arm, len(got), any(a.ending == "success" for a in got),
+                              _counted(a.ending for a in got)) for arm, got in by.items())
 
     def to_json(self) -> dict[str, Any]:
         return {"task_id": self.task_id, "site": self.site, "solved": self.solved, "suspect": self.suspect,
-                "endings": self.endings(), "arms": self.arms(), "attempts": [a.to_json() for a in self.attempts]}
+                "endings": self.endings(), "arms": self.arms(), "per_arm": [t.to_json() for t in self.per_arm()],
+                "attempts": [a.to_json() for a in self.attempts]}
 
 
 @dataclass(frozen=True)
@@ -160,32 +188,42 @@ class Health:
 
 
 def run_folders(folders: Iterable[Path]) -> list[Path]:
-    """The runs `folders` name: each a run, or a folder of runs (its runs, by name), or a campaign's (its lanes that
-    have started). Raises HealthInputError naming a folder that is none of these."""
+    """The runs `folders` name: each a run, a campaign's (its lanes that have started), or a folder that holds runs
+    or campaigns (its runs by name, then each campaign's lanes). Raises HealthInputError naming a folder that is
+    none of these."""
     return [out for out, lane in _sources(folders) if lane is None or lane.is_run]
 
 
 def _sources(folders: Iterable[Path]) -> list[tuple[Path, LaneRun | None]]:
     """Each run to read, and the campaign's lane it is (None: a run given, or in a folder of runs)."""
     runs: dict[Path, LaneRun | None] = {}
-    for folder in folders:
-        if is_campaign(Path(folder)):       # before what_is: a campaign's lanes are read with their arm and repeat
-            try:
-                lanes = read_lanes(Path(folder))
-            except InputError as e:
-                raise HealthInputError(str(e)) from None
-            for lane in lanes:
-                if runs.get(lane.out) is None:   # a lane given as a run too is still named by arm and repeat
-                    runs[lane.out] = lane
+
+    def campaign(folder: Path) -> None:
+        try:
+            lanes = read_lanes(folder)
+        except InputError as e:
+            raise HealthInputError(str(e)) from None
+        for lane in lanes:
+            if runs.get(lane.out) is None:   # a lane given as a run too is still named by arm and repeat
+                runs[lane.out] = lane
+
+    for folder in map(Path, folders):
+        if is_campaign(folder):       # before what_is: a campaign's lanes are read with their arm and repeat
+            campaign(folder)
             continue
-        found = what_is(Path(folder))
+        found = what_is(folder)
+        campaigns = sorted(d for d in folder.iterdir() if d.is_dir() and is_campaign(d)) \
+            if found.exists and not found.is_run else []
         if found.is_run:
-            runs.setdefault(Path(folder), None)
-        elif found.runs_inside:
+            runs.setdefault(folder, None)
+        elif found.runs_inside or campaigns:   # a folder of runs, of campaigns, or of both
             for name in found.runs_inside:
-                runs.setdefault(Path(folder) / name, None)
+                if not is_campaign(folder / name):
+                    runs.setdefault(folder / name, None)
+            for c in campaigns:
+                campaign(c)
         else:
-            raise HealthInputError(found.problem("give a run's --out folder, a folder of runs or a campaign's"))
+            raise HealthInputError(found.problem(HINT))
     return list(runs.items())
 
 
@@ -285,5 +323,5 @@ def suspects(out: Path, judge: Path | None = None) -> list[str]:
     return [t.task_id for t in rows if t.suspect]
 
 
-__all__ = ["ENDINGS", "ENDING_WORDS", "SITE_ENDINGS", "Attempt", "Health", "HealthInputError", "RunRead",
-           "TaskHealth", "ending_of", "health", "run_folders", "suspects"]
+__all__ = ["ENDINGS", "ENDING_WORDS", "HINT", "SITE_ENDINGS", "ArmTally", "Attempt", "Health", "HealthInputError",
+           "RunRead", "TaskHealth", "ending_of", "health", "run_folders", "suspects"]

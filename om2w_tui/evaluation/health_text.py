@@ -13,6 +13,13 @@ from om2w_tui.evaluation.text_formats import md_table, plural
 Section = tuple[str, list[str], list[list[str]]]
 
 
+ALL_ARMS = "all arms"   # the task's row over every arm, above each arm's own
+
+
+def _yes(solved: bool) -> str:
+    return "yes" if solved else "no"
+
+
 def _counted(endings: dict[str, int]) -> str:
     return ", ".join(f"{ENDING_WORDS[e]} {n}" for e, n in endings.items())
 
@@ -29,14 +36,14 @@ def sections(h: Health) -> list[Section]:
     runs: Section = ("runs", ["out", *(["lane"] if lanes else []), "arm", "success read from", "tasks", "attempts"],
                      [[r.out, *([r.lane] if lanes else []), r.arm, r.measure, str(r.tasks), str(r.attempts)]
                       for r in h.runs])
-    header = ["task", "site", "attempts", "solved", *(["arm"] if h.by_arm else []), "how they ended"]
+    header = ["task", "site", *(["arm"] if h.by_arm else []), "attempts", "solved", "how they ended"]
     rows: list[list[str]] = []
     for t in h.tasks:
-        cells = [t.task_id, t.site, str(len(t.attempts)), "yes" if t.solved else "no"]
+        # the task's totals once, then (runs of several arms) each arm's own numbers under it
+        rows.append([t.task_id, t.site, *([ALL_ARMS] if h.by_arm else []), str(len(t.attempts)), _yes(t.solved),
+                     _counted(t.endings())])
         if h.by_arm:
-            rows += [cells + [arm, _counted(n)] for arm, n in t.arms().items()]
-        else:
-            rows.append(cells + [_counted(t.endings())])
+            rows += [["", "", a.arm, str(a.attempts), _yes(a.solved), _counted(a.endings)] for a in t.per_arm()]
     candidates: Section = (f"candidates for label 2 (not executable): {plural(len(h.candidates), 'task')} no run "
                            f"solved that met the site failing", ["task", "site", "evidence"],
                            [[t.task_id, t.site, _seen(a)] for t in h.candidates for a in t.evidence])
@@ -58,15 +65,17 @@ def to_markdown(h: Health) -> str:
 
 
 def to_csv(h: Health) -> str:
-    """One attempt a line, its task's verdicts beside it."""
+    """One attempt a line, its task's verdicts beside it (`solved`, `suspect`: over every arm; `arm_solved`: by the
+    attempt's own arm)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["task_id", "site", "out", "arm", "attempt", "status", "ending", "latest", "solved", "suspect", "why",
-                "lane"])
+                "lane", "arm_solved"])
     for t in h.tasks:
+        arm_solved = {a.arm: a.solved for a in t.per_arm()}
         for a in t.attempts:
             w.writerow([t.task_id, t.site, a.out, a.arm, a.attempt, a.status, a.ending, a.latest, t.solved, t.suspect,
-                        a.why, a.lane])
+                        a.why, a.lane, arm_solved[a.arm]])
     return buf.getvalue()
 
 

@@ -46,6 +46,7 @@ from om2w_tui.evaluation.text_formats import (
     md_table,
     plural,
     share,
+    signed,
 )
 from om2w_tui.protocol.model import kind_counted
 
@@ -167,7 +168,7 @@ def agreement_sections(rows: tuple[Agreement, ...], title_: str, disagreements: 
                                     "gap"],
                            [[RULE_HEADERS.get(r.rule, r.rule), str(r.confusion.n), fmt_rate(r.confusion.agreement),
                              fmt_kappa(r.kappa), fmt_rate(r.a_rate), fmt_rate(r.b_rate),
-                             "-" if r.gap_pp is None else f"{r.gap_pp:+.1f} pp"] for r in rows])]
+                             "-" if r.gap_pp is None else f"{signed(r.gap_pp)} pp"] for r in rows])]
     first = rows[0]
     c = first.confusion
     out.append((f"confusion ({RULE_HEADERS.get(first.rule, first.rule)}): rows {a}, columns {b}",
@@ -238,6 +239,11 @@ def _difference(d: PairedDifference) -> str:
     return fmt_pp(d.difference, d.low, d.high)
 
 
+def _listed(tasks: tuple[str, ...], limit: int) -> str:
+    """The first `limit` tasks, `...` past them; `none` for no task (an empty cell reads as missing)."""
+    return (", ".join(tasks[:limit]) + (" ..." if len(tasks) > limit else "")) if tasks else "none"
+
+
 def test_sections(tests: tuple[PairedTest, ...], limit: int = 20,
                   heading: str = "task by task against the baseline (paired)") -> list[Section]:
     """Each arm against the baseline, task by task: both rates, the difference with its paired interval,
@@ -254,8 +260,7 @@ def test_sections(tests: tuple[PairedTest, ...], limit: int = 20,
     for t in tests:
         if t.rule != RULE_ALL:
             continue
-        only = [[f"only {t.a}", ", ".join(t.only_a_tasks[:limit]) + (" ..." if len(t.only_a_tasks) > limit else "")],
-                [f"only {t.b}", ", ".join(t.only_b_tasks[:limit]) + (" ..." if len(t.only_b_tasks) > limit else "")]]
+        only = [[f"only {t.a}", _listed(t.only_a_tasks, limit)], [f"only {t.b}", _listed(t.only_b_tasks, limit)]]
         out.append((f"tasks only one solved: {t.a} / {t.b}", ["", "tasks"], only))
         split = sorted(((k, d) for k, d in t.by_site.items() if d.only_a + d.only_b),
                        key=lambda kd: (-(kd[1].only_a + kd[1].only_b), kd[0]))

@@ -25,13 +25,19 @@ def fmt_rate(v: Rate | None, interval: bool = True) -> str:
     return text
 
 
+def signed(x: float, digits: int = 1) -> str:
+    """`+3.1`, `-0.4`: a number with its sign; one that rounds to zero is `+0.0`, never a minus zero."""
+    text = f"{x:+.{digits}f}"
+    return "+" + text[1:] if float(text) == 0 else text
+
+
 def fmt_pp(d: float | None, low: float | None = None, high: float | None = None) -> str:
     """A difference of rates in percentage points, with its interval when given: `+12.0 pp [+3.1, +20.4]`."""
     if d is None:
         return "-"
-    text = f"{100 * d:+.1f} pp"
+    text = f"{signed(100 * d)} pp"
     if low is not None and high is not None:
-        text += f" [{100 * low:+.1f}, {100 * high:+.1f}]"
+        text += f" [{signed(100 * low)}, {signed(100 * high)}]"
     return text
 
 
@@ -56,7 +62,7 @@ def fmt_num(x: Any, digits: int = 1) -> str:
 
 
 def fmt_delta(d: float | None) -> str:
-    return "" if d is None else f"{d:+.1f} pp"
+    return "" if d is None else f"{signed(d)} pp"
 
 
 def short_rate(v: Rate) -> str:

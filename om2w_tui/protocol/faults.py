@@ -5,10 +5,15 @@ results record keeps it (`engine/results.py: EpisodeRecord.error_kind`), the sch
 
 On the wire and in results.jsonl a kind is its value (`"infra"`); `fault_kind` reads one back, and a kind this
 version does not know (a newer writer's) reads as None: the error's fault unknown, settled as the agent's was before
-kinds existed, never a crash of a report."""
+kinds existed, never a crash of a report.
+
+A site that does not answer its page load (`SITE_NET_ERRORS`: Chromium's network error codes of the site itself) is
+the site's evidence, whatever the fault kind the attempt was recorded with: the worker records it as `infra`, so that
+a site down for a moment gets its retries, and the failure classes read it as the site's (`evaluation/failure.py`)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -62,3 +67,21 @@ def fault_kind(value: object) -> FaultKind | None:
         return FaultKind(value) if isinstance(value, str) else None
     except ValueError:
         return None
+
+
+# Chromium's net::ERR_ codes that say the site did not answer (its name, its address, its connection, its TLS, its
+# reply); not those of the browser or the machine (ERR_ABORTED, ERR_BLOCKED_BY_CLIENT, ERR_INSUFFICIENT_RESOURCES,
+# ERR_INTERNET_DISCONNECTED, ERR_PROXY_CONNECTION_FAILED ...): those stay the harness's
+SITE_NET_ERRORS = re.compile(
+    r"net::ERR_(?:NAME_NOT_RESOLVED|NAME_RESOLUTION_FAILED|DNS_\w+|CONNECTION_(?:REFUSED|RESET|CLOSED|FAILED|"
+    r"TIMED_OUT)|ADDRESS_UNREACHABLE|ADDRESS_INVALID|EMPTY_RESPONSE|TIMED_OUT|INVALID_RESPONSE|TOO_MANY_REDIRECTS|"
+    r"INVALID_HTTP_RESPONSE|RESPONSE_HEADERS_TRUNCATED|CONTENT_LENGTH_MISMATCH|INCOMPLETE_CHUNKED_ENCODING|"
+    r"HTTP2_\w+|QUIC_PROTOCOL_ERROR|SSL_\w+|CERT_\w+|BAD_SSL_CLIENT_AUTH_CERT)\b")
+SITE_DOWN = "the site did not answer"   # how the worker words a site's network error at its page load
+
+
+def site_net_error(text: str | None) -> str:
+    """The code of Chromium's network error of the site itself that `text` names (`net::ERR_CONNECTION_REFUSED`),
+    '' for none."""
+    found = SITE_NET_ERRORS.search(text or "")
+    return found.group(0) if found else ""

@@ -135,22 +135,32 @@ def blockers():
         yield [a.url, b.url, c.url]
 
 
-def test_bot_walls_are_recorded_as_blocked(tmp_path, blockers):
+def test_bot_walls_are_recorded_as_blocked_and_a_site_refusing_connections_as_the_site_down(tmp_path, blockers):
     # One wall per site: a block widens its site's cooldown to at least a minute (pacing.WIDEN_FLOOR_S, its
     # timing checked in virtual time in tests/unit), which three walls on one site would wait out in real time.
     walls = ("cloudflare", "forbidden", "captcha")
+    down = f"http://127.0.0.1:{free_port()}/"   # nothing listens there: the first page load is refused
     tasks = tmp_path / "tasks.json"
     tasks.write_text(json.dumps([
         {"task_id": f"wall_{name}", "confirmed_task": f"Find the price on the {name} page",
-         "website": f"{url}/{name}", "level": "easy"} for name, url in zip(walls, blockers)]))
+         "website": f"{url}/{name}", "level": "easy"} for name, url in zip(walls, blockers)]
+        + [{"task_id": "down", "confirmed_task": "Find the price of the kettle", "website": down, "level": "easy"}]))
     out = tmp_path / "walls"
     r = cli("run", "--no-ui", "--tasks", str(tasks), "--model", "oracle", "--workers", "2", "--pace-cooldown", "0",
             "--out", str(out))
     assert r.returncode == 0, r.stderr[-3000:]
-    got = {x["task_id"]: (x["status"], x["error"]) for x in records(out)}
+    got = {x["task_id"]: (x["status"], x["error"]) for x in records(out) if x["task_id"] != "down"}
     assert got == {"wall_cloudflare": ("blocked", "Cloudflare challenge"),
                    "wall_forbidden": ("blocked", "HTTP 403 on the main document"),
                    "wall_captcha": ("blocked", "reCAPTCHA")}
+    # the site's own network error, in the worker's words; retried once as a moment's outage (--retries 1)
+    refused = [(x["status"], x["error"], x["error_kind"]) for x in records(out) if x["task_id"] == "down"]
+    assert refused == [("error", f"the site did not answer at {down}: net::ERR_CONNECTION_REFUSED", "infra")] * 2
+    health = cli("tasks", "health", str(out), "--format", "json")
+    assert health.returncode == 0, health.stderr[-2000:]
+    seen = json.loads(health.stdout)
+    assert {t["task_id"]: t["endings"] for t in seen["tasks"]}["down"] == {"site_down": 2}
+    assert [c["task_id"] for c in seen["candidates"]] == ["down", "wall_captcha", "wall_cloudflare", "wall_forbidden"]
     for name, url in zip(walls, blockers):          # each site's pacing widened, from 0 to the floor
         error = got[f"wall_{name}"][1]
         assert f"{url.removeprefix('http://')}: {error}; its cooldown is now 60 s" in r.stdout, r.stdout[-3000:]

@@ -105,6 +105,7 @@ def test_a_tasks_own_max_steps_wins_over_the_flag(tmp_path, oracle):
     assert r.returncode == 0, r.stderr[-3000:]
     (rec,) = records(out)
     assert rec["status"] == "out_of_steps" and rec["agent_done"] is False and rec["answer"] == ""
+    assert rec["steps"] == 2 == rec["max_steps"]   # the task's budget, and no step past it
     maxima = {m for row in _rows(out / task["task_id"]) for m in re.findall(r"maximum:\s*(\d+)", _user_text(row))}
     assert maxima == {"2"}
 

@@ -77,6 +77,33 @@ def test_site_error_from_the_error_text_the_browser_error_page_or_an_empty_page(
     assert got is not None and got.cls == "site_error"
 
 
+# the record QA's run left for a website with nothing listening (the worker's words then, and now)
+REFUSED_THEN = ("RuntimeError: browser failed to start or open http://127.0.0.1:8419/: RuntimeError: Navigation "
+                "failed: net::ERR_CONNECTION_REFUSED")
+REFUSED_NOW = "the site did not answer at http://127.0.0.1:8419/: net::ERR_CONNECTION_REFUSED"
+
+
+@pytest.mark.parametrize("error", [REFUSED_THEN, REFUSED_NOW, "the site did not answer at https://x.test/: "
+                                   "net::ERR_NAME_NOT_RESOLVED", "Navigation failed: net::ERR_SSL_PROTOCOL_ERROR",
+                                   "Navigation failed: net::ERR_TIMED_OUT"])
+def test_a_site_that_did_not_answer_its_page_load_is_the_site_s_though_the_harness_retried_it(tmp_path, error):
+    """Recorded as infra (run again within --retries), but the evidence is the site's: a site error, not the
+    harness's (QA: every attempt of a site refusing connections was a harness error)."""
+    got = classify(rec(status="error", error_kind=FaultKind.INFRA, error=error, steps=0, agent_done=False,
+                       blank_screenshot=True), None, "not_executable")
+    assert got is not None and got.cls == "site_error" and "net::ERR_" in got.why
+
+
+@pytest.mark.parametrize("error, kind", [
+    ("Navigation failed: net::ERR_INTERNET_DISCONNECTED", FaultKind.INFRA),    # the machine's network, not the site
+    ("Navigation failed: net::ERR_INSUFFICIENT_RESOURCES", FaultKind.INFRA),   # the browser's
+    ("model endpoint: connection refused", FaultKind.ENDPOINT),                 # the model's server
+    ("the browser crashed or closed during the episode", FaultKind.INFRA)])
+def test_the_browser_s_the_machine_s_and_the_endpoint_s_network_errors_stay_the_harness_s(tmp_path, error, kind):
+    got = classify(rec(status="error", error_kind=kind, error=error), None, "not_executable")
+    assert got is not None and got.cls == "harness_error"
+
+
 def test_model_error_names_the_call_kind_it_ended_on(tmp_path):
     ep = normal(tmp_path)
     got = classify(rec(status="error", error_kind=FaultKind.MODEL, model_fault="schema", error="reply out of schema"),

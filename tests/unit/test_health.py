@@ -4,6 +4,8 @@ failing (a bot wall, an HTTP error page, the site not answering) as candidates f
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import subprocess
 import sys
@@ -149,3 +151,59 @@ def test_an_error_page_read_on_the_last_page_is_a_site_error_and_a_browser_error
     rec = EpisodeRecord(task_id="t", status="timeout", steps=1)
     assert ending_of(rec, read_episode(tmp_path / "page"), "failure")[0] == "site_error"
     assert ending_of(rec, read_episode(tmp_path / "gone"), "failure")[0] == "site_down"
+
+
+def test_a_site_refusing_connections_is_site_down_in_every_arm_and_a_candidate(tmp_path):
+    """QA's run: a website with nothing listening, two arms, each attempt recorded as infra (retried) with the
+    worker's words of the time: every attempt was `harness error` and no candidate. Now each is `site down`."""
+    error = ("RuntimeError: browser failed to start or open http://127.0.0.1:8419/: RuntimeError: Navigation "
+             "failed: net::ERR_CONNECTION_REFUSED")
+    runs = [make_run(tmp_path / arm, [record("down_01", "error", error=error, error_kind="infra", steps=0,
+                                             agent_done=False, attempt=n, finished_at=float(n), arm=arm)
+                                      for n in (1, 2)], arm=arm) for arm in ("base", "weak")]
+    h = health(runs)
+    (down,) = h.tasks
+    assert down.arms() == {"base": {"site_down": 2}, "weak": {"site_down": 2}}
+    assert [t.task_id for t in h.candidates] == ["down_01"] and len(down.evidence) == 4
+
+
+def test_each_arm_s_row_has_its_own_numbers_and_the_task_its_totals_once_in_every_format(tmp_path):
+    """QA: the task's attempts (all arms) and its `solved` were repeated on each arm's row, beside that arm's own
+    endings: `solved yes` on the row of the arm that failed, attempts that did not add up."""
+    from om2w_tui.evaluation.health_text import sections, to_csv, to_markdown
+
+    base, agent = two_arms(tmp_path)
+    h = health([base, agent])
+    _, header, rows = next(s for s in sections(h) if s[0] == "tasks")
+    assert header == ["task", "site", "arm", "attempts", "solved", "how they ended"]
+    at = next(i for i, r in enumerate(rows) if r[0] == "later")
+    assert rows[at:at + 3] == [["later", rows[at][1], "all arms", "2", "yes", "success 1, bot wall 1"],
+                               ["", "", "base", "1", "no", "bot wall 1"],
+                               ["", "", "agent", "1", "yes", "success 1"]]
+    down = next(i for i, r in enumerate(rows) if r[0] == "down")   # one arm only: its two attempts, its row
+    assert rows[down + 1][2:] == ["base", "2", "no", "site down 2"] and rows[down + 2][0] != ""
+    assert "|  |  | base | 1 | no | bot wall 1 |" in to_markdown(h)
+    later = [r for r in csv.DictReader(io.StringIO(to_csv(h))) if r["task_id"] == "later"]
+    assert {(r["arm"], r["solved"], r["arm_solved"]) for r in later} == {("base", "True", "False"),
+                                                                         ("agent", "True", "True")}
+    per_arm = {t["task_id"]: t["per_arm"] for t in h.to_json()["tasks"]}["later"]
+    assert per_arm == [{"arm": "base", "attempts": 1, "solved": False, "endings": {"bot_wall": 1}},
+                       {"arm": "agent", "attempts": 1, "solved": True, "endings": {"success": 1}}]
+
+
+def test_a_folder_that_holds_campaigns_is_read_as_their_lanes(tmp_path):
+    """QA: `tasks health runs/` over a folder of campaigns exited 2 with "not a run"."""
+    from tests.unit.test_campaign_report import make_campaign
+
+    make_campaign(tmp_path / "runs" / "c1")
+    make_campaign(tmp_path / "runs" / "c2")
+    solo = make_run(tmp_path / "runs" / "solo", [record("t0", correct=True)], arm="solo")   # a run beside them
+    h = health([tmp_path / "runs"])
+    assert sorted(r.lane for r in h.runs if "c1" in r.out) == ["agent r1", "agent r2", "base r1", "base r2"]
+    assert len(h.runs) == 9 and [r.out for r in h.runs if not r.lane] == [str(solo)]
+    got = health_cli(str(tmp_path / "runs"), "--format", "json")
+    assert got.returncode == 0, got.stderr
+    assert len(json.loads(got.stdout)["runs"]) == 9
+    (tmp_path / "nothing").mkdir()
+    refused = health_cli(str(tmp_path / "nothing"))
+    assert refused.returncode == 2 and "a folder that holds runs or campaigns" in refused.stderr

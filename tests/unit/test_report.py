@@ -339,3 +339,31 @@ def test_a_report_written_to_a_file_keeps_each_row_on_one_line(run_a, tmp_path):
     assert re.search(r"overall +│ " + rates, text), text
     assert "rates: over all = success / every task with an outcome (not executable counted as failure);" in text
     assert max(len(line) for line in text.splitlines()) > 80
+
+
+# ------------------------------------------------------------------------------------------ small texts
+
+
+def test_a_difference_that_rounds_to_zero_has_no_minus_sign():
+    from om2w_tui.evaluation.text_formats import fmt_delta, fmt_pp, signed
+    from om2w_tui.frontends.console.widgets.comparison import _pp
+
+    # Newcombe's upper bound of a difference of nothing came out as -0.0000556 (QA): `-0.0` read as a loss
+    assert fmt_pp(0.0, -0.5, -0.0000556) == "+0.0 pp [-50.0, +0.0]"
+    assert (signed(-0.04), signed(-0.06), signed(0.0), signed(-0.4, 0)) == ("+0.0", "-0.1", "+0.0", "+0")
+    assert fmt_delta(-0.0000556) == "+0.0 pp" and _pp(-0.0000556) == "+0" and _pp(-0.012) == "-1"
+
+
+def test_a_side_that_solved_nothing_alone_says_none_in_every_text(tmp_path):
+    from om2w_tui.evaluation.report_text import compare_sections
+
+    base = make_run(tmp_path / "base", [record("t0", correct=True), record("t1", correct=True)], arm="base",
+                    model="qwen")
+    weak = make_run(tmp_path / "weak", [record("t0", correct=True), record("t1", correct=False)], arm="weak",
+                    model="qwen")
+    sums = [summarize(base), summarize(weak)]
+    c = compare(sums)
+    md = to_markdown(sums, c)
+    assert "| only weak/qwen | none |" in md and "| only base/qwen | t1 |" in md
+    only = next(rows for heading, _, rows in compare_sections(c) if heading.startswith("tasks only one solved"))
+    assert only == [["only weak/qwen", "none"], ["only base/qwen", "t1"]]   # the table's (text) rows

@@ -80,6 +80,18 @@ class ArmResult:
     files: dict[str, Any] = field(default_factory=dict)   # more JSON files for the episode's folder, by name
 
 
+def is_step(entry: Any) -> bool:
+    """Whether a browser-use history entry is a step of the agent's budget. Not every entry is: after a budget used
+    up without `done`, `Agent.run` appends a marker ("Failed to complete task in maximum steps": no model output, no
+    metadata), and initial actions are a step 0; each step it ran has metadata numbered from 1."""
+    return getattr(getattr(entry, "metadata", None), "step_number", 0) >= 1
+
+
+def agent_steps(history: Any) -> int:
+    """The steps a browser-use Agent took (its history's steps; never more than the `max_steps` it ran under)."""
+    return sum(is_step(e) for e in getattr(history, "history", []))
+
+
 class StepReporter:
     """Reports each step of a browser-use Agent's history once, as it lands (use `report` as `on_step_end`)."""
 
@@ -97,7 +109,8 @@ class StepReporter:
             return
         steps = self.agent.history.history
         while self.reported < len(steps):
-            await self.ctx.step_done(steps[self.reported])
+            if is_step(steps[self.reported]):   # browser-use's end-of-budget marker is no step of the trajectory
+                await self.ctx.step_done(steps[self.reported])
             self.reported += 1
 
 

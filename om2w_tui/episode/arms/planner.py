@@ -16,7 +16,15 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from om2w_tui.episode.arms.interface import ArmContext, ArmResult, StepReporter, agent_usage, new_agent, run_agent
+from om2w_tui.episode.arms.interface import (
+    ArmContext,
+    ArmResult,
+    StepReporter,
+    agent_steps,
+    agent_usage,
+    new_agent,
+    run_agent,
+)
 from om2w_tui.protocol.planner import FAMILIES, PLANNER_MARKER
 
 if TYPE_CHECKING:   # openai is imported when the arm runs
@@ -130,7 +138,7 @@ class PlannerArm:
         prompt, completion = await agent_usage(self.current)
         self.prompt_tokens += prompt
         self.completion_tokens += completion
-        entry.update(steps=len(history.history), done=history.is_done(), ended_at=time.time(),
+        entry.update(steps=agent_steps(history), done=history.is_done(), ended_at=time.time(),
                      result=history.final_result())
         self.histories.append(history)
         self.current = None
@@ -184,7 +192,7 @@ class PlannerArm:
         """A stop keeps the finished specialists and the one running, with every step they took."""
         await self.steps.report()
         if self.current is not None and self.trace and self.trace[-1]["ended_at"] is None:
-            self.trace[-1].update(steps=len(self.current.history.history), ended_at=time.time(), stopped=True)
+            self.trace[-1].update(steps=agent_steps(self.current.history), ended_at=time.time(), stopped=True)
         return self._result()
 
     def pause(self) -> None:

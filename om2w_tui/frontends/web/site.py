@@ -46,7 +46,7 @@ from om2w_tui.evaluation.labels import VALUE_WORDS, Label, read_run_labels
 from om2w_tui.evaluation.outcomes import RULE_ALL, RULE_EXECUTABLE
 from om2w_tui.evaluation.report import read_judge_file, unique_names
 from om2w_tui.evaluation.summary import Comparison, Counts, Rate, RunReport
-from om2w_tui.evaluation.text_formats import fmt_pp, fmt_seconds
+from om2w_tui.evaluation.text_formats import fmt_pp, fmt_seconds, signed
 from om2w_tui.files import write_new
 from om2w_tui.frontends.web.images import THUMB_SUFFIX, Job, Made, first_copies, make_all
 from om2w_tui.frontends.web.prices import Price
@@ -319,7 +319,8 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("om2w_tui.frontends.web", "templates"),
                              autoescape=True, trim_blocks=True, lstrip_blocks=True,
                              undefined=jinja2.ChainableUndefined)
-    env.filters.update(pct=pct, num=num, dollars=dollars, when=when, seconds=fmt_seconds, pp=fmt_pp)
+    env.filters.update(pct=pct, num=num, dollars=dollars, when=when, seconds=fmt_seconds, pp=fmt_pp,
+                       signed=signed)
     env.globals.update(RULE_ALL=RULE_ALL, RULE_EXECUTABLE=RULE_EXECUTABLE, WORDS=WORDS, CLASSES=CLASSES,
                        VALUE_WORDS=VALUE_WORDS, rate_rows=rate_rows, Rate=Rate)
     return env

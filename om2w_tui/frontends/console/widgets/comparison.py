@@ -15,6 +15,7 @@ from textual.widgets import Static
 from om2w_tui.engine.pairing import pairing_words
 from om2w_tui.evaluation.outcomes import RULE_WORDS, RULES
 from om2w_tui.evaluation.summary import Rate
+from om2w_tui.evaluation.text_formats import signed
 from om2w_tui.frontends.campaign_board import Comparison
 from om2w_tui.frontends.formatting import clock_text
 
@@ -30,7 +31,7 @@ def rate_cell(r: Rate) -> str:
 
 
 def _pp(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:+.0f}"
+    return "-" if x is None else signed(100 * x, 0)
 
 
 def _seconds(s: float | None) -> str:
