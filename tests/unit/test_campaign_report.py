@@ -20,30 +20,7 @@ from om2w_tui.engine.pairing import UnitLane, pairing_words
 from om2w_tui.evaluation.agreement import pass_k, repeats
 from om2w_tui.evaluation.campaign_report import pairing_gaps, read_lanes
 from om2w_tui.evaluation.outcomes import RULE_ALL, RULE_EXECUTABLE
-from tests.unit.helpers import REPO, make_run, record
-
-# per lane, each task's verdict (`correct`) and start: base solves t0 always and t1 once; agent t0, t1 always and
-# t2, t3 once each
-PLAN = {("base", 1): {"t0": (True, 100), "t1": (True, 1000), "t2": (False, 2000), "t3": (False, 3000)},
-        ("agent", 1): {"t0": (True, 130), "t1": (True, 1010), "t2": (True, 2000), "t3": (False, 3000)},
-        ("base", 2): {"t0": (True, 250), "t1": (False, 1020), "t2": (False, 2500), "t3": (False, 3000)},
-        ("agent", 2): {"t0": (True, 300), "t1": (True, 1030), "t2": (False, 2100), "t3": (True, 3000)}}
-
-
-def write_plan(out: Path, lanes: list[tuple[str, int]]) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / PLAN_FILE).write_text(json.dumps({"format": 1, "lanes": [
-        {"name": lane_name(arm, k), "arm": arm, "repeat": k} for arm, k in lanes]}))
-
-
-def make_campaign(out: Path, plan: dict[tuple[str, int], dict[str, tuple[bool, float]]] = PLAN) -> Path:
-    """A campaign's folder as the engine leaves it: campaign.json (lanes interleaved as the plan runs them) and one
-    run folder per lane, each record with its start."""
-    write_plan(out, list(plan))
-    for (arm, k), tasks in plan.items():
-        make_run(out / lane_name(arm, k), [record(t, correct=ok, started_at=start, finished_at=start + 60)
-                                           for t, (ok, start) in tasks.items()], arm="base", model=f"m-{arm}")
-    return out
+from tests.unit.helpers import PLAN, REPO, make_campaign, make_run, record, write_plan
 
 
 def report(*args: str) -> subprocess.CompletedProcess[str]:

@@ -17,7 +17,7 @@ from om2w_tui.benchmarks.trajectory import TrajectoryWriter
 from om2w_tui.cli.label import check_filter
 from om2w_tui.evaluation.health import HealthInputError, health, run_folders, suspects
 from om2w_tui.evaluation.label_session import FILTER_WORDS, LabelSession
-from tests.unit.helpers import judge_file, make_run, record, web_png
+from tests.unit.helpers import judge_file, make_campaign, make_run, record, web_png
 
 
 def earlier_attempt(out: Path, tid: str, n: int, url: str) -> None:
@@ -193,8 +193,6 @@ def test_each_arm_s_row_has_its_own_numbers_and_the_task_its_totals_once_in_ever
 
 def test_a_folder_that_holds_campaigns_is_read_as_their_lanes(tmp_path):
     """QA: `tasks health runs/` over a folder of campaigns exited 2 with "not a run"."""
-    from tests.unit.test_campaign_report import make_campaign
-
     make_campaign(tmp_path / "runs" / "c1")
     make_campaign(tmp_path / "runs" / "c2")
     solo = make_run(tmp_path / "runs" / "solo", [record("t0", correct=True)], arm="solo")   # a run beside them
