@@ -68,20 +68,30 @@ def _importable() -> dict[str, str]:
 def run_watching_environments(args: list[str], env: dict[str, str],
                               cwd: Path = REPO) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
     """Run the command line (from `cwd`), reading the environment of every process it starts while it runs; -> its
-    result and {"<pid> <name>": environment}."""
+    result and {"<pid> <name>": environment}. A child caught between its fork and its exec is still the run's own
+    copy (its command line and environment the run's, for a few milliseconds): it is left out where it was seen once
+    only; a child that stays so (a fork never exec'd, holding the run's environment) is seen again and kept."""
     proc = subprocess.Popen([sys.executable, "-P", "-m", "om2w_tui", *args], cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, **_importable(), **env})
     seen: dict[str, str] = {}
+    forks: dict[str, int] = {}   # the run's own command line under a child's pid: how many looks saw it so
     done = threading.Event()
 
     def watch() -> None:
         parent = psutil.Process(proc.pid)
+        own = parent.cmdline()
         while not done.is_set():
             with contextlib.suppress(psutil.Error):
                 for child in parent.children(recursive=True):
                     with contextlib.suppress(psutil.Error, OSError):
                         raw = Path(f"/proc/{child.pid}/environ").read_bytes().decode("utf-8", "replace")
-                        seen[f"{child.pid} {' '.join(child.cmdline())[:160]}"] = raw
+                        cmdline = child.cmdline()
+                        name = f"{child.pid} {' '.join(cmdline)[:160]}"
+                        if cmdline == own:
+                            forks[name] = forks.get(name, 0) + 1
+                            if forks[name] < 2:
+                                continue
+                        seen[name] = raw
             done.wait(0.2)
 
     watcher = threading.Thread(target=watch, daemon=True)
