@@ -58,13 +58,13 @@ from _common import (
 )
 
 from om2w_tui.benchmarks.tasks import Task
-from om2w_tui.campaign_folder import lane_name
+from om2w_tui.campaign_folder import LaneName, lane_name
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.dispatch import Dispatcher
 from om2w_tui.engine.events import EpisodeFinished, EpisodeStarted, PairingGaps, RunFinished
 from om2w_tui.engine.lanes import Lane
 from om2w_tui.engine.pacing import SitePacer, SiteState
-from om2w_tui.engine.pairing import UnitLane, compared_pairs
+from om2w_tui.engine.pairing import compared_pairs
 from om2w_tui.engine.scheduler import Scheduler
 from om2w_tui.protocol.worker import Command, Run
 
@@ -111,12 +111,12 @@ class Starts:
             self.pairing = ev.summary.pairing
 
 
-def unit_lanes(arms: int, repeats: int) -> list[UnitLane]:
+def unit_lanes(arms: int, repeats: int) -> list[LaneName]:
     """The lanes as a campaign runs them (repeats interleaved, the first arm the baseline), as pairing names them."""
-    return [UnitLane(lane_name(arm, r), arm, r) for r in range(1, repeats + 1) for arm in ARMS[:arms]]
+    return [LaneName(lane_name(arm, r), arm, r) for r in range(1, repeats + 1) for arm in ARMS[:arms]]
 
 
-def gaps(first: dict[tuple[str, str], float], lanes: list[UnitLane], length: dict[str, float] | None = None,
+def gaps(first: dict[tuple[str, str], float], lanes: list[LaneName], length: dict[str, float] | None = None,
          cooldown: float = 0.0) -> tuple[list[float], list[float], list[float]]:
     """From each unit's first start, by the campaign's one definition (engine/pairing.py): per compared pair of each
     task both of whose units started, the later start minus the earlier; per task whose units all started, the span

@@ -14,12 +14,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from om2w_tui.benchmarks.tasks import Task
+from om2w_tui.campaign_folder import LaneName
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.dispatch import Dispatcher
 from om2w_tui.engine.events import Event, LaneRow
 from om2w_tui.engine.ledger import Ledger, SiteCounts
 from om2w_tui.engine.model_health import ModelGuard, ModelMeter
-from om2w_tui.engine.pairing import Pairing, UnitLane
+from om2w_tui.engine.pairing import Pairing
 from om2w_tui.engine.record_writer import RecordWriter
 from om2w_tui.engine.records import model_fault
 from om2w_tui.engine.results import EpisodeRecord, ResultsStore, read_results
@@ -76,7 +77,7 @@ class LaneSet:
         self.campaign = campaign        # False: a plain run's one lane
         self.by_name = {lane.name: lane for lane in lanes}
         # a plain run's one lane pairs nothing
-        self.pairing = Pairing(UnitLane(lane.name, lane.arm, lane.repeat) for lane in lanes)
+        self.pairing = Pairing(LaneName(lane.name, lane.arm, lane.repeat) for lane in lanes)
 
     @classmethod
     def build(cls, lanes: Sequence[Lane], config: RunConfig, tasks: Iterable[Task],

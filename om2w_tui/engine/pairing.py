@@ -19,6 +19,7 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from om2w_tui.campaign_folder import LaneName
 from om2w_tui.engine.events import GapFigures, PairingGaps
 from om2w_tui.engine.results import EpisodeRecord
 
@@ -34,16 +35,7 @@ class TaskGap:
     last: str
 
 
-@dataclass(frozen=True)
-class UnitLane:
-    """A lane as pairing sees it: its name (its units' name), its arm and its repeat (from 1)."""
-
-    name: str
-    arm: str
-    repeat: int
-
-
-def compared_pairs(lanes: Sequence[UnitLane]) -> list[tuple[int, int]]:
+def compared_pairs(lanes: Sequence[LaneName]) -> list[tuple[int, int]]:
     """The lanes a comparison puts side by side, as (baseline, other) indexes into `lanes`: each lane of an arm other
     than the first (the baseline, the first lane's arm) against the baseline's lane of the same repeat, where it has
     one; in `lanes`' order."""
@@ -71,7 +63,7 @@ class Pairing:
     """The gaps of a campaign's tasks over its `lanes` (each task has one unit in each), learnt record by record in the
     order they were finished (`record`)."""
 
-    def __init__(self, lanes: Iterable[UnitLane]):
+    def __init__(self, lanes: Iterable[LaneName]):
         lanes = list(lanes)
         self.units = tuple(lane.name for lane in lanes)
         self.pairs = tuple((self.units[a], self.units[b]) for a, b in compared_pairs(lanes))

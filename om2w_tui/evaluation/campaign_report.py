@@ -20,13 +20,13 @@ reading here: nothing printed, nothing written."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from om2w_tui.campaign_folder import CampaignFolder, LaneName, is_campaign
 from om2w_tui.engine.pairing import Pairing as PairingBook
-from om2w_tui.engine.pairing import UnitLane, compared_pairs
+from om2w_tui.engine.pairing import compared_pairs
 from om2w_tui.engine.results import read_results
 from om2w_tui.evaluation.campaign_summary import CampaignView, Gap, LaneInfo, Pairing
 from om2w_tui.evaluation.measure import Measure
@@ -85,14 +85,17 @@ def one_run_problem(out: Path, command: str, hint: str = "") -> str:
             f"e.g. `om2w-tui {command} {first}`{hint}")
 
 
-def pairing_gaps(lanes: Sequence[tuple[UnitLane, Path]], largest: int = LARGEST) -> Pairing:
-    """The pairing gaps of `lanes` ((the lane as pairing names it, its run folder); the baseline arm's first) by the
-    one definition the live figure has too (engine/pairing.py: per compared pair both of whose units settled, the
-    later start of the settling attempts minus the earlier; per task, the span over every lane)."""
+def pairing_gaps(lanes: Sequence[tuple[LaneName, Path]], shown: Mapping[str, str] | None = None,
+                 largest: int = LARGEST) -> Pairing:
+    """The pairing gaps of `lanes` ((the lane, its run folder); the baseline arm's first) by the one definition the
+    live figure has too (engine/pairing.py: per compared pair both of whose units settled, the later start of the
+    settling attempts minus the earlier; per task, the span over every lane); the widest named as `shown` names the
+    lanes."""
     book = PairingBook(lane for lane, _ in lanes)
     for lane, out in lanes:
         book.read(lane.name, read_results(out).episode_records() if Path(out).is_dir() else [])
-    gaps = [Gap(g.task_id, g.gap_s, g.first, g.last) for g in book.gaps()]
+    shown = shown or {}
+    gaps = [Gap(g.task_id, g.gap_s, shown.get(g.first, g.first), shown.get(g.last, g.last)) for g in book.gaps()]
     widest = sorted(gaps, key=lambda g: (-g.gap_s, g.task_id))[:largest]
     s = book.summary()
     return Pairing(s.pairs, book.left_out, tuple(widest), s.span, s.lanes, s.compared)
@@ -104,8 +107,8 @@ def campaign_view(folder: Path, lanes: Sequence[LaneRun], started: Sequence[Lane
     infos = tuple(LaneInfo(lane.lane.name, lane.lane.arm, lane.lane.repeat, str(lane.out), lane.shown,
                            lane.lane.name in ran) for lane in lanes)
     arms = tuple(dict.fromkeys(lane.lane.arm for lane in lanes))
-    units = [(UnitLane(lane.shown, lane.lane.arm, lane.lane.repeat), lane.out) for lane in lanes]
-    return CampaignView(str(folder), infos, arms, pairing_gaps(units))
+    gaps = pairing_gaps([(lane.lane, lane.out) for lane in lanes], {lane.lane.name: lane.shown for lane in lanes})
+    return CampaignView(str(folder), infos, arms, gaps)
 
 
 def compare_campaign(view: CampaignView, summaries: list[RunReport], measure: Measure | None) -> Comparison:
@@ -115,11 +118,12 @@ def compare_campaign(view: CampaignView, summaries: list[RunReport], measure: Me
     if len(lanes) != len(summaries):
         raise ValueError(f"{len(summaries)} summaries for {len(lanes)} lanes")
     summaries = [replace(s, name=lane.shown) for s, lane in zip(summaries, lanes)]
-    units = [UnitLane(lane.name, lane.arm, lane.repeat) for lane in lanes]
-    pairs = [(k, base) for base, k in compared_pairs(units)] if lanes and lanes[0].arm == view.arms[0] else []
+    based = bool(lanes) and lanes[0].arm == view.arms[0]   # the baseline arm has a lane to compare with
+    units = [LaneName(lane.name, lane.arm, lane.repeat) for lane in lanes]
+    pairs = [(k, base) for base, k in compared_pairs(units)] if based else []
     groups = [(arm, [k for k, lane in enumerate(lanes) if lane.arm == arm]) for arm in view.arms]
     c = compare(summaries, measure=measure, pairs=pairs, groups=[(a, ks) for a, ks in groups if len(ks) > 1],
-                arms=groups if lanes and lanes[0].arm == view.arms[0] else ())
+                arms=groups if based else ())
     return replace(c, campaign=view)
 
 

@@ -18,8 +18,9 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from om2w_tui.campaign_folder import LaneName
 from om2w_tui.engine.events import LaneRow, PairingGaps, RunSnapshot
-from om2w_tui.engine.pairing import UnitLane, compared_pairs
+from om2w_tui.engine.pairing import compared_pairs
 from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.evaluation.agreement import paired, pooled
 from om2w_tui.evaluation.judge_files import parse_output_name
@@ -276,5 +277,5 @@ class CampaignBoard:
         (an attached console's first look), each against the first."""
         if not all(lane in self.rows for lane in lanes):
             return [(lanes[0], lane) for lane in lanes[1:]]
-        units = [UnitLane(lane, self.rows[lane].arm, self.rows[lane].repeat) for lane in lanes]
+        units = [LaneName(lane, self.rows[lane].arm, self.rows[lane].repeat) for lane in lanes]
         return [(lanes[a], lanes[b]) for a, b in compared_pairs(units)]

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from om2w_tui.campaign_folder import PLAN_FILE, lane_name
-from om2w_tui.engine.pairing import UnitLane, pairing_words
+from om2w_tui.campaign_folder import PLAN_FILE, LaneName, lane_name
+from om2w_tui.engine.pairing import pairing_words
 from om2w_tui.evaluation.agreement import pass_k, repeats
 from om2w_tui.evaluation.campaign_report import pairing_gaps, read_lanes
+from om2w_tui.evaluation.campaign_summary import Pairing
 from om2w_tui.evaluation.outcomes import RULE_ALL, RULE_EXECUTABLE
 from tests.unit.helpers import PLAN, REPO, make_campaign, make_run, record, write_plan
 
@@ -55,12 +56,14 @@ def test_repeats_count_always_sometimes_never_under_both_rules():
     assert executable.pass_all == pytest.approx(1 / 3)
 
 
-def lanes_of(camp: Path) -> list[tuple[UnitLane, Path]]:
-    return [(UnitLane(lane.shown, lane.lane.arm, lane.lane.repeat), lane.out) for lane in read_lanes(camp)]
+def gaps_of(camp: Path) -> Pairing:
+    """The campaign's pairing gaps as `report` reads them: its lanes, the widest named as the report names them."""
+    lanes = read_lanes(camp)
+    return pairing_gaps([(lane.lane, lane.out) for lane in lanes], {lane.lane.name: lane.shown for lane in lanes})
 
 
 def test_the_pairing_gap_is_between_the_units_compared_and_the_span_over_every_lane(tmp_path):
-    p = pairing_gaps(lanes_of(make_campaign(tmp_path / "c")))
+    p = gaps_of(make_campaign(tmp_path / "c"))
     # compared pairs (agent rK against base rK): t0 30, 50; t1 10, 10; t2 0, 2500-2100 = 400; t3 0, 0
     assert (p.pairs.n, p.left_out, p.compared, p.lanes) == (8, 0, 2, 4)
     assert p.pairs.median_s == pytest.approx(10.0) and p.pairs.p90_s == pytest.approx(155.0)
@@ -98,7 +101,7 @@ def test_gaps_leave_out_what_a_lane_has_not_settled(tmp_path):
         # t3: a record written with no start: left out; t4: not in this lane at all
         {k: v for k, v in record("t3", finished_at=90).items() if k != "started_at"},
     ])
-    a_, b_, later = UnitLane("a", "a", 1), UnitLane("b", "b", 1), UnitLane("later", "later", 1)
+    a_, b_, later = LaneName("a", "a", 1), LaneName("b", "b", 1), LaneName("later", "later", 1)
     p = pairing_gaps([(a_, a), (b_, b)])
     assert (p.pairs.n, p.left_out) == (2, 3)
     assert sorted((g.task_id, g.gap_s) for g in p.largest) == [("t0", 5.0), ("t2", 60.0)]
@@ -111,7 +114,7 @@ def test_gaps_leave_out_what_a_lane_has_not_settled(tmp_path):
 
 def test_one_arm_s_repeats_have_a_span_and_no_pair(tmp_path):
     camp = make_campaign(tmp_path / "c", {k: v for k, v in PLAN.items() if k[0] == "base"})
-    p = pairing_gaps(lanes_of(camp))
+    p = gaps_of(camp)
     assert (p.pairs.n, p.compared, p.span.n, p.span.worst_s) == (0, 0, 4, 500.0)
     assert pairing_words(p.gaps()) == ("pairing gap: no arms compared (one arm); a task's span over its 2 units: "
                                        "median 85 s, worst 500 s")

@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from om2w_tui.campaign_folder import LaneName
 from om2w_tui.cli.main import main
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.control import apply
@@ -18,7 +19,6 @@ from om2w_tui.engine.dispatch import Dispatcher
 from om2w_tui.engine.events import EpisodeFinished, EpisodeStarted, Log
 from om2w_tui.engine.lanes import Lane
 from om2w_tui.engine.pacing import SitePacer
-from om2w_tui.engine.pairing import UnitLane
 from om2w_tui.engine.results import read_results
 from om2w_tui.engine.runlock import RunLock
 from om2w_tui.engine.scheduler import Scheduler
@@ -259,7 +259,7 @@ def live_and_report(sched: Scheduler, shared: RunConfig, lanes: list[Lane]) -> t
     from om2w_tui.evaluation.campaign_report import pairing_gaps  # evaluation only for the comparison
 
     live = sched.summary().pairing
-    report = pairing_gaps([(UnitLane(lane.name, lane.arm, lane.repeat), lane.config.out) for lane in lanes])
+    report = pairing_gaps([(LaneName(lane.name, lane.arm, lane.repeat), lane.config.out) for lane in lanes])
     return (live.pairs, live.span), (report.pairs, report.span)
 
 

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import pytest
 
+from om2w_tui.campaign_folder import LaneName
 from om2w_tui.engine.events import RunSnapshot, RunSummary
-from om2w_tui.engine.pairing import Pairing, UnitLane, compared_pairs, pairing_words
+from om2w_tui.engine.pairing import Pairing, compared_pairs, pairing_words
 from om2w_tui.engine.results import EpisodeRecord
 from tests.unit.helpers import record
 
 T0 = 1_700_000_000.0
 
 
-def lanes(arms: tuple[str, ...], repeats: int) -> list[UnitLane]:
+def lanes(arms: tuple[str, ...], repeats: int) -> list[LaneName]:
     """As a campaign orders them: repeats interleaved, the first arm the baseline."""
-    return [UnitLane(f"{a}-r{r}", a, r) for r in range(1, repeats + 1) for a in arms]
+    return [LaneName(f"{a}-r{r}", a, r) for r in range(1, repeats + 1) for a in arms]
 
 
 def started(tid: str, at: float, **kw) -> EpisodeRecord:
@@ -29,7 +30,7 @@ def test_each_arm_is_paired_with_the_first_arm_s_same_repeat():
     assert [(units[a].name, units[b].name) for a, b in compared_pairs(units)] == [
         ("base-r1", "agent-r1"), ("base-r1", "c-r1"), ("base-r2", "agent-r2"), ("base-r2", "c-r2")]
     # a repeat the baseline has not: nothing to pair it with; one arm alone: no pair at all
-    odd = [UnitLane("base", "base", 1), UnitLane("agent", "agent", 1), UnitLane("agent-r2", "agent", 2)]
+    odd = [LaneName("base", "base", 1), LaneName("agent", "agent", 1), LaneName("agent-r2", "agent", 2)]
     assert compared_pairs(odd) == [(0, 1)]
     assert compared_pairs(lanes(("base",), 3)) == [] and compared_pairs([]) == []
 
