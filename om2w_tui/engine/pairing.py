@@ -45,6 +45,15 @@ def compared_pairs(lanes: Sequence[LaneName]) -> list[tuple[int, int]]:
             if lane.arm != base and (base, lane.repeat) in at]
 
 
+def arm_groups(lanes: Sequence[LaneName]) -> list[tuple[str, list[int]]]:
+    """Each arm's lanes (its repeats), as indexes into `lanes`, arms in the order they first appear (the first is the
+    baseline): what a comparison over all repeats puts side by side."""
+    groups: dict[str, list[int]] = {}
+    for k, lane in enumerate(lanes):
+        groups.setdefault(lane.arm, []).append(k)
+    return list(groups.items())
+
+
 def settling_start(rec: EpisodeRecord) -> float | None:
     """When the record's attempt started; None where its writer wrote no start (a record of another harness)."""
     return rec.started_at if rec.recorded("started_at") and rec.started_at > 0 else None

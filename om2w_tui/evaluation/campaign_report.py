@@ -26,7 +26,7 @@ from pathlib import Path
 
 from om2w_tui.campaign_folder import CampaignFolder, LaneName, is_campaign
 from om2w_tui.engine.pairing import Pairing as PairingBook
-from om2w_tui.engine.pairing import compared_pairs
+from om2w_tui.engine.pairing import arm_groups, compared_pairs
 from om2w_tui.engine.results import read_results
 from om2w_tui.evaluation.campaign_summary import CampaignView, Gap, LaneInfo, Pairing
 from om2w_tui.evaluation.measure import Measure
@@ -121,7 +121,7 @@ def compare_campaign(view: CampaignView, summaries: list[RunReport], measure: Me
     based = bool(lanes) and lanes[0].arm == view.arms[0]   # the baseline arm has a lane to compare with
     units = [LaneName(lane.name, lane.arm, lane.repeat) for lane in lanes]
     pairs = [(k, base) for base, k in compared_pairs(units)] if based else []
-    groups = [(arm, [k for k, lane in enumerate(lanes) if lane.arm == arm]) for arm in view.arms]
+    groups = arm_groups(units)
     c = compare(summaries, measure=measure, pairs=pairs, groups=[(a, ks) for a, ks in groups if len(ks) > 1],
                 arms=groups if based else ())
     return replace(c, campaign=view)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from om2w_tui.campaign_folder import LaneName
 from om2w_tui.engine.events import LaneRow, PairingGaps, RunSnapshot
-from om2w_tui.engine.pairing import compared_pairs
+from om2w_tui.engine.pairing import arm_groups, compared_pairs
 from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.evaluation.agreement import paired, pooled
 from om2w_tui.evaluation.judge_files import parse_output_name
@@ -261,12 +261,11 @@ class CampaignBoard:
         """Where an arm repeats: each arm against the first (the first lane's) over all its repeats, under each rule."""
         if not all(lane in self.rows for lane in lanes):
             return ()
-        by_arm: dict[str, list[str]] = {}
-        for lane in lanes:
-            by_arm.setdefault(self.arm_of(lane), []).append(lane)
-        if len(by_arm) < 2 or all(len(v) < 2 for v in by_arm.values()):
+        groups = arm_groups([LaneName(lane, self.rows[lane].arm, self.rows[lane].repeat) for lane in lanes])
+        by_arm = [(arm, [lanes[k] for k in ks]) for arm, ks in groups]
+        if len(by_arm) < 2 or all(len(v) < 2 for _, v in by_arm):
             return ()
-        (base, base_lanes), *others = by_arm.items()
+        (base, base_lanes), *others = by_arm
         return tuple(pooled([outcomes[x] for x in arm_lanes], [outcomes[x] for x in base_lanes], rule, arm, base,
                             [self.label(x) for x in arm_lanes], [self.label(x) for x in base_lanes])
                      for arm, arm_lanes in others for rule in RULES)

@@ -8,7 +8,7 @@ import pytest
 
 from om2w_tui.campaign_folder import LaneName
 from om2w_tui.engine.events import RunSnapshot, RunSummary
-from om2w_tui.engine.pairing import Pairing, compared_pairs, pairing_words
+from om2w_tui.engine.pairing import Pairing, arm_groups, compared_pairs, pairing_words
 from om2w_tui.engine.results import EpisodeRecord
 from tests.unit.helpers import record
 
@@ -33,6 +33,8 @@ def test_each_arm_is_paired_with_the_first_arm_s_same_repeat():
     odd = [LaneName("base", "base", 1), LaneName("agent", "agent", 1), LaneName("agent-r2", "agent", 2)]
     assert compared_pairs(odd) == [(0, 1)]
     assert compared_pairs(lanes(("base",), 3)) == [] and compared_pairs([]) == []
+    # each arm's repeats, the baseline first: what a comparison over all repeats puts side by side
+    assert arm_groups(units) == [("base", [0, 3]), ("agent", [1, 4]), ("c", [2, 5])]
 
 
 def test_a_pair_s_gap_is_between_its_own_units_and_the_span_over_every_unit():
