@@ -43,6 +43,7 @@ class RunConfig(ModelSettings):
     sites: list[str] = field(default_factory=list)
     limit: int = 0
     exclude_tasks: Path | None = None   # a file of task ids left out of the run (--exclude-tasks)
+    resume_changed: bool = False   # resume a folder whose run measured otherwise (engine/measured.py), keeping it said
     arm: str = "base"
     vllm: EndpointURL | None = None   # unset: DEFAULT_VLLM, or for an oracle model the oracle om2w-tui starts;
     # an EndpointURL shows only its redacted form (credentials in it reach the HTTP client alone)

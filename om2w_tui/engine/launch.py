@@ -45,6 +45,7 @@ from om2w_tui.engine.control import Run
 from om2w_tui.engine.control_socket import ControlServer, ControlSocketError
 from om2w_tui.engine.events import Event, Log, Sink
 from om2w_tui.engine.machine import slot_room, starts_at_once, too_many_workers
+from om2w_tui.engine.measured import CHANGES_KEY, MANIFEST_KEY, changes_kept, folder_changes, measured, refusal
 from om2w_tui.engine.model_check import WARNING as WARNING  # re-exported: the front ends show the warning state
 from om2w_tui.engine.model_check import Check as Check  # re-exported: a check row, as the front ends show it
 from om2w_tui.engine.model_check import model_checks
@@ -153,6 +154,7 @@ class Preflight:
     excluded: Excluded = field(default_factory=Excluded)   # what --exclude-tasks left out
     campaign: Campaign | None = None                    # a campaign's plan (`config` its shared settings)
     lanes: tuple[LanePreflight, ...] = ()               # a campaign's lanes, each checked as a run
+    changes: tuple[str, ...] = ()                       # what --resume-changed lets differ from the run in `out`
 
     @property
     def run_config(self) -> RunConfig:
@@ -374,6 +376,9 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True, ask_model: bool = Tr
     for companion in companions:   # a companion's files (the live judge's) are refused as the run's own files are
         if out_ok and (problem := companion.check(cfg)):
             out_ok = add("out folder", problem, "")
+    if changed := folder_changes(cfg) if out_ok else []:   # a resume that would mix two measurements in one run
+        checks.append(("resume", WARNING, f"--resume-changed: {cfg.out}: {'; '.join(changed)}") if cfg.resume_changed
+                      else ("resume", False, refusal(cfg.out, changed)))
     if cfg.pace_dir is not None:
         names = pace_names(chosen)
         add("pace dir", check_pace_dir(cfg.pace_dir) or check_pace_files(cfg.pace_dir, names),
@@ -405,7 +410,8 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True, ask_model: bool = Tr
         checks.append(("resume", True, f"{settled} of {len(chosen)} already done in {cfg.out}"))
     if not all(ok for _, ok, _ in checks) or task_file is None:
         return None, checks
-    return Preflight(cfg, chosen, task_file, settled, checks, resolved, tuple(companions), excluded), checks
+    return (Preflight(cfg, chosen, task_file, settled, checks, resolved, tuple(companions), excluded,
+                      changes=tuple(changed)), checks)
 
 
 def preflight(cfg: RunConfig, *, check_model: bool = True, companions: Sequence[Companion] = ()) -> Preflight:
@@ -427,9 +433,8 @@ def versions() -> dict[str, str]:
 def write_manifest(pre: Preflight, extra: dict[str, Any] | None = None) -> None:
     cfg = pre.run_config   # what the run uses: the Chromium and the user agent it sends
     path = RunFolder(cfg.out, cfg.shard).manifest
-    first = None
-    if os.path.lexists(path):
-        first = (read_manifest(path)[0] or {}).get("first_started_at")
+    before = read_manifest(path)[0] if os.path.lexists(path) else None
+    first = (before or {}).get("first_started_at")
     now = time.time()
     write_json_atomic(path, {
         "config": cfg.to_json(),
@@ -439,7 +444,8 @@ def write_manifest(pre: Preflight, extra: dict[str, Any] | None = None) -> None:
                                                      if pre.config.exclude_tasks is not None else {})},
         "task_refresh": refresh_note(pre.task_file),
         "versions": versions(), "argv": redact_argv(sys.argv[1:]), "started_at": now,
-        "first_started_at": first or now, **(extra or {})})
+        "first_started_at": first or now, MANIFEST_KEY: measured(pre.config),
+        **({CHANGES_KEY: kept} if (kept := changes_kept(before, pre.changes)) else {}), **(extra or {})})
 
 
 def reference_judge(task: dict[str, Any], rec: EpisodeRecord) -> bool | None:

@@ -10,8 +10,9 @@ plan's file and line (a setting given twice, spelled both ways, names both). Com
 (`overrides`) replace its top level.
 
 What a lane measures (its arm's settings and the task selection) may not change under an existing campaign folder;
-where its episodes run, how they are paced and judged as they go may (`MEASURED`). Each setting is compared as its
-kind says (`Kind.same`): a selection (task ids, levels, sites) as a set."""
+where its episodes run, how they are paced and judged as they go may (engine/measured.py declares which). Each
+setting is compared as its kind says (`Kind.same`): a selection (task ids, levels, sites) as a set. `--resume-changed`
+lets the lanes change as it lets a run (each lane's run.json keeps the change)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ from typing import Any
 
 from om2w_tui.campaign_folder import FORMAT, CampaignFolder, arm_problem, is_campaign, lane_name
 from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.measured import changes as changed
+from om2w_tui.engine.measured import measured
 from om2w_tui.engine.settings import (
     BEYOND,
     BROWSER,
@@ -59,13 +62,6 @@ NODE_SHARE = ("shard", "slot_range")   # this node's share of a campaign: never 
 SHARED_GROUPS = (WHAT, BROWSER, PACING, WHERE, BEYOND, JUDGING)
 SHARED_KEYS = frozenset({s.key for s in SETTINGS if s.group in SHARED_GROUPS}
                         | {"breaker_after", "probe_interval", "shard", "slot_range", "no_pacing"})
-# what a lane measures: compared with the folder on resume. Not compared: where and how fast it runs (slots, pacing,
-# executor, shard), how it is judged as it goes, where its model is served and its key (the served model's name is
-# compared), the browser binary, the training rows kept beside
-NOT_MEASURED = frozenset({s.key for s in SETTINGS if s.group in (PACING, WHERE, BEYOND, JUDGING)}
-                         | {"out", "breaker_after", "probe_interval", "shard", "vllm", "api_key_env", "chromium",
-                            "instruction_template_file", "record_rows", "stop_grace"})
-MEASURED = tuple(f.name for f in dataclasses.fields(RunConfig) if f.name not in NOT_MEASURED)
 
 
 class PlanError(ValueError):
@@ -355,12 +351,6 @@ def _json(value: Any) -> Any:
     return str(value)   # an EndpointURL: its redacted form
 
 
-def measured(config: RunConfig) -> dict[str, Any]:
-    """What a lane measures, as campaign.json records it (no secret: a key's variable is not even among them)."""
-    d = config.to_json()
-    return {k: d[k] for k in MEASURED}
-
-
 def plan_json(campaign: Campaign) -> dict[str, Any]:
     """campaign.json: the plan as resolved. No secret: an endpoint redacted, a key's variable name only."""
     # the campaign's settings, not this node's share (its shard, its slots of a --slot-range): every node writes the
@@ -375,11 +365,6 @@ def plan_json(campaign: Campaign) -> dict[str, Any]:
         "lanes": [{"name": lane.name, "arm": lane.arm, "repeat": lane.repeat, "settings": measured(lane.config)}
                   for lane in campaign.lanes],
     }
-
-
-def _same(key: str, was: Any, now: Any) -> bool:
-    """Whether a lane's setting measures the same as it did, by its setting's kind (a selection is a set)."""
-    return BY_KEY[key].kind.same(was, now) if key in BY_KEY else bool(was == now)
 
 
 def resume_problem(campaign: Campaign) -> str:
@@ -410,10 +395,8 @@ def resume_problem(campaign: Campaign) -> str:
         was = before.get(lane.name)
         if not isinstance(was, dict):
             continue
-        now = measured(lane.config)
-        changes += [f"{lane.name}: {flag_name(k)} {was.get(k)!r} -> {now[k]!r}" for k in MEASURED
-                    if k in was and not _same(k, was[k], now[k])]
-    if changes:
+        changes += [f"{lane.name}: {c}" for c in changed(was, measured(lane.config))]
+    if changes and not campaign.config.resume_changed:
         return (f"{campaign.plan.path}: the plan changes what lanes in {out} measure ({'; '.join(changes)}); "
                 f"run it as it was, or give the changed plan another out")
     return ""

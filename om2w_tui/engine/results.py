@@ -279,7 +279,7 @@ def read_results(out: Path) -> ResultsLog:
 MANIFEST_LIMIT = 16 << 20   # bytes of a run.json read back
 # what a run.json read back may hold under the keys its readers use, and its `task_file` and `config` under theirs
 MANIFEST_SHAPE = Shape({"config": (dict,), "task_file": (dict,), "started_at": (float,),
-                        "first_started_at": (float,)})
+                        "first_started_at": (float,), "measured": (dict,), "changes": (list,)})
 _PART_SHAPES: dict[str, Shape] = {
     "task_file": Shape({"path": (str,), "sha256": (str,), "selected": (int,)}),
     "config": Shape({"arm": (str, type(None)), "model": (str, type(None)), "bench": (str, type(None))}),

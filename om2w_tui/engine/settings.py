@@ -386,6 +386,9 @@ SETTINGS: tuple[Setting, ...] = (
             demo=False),
     Setting("out", "--out", "the run's folder: one subfolder per task, results.jsonl, run.json", PathKind(), WHAT,
             label="out folder", placeholder="runs/my-run", form_default="runs/offline"),
+    Setting("resume_changed", "--resume-changed", "go on with a run (or campaign) in --out whose model, decoding, "
+            "agent, budget or browser settings were otherwise: refused without it, as two measurements in one run; "
+            "with it the change is kept in run.json and `report` warns", Switch(True), WHAT, demo=False),
     # the agent
     Setting("arm", "--arm", "the agent: base (one browser-use Agent) or a plugin arm; `run --arm A --arm B`: a "
             "campaign of those arms, a run folder each in --out, paired on one queue and pacer", Text(required=True),

@@ -29,6 +29,7 @@ from typing import Any
 from om2w_tui.benchmarks.conformance import read_run
 from om2w_tui.benchmarks.episode_folder import read_episode
 from om2w_tui.benchmarks.site_keys import site_name
+from om2w_tui.engine.measured import changes_said
 from om2w_tui.engine.results import STATUSES, EpisodeRecord, read_manifest, read_results
 from om2w_tui.evaluation.agreement import agreement, judge_outcomes, paired, pooled, repeats
 from om2w_tui.evaluation.errors import UNKNOWN, error_groups, model_report
@@ -209,6 +210,10 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
     if found:
         manifest, said = read_manifest(found[0])
         warnings += said
+    if changed := list(dict.fromkeys(c for p in found for c in changes_said(
+            manifest if p == found[0] else read_manifest(p)[0]))):
+        warnings.append(f"{found[0].name}: the run went on under other settings than it began with "
+                        f"(--resume-changed: {'; '.join(changed)}); its episodes mix two measurements")
     log = read_results(out)
     warnings += log.warnings
     latest = log.latest_records()

@@ -28,7 +28,7 @@ from om2w_tui.engine.events import (
     RunSummary,
     SlotChanged,
 )
-from om2w_tui.engine.launch import Preflight, open_run
+from om2w_tui.engine.launch import WARNING, Preflight, open_run
 from om2w_tui.engine.pairing import pairing_words
 from om2w_tui.engine.results import read_results, statuses_text
 from om2w_tui.evaluation.live_judge import live_judge_file
@@ -128,6 +128,10 @@ class HeadlessLog:
 
 async def run_headless(pre: Preflight, stream: IO[str] | None = None) -> int:
     sink = HeadlessLog(stream, [(lane.name, len(lane.pre.tasks), lane.pre.settled) for lane in pre.lanes])
+    for what, detail in dict.fromkeys((what, detail) for what, ok, detail in
+                                      [*pre.checks, *(c for lane in pre.lanes for c in lane.pre.checks)]
+                                      if ok == WARNING):   # the run starts, but a log read later says what to mind
+        sink._print(f"warning: {what}: {detail}")
     async with open_run(pre, [sink], guard_ends_run=True) as run:
         loop = asyncio.get_running_loop()
         interrupted = False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
 import subprocess
@@ -36,9 +37,10 @@ def test_a_second_run_on_the_same_out_folder_is_refused_naming_the_first(tmp_pat
         if first.poll() is None:
             first.kill()
     assert first.returncode == 130, stderr[-2000:]
-    # the lock went with its holder: the next run takes the folder and finishes the interrupted task
+    # the lock went with its holder: the next run takes the folder and finishes the interrupted task (with the
+    # oracle at full speed: the same answers sooner, which the run is told it may mix in)
     third = cli("run", "--no-ui", "--bench", "offline", "--model", "oracle", "--task-ids", "offline_wiki_admin_10",
-                "--out", str(out))
+                "--out", str(out), "--resume-changed")
     assert third.returncode == 0, third.stderr[-2000:]
     assert [(r["status"], r["error"]) for r in records(out)] == [("killed", "interrupted"), ("done", None)]
 
@@ -61,3 +63,34 @@ def test_credentials_in_the_endpoint_url_reach_no_file_and_no_output(tmp_path):
     leaks = [str(p) for p in out.rglob("*") if p.is_file() and b"hunter2-secret" in p.read_bytes()]
     assert leaks == []
     assert f"http://***@127.0.0.1:{port}/v1" in (out / "run.json").read_text()
+
+
+def test_a_resume_that_changes_what_the_run_measures_is_refused_unless_asked_and_then_kept_and_said(tmp_path):
+    """The real command line on the offline suite: a changed temperature and step budget under an existing run are
+    refused with exit 2 naming each, the folder untouched; a wider selection is no change; `--resume-changed` goes
+    on, its log says so first, run.json keeps the change and `report` warns."""
+    out = tmp_path / "run"
+    base = ("run", "--no-ui", "--bench", "offline", "--model", "oracle", "--out", str(out))
+    first = cli(*base, "--task-ids", "offline_shop_search_01")
+    assert first.returncode == 0, first.stderr[-2000:]
+    manifest, results = (out / "run.json").read_bytes(), (out / "results.jsonl").read_bytes()
+    wider = ("--task-ids", "offline_shop_search_01,offline_wiki_admin_10")
+    refused = cli(*base, *wider, "--temperature", "0.5", "--max-steps", "9")
+    assert refused.returncode == 2, refused.stdout[-2000:]
+    assert ("the run there measured otherwise (--temperature 0.0 -> 0.5; --max-steps 30 -> 9)" in refused.stderr
+            and "--resume-changed" in refused.stderr), refused.stderr[-2000:]
+    assert (out / "run.json").read_bytes() == manifest and (out / "results.jsonl").read_bytes() == results
+    went_on = cli(*base, *wider, "--temperature", "0.5", "--max-steps", "9", "--resume-changed")
+    assert went_on.returncode == 0, went_on.stderr[-2000:]
+    assert went_on.stdout.startswith(f"warning: resume: --resume-changed: {out}: --temperature 0.0 -> 0.5; "
+                                     "--max-steps 30 -> 9\n"), went_on.stdout[:2000]
+    assert [r["task_id"] for r in records(out)] == ["offline_shop_search_01", "offline_wiki_admin_10"]
+    kept = json.loads((out / "run.json").read_text())
+    assert [c["changed"] for c in kept["changes"]] == [["--temperature 0.0 -> 0.5", "--max-steps 30 -> 9"]]
+    assert kept["measured"]["temperature"] == 0.5
+    again = cli(*base, *wider, "--temperature", "0.5", "--max-steps", "9")   # as it now is: no change, nothing said
+    assert again.returncode == 0 and "warning" not in again.stdout, again.stdout[-2000:]
+    report = cli("report", str(out), "--format", "json")
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert any("--temperature 0.0 -> 0.5" in w and "mix two measurements" in w
+               for w in json.loads(report.stdout)["runs"][0]["warnings"]), report.stdout[-3000:]

@@ -118,7 +118,9 @@ def test_ctrl_c_stops_gracefully_keeps_steps_and_the_next_run_finishes(tmp_path)
     check_task_folder(out / task)
     assert chromium_left(out) == []
 
-    r = cli("run", "--no-ui", "--bench", "offline", "--model", "oracle", "--task-ids", task, "--out", str(out))
+    # the oracle at full speed (the same answers sooner): a change of the model's name, which the run is told to take
+    r = cli("run", "--no-ui", "--bench", "offline", "--model", "oracle", "--task-ids", task, "--out", str(out),
+            "--resume-changed")
     assert r.returncode == 0, r.stderr[-3000:]
     last = records(out)[-1]
     assert last["status"] == "done" and last["attempt"] == 2 and last["correct"]

@@ -1,0 +1,97 @@
+"""What a run measures, declared once: the settings whose change under an existing folder would mix two
+measurements in one run (the model and its decoding, the agent and its budget, the browser the pages are shown in,
+the benchmark and the selection). Not among them: where and how fast the episodes run (slots, pacing, executor,
+shard), how the harness meets its own faults (retries, the breaker, the model guard), how the episodes are judged
+as they go, where the model is served and the variable its key is read from (the served model's name is compared),
+the browser's binary, the training rows kept beside.
+
+Two readers compare with them. A campaign compares each lane with `campaign.json` (engine/plan.resume_problem), the
+selection included: its arms must be compared on the same tasks. A run compares with its own manifests
+(`run_changes`, launch's preflight), the selection left out: a run may grow (`--limit 10` first, then the whole
+file). A changed run is refused unless `--resume-changed` is given; then the change is kept in `run.json`'s
+`changes` (`changes_kept`) and `report` warns that the run's episodes mix two measurements."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.results import read_manifest
+from om2w_tui.engine.settings import BEYOND, BY_KEY, FAULTS, JUDGING, PACING, SETTINGS, WHERE
+from om2w_tui.run_folder import RunFolder
+
+NOT_MEASURED = frozenset({s.key for s in SETTINGS if s.group in (PACING, FAULTS, WHERE, BEYOND, JUDGING)}
+                         | {"out", "shard", "vllm", "api_key_env", "chromium", "instruction_template_file",
+                            "record_rows", "stop_grace", "retries", "resume_changed"})
+MEASURED = tuple(f.name for f in dataclasses.fields(RunConfig) if f.name not in NOT_MEASURED)
+# which tasks run, not how each is measured: a run may widen it, a campaign's lanes may not
+SELECTION = frozenset({"tasks", "task_ids", "levels", "sites", "limit", "exclude_tasks"})
+# what a run's manifest keeps of them (run.json's "measured"; older manifests only had the resolved "config")
+MANIFEST_KEY = "measured"
+CHANGES_KEY = "changes"
+
+
+def measured(config: RunConfig) -> dict[str, Any]:
+    """What `config` measures, as the JSON a folder records it in (no secret: a key's variable is not among them)."""
+    d = config.to_json()
+    return {k: d[k] for k in MEASURED}
+
+
+def same(key: str, was: Any, now: Any) -> bool:
+    """Whether a setting measures the same as it did, by its setting's kind (a selection is a set)."""
+    return BY_KEY[key].kind.same(was, now) if key in BY_KEY else bool(was == now)
+
+
+def changes(was: Mapping[str, Any], now: Mapping[str, Any], keys: Iterable[str] = MEASURED,
+            dashes: str = "") -> list[str]:
+    """Each of `keys` that `was` records and `now` measures otherwise, as `flag 'was' -> 'now'` (the flag as a
+    plan spells it, or with `dashes` before it as the command line does)."""
+    return [f"{dashes}{k.replace('_', '-')} {was.get(k)!r} -> {now[k]!r}" for k in keys
+            if k in was and k in now and not same(k, was[k], now[k])]
+
+
+def recorded(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """What a run's manifest says it measured. A manifest before `measured` was kept has its resolved `config`: the
+    user agent there is the one the browser gave, not the one asked for, so it is left out."""
+    kept = manifest.get(MANIFEST_KEY)
+    if isinstance(kept, dict):
+        return kept
+    config = manifest.get("config")
+    return {k: v for k, v in config.items() if k != "user_agent"} if isinstance(config, dict) else {}
+
+
+def run_changes(config: RunConfig, manifests: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What `config` measures otherwise than the run (each shard's manifest) it would resume, the selection left
+    out; each change once."""
+    now = measured(config)
+    keys = [k for k in MEASURED if k not in SELECTION]
+    return list(dict.fromkeys(c for m in manifests for c in changes(recorded(m), now, keys, "--")))
+
+
+def folder_changes(config: RunConfig) -> list[str]:
+    """`run_changes` against the run in `config.out` (every shard's manifest; one that cannot be read says nothing)."""
+    found = (read_manifest(p)[0] for p in RunFolder(config.out).manifests())
+    return run_changes(config, [m for m in found if m])
+
+
+def refusal(out: object, found: Sequence[str]) -> str:
+    """The preflight's words for a resume that changes what the run measures."""
+    return (f"--out {out}: the run there measured otherwise ({'; '.join(found)}); run it as it was, give the "
+            f"changed run another --out, or add --resume-changed to go on with both in one run (kept in run.json, "
+            f"and `report` warns)")
+
+
+def changes_kept(before: Mapping[str, Any] | None, found: Sequence[str]) -> list[dict[str, Any]]:
+    """run.json's `changes`: the earlier manifest's, and now `found` with the time, when there is any."""
+    kept = list((before or {}).get(CHANGES_KEY) or [])
+    return [*kept, {"at": time.time(), "changed": list(found)}] if found else kept
+
+
+def changes_said(manifest: Mapping[str, Any] | None) -> list[str]:
+    """Each change a manifest keeps (`changes_kept`), once; what is not of that shape is passed over."""
+    kept = (manifest or {}).get(CHANGES_KEY)
+    entries = [e for e in kept if isinstance(e, dict)] if isinstance(kept, list) else []
+    return list(dict.fromkeys(c for e in entries for c in e.get("changed") or () if isinstance(c, str)))
