@@ -404,7 +404,7 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True, ask_model: bool = Tr
         add("judge endpoint", check_judge_endpoint(cfg), f"{cfg.judge_url} serves {cfg.judge_model}: each episode "
             f"judged as it ends ({cfg.judge_workers} calls at once)")
     settled = 0
-    if out_ok and cfg.out.is_dir() and chosen:
+    if out_ok and cfg.out.is_dir() and chosen and (cfg.resume_changed or not changed):   # one `resume` row
         done = read_results(cfg.out).settled()
         settled = sum(t.task_id in done for t in chosen)
         checks.append(("resume", True, f"{settled} of {len(chosen)} already done in {cfg.out}"))
