@@ -60,6 +60,13 @@ class TaskFileError(ValueError):
     """A task file that cannot be used, with a message fit to show the user as it is."""
 
 
+def row_digest(row: dict[str, Any]) -> str:
+    """A task row as 16 hex digits, its keys sorted: another text, site, reference or hint gives another; its place
+    in the file, or the other tasks, none."""
+    text = json.dumps(row, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 @dataclass(frozen=True)
 class Task:
     task_id: str
@@ -71,6 +78,9 @@ class Task:
     max_steps: int = DEFAULT_MAX_STEPS
     # a campaign's lane the task runs in (engine/lanes.py: one unit per lane and task); "" in a plain run
     lane: str = ""
+    # what the task file asks, as 16 hex digits (`row_digest`), kept through the run's own rewrites of the task (the
+    # offline suite's live addresses, a lane): a resume finds a settled task the file changed since; "" built in code
+    digest: str = field(default="", compare=False, repr=False)
 
     @property
     def site(self) -> str:
@@ -91,7 +101,7 @@ class Task:
         """A checked row (`parse_tasks`) as a task; `max_steps`: the run's budget, which its own max_steps overrides."""
         own = row.get("max_steps")
         return cls(row["task_id"], row["confirmed_task"], row["website"], row.get("level"), dict(row),
-                   own if own is not None else max_steps)
+                   own if own is not None else max_steps, digest=row_digest(row))
 
 
 def file_sha256(path: Path) -> str:

@@ -45,7 +45,7 @@ from om2w_tui.engine.control import Run
 from om2w_tui.engine.control_socket import ControlServer, ControlSocketError
 from om2w_tui.engine.events import Event, Log, Sink
 from om2w_tui.engine.machine import slot_room, starts_at_once, too_many_workers
-from om2w_tui.engine.measured import CHANGES_KEY, MANIFEST_KEY, changes_kept, folder_changes, measured, refusal
+from om2w_tui.engine.measured import earlier_task_files, folder_changes, kept_in_manifest, refusal
 from om2w_tui.engine.model_check import WARNING as WARNING  # re-exported: the front ends show the warning state
 from om2w_tui.engine.model_check import Check as Check  # re-exported: a check row, as the front ends show it
 from om2w_tui.engine.model_check import model_checks
@@ -189,7 +189,7 @@ def live_offline_task(task: Task, base_urls: dict[str, str]) -> Task:
     raw = json.dumps(task.to_dict())
     for name, url in base_urls.items():
         raw = raw.replace(_stand_in(name), url)
-    return Task.from_dict(json.loads(raw), task.max_steps)
+    return dataclasses.replace(Task.from_dict(json.loads(raw), task.max_steps), digest=task.digest)   # the file's
 
 
 def check_endpoint(endpoint: EndpointURL, model: str, api_key: str) -> str:
@@ -376,7 +376,7 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True, ask_model: bool = Tr
     for companion in companions:   # a companion's files (the live judge's) are refused as the run's own files are
         if out_ok and (problem := companion.check(cfg)):
             out_ok = add("out folder", problem, "")
-    if changed := folder_changes(cfg) if out_ok else []:   # a resume that would mix two measurements in one run
+    if changed := folder_changes(cfg, chosen) if out_ok else []:   # a resume that would mix two measurements in one run
         checks.append(("resume", WARNING, f"--resume-changed: {cfg.out}: {'; '.join(changed)}") if cfg.resume_changed
                       else ("resume", False, refusal(cfg.out, changed)))
     if cfg.pace_dir is not None:
@@ -438,14 +438,14 @@ def write_manifest(pre: Preflight, extra: dict[str, Any] | None = None) -> None:
     now = time.time()
     write_json_atomic(path, {
         "config": cfg.to_json(),
-        "task_file": {"path": str(pre.task_file.resolve()), "sha256": file_sha256(pre.task_file),
+        "task_file": {"path": str(pre.task_file.resolve()), "sha256": (sha := file_sha256(pre.task_file)),
+                      **({"earlier_sha256": earlier} if (earlier := earlier_task_files(before, sha)) else {}),
                       "selected": len(pre.tasks), **({"excluded": list(pre.excluded.left_out),
                                                       "excluded_unknown": list(pre.excluded.unknown)}
                                                      if pre.config.exclude_tasks is not None else {})},
         "task_refresh": refresh_note(pre.task_file),
         "versions": versions(), "argv": redact_argv(sys.argv[1:]), "started_at": now,
-        "first_started_at": first or now, MANIFEST_KEY: measured(pre.config),
-        **({CHANGES_KEY: kept} if (kept := changes_kept(before, pre.changes)) else {}), **(extra or {})})
+        "first_started_at": first or now, **kept_in_manifest(before, pre.config, pre.changes), **(extra or {})})
 
 
 def reference_judge(task: dict[str, Any], rec: EpisodeRecord) -> bool | None:

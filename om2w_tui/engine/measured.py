@@ -8,18 +8,21 @@ the browser's binary, the training rows kept beside.
 Two readers compare with them. A campaign compares each lane with `campaign.json` (engine/plan.resume_problem), the
 selection included: its arms must be compared on the same tasks. A run compares with its own manifests
 (`run_changes`, launch's preflight), the selection left out: a run may grow (`--limit 10` first, then the whole
-file). A changed run is refused unless `--resume-changed` is given; then the change is kept in `run.json`'s
-`changes` (`changes_kept`) and `report` warns that the run's episodes mix two measurements."""
+file), but not a task it settled, read otherwise from an edited task file (`task_changes`). A changed run is
+refused unless `--resume-changed` is given; then the change is kept in `run.json`'s `changes` (`changes_kept`) and
+`report` warns that the run's episodes mix two measurements."""
 
 from __future__ import annotations
 
 import dataclasses
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.engine.config import RunConfig
-from om2w_tui.engine.results import read_manifest
+from om2w_tui.engine.results import read_manifest, read_results
 from om2w_tui.engine.settings import BEYOND, BY_KEY, FAULTS, JUDGING, PACING, SETTINGS, WHERE
 from om2w_tui.run_folder import RunFolder
 
@@ -71,10 +74,31 @@ def run_changes(config: RunConfig, manifests: Sequence[Mapping[str, Any]]) -> li
     return list(dict.fromkeys(c for m in manifests for c in changes(recorded(m), now, keys, "--")))
 
 
-def folder_changes(config: RunConfig) -> list[str]:
-    """`run_changes` against the run in `config.out` (every shard's manifest; one that cannot be read says nothing)."""
+def task_changes(out: Path, tasks: Sequence[Task]) -> list[str]:
+    """The selected tasks that settled as another version of themselves (the task file edited since: another text,
+    site, reference or hint; `Task.digest` in their records), named; records from before the digest say nothing."""
+    latest = read_results(out).latest_records()
+    changed = [t.task_id for t in tasks if (r := latest.get(t.task_id)) is not None and r.settles
+               and r.task_digest is not None and t.digest and r.task_digest != t.digest]
+    if not changed:
+        return []
+    shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+    return [f"--tasks: {len(changed)} settled task(s) changed in the task file since they ran ({shown})"]
+
+
+def folder_changes(config: RunConfig, tasks: Sequence[Task] = ()) -> list[str]:
+    """`run_changes` against the run in `config.out` (every shard's manifest; one that cannot be read says nothing),
+    then `task_changes` of the selected `tasks`."""
     found = (read_manifest(p)[0] for p in RunFolder(config.out).manifests())
-    return run_changes(config, [m for m in found if m])
+    return run_changes(config, [m for m in found if m]) + (task_changes(config.out, tasks) if tasks else [])
+
+
+def earlier_task_files(before: Mapping[str, Any] | None, sha256: str) -> list[str]:
+    """run.json's `task_file.earlier_sha256`: the digests of the task files the run read before this one, kept."""
+    part = (before or {}).get("task_file") or {}
+    kept = [x for x in part.get("earlier_sha256") or () if isinstance(x, str)]
+    last = part.get("sha256")
+    return list(dict.fromkeys([*kept, *([last] if isinstance(last, str) and last != sha256 else [])]))
 
 
 def refusal(out: object, found: Sequence[str]) -> str:
@@ -88,6 +112,12 @@ def changes_kept(before: Mapping[str, Any] | None, found: Sequence[str]) -> list
     """run.json's `changes`: the earlier manifest's, and now `found` with the time, when there is any."""
     kept = list((before or {}).get(CHANGES_KEY) or [])
     return [*kept, {"at": time.time(), "changed": list(found)}] if found else kept
+
+
+def kept_in_manifest(before: Mapping[str, Any] | None, config: RunConfig, found: Sequence[str]) -> dict[str, Any]:
+    """What run.json keeps of this: what the run measures, and every change `--resume-changed` let through."""
+    kept = changes_kept(before, found)
+    return {MANIFEST_KEY: measured(config), **({CHANGES_KEY: kept} if kept else {})}
 
 
 def changes_said(manifest: Mapping[str, Any] | None) -> list[str]:

@@ -54,7 +54,8 @@ def build_record(cfg: RunConfig, task: Task, outcome: Outcome, *, attempt: int, 
         completion_tokens=o.completion_tokens, duration_s=round(finished_at - started_at, 1),
         started_at=round(started_at, 3), finished_at=round(finished_at, 3), attempt=attempt, slot=slot,
         rows=o.rows, hint_left=o.hint_left, blank_screenshot=o.blank_screenshot,
-        model_calls=o.model.record() if o.model is not None and o.model.calls else None, model_fault=o.model_fault)
+        model_calls=o.model.record() if o.model is not None and o.model.calls else None, model_fault=o.model_fault,
+        task_digest=task.digest or None)
 
 
 def judged(rec: EpisodeRecord, task: Task, judge: Judge, warn: Callable[[str], None]) -> EpisodeRecord:

@@ -66,6 +66,7 @@ class EpisodeRecord:
     model_calls: dict[str, Any] | None = None   # the episode's model calls by kind (protocol/model.py: ModelCalls)
     model_fault: str | None = None    # the call kind an episode that ended on its model (or endpoint) ended on
     correct: bool | None = None       # the run's reference judge's verdict, when it has one
+    task_digest: str | None = None    # the task as it ran (Task.digest): a resume finds a settled task the file changed
     extra: dict[str, Any] = field(default_factory=dict, compare=False)   # keys of other writers, kept as read
     # a record read back: the fields its writer wrote (with a value of their type); a record built here: empty
     written: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
@@ -139,14 +140,15 @@ class EpisodeRecord:
 
 _BAD = object()
 _NOT_WRITTEN = {"extra", "written"}   # the record's own bookkeeping, never a key of its line
-_OPTIONAL = {"max_steps", "slot", "rows", "hint_left", "blank_screenshot", "model_calls", "model_fault", "correct"}
+_OPTIONAL = {"max_steps", "slot", "rows", "hint_left", "blank_screenshot", "model_calls", "model_fault", "correct",
+             "task_digest"}
 _KINDS: dict[str, type] = {
     "task_id": str, "status": str, "arm": str, "website": str, "level": str, "model": str, "error": str,
     "error_kind": str, "steps": int, "max_steps": int, "actions": int, "screenshots": int, "answer": str,
     "agent_done": bool,
     "prompt_tokens": int, "completion_tokens": int, "duration_s": float, "started_at": float, "finished_at": float,
     "attempt": int, "slot": int, "rows": int, "hint_left": bool, "blank_screenshot": bool, "model_calls": dict,
-    "model_fault": str, "correct": bool,
+    "model_fault": str, "correct": bool, "task_digest": str,
 }
 _NAMES = set(_KINDS)
 # what a record read back may hold under each known key: its own type, or what an older writer (the seed's) may

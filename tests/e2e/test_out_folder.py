@@ -94,3 +94,29 @@ def test_a_resume_that_changes_what_the_run_measures_is_refused_unless_asked_and
     assert report.returncode == 0, report.stderr[-2000:]
     assert any("--temperature 0.0 -> 0.5" in w and "mix two measurements" in w
                for w in json.loads(report.stdout)["runs"][0]["warnings"]), report.stdout[-3000:]
+
+
+def test_a_task_file_edited_under_a_run_is_refused_for_the_tasks_it_settled_and_may_grow(tmp_path):
+    """The offline suite from a task file of one's own: a task added to the file runs on resume; a settled task's
+    text edited since is refused with exit 2 naming it, the folder untouched; run.json keeps the file read before."""
+    from om2w_tui.offline import TASKS_TEMPLATE  # the suite's task file, copied to be edited
+
+    rows = json.loads(TASKS_TEMPLATE.read_text())
+    first, second = rows[0], rows[1]
+    tasks, out = tmp_path / "tasks.json", tmp_path / "run"
+    tasks.write_text(json.dumps([first]))
+    run = ("run", "--no-ui", "--bench", "offline", "--model", "oracle", "--tasks", str(tasks), "--out", str(out))
+    assert cli(*run).returncode == 0
+    before = json.loads((out / "run.json").read_text())["task_file"]["sha256"]
+    tasks.write_text(json.dumps([first, second]))                      # grown: the new task runs, nothing refused
+    grown = cli(*run)
+    assert grown.returncode == 0, grown.stderr[-2000:]
+    assert [r["task_id"] for r in records(out)] == [first["task_id"], second["task_id"]]
+    assert json.loads((out / "run.json").read_text())["task_file"]["earlier_sha256"] == [before]
+    tasks.write_text(json.dumps([{**first, "confirmed_task": first["confirmed_task"] + " Today."}, second]))
+    manifest = (out / "run.json").read_bytes()
+    edited = cli(*run)
+    assert edited.returncode == 2, edited.stdout[-2000:]
+    assert (f"--tasks: 1 settled task(s) changed in the task file since they ran ({first['task_id']})"
+            in edited.stderr), edited.stderr[-2000:]
+    assert (out / "run.json").read_bytes() == manifest

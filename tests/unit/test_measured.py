@@ -10,17 +10,22 @@ from pathlib import Path
 
 import pytest
 
+from om2w_tui.benchmarks.tasks import row_digest
 from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.launch import live_offline_task, offline_tasks
 from om2w_tui.engine.measured import (
     MEASURED,
     NOT_MEASURED,
     SELECTION,
     changes_kept,
     changes_said,
+    earlier_task_files,
     folder_changes,
     measured,
     run_changes,
+    task_changes,
 )
+from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.engine.settings import SETTINGS
 
 
@@ -101,3 +106,42 @@ def test_a_campaign_lets_changed_lanes_go_on_with_resume_changed(tmp_path):
     plan.write_text(plan.read_text().replace('"y"', '"z"'))
     assert "b: model 'y' -> 'z'" in resume_problem(resolve(read_plan(plan)))
     assert resume_problem(resolve(read_plan(plan), {"resume_changed": True})) == ""
+
+
+def _settled(out: Path, task, digest: str | None, status: str = "done", error: str | None = None) -> None:
+    rec = EpisodeRecord(task_id=task.task_id, status=status, error=error, task_digest=digest, started_at=1.0,
+                        finished_at=2.0)
+    with (out / "results.jsonl").open("a") as f:
+        f.write(json.dumps(rec.to_json()) + "\n")
+
+
+def test_a_settled_task_the_file_changed_since_is_named_and_a_new_or_unsettled_one_is_not(tmp_path):
+    _, tasks = offline_tasks()
+    a, b, c, d = tasks[:4]
+    _settled(tmp_path, a, a.digest)
+    _settled(tmp_path, b, b.digest)
+    _settled(tmp_path, c, "0" * 16, "killed", "interrupted")   # not settled: it runs again, as the file now says
+    _settled(tmp_path, d, None)                            # a record from before the digest says nothing
+    edited = dataclasses.replace(b, digest=row_digest({**b.raw, "confirmed_task": b.confirmed_task + " today"}))
+    assert task_changes(tmp_path, [a, b, c, d]) == []
+    assert task_changes(tmp_path, [a, edited, c, d, tasks[5]]) == [
+        f"--tasks: 1 settled task(s) changed in the task file since they ran ({b.task_id})"]
+    assert folder_changes(RunConfig(out=tmp_path), [edited])[-1].startswith("--tasks: 1 settled task(s)")
+
+
+def test_a_tasks_digest_is_the_files_and_stays_through_the_runs_own_rewrites():
+    _, tasks = offline_tasks()
+    t = tasks[0]
+    live = live_offline_task(t, {name: "http://127.0.0.1:1234/" for name in ("shop", "wiki", "booking", "travel",
+                                                                            "forum", "news")})
+    assert live.website != t.website and live.digest == t.digest == row_digest(t.raw)
+    assert dataclasses.replace(t, lane="agent").digest == t.digest
+    assert row_digest({**t.raw, "level": "hard"}) != t.digest
+    assert row_digest(dict(reversed(list(t.raw.items())))) == t.digest    # the keys' order says nothing
+
+
+def test_run_json_keeps_the_task_files_it_read_before():
+    assert earlier_task_files(None, "b") == []
+    assert earlier_task_files({"task_file": {"sha256": "a"}}, "b") == ["a"]
+    assert earlier_task_files({"task_file": {"sha256": "b", "earlier_sha256": ["a"]}}, "b") == ["a"]
+    assert earlier_task_files({"task_file": {"sha256": "c", "earlier_sha256": ["a", 3]}}, "b") == ["a", "c"]
