@@ -227,3 +227,11 @@ async def test_a_task_several_lanes_run_is_ambiguous_in_the_campaigns_folder_and
             no_lane = await asyncio.to_thread(request, tmp_path, Kill(task="X", lane="nope"))
             assert isinstance(no_lane, Refused) and "no lane 'nope' in this run (its lanes: good, weak, weak-r2)" in \
                 no_lane.error
+
+
+def test_a_lanes_pause_of_its_arm_goes_to_every_shard_and_a_task_command_to_one():
+    from om2w_tui.cli.ctl import for_every_shard
+    from om2w_tui.protocol.control import Pause, Resume
+
+    assert for_every_shard(Pause(lane="weak")) and for_every_shard(Resume(lane="weak"))
+    assert not for_every_shard(Pause(task="X", lane="weak")) and not for_every_shard(Kill(task="X", lane="weak"))
