@@ -111,3 +111,10 @@ class CampaignFolder:
 def is_campaign(folder: Path) -> bool:
     """The rule every reader asks: a folder with a campaign's plan (`campaign.json`) is a campaign's."""
     return (Path(folder) / PLAN_FILE).is_file()
+
+
+def lane_of(folder: Path) -> str | None:
+    """The lane a folder is, by its name, where it sits in a campaign's folder (`OUT/<lane>`: `ctl` and `attach`
+    given it act on that lane); None for any other folder."""
+    folder = Path(folder).resolve()
+    return folder.name if folder.name and is_campaign(folder.parent) else None

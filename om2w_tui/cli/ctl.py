@@ -4,10 +4,16 @@
 for people, or the answer as JSON with --json. Exit 0 when the run did it, 1 when it refused, 2 on bad usage or
 when no run listens in OUT.
 
+OUT a campaign's lane's folder (`OUT/<lane>`, `campaign_folder.lane_of`) addresses that lane: the command carries
+it, so kill, requeue, pause and resume TASK act on that lane's episode of the task only (refused when the lane runs
+none), and pause or resume without a TASK hold or let go that lane's arm; status, workers, retry and stop mean the
+whole campaign from any of its folders.
+
 A campaign (or run) split with `--shard K/N` into processes sharing OUT is one process per shard, each on its own
-socket: `status` and `pause|resume --arm NAME` mean the whole campaign, so without --socket they go to every shard's
-process there, each answer named by its shard, and a shard no process serves now is named as not running (an error
-only when none answers). Any other command reaches one shard, named with --socket.
+socket: `status` and `pause|resume --arm NAME` (or a lane's folder's pause|resume) mean the whole campaign, so
+without --socket they go to every shard's process there, each answer named by its shard, and a shard no process
+serves now is named as not running (an error only when none answers). Any other command reaches one shard, named
+with --socket.
 
 The commands, their arguments and their help are the protocol's declarations (`protocol/control.py`: each
 command's `USAGE`); this module only turns the arguments into one of them and the answer into lines."""
@@ -22,6 +28,7 @@ from pathlib import Path
 from typing import Any, assert_never, cast
 
 from om2w_tui import exits
+from om2w_tui.campaign_folder import lane_of
 from om2w_tui.engine.control_socket import NoRunListening, ShardListening, request, shards
 from om2w_tui.engine.events import RunSnapshot
 from om2w_tui.engine.pairing import pairing_words
@@ -64,7 +71,9 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="commands:\n" + "\n".join(f"  {name} {ARG_TEXT[_usage(name).arg]}".ljust(20) + _help(name)
                                                          for name in SENT))
-    p.add_argument("out", type=Path, metavar="OUT", help="the running run's folder (its --out)")
+    p.add_argument("out", type=Path, metavar="OUT",
+                   help="the running run's folder (its --out); a campaign's lane's folder (OUT/<lane>): that lane's "
+                        "episode of TASK only, and pause|resume without TASK hold that lane's arm")
     p.add_argument("action", choices=list(SENT), metavar="CMD", help="one of: " + ", ".join(SENT))
     p.add_argument("arg", nargs="?", default=None, metavar="ARG", help="TASK (a task id) or N, as the command takes")
     p.add_argument("--json", action="store_true", help="print the run's answer as one JSON object")
@@ -105,12 +114,15 @@ def _command(args: argparse.Namespace) -> Status | Steer | str:
         return fields
     if args.arm is not None:
         if args.action not in ("pause", "resume") or args.arm == "" or args.arg is not None:
-            return "--arm NAME goes with pause or resume only, without a TASK"
+            return ("--arm NAME goes with pause or resume only, without a TASK (one lane's episode of a task: give "
+                    "that lane's folder as OUT)")
         fields["arm"] = args.arm
     if args.force:
         if args.action not in _takes_force():
             return f"--force goes with {' or '.join(_takes_force())} only"
         fields["force"] = True
+    if (lane := lane_of(args.out)) is not None and "lane" in {f.name for f in dataclasses.fields(SENT[args.action])}:
+        fields["lane"] = lane   # addressed to a lane's folder: that lane's episode, or its arm, only
     return SENT[args.action](**fields)
 
 
@@ -178,7 +190,8 @@ def status_json(run: RunInfo, snap: RunSnapshot) -> dict[str, Any]:
 
 def for_every_shard(command: Status | Steer) -> bool:
     """Whether the command means the whole campaign (its state, an arm held), so every shard's process is asked."""
-    return isinstance(command, Status) or (isinstance(command, Pause | Resume) and command.arm is not None)
+    return isinstance(command, Status) or (isinstance(command, Pause | Resume) and command.task is None
+                                           and (command.arm is not None or command.lane is not None))
 
 
 def _ask_each(out: Path, command: Status | Steer, split: list[ShardListening]) -> list[tuple[str, Answer | str]]:

@@ -151,7 +151,8 @@ async def open_campaign(pre: Preflight, sinks: list[Sink], *, guard_ends_run: bo
                     return False
             return True
 
-        servers = [ControlServer(folder) for folder in [campaign_folder, *folders]]
+        servers = [ControlServer(campaign_folder),   # each lane's knows its lane (a task's episode there is its own)
+                   *(ControlServer(folder, lane.name) for folder, lane in zip(folders, lanes, strict=True))]
         # the live judge (--judge-url): one for every lane, each lane judged into its own folder
         emit = emit_to([*sinks, *servers])
         selection = [t.task_id for t in pre.tasks]   # this shard's share, every lane's (a shared setting)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import assert_never
 
-from om2w_tui.campaign_folder import is_campaign
+from om2w_tui.campaign_folder import is_campaign, lane_of
 from om2w_tui.engine.control import RunControl, apply
 from om2w_tui.engine.events import (
     DispatchChanged,
@@ -62,7 +62,11 @@ from om2w_tui.protocol.control import (
     BadRequest,
     Command,
     Done,
+    Kill,
+    Pause,
     Refused,
+    Requeue,
+    Resume,
     RunInfo,
     Status,
     Steer,
@@ -137,9 +141,10 @@ class ControlServer:
     removes the socket on the way out; commands go to `control` (the scheduler) through `engine.control.apply`,
     events to every subscriber."""
 
-    def __init__(self, folder: RunFolder | Path):
+    def __init__(self, folder: RunFolder | Path, lane: str = ""):
         folder = folder if isinstance(folder, RunFolder) else RunFolder(Path(folder))   # a plain folder: a whole run
         self.out = folder.out
+        self.lane = lane                    # a campaign's lane whose folder this is ("": the run's or campaign's own)
         self.path = folder.socket           # the run's own socket: a shard's is named after its lock
         self.name = self.path.name
         self.info = RunInfo(pid=os.getpid(), out=str(self.out))
@@ -375,6 +380,9 @@ class ControlServer:
             return Subscribed(self.run_info())
         if self._finished is not None:
             return Refused("the run is over")
+        if self.lane and isinstance(command, Pause | Resume | Kill | Requeue) and command.task is not None \
+                and command.slot is None and command.lane is None:
+            command = replace(command, lane=self.lane)   # a client naming no lane (an older ctl): this folder's lane
         reply = apply(control, command)
         if isinstance(reply, Done):
             self._push_snapshot()
@@ -419,7 +427,7 @@ def start_hint(out: Path) -> str:
     """How to start what runs in `out`: a campaign's folder (or one of its lanes) by its plan, else a run."""
     if is_campaign(out):
         return "start the campaign with `om2w-tui campaign PLAN.toml` (its plan's out is this folder)"
-    if is_campaign(out.parent):   # a lane runs only as its campaign's
+    if lane_of(out) is not None:   # a lane runs only as its campaign's
         return (f"it is a lane of the campaign in {out.parent}: start the campaign with "
                 f"`om2w-tui campaign PLAN.toml`")
     return f"start one with `om2w-tui run ... --out {out}`"

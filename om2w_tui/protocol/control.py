@@ -44,6 +44,10 @@ class Subscribe:
     USAGE: ClassVar[Usage | None] = None     # a console's (attach), not a ctl command
 
 
+# `lane` on the commands below: the campaign's lane (its folder's name, `weak`, `weak-r2`) the command is addressed
+# to, as `ctl OUT/<lane>` sends it (a lane's own socket fills it in for a client that names a task and no lane): a
+# task's episode is that lane's unit of the task, never another lane's; pause or resume without a task holds (lets
+# go) that lane's arm. None: the whole run, where a task that several lanes run is refused as ambiguous.
 @dataclass(frozen=True)
 class Pause:
     """Start no new episode (running ones go on; `reason` says why); with a task or a slot: pause that episode; with
@@ -54,6 +58,7 @@ class Pause:
     slot: int | None = None
     reason: str = ""
     arm: str | None = None
+    lane: str | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,7 @@ class Resume:
     task: str | None = None
     slot: int | None = None
     arm: str | None = None
+    lane: str | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,7 @@ class Kill:
     USAGE: ClassVar[Usage | None] = Usage("task", "end TASK's episode now, keeping its steps (recorded as killed)")
     task: str | None = None
     slot: int | None = None
+    lane: str | None = None
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,7 @@ class Requeue:
     USAGE: ClassVar[Usage | None] = Usage("task", "end TASK's episode now and put it back in the queue")
     task: str | None = None
     slot: int | None = None
+    lane: str | None = None
 
 
 @dataclass(frozen=True)
@@ -117,8 +125,9 @@ class Done:
     scripts (`ctl --json` prints them)."""
     message: str
     id: int | None = None
-    slot: int | None = None       # the episode's slot and task, for a command on one episode
+    slot: int | None = None       # the episode's slot and task (and a campaign's lane), for a command on one episode
     task: str | None = None
+    lane: str | None = None
     paused: bool | None = None    # pause, resume: dispatch (or, with an arm, that arm) is paused now
     arm: str | None = None        # pause, resume of an arm: the arm
     workers: int | None = None    # workers: the slots the run keeps from now on

@@ -75,3 +75,53 @@ def test_ctl_pauses_resumes_adds_a_worker_requeues_and_stops_a_headless_run(tmp_
     assert not (out / SOCKET_NAME).exists() and chromium_left(out) == []
     rc, _, err = ctl(out, "status")
     assert rc == 2 and str(out) in err and "no run is listening" in err
+
+
+CAMPAIGN = """\
+bench = "offline"
+task-ids = ["{task}"]
+out = "{out}"
+workers = 1
+pace_cooldown = 0
+retries = 0
+
+[arms.good]
+model = "oracle-slow-2"
+
+[arms.weak]
+model = "oracle-slow-2"
+"""
+
+
+def test_ctl_given_a_lanes_folder_acts_on_that_lanes_episode_only(tmp_path):
+    """A two-arm campaign on one task and one slot: while one lane runs the task and the other's unit waits,
+    `ctl OUT/<waiting lane> kill TASK` is refused naming the lane and what runs, and the running lane's episode goes
+    on (its requeue, from its own folder, is what ends it); nothing is written in the waiting lane."""
+    task = IDS[1]
+    out = tmp_path / "study"
+    plan = tmp_path / "plan.toml"
+    plan.write_text(CAMPAIGN.format(task=task, out=out))
+    p = popen("campaign", str(plan), "--no-ui")
+    try:
+        wait_listening(out, p)
+        run = Follower(out)
+        first = run.wait("a first unit", lambda: run.of(EpisodeStarted))[0]
+        (waiting,) = {"good", "weak"} - {first.lane}
+        rc, _, err = ctl(out / waiting, "kill", task)
+        assert rc == 1, err
+        assert f"lane {waiting} runs no episode of task '{task}' now (running: {first.lane}/{task} on slot 0)" in err
+        rc, answer, err = ctl(out / first.lane, "requeue", task, "--json")
+        assert rc == 0 and (answer["lane"], answer["task"], answer["slot"]) == (first.lane, task, 0), err
+        ended = run.wait("the requeued attempt", lambda: run.of(EpisodeFinished))[0]
+        assert (ended.lane, ended.record.status, ended.record.error) == (first.lane, "killed", "requeued")
+        assert ctl(out, "stop")[0] == 0
+        run.wait("the campaign's end", lambda: run.of(RunFinished))
+        assert p.wait(timeout=60) == 0, p.stderr.read()[-3000:]
+        run.close()
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert [(r["task_id"], r["status"], r["error"]) for r in records(out / first.lane)][0] == (task, "killed",
+                                                                                               "requeued")
+    assert not [r for r in records(out / waiting) if r["error"] in ("requeued", "killed by user")]
+    assert chromium_left(out) == []

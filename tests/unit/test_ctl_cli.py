@@ -4,15 +4,16 @@ to do, exit code 2; a refusal of the run: exit 1 (against a stand-in run; a real
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 
 import pytest
 
 from om2w_tui.cli.ctl import SENT
 from om2w_tui.cli.main import main
-from om2w_tui.engine.control_socket import SOCKET_NAME, ControlServer
+from om2w_tui.engine.control_socket import SOCKET_NAME, ControlServer, request
 from om2w_tui.engine.runlock import RunLock
-from om2w_tui.protocol.control import COMMANDS
+from om2w_tui.protocol.control import COMMANDS, Done, Kill, Refused
 from tests.fakes import FakeRun
 
 
@@ -137,3 +138,100 @@ def test_status_names_each_lane_as_a_lane_of_its_arm_with_its_verdicts():
     assert "lane base (arm base, repeat 1): 3/4 done (1 before), 0 errors, correct 2 of 3" in lines
     assert "lane base-r2 (arm base, repeat 2): 1/4 done (0 before), 1 errors, paused" in lines
     assert not any(line.startswith("arm ") for line in lines)
+
+
+# ── a campaign: a command addressed to a lane's folder acts on that lane only ─────────────────────────────────────
+def campaign_run(tmp_path, *running: tuple[str, str]) -> FakeRun:
+    """A campaign's run in `tmp_path` (its plan there, a folder per lane: good, weak and weak-r2) whose slots run the
+    (lane, task) units `running`, one a slot, and one more slot idle."""
+    from om2w_tui.campaign_folder import PLAN_FILE
+    from om2w_tui.engine.events import LaneRow, RunSnapshot, SlotRow
+
+    (tmp_path / PLAN_FILE).write_text('{"format": 1, "lanes": []}')
+    lanes = (LaneRow("good", "good", 1), LaneRow("weak", "weak", 1), LaneRow("weak-r2", "weak", 2))
+    for lane in lanes:
+        (tmp_path / lane.name).mkdir()
+    slots = [SlotRow(k, "running", task, "shop", step=2, lane=lane) for k, (lane, task) in enumerate(running)]
+    return FakeRun(base=RunSnapshot(now=1.0, slots=[*slots, SlotRow(len(slots), "idle")], target_workers=2,
+                                    lanes=lanes))
+
+
+def ctl_in(folder, *argv: str):
+    """`om2w-tui ctl FOLDER ...` in a thread (the run's socket is served on the test's loop): its exit code."""
+    return asyncio.to_thread(main, ["ctl", str(folder), *argv])
+
+
+async def test_a_task_command_to_a_lanes_folder_never_touches_another_lanes_episode(tmp_path, capsys):
+    """good runs X, weak's unit of X has not started: `ctl OUT/weak kill|requeue|pause X` is refused (exit 1) naming
+    lane weak and what runs, and nothing is killed; `ctl OUT/good kill X` kills good's. (Before, the lane's folder
+    only found the socket: weak's kill killed good's episode.)"""
+    run = campaign_run(tmp_path, ("good", "X"))
+    folders = [tmp_path, tmp_path / "good", tmp_path / "weak"]
+    with contextlib.ExitStack() as locks:
+        for folder in folders:   # each held as a campaign holds its folder and its lanes', naming its socket
+            locks.enter_context(RunLock(folder, info={"socket": SOCKET_NAME}))
+        async with contextlib.AsyncExitStack() as serving:
+            for folder in folders:   # servers that know no lane: what the command carries decides
+                await serving.enter_async_context(ControlServer(folder).serving(run))
+            for verb in ("kill", "requeue", "pause", "resume"):
+                assert await ctl_in(tmp_path / "weak", verb, "X") == 1, verb
+                err = capsys.readouterr().err
+                assert "lane weak runs no episode of task 'X' now (running: good/X on slot 0)" in err, err
+            assert run.commands == []
+            assert await ctl_in(tmp_path / "good", "kill", "X", "--json") == 0
+            assert json.loads(capsys.readouterr().out) == {
+                "ok": True, "slot": 0, "task": "X", "lane": "good",
+                "message": "killing good/X on slot 0: recorded as killed, its steps kept"}
+            assert run.commands == [("kill", 0, False)]
+            assert await ctl_in(tmp_path, "requeue", "X") == 0   # the campaign's folder: only good runs X
+            assert run.commands[-1] == ("kill", 0, True)
+            # pause without a TASK in a lane's folder: that lane's arm (every repeat), as the console's `a` holds it
+            assert await ctl_in(tmp_path / "weak", "pause") == 0
+            said = capsys.readouterr().out
+            assert said.endswith("arm weak (lanes weak, weak-r2): held (its running episodes go on)\n"), said
+            assert await ctl_in(tmp_path / "weak", "resume", "--arm", "weak") == 0
+            assert run.commands[-2:] == [("pause_lane", "weak", True), ("pause_lane", "weak", False)]
+            assert await ctl_in(tmp_path / "weak", "pause", "--arm", "good") == 1   # not another lane's arm
+            assert "addressed to lane weak (arm weak), it holds no other arm ('good')" in capsys.readouterr().err
+            assert not run.dispatch_paused and len(run.commands) == 4
+
+
+async def test_a_task_several_lanes_run_is_ambiguous_in_the_campaigns_folder_and_a_lanes_socket_scopes_old_clients(
+        tmp_path, capsys):
+    """good and weak both run X: `ctl OUT kill X` is refused naming both lanes and how to pick one; `ctl OUT/weak
+    kill X` kills weak's. A lane's own socket scopes a task command that names no lane (an older client) to its lane;
+    a command by slot (the console's keys) acts on that slot whatever the folder."""
+    run = campaign_run(tmp_path, ("good", "X"), ("weak", "X"))
+    folders = {"": tmp_path, "weak": tmp_path / "weak"}
+    with contextlib.ExitStack() as locks:
+        for folder in folders.values():
+            locks.enter_context(RunLock(folder, info={"socket": SOCKET_NAME}))
+        async with contextlib.AsyncExitStack() as serving:
+            for lane, folder in folders.items():   # as campaign_launch serves them: a lane's knows its lane
+                await serving.enter_async_context(ControlServer(folder, lane).serving(run))
+            assert await ctl_in(tmp_path, "kill", "X") == 1
+            err = capsys.readouterr().err
+            assert "task 'X' is running in 2 lanes: good (slot 0), weak (slot 1); name one by its lane's folder" in err
+            assert run.commands == []
+            assert await ctl_in(tmp_path / "weak", "pause", "X") == 0
+            assert capsys.readouterr().out == "weak/X on slot 1: paused\n"
+            assert run.commands == [("pause_episode", 1, True)]
+            # an older client: a kill by task with no lane, to weak's socket -> weak's episode; to the campaign's ->
+            # still ambiguous
+            old = await asyncio.to_thread(request, tmp_path / "weak", Kill(task="X"))
+            assert isinstance(old, Done) and (old.slot, old.lane) == (1, "weak")
+            assert run.commands[-1] == ("kill", 1, False)
+            assert isinstance(await asyncio.to_thread(request, tmp_path, Kill(task="X")), Refused)
+            by_slot = await asyncio.to_thread(request, tmp_path / "weak", Kill(slot=0))   # good's, by its slot
+            assert isinstance(by_slot, Done) and by_slot.lane == "good" and run.commands[-1] == ("kill", 0, False)
+            no_lane = await asyncio.to_thread(request, tmp_path, Kill(task="X", lane="nope"))
+            assert isinstance(no_lane, Refused) and "no lane 'nope' in this run (its lanes: good, weak, weak-r2)" in \
+                no_lane.error
+
+
+def test_a_lanes_pause_of_its_arm_goes_to_every_shard_and_a_task_command_to_one():
+    from om2w_tui.cli.ctl import for_every_shard
+    from om2w_tui.protocol.control import Pause, Resume
+
+    assert for_every_shard(Pause(lane="weak")) and for_every_shard(Resume(lane="weak"))
+    assert not for_every_shard(Pause(task="X", lane="weak")) and not for_every_shard(Kill(task="X", lane="weak"))
