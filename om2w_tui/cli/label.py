@@ -71,8 +71,12 @@ def check_filter(text: str) -> str:
 
 
 def run_tasks(out: Path) -> list[str]:
-    """The run's tasks: its task folders and the tasks its results name."""
-    return sorted(set(task_dirs(out)) | set(read_results(out).latest_records()))
+    """The run's tasks: its task folders and the tasks its results name (a line of its results skipped is said on
+    stderr, once: the command reads them here first)."""
+    log = read_results(out)
+    for w in log.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    return sorted(set(task_dirs(out)) | set(log.latest_records()))
 
 
 def task_texts(out: Path, task_ids: list[str]) -> dict[str, str]:
