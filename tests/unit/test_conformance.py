@@ -309,3 +309,11 @@ def test_the_check_command_lists_problems_and_exits_1(tmp_path, capsys):
     assert cli_main(["check", str(tmp_path / "good"), str(tmp_path / "bad")]) == 1
     out = capsys.readouterr().out
     assert "bad: 1 problem(s)" in out and "attempts: no result.json" in out
+
+
+def test_nothing_the_package_writes_is_encoded_with_a_byte_order_mark():
+    """Every file it writes is UTF-8 without a BOM (what our writer leaves passes the check above, which now refuses
+    one): no source names an encoding that writes one."""
+    root = Path(__file__).resolve().parents[2] / "om2w_tui"
+    writes_a_mark = re.compile(r"utf[-_]?8[-_]sig|codecs\.BOM|encoding=[\"']utf[-_]?(16|32)", re.IGNORECASE)
+    assert [str(p.relative_to(root)) for p in root.rglob("*.py") if writes_a_mark.search(p.read_text())] == []
