@@ -9,8 +9,9 @@ reader turns into its usual answer (a usage error and exit 2, a skipped line wit
 
     read_bytes(path, ...)   a regular file's bytes, at most `limit` (never a FIFO, a device, a folder; with
                             `follow_symlinks=False`, never through a symlink); `read_head`: its first bytes
-    decode(data, where)     one JSON value: UTF-8, nested at most MAX_DEPTH deep, numbers finite and of sane size
-                            (floats finite, whole numbers within 64 bits)
+    decode(data, where)     one JSON value: UTF-8 (a byte order mark read past unless `bom_ok=False`), nested at
+                            most MAX_DEPTH deep, numbers finite and of sane size (floats finite, whole numbers
+                            within 64 bits)
     load(path, ...)         both
     wrong_fields(obj, shape)  what in a decoded object is not of its declared shape (a reader names it and skips
                             or refuses the value, rather than meet the wrong type later as a traceback)
@@ -131,14 +132,23 @@ def read_head(path: Path | str, n: int, *, follow_symlinks: bool = True, what: s
         os.close(fd)
 
 
+BOM = "\ufeff"   # a UTF-8 byte order mark (EF BB BF), as some Windows editors begin a file
+
+
+def not_utf8(where: str, e: UnicodeDecodeError, line: int | None = None) -> InputError:
+    """The one wording of bytes that are not UTF-8, in a file or (`line`) in one line of a JSON lines file."""
+    within = "" if line is None else " of the line"
+    return InputError(f"{_place(where, line)}: not UTF-8 text ({e.reason} at byte {e.start}{within})")
+
+
 def text_of(data: bytes | str, where: str) -> str:
     """UTF-8 text without a byte order mark; InputError names the first byte that is not UTF-8."""
     if isinstance(data, str):
-        return data.removeprefix("\ufeff")
+        return data.removeprefix(BOM)
     try:
-        return data.decode("utf-8").removeprefix("\ufeff")
+        return data.decode("utf-8").removeprefix(BOM)
     except UnicodeDecodeError as e:
-        raise InputError(f"{where}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+        raise not_utf8(where, e) from None
 
 
 def _depth(value: Any) -> int:
@@ -173,19 +183,27 @@ def may_overflow(data: bytes | str) -> bool:
 
 
 def decode(data: bytes | str, where: str, *, line: int | None = None, max_depth: int = MAX_DEPTH,
-           check_floats: bool | None = None) -> Any:
+           check_floats: bool | None = None, bom_ok: bool = True) -> Any:
     """One JSON value; InputError names `where` (a file, a socket) and, given, the `line` of a JSON lines file the
     value is, and what is wrong with it. `check_floats`: False when the caller knows no float can overflow here
-    (`may_overflow` said so of the whole file); None: see for itself."""
+    (`may_overflow` said so of the whole file); None: see for itself. `bom_ok`: a leading byte order mark is read
+    past (False: refused, as Python's `json.load` refuses it, for a file read as a reader outside the package
+    reads it)."""
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
-        if text.startswith("\ufeff"):
+        if text.startswith(BOM):
+            if not bom_ok:
+                raise InputError(f"{_place(where, line)}: begins with a UTF-8 byte order mark, which Python's "
+                                 f"json.load refuses (JSONDecodeError: Unexpected UTF-8 BOM); save it as UTF-8 "
+                                 f"without one")
             text = text[1:]
         # a number can only be out of range with an exponent of 3 digits or 19 digits: the (slower) check only there
         floats = may_overflow(text) if check_floats is None else check_floats
         value = (_CHECKING_FLOATS if floats else _DECODER).decode(text)
+    except InputError:
+        raise
     except UnicodeDecodeError as e:
-        raise InputError(f"{_place(where, line)}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+        raise not_utf8(where, e, line) from None
     except json.JSONDecodeError as e:
         at = f"{e.colno}" if line is not None else f"{e.lineno}:{e.colno}"
         raise InputError(f"{_place(where, line)}:{at}: invalid JSON: {e.msg}", e.msg) from None
@@ -223,7 +241,7 @@ def element_lines(text: str, key: str | None = None) -> list[int] | None:
         return starts, i + 1
 
     try:
-        i = after_blank(1 if text.startswith("\ufeff") else 0)
+        i = after_blank(1 if text.startswith(BOM) else 0)
         if key is None:
             starts = list_starts(i)[0] if text[i] == "[" else None
         else:

@@ -14,12 +14,14 @@ What a run's folder is, the one rule every command that reads a run asks (`what_
 results (`results*.jsonl`) or manifest (`run.json`, a shard's), or, from another harness, a folder of task folders
 in the benchmark's layout (a subfolder with a `result.json`). Anything else is not a run: an empty folder, or a
 folder that holds runs (`label` on it would take each run for a task); the readers refuse it with `Found.problem`,
-which names the runs inside. No I/O here but globs and one listing; the module sits below the engine, the
-executors and evaluation."""
+which names the runs inside, or what is there instead of a folder (`folder_problem`: nothing, or a file, for every
+command taking a run's folder, `ctl` too). No I/O here but globs, one listing and a stat; the module sits below the
+engine, the executors and evaluation."""
 
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -189,8 +191,8 @@ class Found:
         """Why it is not a run, naming the folder and the runs inside it ('' for a run)."""
         if self.is_run:
             return ""
-        if not self.exists:
-            return f"{self.folder}: no such folder ({hint})"
+        if not self.exists and (problem := folder_problem(self.folder, hint)):   # nothing there, or a file
+            return problem
         if self.runs_inside:
             shown = ", ".join(self.runs_inside[:8]) + (f" and {len(self.runs_inside) - 8} more"
                                                        if len(self.runs_inside) > 8 else "")
@@ -198,6 +200,17 @@ class Found:
                     f"of them, e.g. {self.folder / self.runs_inside[0]}")
         return (f"{self.folder}: not a run (no results*.jsonl, no run.json, no task folder with a result.json); "
                 f"{hint}")
+
+
+def folder_problem(folder: Path, hint: str) -> str:
+    """'' for a folder (or a link to one); else what is there instead, naming it: nothing, or a file (a device, a
+    broken link) where every command taking a run's folder wants a folder; `hint`: what to give."""
+    folder = Path(folder)
+    if folder.is_dir():
+        return ""
+    if not os.path.lexists(folder):
+        return f"{folder}: no such folder ({hint})"
+    return f"{folder}: {'is a file, not' if folder.is_file() else 'is not'} a folder ({hint})"
 
 
 def _own_files(folder: Path) -> bool:

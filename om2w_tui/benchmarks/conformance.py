@@ -18,8 +18,10 @@ action, a v2 history whose last action is not the closing one, a task id that is
 right, if oddly, is a note, not a problem: a key it never reads, a v2 screenshot named twice (the judge sees it
 twice). `read_run(out)` is the lenient form for reports: it keeps what could be read.
 
-`result.json` is loaded by `episode_folder.load_result`, the one reader of an episode folder; what is read from it
-here is the evaluator's reading. The command line (`om2w-tui check`) is `cli/check.py`.
+`result.json` is loaded by `episode_folder.load_result`, the one reader of an episode folder, as the evaluator loads
+it (`json.load(open(path))`: UTF-8, and a byte order mark at its start is its crash "Unexpected UTF-8 BOM", where the
+package's own readers read past one); what is read from it here is the evaluator's reading. The command line
+(`om2w-tui check`) is `cli/check.py`.
 """
 
 from __future__ import annotations
@@ -142,7 +144,7 @@ def _read_result(folder: Path, where: str, problems: list[str]) -> dict[str, Any
         problems.append(f"{where}: no result.json (a folder that is not a task: the evaluator crashes on it, and "
                         f"counts it in the success rate's denominator)")
         return None
-    loaded = load_result(folder)
+    loaded = load_result(folder, bom_ok=False)   # the evaluator's json.load refuses a byte order mark
     if loaded.result is None:
         problems.append(f"{where}: {loaded.error or 'result.json went away while it was read'}")
     return loaded.result

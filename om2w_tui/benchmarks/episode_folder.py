@@ -90,15 +90,16 @@ class EpisodeFolder:
         return is_attempt_folder(self.folder)
 
 
-def load_result(folder: Path) -> ResultFile:
-    """`<folder>/result.json`'s object, through the one JSON decoder (never through a symlink); never raises."""
+def load_result(folder: Path, *, bom_ok: bool = True) -> ResultFile:
+    """`<folder>/result.json`'s object, through the one JSON decoder (never through a symlink); never raises.
+    `bom_ok=False`: a byte order mark at its start is an error, as the official evaluator's `json.load` has it."""
     path = Path(folder) / "result.json"
     if not os.path.lexists(path):
         return ResultFile(None, missing=True)
     try:
-        result = decode(read_bytes(path, RESULT_LIMIT, follow_symlinks=False), "result.json")
+        result = decode(read_bytes(path, RESULT_LIMIT, follow_symlinks=False), "result.json", bom_ok=bom_ok)
     except InputError as e:   # torn (a writer that is not ours), unreadable, not UTF-8, too deep, a symlink
-        return ResultFile(None, error=f"result.json is not readable JSON ({e})")
+        return ResultFile(None, error=str(e))   # it names result.json (its path where it cannot be read at all)
     if not isinstance(result, dict):
         return ResultFile(None, error=f"result.json holds a {type(result).__name__}, not an object")
     return ResultFile(result)

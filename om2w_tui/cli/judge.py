@@ -59,9 +59,12 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                         "report counts the replies the two read differently")
     p.add_argument("--retries", type=count("--retries", 20), default=5,
                    help="retries of one call on 5xx/429/connection errors (5)")
-    p.add_argument("--backoff", type=number("--backoff", float, 0, maximum=600), default=2.0, help=argparse.SUPPRESS)
+    p.add_argument("--backoff", type=number("--backoff", float, 0, maximum=600), default=2.0, metavar="S",
+                   help="seconds before the first retry, doubled for each next one up to 60, give or take 25%% (2)")
     p.add_argument("--request-timeout", type=number("--request-timeout", float, 0, above=True, maximum=3600),
-                   default=300.0, help=argparse.SUPPRESS)
+                   default=300.0, metavar="S",
+                   help="seconds one call may take in all, connect and the whole reply (300; the endpoint check "
+                        "before any task takes at most 15)")
 
 
 def _temperature(text: str) -> float | None:

@@ -71,8 +71,12 @@ def check_filter(text: str) -> str:
 
 
 def run_tasks(out: Path) -> list[str]:
-    """The run's tasks: its task folders and the tasks its results name."""
-    return sorted(set(task_dirs(out)) | set(read_results(out).latest_records()))
+    """The run's tasks: its task folders and the tasks its results name (a line of its results skipped is said on
+    stderr, once: the command reads them here first)."""
+    log = read_results(out)
+    for w in log.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    return sorted(set(task_dirs(out)) | set(log.latest_records()))
 
 
 def task_texts(out: Path, task_ids: list[str]) -> dict[str, str]:
@@ -100,6 +104,10 @@ def export(args: Any, out: Path) -> int:
         return _fail(str(e))
     except OSError as e:
         return _fail(f"--export {args.export}: cannot write it ({e})")
+    if not res.written and not res.labelled:
+        return _fail(f"nothing written to {res.path}: no task of {out} has a label yet"
+                     + (f" ({len(res.disputed)} disputed: `om2w-tui label {out} --review`)" if res.disputed else "")
+                     + f"; label them first (`om2w-tui label {out}`)")
     if not res.written:
         why = []
         if res.missing:
@@ -111,7 +119,7 @@ def export(args: Any, out: Path) -> int:
     left = len(res.missing) + len(res.disputed)
     print(f"wrote {res.column} for {res.labelled} of {len(tasks)} tasks to {res.path}"
           + (" (replacing the column that was there)" if res.replaced else "")
-          + (f"; {left} left without a label" if left else ""))
+          + (f"; {left} left without a label (their rows without the column)" if left else ""))
     return 0
 
 

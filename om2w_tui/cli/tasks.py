@@ -133,5 +133,7 @@ def _run_health(args: argparse.Namespace) -> int:
         return EXIT_FAIL
     write = {"table": health_text.to_text, "md": health_text.to_markdown, "csv": health_text.to_csv,
              "json": health_text.to_json}[args.format]
+    for w in found.warnings:   # on stderr, each once: the table, CSV or JSON on stdout stays whole
+        print(f"warning: {w}", file=sys.stderr)
     sys.stdout.write(write(found))
     return exits.OK

@@ -75,7 +75,7 @@ from om2w_tui.protocol.control import (
     read_request,
     request_line,
 )
-from om2w_tui.run_folder import LOCK_NAME, RunFolder, Shard, shard_named
+from om2w_tui.run_folder import LOCK_NAME, RunFolder, Shard, folder_problem, shard_named
 from om2w_tui.run_folder import SOCKET_NAME as SOCKET_NAME  # re-exported: the clients' default socket
 
 MAX_CLIENTS = 64            # connections served at once (a console, ctl, scripts): more are answered Refused and closed
@@ -402,8 +402,8 @@ def locate(out: Path, name: str | None = None) -> Listener:
     """The run listening in `out` (the only one there, or the one on socket `name`), as a held run lock names it
     (`engine/socket_trust.py`); raises NoRunListening."""
     out = Path(out)
-    if not out.is_dir():
-        raise NoRunListening(f"{out}: no such folder (give the --out folder of a running run)")
+    if problem := folder_problem(out, "give the --out folder of a running run"):
+        raise NoRunListening(problem)
     found = listeners(out)
     if name is not None:
         found = [lst for lst in found if lst.socket == name]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
-import logging
 import os
 import weakref
 from dataclasses import dataclass, field, fields
@@ -24,8 +23,6 @@ from om2w_tui.protocol.faults import FaultKind, fault_kind
 from om2w_tui.protocol.worker import STATUSES as STATUSES
 from om2w_tui.run_folder import RunFolder
 from om2w_tui.secret import redact_text
-
-log = logging.getLogger(__name__)
 
 RESULTS_LIMIT = 4 << 30   # bytes of one results file read back (a million records is ~1 GiB)
 # a run stopped by its user (Ctrl-C, quit) ends its episodes with this error: they are not settled and run again
@@ -246,9 +243,11 @@ class ResultsLog:
 
 def read_results(out: Path) -> ResultsLog:
     """Every record in `out/results*.jsonl`, read through the one JSON decoder (`json_input`): a line that is not
-    a whole JSON record (a torn last line after power loss, a line nested past any record's depth) is skipped with a
-    warning rather than failing the run, its resume, `report` or `judge`; a file that is a symlink or no regular
-    file is skipped whole, with a warning."""
+    a whole JSON record (a torn last line after power loss, bytes that are not UTF-8, a line nested past any record's
+    depth) is skipped with a warning rather than failing the run, its resume, `report` or `judge`; a file that is a
+    symlink or no regular file is skipped whole, with a warning. The warnings are returned, never logged here: a
+    command reads the log more than once, and says each warning once where it shows them (the run's resume, the
+    report's warnings, `tasks health` on stderr)."""
     res = ResultsLog()
     for path in RunFolder(Path(out)).results_files():
         try:
@@ -263,8 +262,8 @@ def read_results(out: Path) -> ResultsLog:
                 continue
             try:
                 rec = decode(line, where, line=n, check_floats=floats)
-            except InputError:   # torn, not UTF-8, nested too deep, a number past any sane size
-                res.warnings.append(f"{path}:{n}: skipped a line that is not a whole JSON record (a torn write?)")
+            except InputError as e:   # torn, not UTF-8, nested too deep, a number past any sane size: as said of
+                res.warnings.append(f"{e}; the line is skipped")   # a result.json (file, line, byte or column)
                 continue
             if not isinstance(rec, dict) or rec.get("task_id") is None:
                 continue
@@ -273,8 +272,6 @@ def read_results(out: Path) -> ResultsLog:
                 res.warnings.append(f"{path}:{n}: skipped a record of the wrong shape ({'; '.join(wrong[:3])})")
                 continue
             res.records.append(rec)
-    for w in res.warnings:
-        log.warning(w)
     return res
 
 

@@ -158,6 +158,7 @@ class RunRead:
     tasks: int
     attempts: int
     lane: str = ""
+    warnings: tuple[str, ...] = ()   # what reading it skipped (a line of its results, of its judge file), as `report`
 
     def to_json(self) -> dict[str, Any]:
         return {"out": self.out, "arm": self.arm, "measure": self.measure, "tasks": self.tasks,
@@ -181,10 +182,16 @@ class Health:
         """Whether the runs differ by arm (then the attempts are shown per arm too)."""
         return len({r.arm for r in self.runs}) > 1
 
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What reading the runs skipped, each once, in the order of the runs."""
+        return tuple(dict.fromkeys(w for r in self.runs for w in r.warnings))
+
     def to_json(self) -> dict[str, Any]:
         return {"runs": [r.to_json() for r in self.runs], "tasks": [t.to_json() for t in self.tasks],
                 "candidates": [{"task_id": t.task_id, "site": t.site,
-                                "evidence": [a.to_json() for a in t.evidence]} for t in self.candidates]}
+                                "evidence": [a.to_json() for a in t.evidence]} for t in self.candidates],
+                "warnings": list(self.warnings)}
 
 
 def run_folders(folders: Iterable[Path]) -> list[Path]:
@@ -297,7 +304,8 @@ def _read_run(out: Path, judge: Path | None = None, lane: LaneRun | None = None)
             attempts.append(Attempt(str(out), arm, 1, "", ending, why, True, shown))
     measure = summary.measure.name if summary.measure is not None else (
         summary.success.source if summary.success.source else "none")
-    run = RunRead(str(out), arm, measure, len(found), sum(len(a) for _, a in found.values()), shown)
+    run = RunRead(str(out), arm, measure, len(found), sum(len(a) for _, a in found.values()), shown,
+                  summary.warnings)   # the results log's own warnings among them: said once, not once a reading
     return run, found
 
 

@@ -21,7 +21,7 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
@@ -308,15 +308,17 @@ def _human_labels(path: Path, data: Any) -> HumanLabelFile:
 
 
 def export_rows(existing: list[dict[str, Any]] | None, agent: str, labels: Mapping[str, str],
-                texts: Mapping[str, str]) -> list[dict[str, Any]]:
+                texts: Mapping[str, str], tasks: Sequence[str] = ()) -> list[dict[str, Any]]:
     """The rows of a human_label.json with `agent`'s column set to `labels` (task_id -> "0"/"1"/"2"), added to the
-    rows of an existing file (its other columns kept, its rows in their order, new tasks after them)."""
+    rows of an existing file (its other columns kept, its rows in their order, new tasks after them). Every one of
+    `tasks` has a row, those without a label a row without the column: a reader counts them not labelled (pending),
+    where a file without their rows would read as every task labelled."""
     rows = [dict(r) for r in existing or []]
     key = column(agent)
     by_id = {str(r.get("task_id")): r for r in rows}
     for r in rows:
         r.pop(key, None)
-    for tid in labels:
+    for tid in [*tasks, *labels]:
         if tid not in by_id:
             by_id[tid] = {"task_id": tid, "confirmed_task": texts.get(tid, "")}
             rows.append(by_id[tid])
@@ -360,8 +362,9 @@ class Export:
 def export_labels(out: Path, task_ids: list[str], texts: Mapping[str, str], dest: Path, agent: str,
                   annotator: str | None = None, partial: bool = False) -> Export:
     """The run's labels (every annotator's consensus, or one annotator's) as `agent`'s column of the official file
-    `dest` (added to its other columns when it exists). Nothing is written when a task has no label, unless
-    `partial` (its row then lacks the column). Raises LabelFileError for a file that cannot be read."""
+    `dest` (added to its other columns when it exists), a row for each of `task_ids`. Nothing is written when a task
+    has no label, unless `partial` (its row then lacks the column), nor ever when no task has one (no column: not a
+    human_label.json). Raises LabelFileError for a file that cannot be read."""
     labels = read_run_labels(out)
     if annotator is not None:
         own = labels.final if annotator == FINAL else labels.annotators.get(annotator)
@@ -377,7 +380,7 @@ def export_labels(out: Path, task_ids: list[str], texts: Mapping[str, str], dest
     existing = read_rows(dest) if Path(dest).exists() else None
     replaced = bool(existing) and any(column(agent) in r for r in existing or [])
     result = Export(Path(dest), column(agent), len(values), missing, tuple(disputed), replaced, False)
-    if (missing or disputed) and not partial:
+    if ((missing or disputed) and not partial) or not values:
         return result
-    write_human_labels(dest, export_rows(existing, agent, values, texts))
+    write_human_labels(dest, export_rows(existing, agent, values, texts, task_ids))
     return replace(result, written=True)

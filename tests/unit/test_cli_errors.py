@@ -203,3 +203,40 @@ def test_pair_hold_on_a_run_is_refused_as_a_campaigns_and_the_demo_has_none(work
     with pytest.raises(SystemExit):
         main(["demo", "--help"])
     assert "--pair-hold" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, hint", [
+    (["check", "{f}"], "give a run's --out folder"),
+    (["report", "{f}"], "give a run's --out folder"),
+    (["report", "--html", "{w}/site", "{f}"], "give a run's --out folder"),
+    (["judge", "{f}", "--judge-url", "http://127.0.0.1:9/v1", "--judge-model", "m"], "give a run's --out folder"),
+    (["label", "{f}", "--export", "{w}/hl.json", "--agent", "a"], "give a run's --out folder"),
+    (["tasks", "health", "{f}"], "a campaign's"),
+    (["ctl", "{f}", "status"], "give the --out folder of a running run"),
+    (["attach", "{f}"], "give the --out folder of a running run"),
+])
+def test_a_file_given_for_a_run_folder_is_named_a_file(work, capsys, argv, hint):
+    """One check for every command taking a run's folder (run_folder.folder_problem): a file there is not "no such
+    folder" (it is there), and nothing is written."""
+    f = work / "stub.py"
+    f.write_text("print('not a run')\n")
+    assert main([a.format(f=f, w=work) for a in argv]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and f"{f}: is a file, not a folder (" in err and hint in err, err
+    assert sorted(p.name for p in work.iterdir()) == ["stub.py", "tasks.json"]
+
+
+def test_every_flag_the_guide_gives_judge_is_in_its_help(capsys):
+    """docs/judging.md's `judge` entry names --request-timeout and --backoff; `judge --help` hid them."""
+    import re
+
+    guide = (REPO / "docs" / "judging.md").read_text()
+    entry = guide.split("- **`judge OUT --judge-model M --judge-url URL`**")[1].split("\n- **")[0]
+    flags = set(re.findall(r"`(--[a-z][a-z-]+)", entry))
+    assert {"--request-timeout", "--retries"} <= flags
+    with pytest.raises(SystemExit):
+        main(["judge", "--help"])
+    shown = capsys.readouterr().out
+    assert [f for f in sorted(flags | {"--backoff"}) if f not in shown] == []
+    assert "--backoff S           seconds before the first retry" in shown
+    assert "--request-timeout S   seconds one call may take in all" in shown

@@ -148,7 +148,7 @@ def test_missing_files_and_keys(tmp_path):
     assert any(p.startswith("no_thoughts: result.json has no `thoughts`") for p in problems)
     assert any(p.startswith("no_task: result.json has no `task`") for p in problems)
     assert any(p.startswith("no_traj: no trajectory/ folder") for p in problems)
-    assert any(p.startswith("bad_json: result.json is not readable JSON") for p in problems)
+    assert any(p.startswith("bad_json: result.json:1:2: invalid JSON") for p in problems)
     run = read_run(tmp_path)
     assert sorted(run.episodes) == ["no_thoughts"]       # the evaluator tolerates a missing thoughts, not the rest
 
@@ -275,6 +275,31 @@ def test_what_our_writer_writes_passes_the_check(tmp_path, schema):
                                                                         "running": 2, "started": 1}
 
 
+def test_a_byte_order_mark_is_a_problem_as_the_evaluators_json_load_has_it(tmp_path, capsys):
+    """The evaluator loads result.json with `json.load(open(path))`, which refuses a UTF-8 byte order mark; the
+    package's own readers read past one (the report still has the episode's steps)."""
+    folder = make_task(tmp_path, "t1")
+    make_task(tmp_path, "t2")
+    path = folder / "result.json"
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    with pytest.raises(json.JSONDecodeError, match="BOM"), open(path) as f:   # the evaluator's own two calls
+        json.load(f)
+    assert cli_main(["check", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "1 problem(s)" in out and "t1: result.json: begins with a UTF-8 byte order mark" in out
+    assert "save it as UTF-8 without one" in out
+    assert sorted(read_run(tmp_path).episodes) == ["t2"]           # the evaluator cannot read it: no view of it
+    from om2w_tui.benchmarks.episode_folder import read_episode
+    assert read_episode(folder).task == "Do the thing t1"           # the package's own reader is lenient
+
+
+def test_bytes_that_are_not_utf8_are_named_with_their_byte(tmp_path):
+    folder = make_task(tmp_path, "t1")
+    path = folder / "result.json"
+    path.write_bytes(path.read_bytes().replace(b"thing", b"th\xffing"))
+    assert check_run(tmp_path) == ["t1: result.json: not UTF-8 text (invalid start byte at byte 36)"]
+
+
 def test_the_check_command_lists_problems_and_exits_1(tmp_path, capsys):
     make_task(tmp_path / "good", "t1")
     make_task(tmp_path / "bad", "t1")
@@ -284,3 +309,11 @@ def test_the_check_command_lists_problems_and_exits_1(tmp_path, capsys):
     assert cli_main(["check", str(tmp_path / "good"), str(tmp_path / "bad")]) == 1
     out = capsys.readouterr().out
     assert "bad: 1 problem(s)" in out and "attempts: no result.json" in out
+
+
+def test_nothing_the_package_writes_is_encoded_with_a_byte_order_mark():
+    """Every file it writes is UTF-8 without a BOM (what our writer leaves passes the check above, which now refuses
+    one): no source names an encoding that writes one."""
+    root = Path(__file__).resolve().parents[2] / "om2w_tui"
+    writes_a_mark = re.compile(r"utf[-_]?8[-_]sig|codecs\.BOM|encoding=[\"']utf[-_]?(16|32)", re.IGNORECASE)
+    assert [str(p.relative_to(root)) for p in root.rglob("*.py") if writes_a_mark.search(p.read_text())] == []

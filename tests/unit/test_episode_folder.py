@@ -104,7 +104,8 @@ def test_missing_folder_missing_result_and_torn_json_are_problems_not_exceptions
     text = json.dumps({"task": "x", "action_history": ["CLICK a"]})
     (tmp_path / "t1" / "result.json").write_text(text[: len(text) // 2])      # torn: a writer that is not ours
     ep = read_episode(tmp_path / "t1")
-    assert ep.problem.startswith("result.json is not readable JSON") and ep.actions == () and ep.result == {}
+    assert ep.problem.startswith("result.json:1:") and "invalid JSON" in ep.problem
+    assert ep.actions == () and ep.result == {}
     assert read_answer(tmp_path / "t1") == "" and read_answer(tmp_path / "nothing") == ""
     assert outcome_from_folder(tmp_path / "t1", "killed", "killed", None).steps == 0
 

@@ -232,7 +232,7 @@ def test_7_a_deep_line_in_the_results_or_a_deep_result_json_is_read_past(tmp_pat
     assert [r["task_id"] for r in log.records] == ["t1"] and len(log.warnings) == 1
     assert "nested deeper" in load_result(out / "t1").error
     assert main(["check", str(out)]) == 1         # a problem listed, not a traceback
-    assert "result.json is not readable JSON" in capsys.readouterr().out
+    assert "result.json: nested deeper than JSON is read here" in capsys.readouterr().out
     assert main(["report", str(out)]) == 0
     capsys.readouterr()
     (out / "judge.jsonl").write_text(DEEP + "\n")

@@ -160,8 +160,36 @@ def test_an_export_with_unlabelled_tasks_writes_nothing_unless_partial(tmp_path,
     assert cli_main(["label", str(out), "--export", str(dest), "--agent", "mine", "--partial"]) == 0
     assert "wrote mine_human_label for 2 of 3 tasks" in capsys.readouterr().out
     assert read_human_labels(dest).labels["mine"] == {"t1": "1", "t2": "0"}
+    assert json.loads(dest.read_text())[2] == {"task_id": "t9", "confirmed_task": ""}   # its row, no column
     assert cli_main(["label", str(out), "--annotator", "bad/name", "--export", str(dest), "--agent", "x"]) == 2
     assert cli_main(["label", str(tmp_path / "nope")]) == 2
+
+
+def test_a_partial_export_has_every_tasks_row_so_the_report_counts_the_rest_pending(tmp_path, capsys):
+    """docs/labels.md: `--partial` writes anyway, the unlabelled rows without the column. Left out, a file of 2 of 6
+    tasks labelled read as a run of 2 tasks, every one labelled; with none labelled it was `[]`, which no reader
+    takes for a human_label.json."""
+    out = labelled_run(tmp_path, {"t1": "1", "t2": "0"})
+    for t in ("t3", "t4", "t5", "t6"):
+        (out / t / "trajectory").mkdir(parents=True)
+        (out / t / "result.json").write_text(json.dumps({"task_id": t, "task": f"do {t}"}))
+    dest = tmp_path / "hl.json"
+    assert cli_main(["label", str(out), "--export", str(dest), "--agent", "mine", "--partial"]) == 0
+    assert "for 2 of 6 tasks" in capsys.readouterr().out
+    rows = json.loads(dest.read_text())
+    assert [r["task_id"] for r in rows] == ["t1", "t2", "t3", "t4", "t5", "t6"]
+    assert rows[2] == {"task_id": "t3", "confirmed_task": "do t3"} and rows[0]["mine_human_label"] == "1"
+    assert cli_main(["report", "--labels", str(dest), "--agent", "mine", "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)["runs"][0]
+    assert (report["tasks"], report["labelled"], report["success"]["counts"]["pending"]) == (6, 2, 4)
+
+    empty = tmp_path / "empty"
+    (empty / "t1" / "trajectory").mkdir(parents=True)
+    (empty / "t1" / "result.json").write_text(json.dumps({"task_id": "t1", "task": "do t1"}))
+    none = tmp_path / "none.json"
+    assert cli_main(["label", str(empty), "--export", str(none), "--agent", "mine", "--partial"]) == 2
+    assert f"nothing written to {none}: no task of {empty} has a label yet" in capsys.readouterr().err
+    assert not none.exists()
 
 
 # ── report --labels on the published file ───────────────────────────────────────────────────────────────────

@@ -69,14 +69,60 @@ def test_lines_that_are_not_task_records_are_ignored(tmp_path):
     assert [r["task_id"] for r in log.records] == ["a"]
 
 
-def test_torn_last_line_is_skipped_with_a_warning(tmp_path, caplog):
+def test_torn_last_line_is_skipped_with_a_warning_returned_not_logged(tmp_path, caplog):
     path = tmp_path / "results.jsonl"
     path.write_text(json.dumps(rec("a")) + "\n" + json.dumps(rec("b")) + "\n" + '{"task_id": "c", "sta')
-    with caplog.at_level(logging.WARNING, logger="om2w_tui.engine.results"):
+    with caplog.at_level(logging.DEBUG):
         log = read_results(tmp_path)
     assert [r["task_id"] for r in log.records] == ["a", "b"]
-    assert len(log.warnings) == 1 and log.warnings[0].startswith(f"{path}:3: ")
-    assert any(f"{path}:3" in m for m in caplog.messages)
+    assert log.warnings == [f"{path}:3:18: invalid JSON: Unterminated string starting at; the line is skipped"]
+    assert caplog.messages == []    # a command reads the log several times: the caller says it, once
+
+
+BAD_BYTE = json.dumps(rec("b")).encode().replace(b'"b"', b'"b\xff"')
+
+
+def test_a_line_that_is_not_utf8_is_named_as_a_result_json_that_is_not(tmp_path):
+    """One fault, one wording: file, line and byte, as `check` names the same bytes in a result.json."""
+    from om2w_tui.benchmarks.episode_folder import load_result
+
+    path = tmp_path / "results.jsonl"
+    path.write_bytes(json.dumps(rec("a")).encode() + b"\n" + BAD_BYTE + b"\n")
+    log = read_results(tmp_path)
+    assert [r["task_id"] for r in log.records] == ["a"]
+    assert log.warnings == [f"{path}:2: not UTF-8 text (invalid start byte at byte 14 of the line); the line is "
+                            f"skipped"]
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "result.json").write_bytes(BAD_BYTE)
+    assert load_result(tmp_path / "b").error == "result.json: not UTF-8 text (invalid start byte at byte 14)"
+
+
+def test_each_command_says_a_skipped_line_once(tmp_path, work, capsys):
+    """The run's resume (a real process), `tasks health` and `report` each read the log more than once."""
+    from om2w_tui.cli.main import main as cli_main
+    from tests.unit.helpers import make_run, record, run_cli
+
+    out = tmp_path / "o"
+    (out / "offline_shop_search_01").mkdir(parents=True)
+    (out / "results.jsonl").write_bytes(json.dumps(rec("offline_shop_search_01")).encode() + b"\n" + BAD_BYTE
+                                        + b"\n")
+    said = f"{out / 'results.jsonl'}:2: not UTF-8 text"
+    proc = run_cli(work, "--bench", "offline", "--task-ids", "offline_shop_search_01", out=out)
+    assert proc.returncode == 0 and "resuming: 1 of 1 already done" in proc.stdout, proc.stderr
+    assert (proc.stdout + proc.stderr).count(said) == 1, proc.stdout + proc.stderr
+    run = make_run(tmp_path / "r", [record("t1"), record("t2")])
+    (run / "results.jsonl").write_bytes((run / "results.jsonl").read_bytes() + BAD_BYTE + b"\n")
+    said = f"{run / 'results.jsonl'}:3: not UTF-8 text"
+    assert cli_main(["tasks", "health", str(run)]) == 0
+    got = capsys.readouterr()
+    assert got.err.count(said) == 1 and said not in got.out      # on stderr: the table stays whole
+    assert cli_main(["tasks", "health", str(run), "--format", "json"]) == 0
+    got = capsys.readouterr()
+    assert json.loads(got.out)["warnings"] == [f"{said} (invalid start byte at byte 14 of the line); the line is "
+                                               f"skipped"]
+    assert cli_main(["report", str(run)]) == 0
+    got = capsys.readouterr()
+    assert (got.out + got.err).count(said) == 1
 
 
 def test_torn_multibyte_character_is_skipped(tmp_path):
@@ -85,7 +131,7 @@ def test_torn_multibyte_character_is_skipped(tmp_path):
     path.write_bytes(json.dumps(rec("a")).encode() + b"\n" + whole[:-5])
     log = read_results(tmp_path)
     assert [r["task_id"] for r in log.records] == ["a"]
-    assert log.warnings == [f"{path}:2: skipped a line that is not a whole JSON record (a torn write?)"]
+    assert log.warnings == [f"{path}:2:68: invalid JSON: Expecting ',' delimiter; the line is skipped"]
 
 
 def test_append_after_a_torn_line_starts_a_new_line(tmp_path):
