@@ -33,7 +33,7 @@ from om2w_tui.engine.pairing import pairing_words
 from om2w_tui.engine.results import read_results, statuses_text
 from om2w_tui.evaluation.live_judge import live_judge_file
 from om2w_tui.evaluation.outcomes import RULES
-from om2w_tui.evaluation.text_formats import fmt_p, fmt_pp, fmt_rate
+from om2w_tui.evaluation.text_formats import fmt_p, fmt_pp, fmt_rate, fmt_seconds
 from om2w_tui.frontends.campaign_board import CampaignBoard
 from om2w_tui.frontends.formatting import clock_text
 from om2w_tui.frontends.run_state import RunState, episode_line, lane_line, model_summary
@@ -123,7 +123,7 @@ class HeadlessLog:
         for lane in s.lanes:
             self._print(lane_line(lane, results=True))
         if s.lanes:
-            self._print(pairing_words(s.pairing, lambda v: '-' if v is None else f'{v:.1f} s'))
+            self._print(pairing_words(s.pairing, fmt_seconds))
 
 
 async def run_headless(pre: Preflight, stream: IO[str] | None = None) -> int:
