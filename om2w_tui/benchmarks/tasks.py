@@ -52,6 +52,8 @@ MAX_WEBSITE_CHARS = 100_000   # browser-use's MAX_URL_LENGTH (browser_use/agent/
 MAX_INSTRUCTION_CHARS = 100_000
 MAX_STEPS = 10_000            # the most steps an episode may be given (--max-steps, a task's own max_steps)
 DEFAULT_MAX_STEPS = 30        # the run's budget when --max-steps is not given (RunConfig's default)
+# Online-Mind2Web's levels, in their order (the offline suite's too); a WebVoyager row's level is its web_name
+LEVELS = ("easy", "medium", "hard")
 MAX_EXACT_INT = 2 ** 53       # a number anywhere in a task beyond this is no float exactly (reference_length 10**400
                               # overflowed the dispatcher's float after run.json was written)
 
@@ -330,6 +332,17 @@ def select(tasks: list[Task], *, task_ids: Iterable[str] | None = None, levels: 
         tasks = [t for t in tasks if t.task_id in wanted]
     if levels:
         lv = {x.lower() for x in levels}
+        known: dict[str, str] = {}
+        for t in tasks:   # each level as the file first spells it
+            if t.level:
+                known.setdefault(t.level.lower(), t.level)
+        unknown = [x for x in dict.fromkeys(levels) if x.lower() not in known]
+        if unknown:
+            there = sorted(known.values(), key=lambda v: (LEVELS.index(v.lower()) if v.lower() in LEVELS
+                                                          else len(LEVELS), v))
+            raise TaskFileError(f"--level {','.join(unknown)}: no task in the task file has "
+                                f"{'this level' if len(unknown) == 1 else 'these levels'} (its levels: "
+                                f"{', '.join(there) if there else 'none'})")
         tasks = [t for t in tasks if (t.level or "").lower() in lv]
     if sites:
         ss = [s.lower() for s in sites]

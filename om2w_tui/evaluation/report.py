@@ -29,6 +29,7 @@ from typing import Any
 from om2w_tui.benchmarks.conformance import read_run
 from om2w_tui.benchmarks.episode_folder import read_episode
 from om2w_tui.benchmarks.site_keys import site_name
+from om2w_tui.benchmarks.tasks import LEVELS
 from om2w_tui.engine.measured import changes_said
 from om2w_tui.engine.results import STATUSES, EpisodeRecord, read_manifest, read_results
 from om2w_tui.evaluation.agreement import agreement, judge_outcomes, paired, pooled, repeats
@@ -401,8 +402,8 @@ def summarize_labels(file: HumanLabelFile, agent: str, meta: Mapping[str, dict[s
         kind="labels", measure=m0.measure)
 
 
-_LEVELS = {"easy": 0, "medium": 1, "hard": 2}
-LEVEL_NAMES = tuple(_LEVELS)
+_LEVELS = {name: i for i, name in enumerate(LEVELS)}
+LEVEL_NAMES = LEVELS
 
 
 def _level_order(level: str) -> int:
