@@ -246,6 +246,10 @@ def test_the_site_of_a_campaign_shows_its_lanes_each_arm_s_repeats_and_the_gap(t
         assert 'data-pairing="span" data-value="115.0">115 s<' in page
         assert "<th>t2</th><td>6.7 min</td><td>agent r2</td><td>base r2</td>" in page
         assert 'data-pooled="agent|over all" data-difference="0.375"' in page and "+37.5 pp [-2.3, +77.3]" in page
+    # each test's difference and interval in percentage points, as the text report writes them (never [x%, y%])
+    diffs = re.findall(r'data-check="diff">([^<]*)<', compare)
+    assert diffs and all(re.fullmatch(r"[+-]\d+\.\d pp \[[+-]\d+\.\d, [+-]\d+\.\d\]", d) for d in diffs), diffs
+    assert set(diffs) <= set(re.findall(r"[+-]\d+\.\d pp \[[^\]]*\]", report(str(camp)).stdout))
     # the tests are repeat by repeat: agent r2 against base r2, the tasks only agent r2 solved linked
     assert "agent r2 against base r2" in compare and re.search(r'href="r4/t/t3\.html">t3</a>', compare)
     assert [p.name for p in sorted(site.iterdir()) if p.name.startswith("r")] == ["r1", "r2", "r3", "r4"]
