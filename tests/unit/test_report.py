@@ -367,3 +367,24 @@ def test_a_side_that_solved_nothing_alone_says_none_in_every_text(tmp_path):
     assert "| only weak/qwen | none |" in md and "| only base/qwen | t1 |" in md
     only = next(rows for heading, _, rows in compare_sections(c) if heading.startswith("tasks only one solved"))
     assert only == [["only weak/qwen", "none"], ["only base/qwen", "t1"]]   # the table's (text) rows
+
+
+def test_the_per_site_table_lists_where_the_arms_differ_and_its_heading_counts_the_others():
+    """Under "per site where they differ" only such sites are rows: more of them past the limit are a row saying so;
+    the sites where the arms solved the same tasks are counted in the heading, never a row of the table."""
+    from om2w_tui.evaluation.agreement import paired
+    from om2w_tui.evaluation.outcomes import RULE_ALL
+    from om2w_tui.evaluation.report_text import test_sections as paired_sections
+
+    a = {"s1": "success", "s2": "success", "s3": "failure", "w1": "success", "b1": "failure"}
+    b = {"s1": "failure", "s2": "failure", "s3": "success", "w1": "success", "b1": "failure"}
+    site = {"s1": "shop", "s2": "shop", "s3": "cart", "w1": "wiki", "b1": "booking"}.__getitem__
+    t = paired(a, b, RULE_ALL, "a", "b", site_of=site)
+    heading, _, rows = paired_sections((t,))[-1]
+    assert heading == "per site where they differ: a / b (, over all); 2 other sites the same on each task"
+    assert [r[0] for r in rows] == ["shop", "cart"]
+    heading, _, rows = paired_sections((t,), limit=1)[-1]
+    assert [r[0] for r in rows] == ["shop", "... 1 more site where they differ"]
+    same = paired(a, a, RULE_ALL, "a", "a2", site_of=site)
+    heading, _, rows = paired_sections((same,))[-1]
+    assert heading.endswith("(, over all); none: all 4 sites the same on each task") and rows == []
