@@ -388,3 +388,26 @@ def test_the_per_site_table_lists_where_the_arms_differ_and_its_heading_counts_t
     same = paired(a, a, RULE_ALL, "a", "a2", site_of=site)
     heading, _, rows = paired_sections((same,))[-1]
     assert heading.endswith("(, over all); none: all 4 sites the same on each task") and rows == []
+
+
+@pytest.mark.parametrize(("shards", "missing"), [
+    (["shard-0-of-2"], "shard 1 of 2 wrote no manifest here"),
+    (["shard-1-of-4", "shards-2-to-3-of-4"], "shard 0 of 4 wrote no manifest here"),
+    (["shard-0-of-3"], "shards 1, 2 of 3 wrote no manifest here"),
+    (["shard-0-of-2", "shard-1-of-2"], None),                   # every shard of the split: the whole selection
+    (["shard-0-of-2", "shard-0-of-3", "shard-1-of-2"], None),   # one complete split is enough
+])
+def test_a_run_read_after_only_some_of_its_shards_ran_says_their_tasks_are_missing(tmp_path, shards, missing):
+    out = make_run(tmp_path / "run", [record("t0", correct=True)])
+    manifest = (out / "run.json").read_text()
+    (out / "run.json").unlink()
+    for label in shards:
+        (out / f"run.{label}.json").write_text(manifest)
+    said = [w for w in summarize(out).warnings if "shard" in w]
+    if missing is None:
+        assert said == []
+    else:
+        assert len(said) == 1 and missing in said[0] and "tasks are missing from this report" in said[0], said
+    # a whole run's manifest beside them: it took every task
+    (out / "run.json").write_text(manifest)
+    assert not [w for w in summarize(out).warnings if "shard" in w]
