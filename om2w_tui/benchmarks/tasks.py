@@ -317,11 +317,29 @@ def read_task_list(path: Path, flag: str) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
+def _check_levels(tasks: list[Task], levels: Iterable[str]) -> None:
+    """TaskFileError naming each of `levels` no task has, and the levels the tasks have (Online-Mind2Web's in their
+    order, each as the file first spells it)."""
+    there: dict[str, str] = {}
+    for t in tasks:
+        if t.level:
+            there.setdefault(t.level.lower(), t.level)
+    unknown = [x for x in dict.fromkeys(levels) if x.lower() not in there]
+    if unknown:
+        shown = sorted(there.values(), key=lambda v: (LEVELS.index(v.lower()) if v.lower() in LEVELS
+                                                      else len(LEVELS), v))
+        raise TaskFileError(f"--level {','.join(unknown)}: no task in the task file has "
+                            f"{'this level' if len(unknown) == 1 else 'these levels'} (its levels: "
+                            f"{', '.join(shown) if shown else 'none'})")
+
+
 def select(tasks: list[Task], *, task_ids: Iterable[str] | None = None, levels: Iterable[str] | None = None,
            sites: Iterable[str] | None = None, limit: int = 0) -> list[Task]:
     """The tasks a run takes, in file order: by id, level and site (a site matches its key or a part of it)."""
     if limit < 0:   # a slice with a negative end would drop tasks from the end without a word
         raise TaskFileError(f"--limit {limit}: must be 0 (all tasks) or more")
+    if levels:   # a level no task in the file has is a typo, not a filter (the other filters aside)
+        _check_levels(tasks, levels)
     if task_ids:
         wanted = set(task_ids)
         known = {t.task_id for t in tasks}
@@ -332,17 +350,6 @@ def select(tasks: list[Task], *, task_ids: Iterable[str] | None = None, levels: 
         tasks = [t for t in tasks if t.task_id in wanted]
     if levels:
         lv = {x.lower() for x in levels}
-        known: dict[str, str] = {}
-        for t in tasks:   # each level as the file first spells it
-            if t.level:
-                known.setdefault(t.level.lower(), t.level)
-        unknown = [x for x in dict.fromkeys(levels) if x.lower() not in known]
-        if unknown:
-            there = sorted(known.values(), key=lambda v: (LEVELS.index(v.lower()) if v.lower() in LEVELS
-                                                          else len(LEVELS), v))
-            raise TaskFileError(f"--level {','.join(unknown)}: no task in the task file has "
-                                f"{'this level' if len(unknown) == 1 else 'these levels'} (its levels: "
-                                f"{', '.join(there) if there else 'none'})")
         tasks = [t for t in tasks if (t.level or "").lower() in lv]
     if sites:
         ss = [s.lower() for s in sites]

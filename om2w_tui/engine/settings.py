@@ -87,7 +87,8 @@ def _whole(s: str) -> int:
     with its sign: beyond every bound, so its range is what is said of it."""
     if len(s.lstrip("+-").lstrip("0")) <= _LONGEST_INT:
         return int(s)
-    return -10 ** _LONGEST_INT if s.startswith("-") else 10 ** _LONGEST_INT
+    beyond: int = 10 ** _LONGEST_INT
+    return -beyond if s.startswith("-") else beyond
 
 
 def check_number(value: Any, *, whole: bool, low: float, high: float | None = None, above: bool = False) -> str:

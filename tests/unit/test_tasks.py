@@ -187,6 +187,10 @@ def test_select_refuses_a_level_no_task_has_naming_it_and_the_files_levels(pool,
     assert str(e.value).startswith(said)
 
 
+def test_a_level_is_the_files_whatever_the_other_filters_keep(pool):
+    assert select(pool, task_ids=["a1"], levels=["hard"]) == []   # no task left: said by the launch, not a typo
+
+
 def test_select_by_site(pool):
     assert ids(select(pool, sites=["alpha.com"])) == ["a1", "a2"]
     assert ids(select(pool, sites=["BETA"])) == ["b1"]
