@@ -52,6 +52,8 @@ MAX_WEBSITE_CHARS = 100_000   # browser-use's MAX_URL_LENGTH (browser_use/agent/
 MAX_INSTRUCTION_CHARS = 100_000
 MAX_STEPS = 10_000            # the most steps an episode may be given (--max-steps, a task's own max_steps)
 DEFAULT_MAX_STEPS = 30        # the run's budget when --max-steps is not given (RunConfig's default)
+# Online-Mind2Web's levels, in their order (the offline suite's too); a WebVoyager row's level is its web_name
+LEVELS = ("easy", "medium", "hard")
 MAX_EXACT_INT = 2 ** 53       # a number anywhere in a task beyond this is no float exactly (reference_length 10**400
                               # overflowed the dispatcher's float after run.json was written)
 
@@ -325,11 +327,29 @@ def read_task_list(path: Path, flag: str) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
+def _check_levels(tasks: list[Task], levels: Iterable[str]) -> None:
+    """TaskFileError naming each of `levels` no task has, and the levels the tasks have (Online-Mind2Web's in their
+    order, each as the file first spells it)."""
+    there: dict[str, str] = {}
+    for t in tasks:
+        if t.level:
+            there.setdefault(t.level.lower(), t.level)
+    unknown = [x for x in dict.fromkeys(levels) if x.lower() not in there]
+    if unknown:
+        shown = sorted(there.values(), key=lambda v: (LEVELS.index(v.lower()) if v.lower() in LEVELS
+                                                      else len(LEVELS), v))
+        raise TaskFileError(f"--level {','.join(unknown)}: no task in the task file has "
+                            f"{'this level' if len(unknown) == 1 else 'these levels'} (its levels: "
+                            f"{', '.join(shown) if shown else 'none'})")
+
+
 def select(tasks: list[Task], *, task_ids: Iterable[str] | None = None, levels: Iterable[str] | None = None,
            sites: Iterable[str] | None = None, limit: int = 0) -> list[Task]:
     """The tasks a run takes, in file order: by id, level and site (a site matches its key or a part of it)."""
     if limit < 0:   # a slice with a negative end would drop tasks from the end without a word
         raise TaskFileError(f"--limit {limit}: must be 0 (all tasks) or more")
+    if levels:   # a level no task in the file has is a typo, not a filter (the other filters aside)
+        _check_levels(tasks, levels)
     if task_ids:
         wanted = set(task_ids)
         known = {t.task_id for t in tasks}

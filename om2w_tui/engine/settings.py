@@ -35,7 +35,10 @@ JUDGING = "judging as the run goes"
 MAX_WORKERS = 512
 # 0 episodes at once per site (no limit) and 0 s of cooldown: no pacing at all (the seed's default, --no-pacing)
 UNPACED: dict[str, Any] = {"site_slots": 0, "pace_cooldown": 0.0}
-_INT = re.compile(r"[+-]?[0-9]{1,18}")
+_INT = re.compile(r"[+-]?[0-9]+")
+# a whole number's text longer than this is read as that many digits' worth (beyond every bound a setting has), not
+# converted: int() of thousands of digits is slow, and Python refuses one past 4300
+_LONGEST_INT = 100
 _FLOAT = re.compile(r"[+-]?(?:[0-9]{1,30}(?:\.[0-9]{0,30})?|\.[0-9]{1,30})(?:[eE][+-]?[0-9]{1,3})?")
 
 
@@ -72,11 +75,20 @@ def parse_number(text: str, *, whole: bool, low: float, high: float | None = Non
     if not (_INT if whole else _FLOAT).fullmatch(s):
         raise ValueError(f"{s[:40]}: not a {noun}" +
                          (" (a whole number has no decimal point)" if whole and _FLOAT.fullmatch(s) else ""))
-    value: float = int(s) if whole else float(s)
+    value: float = _whole(s) if whole else float(s)
     problem = check_number(value, whole=whole, low=low, high=high, above=above)
     if problem:
         raise ValueError(f"{s[:40]}: {problem}")
     return value
+
+
+def _whole(s: str) -> int:
+    """A whole number's text (`_INT`) as its value; past `_LONGEST_INT` digits (leading zeros aside), 10 to that power
+    with its sign: beyond every bound, so its range is what is said of it."""
+    if len(s.lstrip("+-").lstrip("0")) <= _LONGEST_INT:
+        return int(s)
+    beyond: int = 10 ** _LONGEST_INT
+    return -beyond if s.startswith("-") else beyond
 
 
 def check_number(value: Any, *, whole: bool, low: float, high: float | None = None, above: bool = False) -> str:

@@ -112,7 +112,8 @@ def repeats(runs: Sequence[Outcomes], names: Sequence[str], rule: str, arm: str 
 def pooled(a_runs: Sequence[Outcomes], b_runs: Sequence[Outcomes], rule: str, a: str, b: str,
            a_names: Sequence[str], b_names: Sequence[str]) -> Pooled:
     """Arm A's repeats against arm B's, paired by task, under `rule`: on the tasks every repeat of both counts, each
-    task's share of A's repeats that solved it minus B's share; their mean with its 95% t interval over the tasks.
+    task's share of A's repeats that solved it minus B's share; their mean with its 95% t interval over the tasks,
+    clipped to [-1, 1] (a difference of two rates lies there; with few tasks the t interval alone reaches past it).
     Why per task, not per repeat pair: a task's repeats share its difficulty, so the tasks are the independent unit,
     and averaging a task's repeats first takes their own noise out of the difference (Miller 2024)."""
     runs = [*a_runs, *b_runs]
@@ -124,7 +125,7 @@ def pooled(a_runs: Sequence[Outcomes], b_runs: Sequence[Outcomes], rule: str, a:
     diffs = [share(a_runs, t) - share(b_runs, t) for t in common]
     a_mean = sum(share(a_runs, t) for t in common) / len(common) if common else None
     b_mean = sum(share(b_runs, t) for t in common) / len(common) if common else None
-    return Pooled(a, b, rule, tuple(a_names), tuple(b_names), a_mean, b_mean, mean_interval(diffs),
+    return Pooled(a, b, rule, tuple(a_names), tuple(b_names), a_mean, b_mean, mean_interval(diffs, (-1.0, 1.0)),
                   sum(1 for d in diffs if d > 0), sum(1 for d in diffs if d < 0))
 
 

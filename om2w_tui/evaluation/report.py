@@ -29,6 +29,7 @@ from typing import Any
 from om2w_tui.benchmarks.conformance import read_run
 from om2w_tui.benchmarks.episode_folder import read_episode
 from om2w_tui.benchmarks.site_keys import site_name
+from om2w_tui.benchmarks.tasks import LEVELS
 from om2w_tui.engine.measured import changes_said
 from om2w_tui.engine.results import STATUSES, EpisodeRecord, read_manifest, read_results
 from om2w_tui.evaluation.agreement import agreement, judge_outcomes, paired, pooled, repeats
@@ -58,7 +59,7 @@ from om2w_tui.evaluation.summary import (
 )
 from om2w_tui.evaluation.task_outcome import Outcome
 from om2w_tui.json_input import InputError, decode, read_bytes, text_of
-from om2w_tui.run_folder import RunFolder
+from om2w_tui.run_folder import RunFolder, shard_named
 
 JUDGE_GLOB = "*_auto_eval_results.json"
 METRICS = ("steps", "duration_s", "prompt_tokens", "completion_tokens")
@@ -90,6 +91,25 @@ def site_of(website: str | None) -> str:
     if not website:
         return UNKNOWN
     return site_name(website) or UNKNOWN   # the console's Sites panel names sites the same way
+
+
+def shards_missing(manifests: list[Path]) -> list[str]:
+    """A warning for a run split into shards some of which wrote no manifest in its folder (not started, or run in
+    another folder): their tasks are missing from what is read. None when a whole run's manifest (run.json) or every
+    shard of one split is there."""
+    covered: dict[int, set[int]] = {}
+    for p in manifests:
+        shard = shard_named(p.name, "run", ".json")
+        if shard is None:
+            return []   # a whole run's: it took every task
+        covered.setdefault(shard.n, set()).update(range(shard.lo, shard.hi))
+    if not covered or any(len(ks) == n for n, ks in covered.items()):
+        return []
+    n, ks = max(covered.items(), key=lambda nk: len(nk[1]) / nk[0])
+    missing = [str(k) for k in range(n) if k not in ks]
+    return [f"{manifests[0].parent}: the run was split into {n} shards and shard{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(missing)} of {n} wrote no manifest here (not started, or run in another folder): "
+            f"{'their' if len(missing) > 1 else 'its'} tasks are missing from this report"]
 
 
 def task_meta(manifest: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
@@ -214,6 +234,7 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
             manifest if p == found[0] else read_manifest(p)[0]))):
         warnings.append(f"{found[0].name}: the run went on under other settings than it began with "
                         f"(--resume-changed: {'; '.join(changed)}); its episodes mix two measurements")
+    warnings += shards_missing(found)
     log = read_results(out)
     warnings += log.warnings
     latest = log.latest_records()
@@ -401,8 +422,8 @@ def summarize_labels(file: HumanLabelFile, agent: str, meta: Mapping[str, dict[s
         kind="labels", measure=m0.measure)
 
 
-_LEVELS = {"easy": 0, "medium": 1, "hard": 2}
-LEVEL_NAMES = tuple(_LEVELS)
+_LEVELS = {name: i for i, name in enumerate(LEVELS)}
+LEVEL_NAMES = LEVELS
 
 
 def _level_order(level: str) -> int:

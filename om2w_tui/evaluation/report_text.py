@@ -266,14 +266,23 @@ def test_sections(tests: tuple[PairedTest, ...], limit: int = 20,
                        key=lambda kd: (-(kd[1].only_a + kd[1].only_b), kd[0]))
         rows = [[k, str(d.n), str(d.both), str(d.only_a), str(d.only_b), str(d.neither), _difference(d),
                  fmt_p(d.p)] for k, d in split[:limit]]
-        rest = len(t.by_site) - len(rows)
-        if rest:
-            rows.append([f"... {rest} more sites" + (" (the same result on each task)" if len(split) <= limit
-                                                     else ""), "", "", "", "", "", "", ""])
-        out.append((f"per site where they differ: {t.a} / {t.b} ({t.measure}, {RULE_HEADERS[RULE_ALL]})",
+        if len(split) > len(rows):
+            rows.append([f"... {plural(len(split) - len(rows), 'more site')} where they differ", *[""] * 7])
+        out.append((f"per site where they differ: {t.a} / {t.b} ({t.measure}, {RULE_HEADERS[RULE_ALL]})"
+                    + _same_sites(len(t.by_site) - len(split), bool(split)),
                     ["site", "tasks", "both", f"only {t.a}", f"only {t.b}", "neither", "difference", "McNemar p"],
                     rows))
     return out
+
+
+def _same_sites(same: int, some_differ: bool) -> str:
+    """What a per-site heading says of the sites where the two arms do not differ (not in its rows)."""
+    if not same:
+        return ""
+    if some_differ:
+        return f"; {plural(same, 'other site')} the same on each task"
+    return "; none: its one site the same on each task" if same == 1 else f"; none: all {same} sites the same on " \
+        "each task"
 
 
 def pooled_sections(pooled: tuple[Pooled, ...]) -> list[Section]:

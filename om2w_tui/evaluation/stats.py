@@ -164,10 +164,12 @@ class MeanInterval:
     high: float | None
 
 
-def mean_interval(values: Sequence[float]) -> MeanInterval:
+def mean_interval(values: Sequence[float], within: tuple[float, float] | None = None) -> MeanInterval:
     """The mean of `values` and its 95% t interval. For a paired difference over tasks (each task's difference of
     two arms' means over their repeats): the interval Miller (2024, "Adding Error Bars to Evals") gives, the tasks
-    the unit resampled, so the repeats narrow it only as far as they steady each task's own rate."""
+    the unit resampled, so the repeats narrow it only as far as they steady each task's own rate.
+    `within` (low, high) clips the interval to where the mean can lie: a difference of two rates is in [-1, 1],
+    and the t interval of a few tasks can reach past it (3 tasks: t is 4.3)."""
     v = [float(x) for x in values]
     if not v:
         return MeanInterval(0, None, None, None, None)
@@ -176,4 +178,7 @@ def mean_interval(values: Sequence[float]) -> MeanInterval:
         return MeanInterval(1, mean, None, None, None)
     se = statistics.stdev(v) / math.sqrt(len(v))
     half = t975(len(v) - 1) * se
-    return MeanInterval(len(v), mean, se, mean - half, mean + half)
+    low, high = mean - half, mean + half
+    if within is not None:
+        low, high = max(within[0], low), min(within[1], high)
+    return MeanInterval(len(v), mean, se, low, high)

@@ -202,8 +202,8 @@ class PairedTest:
 class Pooled:
     """Arm A against arm B over all their repeats, under one rule: on the tasks every repeat of both has an outcome
     for, each task's share of A's repeats that solved it minus B's, averaged over the tasks, with its 95% t interval
-    (`stats.mean_interval`: the tasks are the unit); each arm's mean rate on those tasks; the tasks A solved more
-    often than B (`better`) and less often (`worse`)."""
+    (`stats.mean_interval`: the tasks are the unit), clipped to [-1, 1]; each arm's mean rate on those tasks; the
+    tasks A solved more often than B (`better`) and less often (`worse`)."""
 
     a: str
     b: str

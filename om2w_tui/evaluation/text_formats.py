@@ -83,12 +83,18 @@ def share(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
+def whole_seconds(x: float) -> int:
+    """A duration in whole seconds as every view shows one (`fmt_seconds`, the console's and the headless log's
+    clock): rounded to the nearest (56.8 s is 57, never truncated to 56), never below 0."""
+    return max(0, round(x))
+
+
 def fmt_seconds(x: float | None) -> str:
-    """`42 s`, `3.5 min`, `1.2 h`: a gap in time, in the unit that reads best."""
+    """`42 s`, `3.5 min`, `1.2 h`: a gap in time, in the unit that reads best (whole seconds by `whole_seconds`)."""
     if x is None:
         return "-"
     if x < 120:
-        return f"{x:.0f} s"
+        return f"{whole_seconds(x)} s"
     if x < 7200:
         return f"{x / 60:.1f} min"
     return f"{x / 3600:.1f} h"

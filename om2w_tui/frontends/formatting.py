@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import math
 
+from om2w_tui.evaluation.text_formats import whole_seconds
+
 
 def clock_text(seconds: float | None) -> str:
-    """m:ss, or h:mm:ss from an hour; '-' for nothing."""
+    """m:ss, or h:mm:ss from an hour; '-' for nothing. Whole seconds rounded as every view rounds them
+    (`text_formats.whole_seconds`: 56.8 s is 0:57 here and 57 s in a report)."""
     if seconds is None:
         return "-"
-    s = max(0, int(seconds))
+    s = whole_seconds(seconds)
     h, rem = divmod(s, 3600)
     return f"{h}:{rem // 60:02d}:{rem % 60:02d}" if h else f"{rem // 60}:{rem % 60:02d}"
 

@@ -33,7 +33,7 @@ from om2w_tui.engine.pairing import pairing_words
 from om2w_tui.engine.results import read_results, statuses_text
 from om2w_tui.evaluation.live_judge import live_judge_file
 from om2w_tui.evaluation.outcomes import RULES
-from om2w_tui.evaluation.text_formats import fmt_p, fmt_pp, fmt_rate
+from om2w_tui.evaluation.text_formats import fmt_p, fmt_pp, fmt_rate, fmt_seconds
 from om2w_tui.frontends.campaign_board import CampaignBoard
 from om2w_tui.frontends.formatting import clock_text
 from om2w_tui.frontends.run_state import RunState, episode_line, lane_line, model_summary
@@ -47,8 +47,9 @@ class HeadlessLog:
     name, units and settled before) says each lane's progress too, and at the end each lane's counts and the
     pairing gaps."""
 
-    def __init__(self, stream: IO[str] | None = None, lanes: Sequence[tuple[str, int, int]] = ()):
+    def __init__(self, stream: IO[str] | None = None, lanes: Sequence[tuple[str, int, int]] = (), shard: str = ""):
         self.stream = stream or sys.stdout
+        self.shard = shard   # this process's share of the run (RunConfig.shard: 'K/N', 'a:b/N'); '' the whole
         self.state = RunState()
         self.t0 = time.monotonic()
         self.lane_total = {name: total for name, total, _ in lanes}
@@ -84,14 +85,16 @@ class HeadlessLog:
 
     def _start_line(self, ev: RunStarted) -> str:
         """`run: 4 tasks, ...`; a campaign's counts its tasks and its lanes (`campaign: 4 tasks x 4 lanes = 16 units`:
-        a unit is one lane's run of one task, what its totals count)."""
+        a unit is one lane's run of one task, what its totals count); a shard's names itself (`run (shard 1/2): ...`:
+        its counts are its share's)."""
         totals = set(self.lane_total.values())
+        kind = ("campaign" if totals else "run") + (f" (shard {self.shard})" if self.shard else "")
         if not totals:
-            what, unit = f"run: {ev.total} tasks", ""
+            what, unit = f"{kind}: {ev.total} tasks", ""
         elif len(totals) == 1:   # every lane runs the campaign's selection
-            what, unit = f"campaign: {totals.pop()} tasks x {len(self.lane_total)} lanes = {ev.total} units", " units"
+            what, unit = f"{kind}: {totals.pop()} tasks x {len(self.lane_total)} lanes = {ev.total} units", " units"
         else:
-            what, unit = f"campaign: {len(self.lane_total)} lanes, {ev.total} units", " units"
+            what, unit = f"{kind}: {len(self.lane_total)} lanes, {ev.total} units", " units"
         resume = f", resuming: {ev.settled} of {ev.total}{unit} already done" if ev.settled else ""
         return f"{what}, {ev.workers} workers, out {ev.out}{resume}"
 
@@ -123,11 +126,12 @@ class HeadlessLog:
         for lane in s.lanes:
             self._print(lane_line(lane, results=True))
         if s.lanes:
-            self._print(pairing_words(s.pairing, lambda v: '-' if v is None else f'{v:.1f} s'))
+            self._print(pairing_words(s.pairing, fmt_seconds))
 
 
 async def run_headless(pre: Preflight, stream: IO[str] | None = None) -> int:
-    sink = HeadlessLog(stream, [(lane.name, len(lane.pre.tasks), lane.pre.settled) for lane in pre.lanes])
+    sink = HeadlessLog(stream, [(lane.name, len(lane.pre.tasks), lane.pre.settled) for lane in pre.lanes],
+                       pre.config.shard)
     for what, detail in dict.fromkeys((what, detail) for what, ok, detail in
                                       [*pre.checks, *(c for lane in pre.lanes for c in lane.pre.checks)]
                                       if ok == WARNING):   # the run starts, but a log read later says what to mind

@@ -60,6 +60,28 @@ def test_formatting():
     assert clip_left("127.0.0.1:41003", 10) == "…0.1:41003"
 
 
+def test_a_duration_reads_the_same_on_the_console_as_in_the_report():
+    """The console's clock rounds whole seconds as the report does (56.8 s is 0:57 and 57 s, not 0:56)."""
+    from om2w_tui.evaluation.text_formats import fmt_seconds
+
+    for seconds, clock, words in ((56.8, "0:57", "57 s"), (11.72, "0:12", "12 s"), (40.6, "0:41", "41 s"),
+                                  (40.4, "0:40", "40 s"), (-0.3, "0:00", "0 s")):
+        assert (clock_text(seconds), fmt_seconds(seconds)) == (clock, words)
+    assert clock_text(3599.6) == "1:00:00"
+
+
+def test_the_headless_pairing_gap_reads_as_the_reports():
+    import io
+
+    from om2w_tui.engine.events import GapFigures, LaneRow, PairingGaps, RunFinished, RunSummary
+    from om2w_tui.frontends.headless import HeadlessLog
+
+    log = HeadlessLog(stream := io.StringIO(), [("a", 3, 0), ("b", 3, 0)])
+    gaps = PairingGaps(GapFigures(3, 11.72, 40.6, 56.8), lanes=2, compared=1)
+    log.handle(RunFinished(RunSummary(lanes=(LaneRow("a", "a", 1), LaneRow("b", "b", 1)), pairing=gaps)))
+    assert stream.getvalue().splitlines()[-1] == "pairing gap over 3 tasks: median 12 s, p90 41 s, worst 57 s"
+
+
 def test_a_console_attached_late_counts_from_the_runs_start_and_its_rate_from_every_task_it_settled():
     """The run began 600 s before this console attached, with 5 of 20 tasks settled from earlier runs; it has settled
     9 more since, the console saw one of them finish: elapsed is 600 s, the rate 10 an hour's worth over those 600 s."""
@@ -204,3 +226,11 @@ def test_the_headless_start_line_counts_a_campaigns_tasks_and_lanes():
     plain = HeadlessLog(stream := io.StringIO())
     plain.handle(RunStarted(4, 1, 2, "/o"))
     assert stream.getvalue().splitlines() == ["run: 4 tasks, 2 workers, out /o, resuming: 1 of 4 already done"]
+    # a shard's says which: its counts are its share's, not the whole run's
+    shard = HeadlessLog(stream := io.StringIO(), [("good", 3, 0), ("weak", 3, 0)], shard="0/2")
+    shard.handle(RunStarted(6, 0, 1, "runs/shard"))
+    assert stream.getvalue().splitlines() == [
+        "campaign (shard 0/2): 3 tasks x 2 lanes = 6 units, 1 workers, out runs/shard"]
+    plain = HeadlessLog(stream := io.StringIO(), shard="1:3/4")
+    plain.handle(RunStarted(4, 0, 2, "/o"))
+    assert stream.getvalue().splitlines() == ["run (shard 1:3/4): 4 tasks, 2 workers, out /o"]

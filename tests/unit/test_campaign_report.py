@@ -17,7 +17,7 @@ import pytest
 
 from om2w_tui.campaign_folder import PLAN_FILE, LaneName, lane_name
 from om2w_tui.engine.pairing import pairing_words
-from om2w_tui.evaluation.agreement import pass_k, repeats
+from om2w_tui.evaluation.agreement import pass_k, pooled, repeats
 from om2w_tui.evaluation.campaign_report import pairing_gaps, read_lanes
 from om2w_tui.evaluation.campaign_summary import Pairing
 from om2w_tui.evaluation.outcomes import RULE_ALL, RULE_EXECUTABLE
@@ -246,6 +246,10 @@ def test_the_site_of_a_campaign_shows_its_lanes_each_arm_s_repeats_and_the_gap(t
         assert 'data-pairing="span" data-value="115.0">115 s<' in page
         assert "<th>t2</th><td>6.7 min</td><td>agent r2</td><td>base r2</td>" in page
         assert 'data-pooled="agent|over all" data-difference="0.375"' in page and "+37.5 pp [-2.3, +77.3]" in page
+    # each test's difference and interval in percentage points, as the text report writes them (never [x%, y%])
+    diffs = re.findall(r'data-check="diff">([^<]*)<', compare)
+    assert diffs and all(re.fullmatch(r"[+-]\d+\.\d pp \[[+-]\d+\.\d, [+-]\d+\.\d\]", d) for d in diffs), diffs
+    assert set(diffs) <= set(re.findall(r"[+-]\d+\.\d pp \[[^\]]*\]", report(str(camp)).stdout))
     # the tests are repeat by repeat: agent r2 against base r2, the tasks only agent r2 solved linked
     assert "agent r2 against base r2" in compare and re.search(r'href="r4/t/t3\.html">t3</a>', compare)
     assert [p.name for p in sorted(site.iterdir()) if p.name.startswith("r")] == ["r1", "r2", "r3", "r4"]
@@ -341,6 +345,21 @@ def test_each_arm_against_the_first_over_all_its_repeats_is_paired_by_task_with_
     # one repeat each: the per-repeat tests say it all, nothing pooled
     one = make_campaign(tmp_path / "one", {k: v for k, v in PLAN.items() if k[1] == 1})
     assert "pooled" not in json.loads(report(str(one), "--format", "json").stdout)["compare"]
+
+
+def test_the_pooled_interval_stays_within_a_hundred_points_either_way():
+    """Three tasks, two repeats each, the weak arm failing one of them in both: the t interval (t = 4.30 on 2
+    degrees of freedom) would reach -176.8 / +110.1 pp; a difference of two rates lies in [-1, 1], so it is clipped
+    there once, and every view reads the clipped one."""
+    good = {"t1": "success", "t2": "success", "t3": "success"}
+    weak = {"t1": "success", "t2": "success", "t3": "failure"}
+    p = pooled([weak, weak], [good, good], RULE_ALL, "weak", "good", ["weak r1", "weak r2"], ["good r1", "good r2"])
+    d = p.difference
+    assert (d.n, d.mean) == (3, pytest.approx(-1 / 3))
+    assert (d.low, d.high) == (-1.0, 1.0)
+    lopsided = {"t1": "failure", "t2": "failure", "t3": "success"}
+    q = pooled([good], [lopsided], RULE_ALL, "good", "lop", ["good r1"], ["lop r1"]).difference
+    assert q.low is not None and q.high == 1.0 and -1.0 < q.low < q.mean
 
 
 def test_the_headless_end_says_each_arm_over_all_its_repeats_by_the_live_judge(tmp_path):

@@ -100,9 +100,14 @@ def test_unknown_task_id(work):
                        "--task-ids", "not in the task file: nope")
 
 
-def test_empty_selection_by_level(work):
-    assert_usage_error(run_cli(work, "--tasks", "tasks.json", "--level", "nothing"),
+def test_empty_selection(work):
+    assert_usage_error(run_cli(work, "--tasks", "tasks.json", "--site", "nothing"),
                        "no task left after the filters", "tasks.json")
+
+
+def test_unknown_level(work):
+    assert_usage_error(run_cli(work, "--tasks", "tasks.json", "--level", "hardest"),
+                       "--level hardest: no task in the task file has this level (its levels: ")
 
 
 @pytest.mark.parametrize("flag,value", [("--workers", "0"), ("--workers", "two"), ("--timeout", "-5"),

@@ -125,7 +125,8 @@ def test_top_p_reaches_every_request_run_json_and_doctors_list():
 
 @pytest.mark.parametrize(("flag", "value", "says"), [
     ("--seed", "-1", "must be 0 to 4294967295"), ("--seed", "1.5", "not a whole number"),
-    ("--seed", "4294967296", "must be 0 to 4294967295"), ("--top-p", "0", "must be more than 0 and at most 1"),
+    ("--seed", "4294967296", "must be 0 to 4294967295"), ("--seed", "99999999999999999999", "must be 0 to 4294967295"),
+    ("--workers", "99999999999999999999999", "must be 1 to 512"), ("--top-p", "0", "must be more than 0 and at most 1"),
     ("--top-p", "1.01", "must be more than 0 and at most 1"), ("--top-p", "nan", "not a number")])
 def test_a_sampling_flag_out_of_its_range_is_refused_naming_it(capsys, flag, value, says):
     with pytest.raises(SystemExit) as exit_:

@@ -95,6 +95,8 @@ def test_the_offline_benchmark_default_cooldown_applies_unless_the_plan_gives_on
     ('out = "x"\n\n[arms."a-r2"]\n', 3, "may not end in -r<number>"),
     ('out = "x"\n[arms.".x"]\n', 2, "arm name '.x'"),
     ('out = "x"\nrepeats = 0\n[arms.a]\n', 2, "repeats: 0: must be 1 to 100"),
+    ('out = "x"\nseed = 99999999999999999999\n[arms.a]\n', 2, "seed: 99999999999999999999: must be 0 to 4294967295"),
+    ('out = "x"\n[arms.a]\nworkers = 100000000000000000000000\n', 3, "must be 1 to 512"),
     ('out = "x"\n[other]\nx = 1\n[arms.a]\n', 2, "[other]: no such table"),
     ('out = "x"\nworkers = 2\n', 0, "no arms"),
     ('out = "x"\n[arms]\n', 2, "no arms"),

@@ -367,3 +367,47 @@ def test_a_side_that_solved_nothing_alone_says_none_in_every_text(tmp_path):
     assert "| only weak/qwen | none |" in md and "| only base/qwen | t1 |" in md
     only = next(rows for heading, _, rows in compare_sections(c) if heading.startswith("tasks only one solved"))
     assert only == [["only weak/qwen", "none"], ["only base/qwen", "t1"]]   # the table's (text) rows
+
+
+def test_the_per_site_table_lists_where_the_arms_differ_and_its_heading_counts_the_others():
+    """Under "per site where they differ" only such sites are rows: more of them past the limit are a row saying so;
+    the sites where the arms solved the same tasks are counted in the heading, never a row of the table."""
+    from om2w_tui.evaluation.agreement import paired
+    from om2w_tui.evaluation.outcomes import RULE_ALL
+    from om2w_tui.evaluation.report_text import test_sections as paired_sections
+
+    a = {"s1": "success", "s2": "success", "s3": "failure", "w1": "success", "b1": "failure"}
+    b = {"s1": "failure", "s2": "failure", "s3": "success", "w1": "success", "b1": "failure"}
+    site = {"s1": "shop", "s2": "shop", "s3": "cart", "w1": "wiki", "b1": "booking"}.__getitem__
+    t = paired(a, b, RULE_ALL, "a", "b", site_of=site)
+    heading, _, rows = paired_sections((t,))[-1]
+    assert heading == "per site where they differ: a / b (, over all); 2 other sites the same on each task"
+    assert [r[0] for r in rows] == ["shop", "cart"]
+    heading, _, rows = paired_sections((t,), limit=1)[-1]
+    assert [r[0] for r in rows] == ["shop", "... 1 more site where they differ"]
+    same = paired(a, a, RULE_ALL, "a", "a2", site_of=site)
+    heading, _, rows = paired_sections((same,))[-1]
+    assert heading.endswith("(, over all); none: all 4 sites the same on each task") and rows == []
+
+
+@pytest.mark.parametrize(("shards", "missing"), [
+    (["shard-0-of-2"], "shard 1 of 2 wrote no manifest here"),
+    (["shard-1-of-4", "shards-2-to-3-of-4"], "shard 0 of 4 wrote no manifest here"),
+    (["shard-0-of-3"], "shards 1, 2 of 3 wrote no manifest here"),
+    (["shard-0-of-2", "shard-1-of-2"], None),                   # every shard of the split: the whole selection
+    (["shard-0-of-2", "shard-0-of-3", "shard-1-of-2"], None),   # one complete split is enough
+])
+def test_a_run_read_after_only_some_of_its_shards_ran_says_their_tasks_are_missing(tmp_path, shards, missing):
+    out = make_run(tmp_path / "run", [record("t0", correct=True)])
+    manifest = (out / "run.json").read_text()
+    (out / "run.json").unlink()
+    for label in shards:
+        (out / f"run.{label}.json").write_text(manifest)
+    said = [w for w in summarize(out).warnings if "shard" in w]
+    if missing is None:
+        assert said == []
+    else:
+        assert len(said) == 1 and missing in said[0] and "tasks are missing from this report" in said[0], said
+    # a whole run's manifest beside them: it took every task
+    (out / "run.json").write_text(manifest)
+    assert not [w for w in summarize(out).warnings if "shard" in w]

@@ -6,9 +6,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+import pytest
+
 from om2w_tui.cli.main import build_parser, config_from_args
 from om2w_tui.engine.config import RunConfig
-from om2w_tui.engine.settings import BY_KEY, SETTINGS, Switch, changed
+from om2w_tui.engine.settings import BY_KEY, SETTINGS, Switch, changed, parse_number
 from om2w_tui.frontends.console.launch_values import DEFAULTS, FIELDS, config_from_values, values_from_config
 
 # RunConfig fields that are no flag of their own: derived (the template's text, the node's share) or internal
@@ -137,3 +139,17 @@ def test_a_key_given_for_a_key_variables_name_is_never_shown_by_any_check():
             problem = s.check(token)
             assert "looks like a key" in problem and token not in problem and "OPENAI_API_KEY" in problem
         assert s.check("hf_inference_key") == s.check("OM2W_PLANTED_API_KEY") == s.check("MyServiceKey") == ""
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("99999999999999999999", "99999999999999999999: must be 1 to 512"),
+    ("-99999999999999999999999", "-99999999999999999999999: must be 1 to 512"),
+    pytest.param("9" * 5000, "9" * 40 + ": must be 1 to 512", id="5000 digits"),
+    ("100000", "100000: must be 1 to 512"),
+    ("1.5", "1.5: not a whole number (a whole number has no decimal point)"),
+])
+def test_a_whole_number_of_any_length_is_told_its_range_not_that_it_is_no_whole_number(text, said):
+    with pytest.raises(ValueError) as e:
+        parse_number(text, whole=True, low=1, high=512)
+    assert str(e.value) == said
+    assert parse_number("0" * 300 + "7", whole=True, low=1, high=512) == 7

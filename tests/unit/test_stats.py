@@ -178,6 +178,13 @@ def test_mean_interval_is_the_t_interval_of_the_mean():
     assert mean_interval([0.25]) == MeanInterval(1, 0.25, None, None, None) and mean_interval([]).mean is None
 
 
+def test_mean_interval_is_clipped_to_where_the_mean_can_lie():
+    free = mean_interval([0.0, -1.0, -1.0])
+    assert free.low is not None and free.high is not None and free.low < -1.0 < free.high < 1.0
+    m = mean_interval([0.0, -1.0, -1.0], within=(-1.0, 1.0))
+    assert (m.n, m.mean, m.se, m.low, m.high) == (3, free.mean, free.se, -1.0, free.high)
+
+
 @given(st.lists(st.sampled_from([-1.0, -0.5, 0.0, 0.5, 1.0]), min_size=2, max_size=60))
 def test_mean_interval_holds_its_mean_and_narrows_with_the_spread(values):
     m = mean_interval(values)

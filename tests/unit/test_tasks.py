@@ -174,7 +174,21 @@ def test_select_unknown_id_is_an_error(pool):
 def test_select_by_level_ignores_case(pool):
     assert ids(select(pool, levels=["EASY"])) == ["a1", "b1"]
     assert ids(select(pool, levels=["medium", "hard"])) == ["a2", "c2"]
-    assert select(pool, levels=["nothing"]) == []
+
+
+@pytest.mark.parametrize(("levels", "said"), [
+    (["nothing"], "--level nothing: no task in the task file has this level (its levels: easy, medium, hard)"),
+    (["easy", "hardest", "x", "X"], "--level hardest,x,X: no task in the task file has these levels"),
+])
+def test_select_refuses_a_level_no_task_has_naming_it_and_the_files_levels(pool, levels, said):
+    """A level no task has is a typo, never a filter that quietly keeps the other levels' tasks (or none)."""
+    with pytest.raises(TaskFileError) as e:
+        select(pool, levels=levels)
+    assert str(e.value).startswith(said)
+
+
+def test_a_level_is_the_files_whatever_the_other_filters_keep(pool):
+    assert select(pool, task_ids=["a1"], levels=["hard"]) == []   # no task left: said by the launch, not a typo
 
 
 def test_select_by_site(pool):
