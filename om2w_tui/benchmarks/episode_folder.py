@@ -31,6 +31,7 @@ CLOSING = ("TASK_COMPLETE", "TASK_INCOMPLETE")     # a v2 history's closing entr
 ATTEMPTS = "attempts"
 RESULT_LIMIT = 64 << 20   # bytes of a result.json read back (a long episode's is well under 1 MiB)
 MAX_STEP_NUMBER = 1 << 20  # an `action_steps` number past this is not a step of ours (its list is not used)
+PAGE_TEXT_LIMIT = 500       # characters of the last page's URL and title kept
 
 Layout = Literal["v1", "v2"]
 
@@ -42,6 +43,30 @@ class StepOnDisk:
     actions: tuple[str, ...] = ()
     thought: str = ""
     url: str = ""
+
+
+@dataclass(frozen=True)
+class LastPage:
+    """The page the episode ended on, as its worker read it from the browser when the episode ended (`last_page` in
+    `result.json`; a folder written before it has none): its URL, its title and its main document's HTTP status
+    (0: not known, e.g. the browser's own error page)."""
+
+    url: str = ""
+    title: str = ""
+    status: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"url": self.url, "title": self.title, **({"status": self.status} if self.status else {})}
+
+    @classmethod
+    def of(cls, value: Any) -> LastPage | None:
+        """`result.json`'s `last_page` read (None: none, or not an object); a field of the wrong type is left out."""
+        if not isinstance(value, dict):
+            return None
+        status = value.get("status")
+        return cls(url=str(value.get("url") or "")[:PAGE_TEXT_LIMIT],
+                   title=str(value.get("title") or "")[:PAGE_TEXT_LIMIT],
+                   status=status if type(status) is int and 100 <= status <= 599 else 0)
 
 
 @dataclass(frozen=True)
@@ -72,6 +97,7 @@ class EpisodeFolder:
     shots: tuple[Path, ...] = ()             # trajectory/<i>_full_screenshot.png, in the order of <i>
     blank_screenshot: bool = False           # the final state is the writer's blank stand-in: no real screenshot
     cut_short: str = ""                      # why the episode stopped before its end, as the writer said it
+    last_page: LastPage | None = None        # the page it ended on (its URL, title, HTTP status), where recorded
     files: tuple[tuple[str, int], ...] = ()  # (name, bytes) of each file; (name + "/", -files inside) of a folder
     problems: tuple[str, ...] = ()           # what could not be read: no folder, no result.json yet, torn JSON
 
@@ -238,7 +264,8 @@ def read_episode(folder: Path) -> EpisodeFolder:
         folder, result, layout, task_id=str(result.get("task_id") or folder.name), task=str(result.get("task") or ""),
         answer=answer, actions=tuple(actions), thoughts=tuple(thoughts), steps=tuple(steps), recorded_steps=recorded,
         shots=tuple(shots), blank_screenshot=bool(result.get("blank_screenshot")),
-        cut_short=str(result.get("cut_short") or ""), files=tuple(_files(folder)), problems=tuple(problems))
+        cut_short=str(result.get("cut_short") or ""), last_page=LastPage.of(result.get("last_page")),
+        files=tuple(_files(folder)), problems=tuple(problems))
 
 
 def read_answer(folder: Path) -> str:

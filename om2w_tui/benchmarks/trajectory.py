@@ -20,7 +20,8 @@ last step's screenshot, a v2 entry is one step (its actions joined by " ; ") wit
 closing entry carries the last state. Until its first screenshot an episode has a blank image (said in
 `result.json`) so that its folder is readable even if its worker dies; an episode cut short (timeout, kill, error)
 says so in `cut_short`, a key the evaluator ignores, and its v2 history closes with TASK_INCOMPLETE instead of an
-answer.
+answer. `last_page` (ignored by the evaluator too) is the page the episode ended on, read from the browser at its
+end: `{"url", "title", "status"}`, the status being its main document's HTTP status (left out where not known).
 """
 
 from __future__ import annotations
@@ -138,6 +139,7 @@ class TrajectoryWriter:
         self.final_shot: str | None = None    # the final state's file, once finish() wrote or chose one
         self.cut_short: str | None = None     # why the episode stopped before its end (timeout, killed, error ...)
         self.blank = False                    # the final state is a blank stand-in: no screenshot could be taken
+        self.last_page: dict[str, Any] | None = None   # the page it ended on (url, title, HTTP status), at finish()
         self.finished = False
         self._last_written: Path | None = None
         self.shots.mkdir(parents=True, exist_ok=True)
@@ -157,6 +159,8 @@ class TrajectoryWriter:
         if self.blank:
             notes["blank_screenshot"] = (f"trajectory/{self.final_shot}: no screenshot could be taken; this blank "
                                          f"image stands for the final state")
+        if self.last_page:
+            notes["last_page"] = self.last_page
         return notes
 
     def v2_entries(self) -> list[dict[str, Any]]:
@@ -280,11 +284,13 @@ class TrajectoryWriter:
             return False
 
     def finish(self, answer: str | None, final_png: bytes | None, histories: Iterable[Any] = (),
-               cut_short: str | None = None) -> None:
+               cut_short: str | None = None, last_page: dict[str, Any] | None = None) -> None:
         """The episode's end: its answer, the final state (written only when it is not the last screenshot
-        again; a blank image when the episode has no screenshot at all) and why it was cut short, if it was."""
+        again; a blank image when the episode has no screenshot at all), why it was cut short, if it was, and the
+        page it ended on (`last_page`), where the browser could still be read."""
         self.answer = answer or ""
         self.cut_short = cut_short or None
+        self.last_page = last_page or None
         if final_png and not self._same_as_last(final_png):
             if self.add_screenshot(png=final_png):
                 self.final_shot = self._shot_name(self.n_shots - 1)

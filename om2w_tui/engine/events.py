@@ -14,9 +14,10 @@ from om2w_tui.protocol.run_end import RunEnd
 # where a slot is: without an episode (idle; retiring: it goes once nothing runs on it), with one (an attempt's
 # states, engine/attempt.py), or gone (retired: said once, when the slot is removed)
 SlotState = Literal["idle", "starting", "running", "paused", "stopping", "retiring", "retired"]
-# where a site is: an episode on it, its cooldown running, free to start one, nothing left; held elsewhere: another
-# run pacing through the same --pace-dir has an episode on it
-SiteState = Literal["running", "cooling", "free", "done", "held elsewhere"]
+# where a site is: an episode on it, its cooldown running, free to start one, held (every unit left on it is a held
+# arm's: paused by its user or its model guard), nothing left; held elsewhere: another run pacing through the same
+# --pace-dir has an episode on it
+SiteState = Literal["running", "cooling", "free", "held", "done", "held elsewhere"]
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,7 @@ class RunSummary:
     settled_before: int = 0     # finished in the out folder before this run
     finished: int = 0           # attempts recorded by this run
     by_status: dict[str, int] = field(default_factory=dict)   # of those, by status
-    pending: int = 0            # tasks still queued
+    pending: int = 0            # units left to start: queued, or a held arm's (the sites' `left`, summed)
     elapsed_s: float = 0.0
     out: str = ""
     correct: int | None = None  # the reference judge's verdicts on the settled tasks (resumed ones included)
@@ -218,7 +219,7 @@ class SiteRow:
     site: str
     state: SiteState
     ready_at: float = 0.0       # loop clock: no episode starts here before it
-    left: int = 0               # tasks queued
+    left: int = 0               # units left on it: queued, or held beside the queue (its share of `pending`)
     done: int = 0
     errors: int = 0
     total: int = 0

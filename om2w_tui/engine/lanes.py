@@ -9,6 +9,7 @@ pause, held units; the units' order in the queue) and the pairing gap measured l
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -101,6 +102,10 @@ class LaneSet:
 
     def parked(self) -> int:
         return sum(len(lane.parked) for lane in self.all)
+
+    def parked_on(self) -> Counter[str]:
+        """Each site's units held beside the queue (still left on it: its left count, `run_snapshot`'s)."""
+        return Counter(t.site for lane in self.all for t in lane.parked)
 
     def waiting(self, guard_ends_run: bool) -> bool:
         """Held units keep the run going: a user's pause always; a model guard's in a console (headless, a guard

@@ -104,12 +104,15 @@ def run_snapshot(run: ObservedRun) -> RunSnapshot:
                              ep.started_at, ep.attempt, ep.task.max_steps,
                              run.model.slot_error(s.id), lane=ep.task.lane))
     sites = []
+    held = run.lanes.parked_on()
     for name, c in run.ledger.sites.items():
         st = run.pacer.state(name)
-        left = len(run.queue.get(name, ()))
-        # a site with no task left is done, whatever its cooldown: it waits for nothing
+        queued = len(run.queue.get(name, ()))
+        left = queued + held[name]   # a held arm's units are left too: the sites' left sum to the summary's pending
+        # a site with no unit left is done, whatever its cooldown: it waits for nothing; one whose units left are all
+        # a held arm's waits for its user (or its model guard)
         state: SiteState = "running" if st.running else (
-            "done" if not left else "cooling" if st.ready_at > now else "free")
+            "done" if not left else "held" if not queued else "cooling" if st.ready_at > now else "free")
         if state == "free" and run.pacer.held_elsewhere(name):
             state = "held elsewhere"   # by another run pacing through the same --pace-dir
         sites.append(SiteRow(run.site_name(name), state, st.ready_at, left, c.done, c.errors, c.total,

@@ -1,5 +1,6 @@
 """Bot checks and CAPTCHAs: what a page that blocks the agent looks like. The site's pacing widens when it is
-seen (the scheduler's job); this module only tells a block page from a page."""
+seen (the scheduler's job); this module only tells a block page from a page. The same probe of the page says which
+page an episode ended on (`last_page`: its URL, title and main document's HTTP status, kept in `result.json`)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ import json
 import re
 from typing import Any
 
-# run in the page: the main document's HTTP status, its title, its frames and the start of its markup
+from om2w_tui.benchmarks.episode_folder import LastPage
+
+# run in the page: the main document's HTTP status (PerformanceNavigationTiming.responseStatus: 0 where the browser
+# has none, as on its own error page), its URL, its title, its frames and the start of its markup
 PROBE_JS = """() => JSON.stringify({
+  url: location.href,
   status: ((performance.getEntriesByType('navigation') || [])[0] || {}).responseStatus || 0,
   title: document.title || '',
   frames: Array.from(document.querySelectorAll('iframe')).map(f => f.src || '').slice(0, 50),
@@ -38,13 +43,26 @@ def detect_block(info: dict[str, Any]) -> str | None:
     return None
 
 
-async def page_block(session: Any) -> str | None:
-    """The block the session's current page shows, if any; None when the page cannot be read."""
+def last_page(info: dict[str, Any]) -> dict[str, Any]:
+    """What `result.json` keeps of the page an episode ended on (`info`: what PROBE_JS returned): its URL, its title
+    and its main document's HTTP status (left out where the browser has none)."""
+    page = LastPage.of(info)
+    return page.to_json() if page is not None else {}
+
+
+async def probe_page(session: Any) -> dict[str, Any] | None:
+    """What PROBE_JS reads of the session's current page; None when the page cannot be read."""
     try:
         page = await session.get_current_page()
         if page is None:
             return None
-        raw = await page.evaluate(PROBE_JS)
-        return detect_block(json.loads(raw))
+        info = json.loads(await page.evaluate(PROBE_JS))
+        return info if isinstance(info, dict) else None
     except Exception:
         return None
+
+
+async def page_block(session: Any) -> str | None:
+    """The block the session's current page shows, if any; None when the page cannot be read."""
+    info = await probe_page(session)
+    return detect_block(info) if info is not None else None

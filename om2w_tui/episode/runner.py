@@ -31,7 +31,7 @@ from typing import Any
 from om2w_tui.benchmarks.trajectory import TrajectoryWriter
 from om2w_tui.episode.arms import load_arm
 from om2w_tui.episode.arms.interface import MAX_FAILURES, ArmContext, ArmResult, agent_steps
-from om2w_tui.episode.blocking import page_block
+from om2w_tui.episode.blocking import last_page, page_block, probe_page
 from om2w_tui.episode.browser import make_session, start_session
 from om2w_tui.episode.instruction import instruction
 from om2w_tui.episode.model_watch import ModelWatch
@@ -47,6 +47,7 @@ Emit = Callable[[Event], None]
 ENDPOINT_WORDS = "model endpoint: "
 MODEL_WORDS = "model: "
 STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EDQUOT})
+LAST_PAGE_S = 2.0      # seconds the page an episode ended on is given to be read (`last_page` in result.json)
 
 
 class SiteBlocked(Exception):
@@ -223,14 +224,18 @@ async def run_episode(task: dict[str, Any], spec: WorkerSpec, emit: Emit, contro
         if control.arm is not None and not returned:
             result = await _bounded(control.arm.partial(), 10) or ArmResult()
         answer = agents_answer(result) if end.status == "done" else ""
-        final_png = None
+        final_png, ended_on = None, None
         if session is not None:
+            # the page it ended on (its URL, title, HTTP status): read in a moment, or not at all (a page still loading
+            # would hold the slot: measured 7 s on a site that never answers)
+            ended_on = await _bounded(probe_page(session), LAST_PAGE_S)
             final_png = await _bounded(session.take_screenshot(), 10)
             if final_png is None and end.status in ("done", "out_of_steps") and not result.agent_done:
                 # browser-use ends an agent whose browser went away as if it had simply stopped: that is our fault
                 end.set("error", "the browser crashed or closed during the episode", FaultKind.INFRA)
             await _bounded(session.kill(), 10)
-        writer.finish(answer, final_png, result.histories, cut_short=None if end.status == "done" else end.status)
+        writer.finish(answer, final_png, result.histories, cut_short=None if end.status == "done" else end.status,
+                      last_page=last_page(ended_on) if ended_on else None)
         for name, doc in result.files.items():
             write_json_atomic(folder / name, doc)
         if call_log is not None:

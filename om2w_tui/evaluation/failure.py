@@ -9,9 +9,10 @@ The classes, in their order of precedence (the first rule that holds names the c
                     protocol/faults.py SITE_NET_ERRORS; the worker records it as infra so that it is retried): the
                     site's, rule 3
   3. site_error     the site failed: the record's error names an HTTP or network failure (net::ERR_..., HTTP 4xx/5xx,
-                    connection refused or reset, name not resolved), the last step's URL is a browser error page
-                    (chrome-error://) or its thought reads an HTTP error page (404 / 500 / 502 / 503 Not Found ...),
-                    or the episode never got a screenshot of a page and took no step (an empty page)
+                    connection refused or reset, name not resolved), the last page is the browser's error page
+                    (chrome-error://), the site answered with an HTTP error page (`error_page`: the last page's
+                    recorded HTTP status 4xx/5xx, its title, or the last step's thought reading one: 404 / 500 /
+                    502 / 503 Not Found ...), or the episode never got a screenshot of a page and took no step
   4. model_error    status `error` of kind model, or a record with `model_fault` (the call kind it ended on is the
                     class's detail: schema, context, refusal ...)
   5. loop           the same action on the same page three or more steps in a row (a step's action lines and its
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from om2w_tui.benchmarks.episode_folder import EpisodeFolder, read_episode
+from om2w_tui.benchmarks.episode_folder import EpisodeFolder, StepOnDisk, read_episode
 from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.evaluation.task_outcome import Outcome
 from om2w_tui.json_input import InputError, load
@@ -54,13 +55,18 @@ WORDS: dict[str, str] = {
 }
 LOOP_REPEATS = 3
 
+# an HTTP status the site answered with (a page that came back with an error), not a network failure
+_HTTP = (r"\bHTTP(?: error| status)?[ :]*[45]\d\d\b|\b[45]\d\d (?:Not Found|Forbidden|Internal Server Error|"
+         r"Bad Gateway|Service Unavailable|Gateway Time-?out)\b")
 _NET = re.compile(r"net::ERR_|\bERR_(?:NAME_NOT_RESOLVED|CONNECTION_\w+|ADDRESS_UNREACHABLE|EMPTY_RESPONSE|"
                   r"TIMED_OUT|SSL_\w+|CERT_\w+)|\bconnection (?:refused|reset)|name (?:or service )?not "
-                  r"(?:resolved|known)|\bHTTP(?: error| status)?[ :]*[45]\d\d\b|\b[45]\d\d (?:Not Found|Forbidden|"
-                  r"Internal Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out)\b", re.IGNORECASE)
-_ERROR_PAGE = re.compile(r"\b(?:404|500|502|503|504)\b[^.\n]{0,40}\b(?:not found|error|unavailable|bad gateway|"
-                         r"gateway)|\berror page\b|\bpage (?:did not|didn't|does not|won't) load\b|\bsite is down\b",
-                         re.IGNORECASE)
+                  r"(?:resolved|known)|" + _HTTP, re.IGNORECASE)
+# words that say the site answered with an error page (an HTTP status), and words that say its page failed at all
+_ERROR_PAGE = _HTTP + (r"|\b(?:404|500|502|503|504)\b[^.\n]{0,40}\b(?:not found|error|unavailable|bad gateway|"
+                       r"gateway)|\berror page\b")
+_READS_ERROR_PAGE = re.compile(_ERROR_PAGE, re.IGNORECASE)
+_READS_PAGE_FAILED = re.compile(_ERROR_PAGE + r"|\bpage (?:did not|didn't|does not|won't) load\b|\bsite is down\b",
+                                re.IGNORECASE)
 _BROWSER_ERROR_URL = ("chrome-error://",)
 _GAVE_UP = re.compile(r"\b(?:could ?n[o']t|can ?n[o']t|cannot|unable to|not able to|failed to|impossible|"
                       r"not possible|no (?:results?|information) (?:found|available)|TASK_INCOMPLETE)\b",
@@ -98,14 +104,49 @@ def loop_of(episode: EpisodeFolder | None, repeats: int = LOOP_REPEATS) -> str:
     return ""
 
 
+def _last_shown(episode: EpisodeFolder | None) -> StepOnDisk | None:
+    """The last step with a URL or a thought."""
+    shown = [s for s in episode.steps if s.url or s.thought] if episode is not None else []
+    return shown[-1] if shown else None
+
+
+def browser_error_page(episode: EpisodeFolder | None) -> str:
+    """The URL of the browser's own error page (chrome-error://: the site did not answer) the episode ended on, as
+    its worker recorded the last page, else as its last step's URL (v2 folders); "" when it did not end on one."""
+    page, step = (episode.last_page if episode is not None else None), _last_shown(episode)
+    url = page.url if page is not None else step.url if step is not None else ""
+    return url if url.startswith(_BROWSER_ERROR_URL) else ""
+
+
+def error_page(rec: EpisodeRecord | None, episode: EpisodeFolder | None) -> str:
+    """Why the site is taken to have answered with an HTTP error page ("" when nothing says so), the first that holds
+    of: the record's error names an HTTP 4xx/5xx; the last page's main document answered 4xx/5xx (its HTTP status,
+    as the worker recorded it at the episode's end); the last page's title reads an error page ("503 Service
+    Unavailable", "404 Not Found"); the last step's thought reads one (the weakest: the agent's words). The browser's
+    own error page is none of these: the site did not answer."""
+    if rec is not None and rec.error and _READS_ERROR_PAGE.search(rec.error):
+        return f"the error names an HTTP failure: {rec.error[:120]}"
+    if browser_error_page(episode):
+        return ""
+    page, step = (episode.last_page if episode is not None else None), _last_shown(episode)
+    if page is not None and page.status >= 400:
+        return f"the last page answered HTTP {page.status} ({page.url[:80]})"
+    if page is not None and _READS_ERROR_PAGE.search(page.title):
+        return f"the last page's title reads an error page: {page.title[:120]}"
+    if step is not None and _READS_ERROR_PAGE.search(step.thought):
+        return f"the last step's thought reads an error page: {step.thought[:120]}"
+    return ""
+
+
 def _site_error(rec: EpisodeRecord, episode: EpisodeFolder | None) -> str:
     if rec.error and _NET.search(rec.error):
         return f"the error names a network or HTTP failure: {rec.error[:120]}"
-    shown = [s for s in episode.steps if s.url or s.thought] if episode is not None else []
-    if shown and shown[-1].url.startswith(_BROWSER_ERROR_URL):
-        return f"the last page is the browser's error page ({shown[-1].url[:80]})"
-    if shown and _ERROR_PAGE.search(shown[-1].thought):
-        return f"the last step's thought reads an error page: {shown[-1].thought[:120]}"
+    if url := browser_error_page(episode):
+        return f"the last page is the browser's error page ({url[:80]})"
+    if why := error_page(rec, episode):
+        return why
+    if (step := _last_shown(episode)) is not None and _READS_PAGE_FAILED.search(step.thought):
+        return f"the last step's thought reads a page that failed: {step.thought[:120]}"
     no_page = (rec.blank_screenshot or (episode is not None and episode.blank_screenshot)) and rec.steps == 0
     if no_page and rec.status != "error":
         return "the episode never got a page (no screenshot, no step)"

@@ -7,8 +7,9 @@ folder (the task's folder for its latest attempt, `attempts/<n>` for an earlier 
   success        the task's latest attempt, and the run's measure of success (`evaluation/measure.py`: labels,
                  a judge, the reference answers) calls the task a success
   bot_wall       a bot wall or CAPTCHA (status blocked)
-  site_error     the site answered with an error page (an HTTP 4xx/5xx status named in the error or read on the
-                 last page)
+  site_error     the site answered with an HTTP error page (`failure.error_page`: a 4xx/5xx named in the error,
+                 the last page's main document's HTTP status as the worker recorded it, the last page's title, or
+                 the last step's thought reading one)
   site_down      the site did not answer (a network error of its own: at its page load, a refused connection is
                  one though the harness retried it as infra; the browser's error page; never a page at all)
   harness_error  the harness or its services failed (infra, endpoint, storage)
@@ -26,7 +27,6 @@ which folder is not a run (or which campaign's plan is malformed)."""
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -37,7 +37,7 @@ from om2w_tui.benchmarks.episode_folder import ATTEMPTS, EpisodeFolder, read_epi
 from om2w_tui.campaign_folder import is_campaign
 from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.evaluation.campaign_report import LaneRun, read_lanes
-from om2w_tui.evaluation.failure import Failure, classify, max_steps_of
+from om2w_tui.evaluation.failure import Failure, classify, error_page, max_steps_of
 from om2w_tui.evaluation.report import summarize
 from om2w_tui.evaluation.task_outcome import Outcome
 from om2w_tui.json_input import InputError
@@ -51,11 +51,6 @@ ENDING_WORDS: dict[str, str] = {
     "out_of_steps": "step budget used up", "stopped": "stopped", "error": "agent error",
 }
 SITE_ENDINGS: tuple[str, ...] = ("bot_wall", "site_error", "site_down")
-# an HTTP status the site answered with (a page that came back with an error), not a network failure
-_HTTP_STATUS = re.compile(r"\bHTTP(?: error| status)?[ :]*[45]\d\d\b|\b[45]\d\d (?:Not Found|Forbidden|Internal "
-                          r"Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out)\b|"
-                          r"\b(?:404|500|502|503|504)\b[^.\n]{0,40}\b(?:not found|error|unavailable|bad gateway|"
-                          r"gateway)|\berror page\b", re.IGNORECASE)
 
 
 HINT = "give a run's --out folder, a campaign's, or a folder that holds runs or campaigns"
@@ -243,7 +238,7 @@ def ending_of(record: EpisodeRecord | None, episode: EpisodeFolder | None, outco
     failure: Failure | None = classify(record, episode, outcome, max_steps)
     status = record.status if record is not None else ""
     if failure is not None and failure.cls == "site_error":
-        return ("site_error" if _error_page(record, episode) else "site_down"), failure.why
+        return ("site_error" if error_page(record, episode) else "site_down"), failure.why
     if failure is not None and failure.cls in ("bot_wall", "harness_error", "model_error"):
         return failure.cls, failure.why
     if record is not None and record.requeued:
@@ -255,16 +250,6 @@ def ending_of(record: EpisodeRecord | None, episode: EpisodeFolder | None, outco
         return "out_of_steps", failure.why
     why = failure.words if failure is not None else ("not judged" if outcome is None else "judged")
     return "done", why
-
-
-def _error_page(record: EpisodeRecord | None, episode: EpisodeFolder | None) -> bool:
-    """Whether the site answered with an error page: an HTTP status in the error, or on the last page's thought (the
-    browser's own error page, a network failure, no page at all: it did not answer)."""
-    if record is not None and record.error and _HTTP_STATUS.search(record.error):
-        return True
-    shown = [s for s in episode.steps if s.url or s.thought] if episode is not None else []
-    return bool(shown) and not shown[-1].url.startswith("chrome-error://") and bool(_HTTP_STATUS.search(
-        shown[-1].thought))
 
 
 def _episode(out: Path, rec: EpisodeRecord, latest: bool) -> EpisodeFolder | None:

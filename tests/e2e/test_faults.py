@@ -168,6 +168,31 @@ def test_bot_walls_are_recorded_as_blocked_and_a_site_refusing_connections_as_th
         check_task_folder(out / tid)
 
 
+def test_a_page_answered_with_503_is_a_site_error_read_off_its_http_status(tmp_path):
+    """The evidence is the page itself: the worker records the main document's HTTP status of the page the episode
+    ended on, and `tasks health` reads it, though neither the page's title nor the agent's thought says 503."""
+    quiet = "<html><head><title>Back soon</title></head><body><p>We are tuning the shop.</p></body></html>"
+    with StubServer(default=Reply(503, quiet)) as site:
+        tasks = tmp_path / "tasks.json"
+        tasks.write_text(json.dumps([{"task_id": "unavailable", "confirmed_task": "Find the price of the lamp",
+                                      "website": f"{site.url}/", "level": "easy"}]))
+        out = tmp_path / "503"
+        r = cli("run", "--no-ui", "--tasks", str(tasks), "--model", "oracle", "--pace-cooldown", "0",
+                "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    (rec,) = records(out)
+    assert rec["status"] == "done" and not rec["error"]          # the agent answered: nothing in the record says 503
+    result = check_task_folder(out / "unavailable")
+    assert result["last_page"] == {"url": f"{site.url}/", "title": "Back soon", "status": 503}
+    assert "503" not in json.dumps(result["thoughts"])
+    health = cli("tasks", "health", str(out), "--format", "json")
+    assert health.returncode == 0, health.stderr[-2000:]
+    seen = json.loads(health.stdout)
+    (attempt,) = seen["tasks"][0]["attempts"]
+    assert (attempt["ending"], attempt["why"]) == ("site_error", f"the last page answered HTTP 503 ({site.url}/)")
+    assert [c["task_id"] for c in seen["candidates"]] == ["unavailable"]
+
+
 def test_a_site_that_hangs_is_ended_by_the_timeout(tmp_path, blocker):
     tasks = tmp_path / "tasks.json"
     tasks.write_text(json.dumps([{"task_id": "hangs", "confirmed_task": "Read the page",

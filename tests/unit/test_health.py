@@ -153,6 +153,37 @@ def test_an_error_page_read_on_the_last_page_is_a_site_error_and_a_browser_error
     assert ending_of(rec, read_episode(tmp_path / "gone"), "failure")[0] == "site_down"
 
 
+def test_the_page_the_episode_ended_on_is_the_evidence_its_http_status_first_then_its_title_then_the_thought(
+        tmp_path):
+    """QA: a 503 page was no site error unless the agent's thought said so. The worker records the page it ended on
+    (`last_page`: URL, title, HTTP status); its status is read first, then its title, the thought last."""
+    from om2w_tui.benchmarks.episode_folder import read_episode
+    from om2w_tui.engine.results import EpisodeRecord
+    from om2w_tui.evaluation.health import ending_of
+
+    silent = "I could not find a price."
+    cases = {   # name: (the last page as recorded, the last thought) -> (ending, why)
+        "status": ({"url": "http://s.test/", "title": "Back soon", "status": 503}, silent,
+                   ("site_error", "the last page answered HTTP 503 (http://s.test/)")),
+        "title": ({"url": "http://s.test/", "title": "404 Not Found", "status": 200}, silent,
+                  ("site_error", "the last page's title reads an error page: 404 Not Found")),
+        "thought": ({"url": "http://s.test/", "title": "Lamps", "status": 200}, "It says 503 Service Unavailable.",
+                    ("site_error", "the last step's thought reads an error page: It says 503 Service Unavailable.")),
+        "browser": ({"url": "chrome-error://chromewebdata/", "title": "s.test"}, "It says 503 Service Unavailable.",
+                    ("site_down", "the last page is the browser's error page (chrome-error://chromewebdata/)")),
+        "fine": ({"url": "http://s.test/", "title": "Lamps", "status": 200}, silent, ("done", "gave up")),
+        "unrecorded": (None, silent, ("done", "gave up")),   # a folder written before `last_page`: nothing to read
+    }
+    rec = EpisodeRecord(task_id="t", status="done", steps=1, agent_done=True, answer=silent)
+    for name, (page, thought, want) in cases.items():
+        w = TrajectoryWriter(tmp_path / name, name, "find the price")   # v1: its steps keep no URL
+        w.add_plain_step(["NAVIGATE -> x"], thought, png=web_png(10, (64, 48)), url="http://s.test/")
+        w.finish(silent, web_png(200, (64, 48)), last_page=page)
+        ep = read_episode(tmp_path / name)
+        assert (ep.last_page.to_json() if ep.last_page else None) == page, name
+        assert ending_of(rec, ep, "failure") == want, name
+
+
 def test_a_site_refusing_connections_is_site_down_in_every_arm_and_a_candidate(tmp_path):
     """QA's run: a website with nothing listening, two arms, each attempt recorded as infra (retried) with the
     worker's words of the time: every attempt was `harness error` and no candidate. Now each is `site down`."""

@@ -163,6 +163,30 @@ async def test_pausing_an_arm_starts_none_of_its_units_until_it_goes_on(tmp_path
     assert ex.lanes.count("b") == 4 and len(lane_rows(shared, "b")) == 4
 
 
+async def test_a_paused_arms_units_are_left_on_their_sites_which_say_held_not_done(tmp_path):
+    """The Sites panel's left and `ctl status`'s queued are one count: a held arm's units are left on their sites,
+    and a site whose only units left are held says so, never done."""
+    tasks = make_tasks({"x.com": 2, "y.com": 1})
+    ex = FakeExecutor()
+    shared, lanes = campaign(tmp_path, tasks, workers=2, pace_cooldown=10)
+    sched = Scheduler(shared, tasks, ex, lanes=lanes)
+    run = asyncio.ensure_future(sched.run())
+    await asyncio.sleep(0)
+    assert sched.pause_lane("b")
+    while len(lane_rows(shared, "a")) < 3 or sched.running():
+        await asyncio.sleep(5)
+    await asyncio.sleep(60)
+    snap = sched.snapshot()
+    sites = {s.site: (s.state, s.left, s.done) for s in snap.sites}
+    # y.com's one task went to b first (the first arm turns), started before the pause: nothing is left there
+    assert sites == {"x.com": ("held", 2, 2), "y.com": ("done", 0, 2)} and snap.summary.pending == 2
+    assert sched.pause_lane("b", paused=False)
+    await run
+    snap = sched.snapshot()
+    assert {s.site: (s.state, s.left) for s in snap.sites} == {"x.com": ("done", 0), "y.com": ("done", 0)}
+    assert snap.summary.pending == 0
+
+
 async def test_the_control_command_names_an_arm(tmp_path):
     tasks = make_tasks({"x.com": 1})
     shared, lanes = campaign(tmp_path, tasks, repeats=2)

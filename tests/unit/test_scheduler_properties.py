@@ -42,7 +42,10 @@ A second search runs campaigns: units of 2-3 arms x 1-2 repeats of up to 16 task
 workers finishing, hanging, crashing or failing on the model (a lane's guard holding that lane), with user kills,
 requeues, dispatch and arm pauses and slot changes. Every unit is settled exactly once, in its own lane's results;
 never two episodes on a site at once whatever their lane, and the cooldown after each that reached its worker;
-nothing of a paused arm starts while it is paused; no slot idles while a unit may start but for the last slot's wait
+nothing of a paused arm starts while it is paused; sampled, the Sites panel's rows (the snapshot) agree with the events
+and with `ctl status`: a unit not started yet is left on its site, a site says done only with nothing left nor
+running there, and the sites' left sum to the summary's pending (seen to fail with a held arm's units left out of
+their sites' count); no slot idles while a unit may start but for the last slot's wait
 or one slot kept for each started task's next unit coming off its cooldown within the hold's horizon (`--pair-hold`,
 drawn; seen to fail with one slot more kept); and with no faults nor user, a task's units run one after another on
 their site, the first arm turning from task to task (seen to fail with the first arm fixed, and with a pause that
@@ -694,6 +697,7 @@ class LaneWatcher:
     starts: list[tuple[str, str, str]] = field(default_factory=list)     # (site, lane, task) in start order
     runs0: dict[tuple[str, str], int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    units: dict[str, set[tuple[str, str]]] = field(default_factory=dict)   # site -> its (lane, task) units
 
     def handle(self, ev: object) -> None:
         now = asyncio.get_running_loop().time()
@@ -742,8 +746,32 @@ class LaneWatcher:
             return None
         return f"t={now:.2f}: slots {free} idle while {ready} may start (next units coming: {coming})"
 
+    def sites_problems(self) -> list[str]:
+        """The Sites panel against the events: a unit never started is left on its site (queued, or its arm held), so
+        a site's left is at least its units not started yet and says done only with nothing left and nothing running
+        there; and the sites' left sum to the summary's pending (`ctl status`'s queued)."""
+        s = self.sched
+        if s is None or not self.live:
+            return []
+        now, snap = s.loop.time(), s.snapshot()
+        out = []
+        if sum(x.left for x in snap.sites) != snap.summary.pending:
+            out.append(f"t={now:.2f}: the sites' left sum to {sum(x.left for x in snap.sites)}, "
+                       f"pending {snap.summary.pending}")
+        for x in snap.sites:
+            unstarted = sum(1 for unit in self.units.get(x.site, ()) if unit not in self.runs0)
+            if x.left < unstarted or (x.state == "done" and (x.left or x.site in self.running)):
+                out.append(f"t={now:.2f}: {x.site} says {x.state}, {x.left} left, while {unstarted} of its units "
+                           f"never started (paused arms: {sorted(self.paused)})")
+        return out
+
     async def sample(self) -> None:
-        await sample_idle(self.idle, lambda: len(self.starts), self.problems)
+        async def sites() -> None:
+            while True:
+                await asyncio.sleep(SAMPLE_EVERY)
+                self.problems += self.sites_problems()
+
+        await asyncio.gather(sample_idle(self.idle, lambda: len(self.starts), self.problems), sites())
 
 
 async def _run_campaign(example: dict[str, Any], folder: Path) -> None:
@@ -758,6 +786,8 @@ async def _run_campaign(example: dict[str, Any], folder: Path) -> None:
                     shared.pair_hold)
     sched = w.sched = Scheduler(shared, example["tasks"], ex, [w], guard_ends_run=example["guard_ends_run"],
                                 lanes=lanes)
+    for t in example["tasks"]:
+        w.units.setdefault(t.site, set()).update((name, t.task_id) for name, _ in example["lanes"])
     arms = sorted({arm for _, arm in example["lanes"]})
 
     def act(op: str, arg: int) -> None:

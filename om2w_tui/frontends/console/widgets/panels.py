@@ -17,6 +17,7 @@ from om2w_tui.protocol.model import kind_short
 
 STATE_STYLE = {"running": "green", "starting": "cyan", "paused": "yellow", "stopping": "magenta",
                "idle": "dim", "retiring": "dim", "cooling": "yellow", "free": "cyan", "done": "dim",
+               "held": "yellow",             # every unit left on the site is a held arm's
                "held elsewhere": "magenta"}   # a site another run holds through the shared --pace-dir
 STATUS_STYLE = {"done": "green", "out_of_steps": "yellow", "error": "red", "killed": "yellow", "timeout": "magenta",
                 "blocked": "red"}
