@@ -107,11 +107,6 @@ class EpisodeFolder:
         return "; ".join(self.problems)
 
     @property
-    def no_answer(self) -> str:
-        """What stands where the folder has no answer: why, as its writer said (`no answer (killed)`)."""
-        return no_answer(self.cut_short)
-
-    @property
     def is_earlier_attempt(self) -> bool:
         return is_attempt_folder(self.folder)
 

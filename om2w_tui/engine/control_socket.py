@@ -8,9 +8,10 @@ what the run sends, its events and snapshots included) and read and written only
 sends a command, `{"cmd": "kill", "task": "...", "id": 3}`; the server applies it (`engine.control.apply`) and
 answers `{"type": "Done", "id": 3, "message": ..., ...}` or `{"type": "Refused", "id": 3, "error": ...}` (`status`:
 a `StatusReply` with the run's snapshot). After `subscribe` (answered `Subscribed`) the same connection carries the
-events that bring a console up to now, a snapshot, then every later event (`{"type": "EpisodeStep", ...}`) and a
-snapshot about once a second (`{"type": "RunSnapshot", ...}`). A client that falls behind is dropped, never waited
-for: each has a bounded queue, and the run only ever puts into it.
+events that bring a console up to now, a snapshot, then every later event (`{"type": "EpisodeStep", ...}`), a
+snapshot about once a second (`{"type": "RunSnapshot", ...}`), and a last one, after the run's last event, before
+the run closes the connection. A client that falls behind is dropped, never waited for: each has a bounded queue,
+and the run only ever puts into it.
 
 Unix socket paths are limited to 107 bytes and out folders can be deeper: both ends reach the folder through an
 open descriptor of it (`/proc/self/fd/N/<name>`).
@@ -250,13 +251,15 @@ class ControlServer:
         self._ticker = asyncio.ensure_future(self._tick())
 
     async def close(self) -> None:
-        """Stop listening, remove the socket file, let each client have what is queued for it (the run's end),
-        then close every connection."""
+        """Stop listening, remove the socket file, let each client have what is queued for it (the run's end and a
+        last snapshot, taken after every event it emitted: a console attached ends showing what the run's own
+        does), then close every connection."""
         if self._ticker is not None:
             self._ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
             self._ticker = None
+            self._push_snapshot()
         if self._server is not None:
             self._server.close()
         self._unlink()

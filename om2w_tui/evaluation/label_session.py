@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.benchmarks.conformance import task_dirs
-from om2w_tui.benchmarks.episode_folder import EpisodeFolder, no_answer
 from om2w_tui.engine.results import EpisodeRecord, read_manifest, read_results
 from om2w_tui.evaluation.failure import CLASSES, WORDS
 from om2w_tui.evaluation.health import HealthInputError, suspects
@@ -243,8 +242,3 @@ def _task_info(task_id: str, rec: EpisodeRecord | None, meta: dict[str, Any]) ->
     level = (rec.level if rec and rec.level else None) or meta.get("level") or "-"
     return TaskInfo(task_id, str(level), str(meta.get("site") or site_of(website)), website, rec)
 
-
-
-def why_no_answer(folder: EpisodeFolder, info: TaskInfo) -> str:
-    """`no answer (killed)`: why the task has no answer, by its record's status, else its folder's word."""
-    return no_answer(info.record.status) if info.record is not None else folder.no_answer

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -18,7 +20,7 @@ from om2w_tui.frontends.console.app import ConsoleApp, make_app
 from om2w_tui.frontends.console.widgets.panels import SlotsTable
 from om2w_tui.frontends.remote import RemoteRun
 from tests.e2e.control import wait_listening
-from tests.e2e.helpers import chromium_left, cli, popen, records
+from tests.e2e.helpers import REPO, chromium_left, cli, popen, records
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 WAIT_S = 120.0
@@ -96,3 +98,41 @@ async def test_attach_shows_and_steers_a_headless_run_q_detaches_and_a_second_co
             p.kill()
     assert [(r["task_id"], r["status"], r["error"]) for r in records(out)] == [(task, "killed", "interrupted")]
     assert not (out / SOCKET_NAME).exists() and chromium_left(out) == []
+
+
+
+def run_snapshotting_hourly(*args: str) -> subprocess.Popen[str]:
+    """`om2w-tui ARGS` whose control socket sends a snapshot at subscribe and at its end only (its 1 s tick an
+    hour): what an attached console ends on is then the run's last word, never a tick that happened to follow the
+    run's last episode."""
+    code = ("import sys; from om2w_tui.engine import control_socket; control_socket.SNAPSHOT_EVERY_S = 3600.0; "
+            "from om2w_tui.cli.main import main; sys.exit(main(sys.argv[1:]))")
+    return subprocess.Popen([sys.executable, "-c", code, *args], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+async def test_an_attached_console_ends_showing_what_the_run_recorded(tmp_path):
+    """The run's last episodes and model calls reach an attached console before the run closes its socket: the
+    console's final counts (header, Sites, model line) are the run's records'."""
+    out = tmp_path / "run"
+    p = run_snapshotting_hourly("run", "--no-ui", "--bench", "offline", "--model", "oracle-slow-1", "--workers", "2",
+                                "--limit", "3", "--pace-cooldown", "0", "--out", str(out))
+    try:
+        await asyncio.to_thread(wait_listening, out, p)
+        app = attached(out)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await until(pilot, "the run's end, its socket closed",
+                        lambda: app.dashboard.state.phase == "finished" and app.control is None)
+            await pilot.pause(0.5)   # the dashboard's timers (a snapshot asked for, a redraw) come and go
+            state = app.dashboard.state
+            seen = (state.done, sum(v.done for v in state.sites.values()), state.model.calls if state.model else 0)
+            await pilot.press("q")
+            await app_exits(app)
+        assert p.wait(timeout=60) == 0, p.stderr.read()[-3000:]
+    finally:
+        if p.poll() is None:
+            p.kill()
+    rs = records(out)
+    calls = sum(r["model_calls"]["calls"] for r in rs)
+    assert len(rs) == 3 and calls > 0
+    assert seen == (3, 3, calls)

@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.benchmarks.trajectory import TrajectoryWriter
+from om2w_tui.engine.events import EpisodeFinished
 from om2w_tui.frontends.console.screens.episode import EpisodeScreen
+from om2w_tui.frontends.console.widgets.panels import EpisodesTable
 from om2w_tui.frontends.console.widgets.report_tables import FailuresTable
 
 from . import recorded as R
-from .pilots import labeller, report_app, row_keys, screen_of, settle_label, settle_report, text
+from .pilots import build, feed, labeller, report_app, row_keys, screen_of, settle_label, settle_report, text
 
 LOOPING = "offline_longpage_loop_01"     # four scroll steps with one thought, then out of steps
 KILLED = "offline_shop_killed_02"        # killed; written before answers were only the agent's
@@ -124,3 +126,21 @@ async def test_the_label_screen_shows_each_screenshot_beside_its_own_step_and_wh
             assert marked == [f"▶ {i + 1}. SCROLL DOWN"], (i, text(screen, "#label-actions"))
             await pilot.press("right")
             await settle_label(pilot)
+
+
+async def test_the_episodes_table_shows_why_there_is_no_answer_never_the_error(tmp_path):
+    """The dashboard's answer column is the agent's answer or `no answer (why)`, as every other view: a killed
+    episode's `killed by user` and a crash's message stay in the record, not in the answer column."""
+    app, clock, _ = build(tmp_path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await feed(pilot, app, clock)
+        for slot, rec in enumerate((R.record(KILLED, R.SHOP, "killed", error="killed by user", correct=False),
+                                    R.record(RAN_OUT, R.WIKI, "error", error="Chromium crashed", correct=False))):
+            app.sink.handle(EpisodeFinished(slot, rec))
+        await pilot.pause()
+        app.screen.render_all()
+        await pilot.pause()
+        table = app.screen.query_one(EpisodesTable)
+        answers = {r.task_id: str(table.get_row(k)[-1]) for k, r in table.records.items()}
+        assert answers[KILLED] == "no answer (killed)" and answers[RAN_OUT] == "no answer (error)"
+        assert answers["offline_shop_search_01"] == "The Copper Pour-Over Kettle costs $42.50."

@@ -348,3 +348,19 @@ def test_an_older_writers_row_reads_on_the_site_and_in_the_label_session_as_in_t
     info = LabelSession(run, "ann").info["old_3"]
     assert info.record is not None and info.record.error_kind_as_read == "gremlin"
     assert not info.record.recorded("steps") and info.website == "http://127.0.0.1:9/"
+
+
+def test_a_task_with_no_answer_says_why_on_its_page_and_in_the_list_never_the_last_actions_output(run, tmp_path):
+    """The web report's answer follows every view's rule (frontends/answer.py): a killed episode whose older record
+    kept its last action's output shows `no answer (killed)`."""
+    leftover = 'Clicked button "Apply filters"'
+    old = {"task_id": "killed_4", "status": "killed", "error": "killed by user", "answer": leftover,
+           "website": "http://127.0.0.1:9/", "agent_done": False, "finished_at": 6}
+    with (run / "results.jsonl").open("a") as f:
+        f.write(json.dumps(old) + "\n")
+    site = tmp_path / "site"
+    assert report(str(run), "--html", str(site)) == 0
+    page = (site / "r1" / "t" / "killed_4.html").read_text()
+    listed = (site / "r1" / "tasks.html").read_text()
+    assert '<td class="answer muted">no answer (killed)</td>' in page and "Apply filters" not in page
+    assert "no answer (killed)" in listed and "Apply filters" not in listed

@@ -219,6 +219,7 @@ class ConsoleApp(App[int]):
             await remote.connect()
             self.control = remote
             await remote.run()
+            self.pull_snapshot()   # the run's last word (sent after its last event): the dashboard ends on it
             if remote.end is None:
                 self.notify("the run's control socket closed before the run said it finished", severity="warning")
         finally:

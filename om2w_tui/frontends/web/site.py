@@ -48,6 +48,7 @@ from om2w_tui.evaluation.report import read_judge_file, unique_names
 from om2w_tui.evaluation.summary import Comparison, Counts, Rate, RunReport
 from om2w_tui.evaluation.text_formats import fmt_pp, fmt_seconds, signed
 from om2w_tui.files import write_new
+from om2w_tui.frontends.answer import ShownAnswer, shown_answer
 from om2w_tui.frontends.web.images import THUMB_SUFFIX, Job, Made, first_copies, make_all
 from om2w_tui.frontends.web.prices import Price
 from om2w_tui.run_folder import RunFolder
@@ -147,8 +148,9 @@ class TaskView:
         return (self.record.website if self.record else "") or str(self.episode.result.get("website") or "")
 
     @property
-    def answer(self) -> str:
-        return self.episode.answer or (self.record.answer if self.record else "")
+    def answer(self) -> ShownAnswer:
+        """The agent's answer, else why it has none (`no answer (killed)`): every view's rule."""
+        return shown_answer(self.episode.answer, self.record, self.episode.cut_short)
 
     def fact(self, name: str) -> Any:
         """A field of the record as its writer wrote it; None (shown `-`, as `report` shows it) for one an older

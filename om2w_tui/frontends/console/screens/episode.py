@@ -23,10 +23,10 @@ from om2w_tui.benchmarks.episode_folder import (
     StepOnDisk,
     episode_steps,
     is_attempt_folder,
-    no_answer,
     read_episode,
 )
 from om2w_tui.engine.results import EpisodeRecord
+from om2w_tui.frontends.answer import shown_answer
 from om2w_tui.frontends.console.commands import Command, CommandTable
 from om2w_tui.frontends.console.messages import EpisodeChange
 from om2w_tui.frontends.console.task_page import open_page, write_task_page
@@ -58,14 +58,6 @@ def history_text(steps: Sequence[StepOnDisk], shown: int, thought_width: int = 2
         if step.thought:
             hist.append(f"      {clip(step.thought, thought_width)}\n", style="dim italic")
     return hist
-
-
-def shown_answer(folder_answer: str, rec: EpisodeRecord | None) -> str:
-    """The answer a view shows: the folder's, unless the record says the agent never answered (a record and folder
-    written before answers were only the agent's kept the last action's output there); else the record's."""
-    if rec is None:
-        return folder_answer
-    return (folder_answer or rec.agents_answer) if rec.agents_answer or not rec.status else ""
 
 
 class EpisodeScreen(Screen[None]):
@@ -178,10 +170,9 @@ class EpisodeScreen(Screen[None]):
 
         answer = Text()
         answer.append("Answer\n", style="bold cyan")
-        final = shown_answer(final, rec)
-        answer.append(final or ("(none yet)" if self.running else
-                                no_answer(rec.status if rec is not None else self.files.cut_short)),
-                      style="" if final else "dim")
+        shown = shown_answer(final, rec, self.files.cut_short)
+        answer.append("(none yet)" if self.running and not shown.answered else shown.text,
+                      style="" if shown.answered else "dim")
         if self.files.problem:
             answer.append(f"\n{self.files.problem}", style="yellow")
         self.query_one("#ep-answer", Static).update(answer)

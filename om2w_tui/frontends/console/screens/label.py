@@ -36,11 +36,12 @@ from textual.screen import Screen
 from textual.widgets import Label, Static
 
 from om2w_tui.benchmarks.episode_folder import EpisodeFolder, episode_steps, read_episode
-from om2w_tui.evaluation.label_session import LabelSession, filter_words, why_no_answer
+from om2w_tui.evaluation.label_session import LabelSession, filter_words
 from om2w_tui.evaluation.labels import REASONS, VALUE_WORDS, LabelFileError
 from om2w_tui.evaluation.labels import Label as TaskLabel
+from om2w_tui.frontends.answer import shown_answer
 from om2w_tui.frontends.console.commands import Command, CommandTable
-from om2w_tui.frontends.console.screens.episode import history_text, shown_answer
+from om2w_tui.frontends.console.screens.episode import history_text
 from om2w_tui.frontends.console.screens.label_dialogs import FilterPicker, NoteEditor, ReasonPicker
 from om2w_tui.frontends.console.task_page import open_page, write_task_page
 from om2w_tui.frontends.console.widgets.block_image import HalfCells
@@ -302,8 +303,8 @@ class LabelScreen(Screen[None]):
     def _answer_text(self, task: str, folder: EpisodeFolder) -> Text:
         t = Text()
         t.append("Answer\n", style="bold cyan")
-        answer = shown_answer(folder.answer, self.session.info[task].record)
-        t.append(answer or why_no_answer(folder, self.session.info[task]), style="" if answer else "dim")
+        shown = shown_answer(folder.answer, self.session.info[task].record, folder.cut_short)
+        t.append(shown.text, style="" if shown.answered else "dim")
         return t
 
     def _actions_text(self, folder: EpisodeFolder) -> Text:

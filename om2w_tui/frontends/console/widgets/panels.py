@@ -7,8 +7,8 @@ from typing import Any
 
 from textual.widgets import Log
 
-from om2w_tui.benchmarks.episode_folder import no_answer
 from om2w_tui.engine.results import EpisodeRecord
+from om2w_tui.frontends.answer import shown_answer
 from om2w_tui.frontends.campaign_board import CampaignBoard
 from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable, Styled
 from om2w_tui.frontends.formatting import clip, clip_left, clock_text, countdown_text
@@ -208,10 +208,10 @@ class EpisodesTable(KeyedTable):
             return (str(n), clip(self._board.label(lane), self.width_of("lane")), clip(rec.task_id, task_w),
                     styled(status, STATUS_STYLE, rec.status), ok, str(rec.steps), str(rec.actions),
                     str(rec.screenshots), f"{rec.duration_s:.0f}",
-                    clip(rec.agents_answer or why or no_answer(rec.status), answer_w))
+                    clip(shown_answer("", rec).text, answer_w))
         return (str(n), clip(rec.task_id, task_w), styled(status, STATUS_STYLE, rec.status), ok,
                 str(rec.steps), str(rec.actions), str(rec.screenshots),
-                f"{rec.duration_s:.0f}", clip(rec.agents_answer or why or no_answer(rec.status), answer_w))
+                f"{rec.duration_s:.0f}", clip(shown_answer("", rec).text, answer_w))
 
 
 class StepsLog(Log):

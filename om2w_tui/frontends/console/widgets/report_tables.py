@@ -9,8 +9,8 @@ from typing import Any
 
 from rich.text import Text
 
-from om2w_tui.benchmarks.episode_folder import no_answer
 from om2w_tui.evaluation.summary import ErrorGroup
+from om2w_tui.frontends.answer import shown_answer
 from om2w_tui.frontends.console.report_data import Failure
 from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable
 from om2w_tui.frontends.console.widgets.panels import STATUS_STYLE, styled
@@ -67,8 +67,8 @@ class FailuresTable(FittedTable):
         for f in failures:
             mark = (Text("⊘", style="yellow") if f.outcome == "not_executable" else Text("?", style="dim")
                     if f.success is None else Text("✗", style="red") if not f.success else "")
-            answer = Text(clip(f.answer, self.width_of("answer")) or no_answer(f.status),
-                          style="" if f.answer else "dim")
+            shown = shown_answer(f.answer, f.record, f.status)
+            answer = Text(clip(shown.text, self.width_of("answer")), style="" if shown.answered else "dim")
             rows[f.task_id] = (clip(f.task_id, self.width_of("task")), mark,
                                styled(clip(f.status, self.width_of("status")), STATUS_STYLE, f.status),
                                clip(f.why, self.width_of("why")),
