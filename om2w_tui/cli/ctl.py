@@ -162,7 +162,9 @@ def status_lines(run: RunInfo, snap: RunSnapshot) -> list[str]:
                      + (f"; guard: {m.guard}" if m.guard else ""))
     lines += [lane_line(lane) for lane in snap.lanes]   # a campaign: each arm's repeat, as the headless log says it
     if snap.summary.pairing.pairs.n or snap.summary.pairing.span.n:
-        lines.append(pairing_words(snap.summary.pairing))
+        from om2w_tui.evaluation.text_formats import fmt_seconds  # the reports' durations, only when a gap is said
+
+        lines.append(pairing_words(snap.summary.pairing, fmt_seconds))
     for row in snap.slots:
         if row.task_id is None:
             lines.append(f"  slot {row.slot}  {row.state}")

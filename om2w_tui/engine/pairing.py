@@ -132,14 +132,11 @@ class Pairing:
                            len(self.units), len(self.pairs))
 
 
-def seconds_words(s: float | None) -> str:
-    return "-" if s is None else f"{s:.0f} s"
-
-
-def pairing_words(gaps: PairingGaps, seconds: Callable[[float | None], str] = seconds_words) -> str:
+def pairing_words(gaps: PairingGaps, seconds: Callable[[float | None], str]) -> str:
     """The pairing gap in one line, as the headless log, `ctl status` and the console's comparison say it: the
     compared pairs' gaps (counted as tasks where a task has one pair), and the tasks' span where it says more (more
-    than two units a task, or one arm's repeats); '' for a plain run."""
+    than two units a task, or one arm's repeats); '' for a plain run. `seconds`: the front end's one way of saying a
+    duration (evaluation/text_formats.fmt_seconds, the console's clock), so each view says it as its other numbers."""
     p, span = gaps.pairs, gaps.span
     what = "task" if gaps.compared == 1 else "pair"
     if p.n:

@@ -21,6 +21,7 @@ from om2w_tui.evaluation.agreement import pass_k, pooled, repeats
 from om2w_tui.evaluation.campaign_report import pairing_gaps, read_lanes
 from om2w_tui.evaluation.campaign_summary import Pairing
 from om2w_tui.evaluation.outcomes import RULE_ALL, RULE_EXECUTABLE
+from om2w_tui.evaluation.text_formats import fmt_seconds
 from tests.unit.helpers import PLAN, REPO, make_campaign, make_run, record, write_plan
 
 
@@ -116,8 +117,8 @@ def test_one_arm_s_repeats_have_a_span_and_no_pair(tmp_path):
     camp = make_campaign(tmp_path / "c", {k: v for k, v in PLAN.items() if k[0] == "base"})
     p = gaps_of(camp)
     assert (p.pairs.n, p.compared, p.span.n, p.span.worst_s) == (0, 0, 4, 500.0)
-    assert pairing_words(p.gaps()) == ("pairing gap: no arms compared (one arm); a task's span over its 2 units: "
-                                       "median 85 s, worst 500 s")
+    assert pairing_words(p.gaps(), fmt_seconds) == ("pairing gap: no arms compared (one arm); a task's span over its "
+                                                    "2 units: median 85 s, worst 8.3 min")
     md = report(str(camp), "--format", "md").stdout
     assert "| compared pairs (none: one arm) | 0 | - | - | - |" in md
     assert "| a task's span over its 2 units | 4 | 85 s | 6.6 min | 8.3 min |" in md

@@ -10,6 +10,7 @@ from om2w_tui.campaign_folder import LaneName
 from om2w_tui.engine.events import RunSnapshot, RunSummary
 from om2w_tui.engine.pairing import Pairing, arm_groups, compared_pairs, pairing_words
 from om2w_tui.engine.results import EpisodeRecord
+from om2w_tui.evaluation.text_formats import fmt_seconds
 from tests.unit.helpers import record
 
 T0 = 1_700_000_000.0
@@ -67,16 +68,16 @@ def test_a_pair_one_unit_of_which_has_not_settled_is_left_out_and_counted():
     (lanes(("a", "b"), 1), {}, "pairing gap: no task has both units settled yet"),
     (lanes(("a", "b"), 1), {"a-r1": 0, "b-r1": 95}, "pairing gap over 1 task: median 95 s, p90 95 s, worst 95 s"),
     (lanes(("a", "b"), 2), {"a-r1": 0, "b-r1": 95, "a-r2": 200, "b-r2": 300},
-     "pairing gap over 2 pairs: median 98 s, p90 100 s, worst 100 s; a task's span over its 4 units: median 300 s, "
-     "worst 300 s"),
+     "pairing gap over 2 pairs: median 98 s, p90 100 s, worst 100 s; a task's span over its 4 units: median 5.0 min, "
+     "worst 5.0 min"),
     (lanes(("a",), 2), {"a-r1": 0, "a-r2": 120},
-     "pairing gap: no arms compared (one arm); a task's span over its 2 units: median 120 s, worst 120 s"),
+     "pairing gap: no arms compared (one arm); a task's span over its 2 units: median 2.0 min, worst 2.0 min"),
 ])
 def test_the_line_every_front_end_says(units, settled, said):
     p = Pairing(units)
     for lane, at in settled.items():
         p.record(lane, started("t", at))
-    assert pairing_words(p.summary()) == said
+    assert pairing_words(p.summary(), fmt_seconds) == said
 
 
 def test_ctl_status_says_the_pairing_line():
@@ -87,6 +88,6 @@ def test_ctl_status_says_the_pairing_line():
     for lane, at in {"a-r1": 0, "b-r1": 95, "a-r2": 200, "b-r2": 300}.items():
         p.record(lane, started("t", at))
     snap = RunSnapshot(now=1.0, slots=[], target_workers=2, summary=RunSummary(total=1, pairing=p.summary()))
-    assert pairing_words(p.summary()) in status_lines(RunInfo(out="/runs/c", pid=1), snap)
+    assert pairing_words(p.summary(), fmt_seconds) in status_lines(RunInfo(out="/runs/c", pid=1), snap)
     plain = RunSnapshot(now=1.0, slots=[], target_workers=2, summary=RunSummary(total=1))
     assert not any("pairing" in line for line in status_lines(RunInfo(out="/runs/a", pid=1), plain))
