@@ -19,9 +19,9 @@ right, if oddly, is a note, not a problem: a key it never reads, a v2 screenshot
 twice). `read_run(out)` is the lenient form for reports: it keeps what could be read.
 
 `result.json` is loaded by `episode_folder.load_result`, the one reader of an episode folder, as the evaluator loads
-it (`json.load` of the file opened as text: UTF-8, and a byte order mark at its start is its crash "Unexpected UTF-8 BOM", where the
-package's own readers read past one); what is read from it here is the evaluator's reading. The command line
-(`om2w-tui check`) is `cli/check.py`.
+it (`json.load` of the file opened as text: UTF-8, and a byte order mark at its start is its crash "Unexpected UTF-8
+BOM", where the package's own readers read past one); what is read from it here is the evaluator's reading. The
+command line (`om2w-tui check`) is `cli/check.py`.
 """
 
 from __future__ import annotations
