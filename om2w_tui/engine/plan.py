@@ -469,12 +469,16 @@ def _measured_changes(campaign: Campaign, old: Mapping[str, Any]) -> list[tuple[
     keys = [k for k in MEASURED if not (by_ids and k in SELECTION)]
 
     def source(key: str, arm: str) -> str:
-        return f"--{flag_name(key)}" if key in campaign.overrides and key not in arms.get(arm, {}) else ""
+        if key not in campaign.overrides or key in arms.get(arm, {}):
+            return ""
+        return BY_KEY[key].flag if key in BY_KEY else f"--{flag_name(key)}"
 
     found: list[tuple[str, str]] = []
     if by_ids and campaign.selection is not None and (how := selection_change(
             [str(t) for t in was_selected or ()], campaign.selection)):
-        flags = [source(k, "") for k in MEASURED if k in SELECTION and source(k, "")]
+        # the selection's flags given (the short form's: those set, every setting being a flag there)
+        flags = [source(k, "") for k in MEASURED if k in SELECTION and source(k, "")
+                 and (not campaign.plan.command_line or getattr(campaign.config, k) not in (None, "", ()))]
         found.append((", ".join(flags), how))
     for lane in campaign.lanes:
         was = before.get(lane.name)

@@ -366,6 +366,9 @@ def test_a_campaign_resumes_on_the_tasks_it_selected_whatever_the_files_that_say
     err = capsys.readouterr().err
     assert err.startswith("om2w-tui: --limit (given after the plan) changes what lanes in"), err
     assert "selection: 3 tasks -> 2 (left out: t3)" in err
+    assert main(["campaign", str(tmp_path / "plan.toml"), "--no-ui", "--level", "easy"]) == 2
+    err = capsys.readouterr().err   # a flag named as it is spelled (`--level`, the field `levels`)
+    assert err.startswith("om2w-tui: --level (given after the plan) changes") and "(added: t4)" in err, err
     assert main(["campaign", str(tmp_path / "plan.toml"), "--no-ui"]) == 2
     assert "selection: 3 tasks -> 4 (added: t4)" in capsys.readouterr().err
     assert (study / "campaign.json").read_text() == before and sorted(p.name for p in study.iterdir()) == [
