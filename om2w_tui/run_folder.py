@@ -23,6 +23,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -226,6 +227,24 @@ def _subfolders(folder: Path) -> list[Path]:
         return sorted(d for d in folder.iterdir() if d.is_dir())
     except OSError:
         return []
+
+
+def run_holding(path: Path, runs: Sequence[Path] = (), *, itself: bool = True) -> Path | None:
+    """The run folder `path` is inside (or is, with `itself`), None when none: the nearest folder on its way up that
+    holds a run's own files (results*.jsonl, run.json) or is one of `runs`. The rule for what may be written
+    somewhere: never a folder inside a run's (the official evaluator takes every subfolder of a run for a task)."""
+    where = Path(os.path.abspath(path))
+    given = {Path(os.path.abspath(r)) for r in runs}
+    for folder in [where, *where.parents] if itself else where.parents:
+        if folder in given or (folder.is_dir() and _own_files(folder)):
+            return folder
+    return None
+
+
+def inside_run(flag: str, path: Path, folder: Path, what: str) -> str:
+    """The words for `path` (given with `flag`) inside the run folder `folder`; `what` to write outside it."""
+    return (f"{flag} {path}: inside the run folder {folder}; the official evaluator takes every subfolder of a run "
+            f"for a task: {what} outside it")
 
 
 def what_is(folder: Path) -> Found:

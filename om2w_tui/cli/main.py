@@ -23,7 +23,15 @@ from om2w_tui.cli.argtypes import number, setting_type
 from om2w_tui.engine.campaign_launch import campaign_checks, campaign_preflight
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.launch import WARNING, Preflight, UsageError, preflight, run_checks
-from om2w_tui.engine.plan import Campaign, PlanError, config_from_values, read_plan, resolve, short_form
+from om2w_tui.engine.plan import (
+    Campaign,
+    PlanError,
+    config_from_values,
+    read_plan,
+    resolve,
+    short_form,
+    unknown_arms,
+)
 from om2w_tui.engine.settings import BEYOND, SETTINGS, Choice, Switch, changed
 from om2w_tui.evaluation.live_judge import LIVE_JUDGE
 from om2w_tui.frontends.headless import run_headless
@@ -158,6 +166,8 @@ def campaign_from_args(args: argparse.Namespace) -> Campaign | None:
         overrides = {k: v for k, v in vars(args).items() if k not in ("command", "plan", "no_ui")}
         return resolve(read_plan(args.plan), overrides)
     arms = arms_given(args)
+    if len(arms) > 1 and (problem := unknown_arms(arms)):   # every one named (the checks stop at the first)
+        raise PlanError(problem)
     return short_form(config_from_args(args), arms, config_from_args(args, share=False)) if len(arms) > 1 else None
 
 

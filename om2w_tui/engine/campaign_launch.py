@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 
 from om2w_tui.benchmarks.site_keys import site_key
 from om2w_tui.campaign_folder import LOCK_FILE
+from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.control import Run
 from om2w_tui.engine.control_socket import ControlServer
 from om2w_tui.engine.events import Sink
@@ -23,6 +24,7 @@ from om2w_tui.engine.launch import (
     LanePreflight,
     Preflight,
     UsageError,
+    _load_selection,
     check_pace_ready,
     emit_to,
     hold_folder,
@@ -55,13 +57,15 @@ def campaign_checks(campaign: Campaign, *, check_model: bool = True, companions:
     its tasks with its step budget, its folder and the files a companion writes there, what it has settled), each
     distinct endpoint and model asked once. A lane's row is named by it. Writes nothing."""
     cfg = campaign.config
+    campaign = dataclasses.replace(campaign, selection=whole_selection(campaign.settings))
     problem = resume_problem(campaign) or (check_free(cfg.out, LOCK_FILE).replace("another run", "another campaign")
                                            if cfg.out.is_dir() else "")
     arms = list(dict.fromkeys(lane.arm for lane in campaign.lanes))
     checks: list[Check] = [("campaign", not problem, problem or f"{cfg.out}: arms {', '.join(arms)} x "
                             f"{campaign.plan.repeats} repeat(s): {len(campaign.lanes)} lanes "
                             f"({', '.join(lane.name for lane in campaign.lanes)})")]
-    shared, shared_checks = run_checks(cfg, check_model=False, ask_model=False, check_judge=check_model)
+    shared, shared_checks = run_checks(cfg, check_model=False, ask_model=False, check_judge=check_model,
+                                       campaign=True)
     checks += [row for row in shared_checks if row[0] != "resume"]
     if shared is None:
         return None, checks
@@ -81,6 +85,15 @@ def campaign_checks(campaign: Campaign, *, check_model: bool = True, companions:
         return None, checks
     return dataclasses.replace(shared, settled=sum(lane.pre.settled for lane in lanes), checks=checks,
                                campaign=campaign, lanes=tuple(lanes), companions=tuple(companions)), checks
+
+
+def whole_selection(settings: RunConfig) -> tuple[str, ...] | None:
+    """The ids of the tasks every lane runs, on every node (the campaign's settings: no node's share), as
+    campaign.json records them; None where they cannot be loaded (the shared checks say why)."""
+    try:
+        return tuple(t.task_id for t in _load_selection(settings)[2])
+    except UsageError:
+        return None
 
 
 def campaign_preflight(campaign: Campaign, *, check_model: bool = True, companions: Sequence[Companion] = ()

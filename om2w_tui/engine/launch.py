@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from om2w_tui.benchmarks.dates import refresh_note
-from om2w_tui.benchmarks.episode_folder import unsafe_task_folder
 from om2w_tui.benchmarks.site_keys import site_key
 from om2w_tui.benchmarks.tasks import (
     DEFAULT_MAX_STEPS,
@@ -45,25 +44,25 @@ from om2w_tui.engine.control import Run
 from om2w_tui.engine.control_socket import ControlServer, ControlSocketError
 from om2w_tui.engine.events import Event, Log, Sink
 from om2w_tui.engine.machine import slot_room, starts_at_once, too_many_workers
-from om2w_tui.engine.measured import earlier_task_files, folder_changes, kept_in_manifest, refusal
+from om2w_tui.engine.measured import earlier_task_files, folder_changes, kept_in_manifest, refusal, some
 from om2w_tui.engine.model_check import WARNING as WARNING  # re-exported: the front ends show the warning state
 from om2w_tui.engine.model_check import Check as Check  # re-exported: a check row, as the front ends show it
 from om2w_tui.engine.model_check import model_checks
-from om2w_tui.engine.plan import Campaign
+from om2w_tui.engine.out_folder import check_out
+from om2w_tui.engine.plan import Campaign, unknown_arms
 from om2w_tui.engine.redact import redact_argv
 from om2w_tui.engine.results import EpisodeRecord, read_manifest, read_results
 from om2w_tui.engine.runlock import OutFolderBusy, RunLock
 from om2w_tui.engine.scheduler import Judge, Scheduler
 from om2w_tui.engine.settings import BY_KEY, check_config, key_variables, unpaced
-from om2w_tui.engine.sharding import check_out_free, run_lock, select_shard
+from om2w_tui.engine.sharding import run_lock, select_shard
 from om2w_tui.engine.shared_pacing import check_pace_dir, check_pace_files, pace_names, ready_pace_dir
 from om2w_tui.engine.start_rate import PacedStarts
-from om2w_tui.episode.arms import arm_names
 from om2w_tui.episode.browser import BrowserNotFound, check_browser_settings, find_chromium, resolve_browser
 from om2w_tui.episode.instruction import check_template
 from om2w_tui.executors.local import LocalExecutor
 from om2w_tui.executors.ray import check_address, on_loopback, ray_missing
-from om2w_tui.files import holds_no_files, unsafe_entry, write_json_atomic
+from om2w_tui.files import write_json_atomic
 from om2w_tui.resources import data_dir, default_task_file
 from om2w_tui.run_folder import RunFolder
 from om2w_tui.secret import EndpointURL
@@ -123,13 +122,9 @@ class Excluded:
         """`, 2 left out by --exclude-tasks FILE: a, b (not in the task file, ignored: x)`, or ''."""
         if cfg.exclude_tasks is None:
             return ""
-        unknown = f" (not in the task file, ignored: {_some(self.unknown)})" if self.unknown else ""
-        named = f": {_some(self.left_out)}" if self.left_out else ""
+        unknown = f" (not in the task file, ignored: {some(self.unknown)})" if self.unknown else ""
+        named = f": {some(self.left_out)}" if self.left_out else ""
         return f", {len(self.left_out)} left out by --exclude-tasks {cfg.exclude_tasks}{named}{unknown}"
-
-
-def _some(ids: Sequence[str], n: int = 8) -> str:
-    return ", ".join(ids[:n]) + (f" and {len(ids) - n} more" if len(ids) > n else "")
 
 
 @dataclass(frozen=True)
@@ -215,8 +210,8 @@ def _check_settings(cfg: RunConfig) -> str:
     """Every value within its declared bounds (engine/settings.py), then what needs more than a bound."""
     if problem := check_config(cfg):
         return problem
-    if cfg.arm not in arm_names():
-        return f"--arm {cfg.arm}: no such arm (known: {', '.join(arm_names())})"
+    if problem := unknown_arms([cfg.arm]):
+        return problem
     if cfg.executor == "ray" and (problem := ray_missing(cfg.ray_address) or check_address(cfg.ray_address)):
         return problem
     # workers on this machine (local, or a Ray node on its loopback): no more than its memory holds (each about
@@ -255,26 +250,6 @@ def check_judge_endpoint(cfg: RunConfig) -> str:
     from om2w_tui.endpoint import check_endpoint as ask  # httpx (slow to import) only when an endpoint is checked
 
     return ask(cfg.judge_url, cfg.judge_model or "", cfg.judge_api_key(), RUN_JUDGE_FLAGS)
-
-
-def _check_out(out: Path, shard: str = "", tasks: list[Task] | None = None) -> str:
-    """'' when a run could write `out`: a folder (or one that can be made) whose own files (results, manifest,
-    locks) and task folders are no symlinks, folders or devices where files belong, and that no run holds."""
-    if out.exists() and not out.is_dir():
-        return f"--out {out}: is a file, not a folder; choose another path"
-    probe = out if out.exists() else next((p for p in out.parents if p.exists()), Path("."))
-    if not probe.is_dir():
-        return f"--out {out}: {probe} is a file, not a folder; choose another path"
-    if not os.access(probe, os.W_OK):
-        return f"--out {out}: {probe} is not writable; choose a folder you can write to"
-    if holds_no_files(probe):
-        return f"--out {out}: {probe} is on a filesystem that holds no files (like /proc or /sys); choose another"
-    if out.is_dir():
-        problems = [unsafe_entry(path) for path in RunFolder(out, shard).own_files()]
-        problems += [unsafe_task_folder(out / t.task_id) for t in tasks or ()]
-        if problem := next((p for p in problems if p), ""):
-            return f"--out {out}: {problem}"
-    return check_out_free(out, shard)
 
 
 def _exclude(cfg: RunConfig, tasks: list[Task], chosen: list[Task]) -> tuple[list[Task], Excluded]:
@@ -339,14 +314,14 @@ def _check_browser(cfg: RunConfig, add: Callable[[str, str, str], bool]) -> tupl
 
 def run_checks(cfg: RunConfig, *, check_model: bool = True, ask_model: bool = True,
                companions: Sequence[Companion] = (), known: Resolved | None = None,
-               check_judge: bool | None = None) -> tuple[Preflight | None, list[Check]]:
+               check_judge: bool | None = None, campaign: bool = False) -> tuple[Preflight | None, list[Check]]:
     """Every check that can be made before a run, each on its own (for `om2w-tui doctor` and the launch screen):
     -> (the Preflight when none failed, else None; [(what, ok | WARNING, detail)]). Writes nothing. `ask_model`:
     send the model the run's first step (engine/model_check.py); what it gets wrong is a WARNING, never a failure.
     `companions`: what the front end runs beside the run (the live judge), checked here and carried to `open_run`.
     `known`: the Chromium and user agent another check found for the same browser settings (a campaign's lanes):
     not started again. `check_judge`: ask the live judge's endpoint (default: as `check_model`; a campaign asks it
-    once for every lane)."""
+    once for every lane). `campaign`: `cfg` is a campaign's shared settings (its out the campaign's folder)."""
     checks: list[Check] = []
 
     def add(name: str, problem: str, ok_detail: str) -> bool:
@@ -371,7 +346,7 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True, ask_model: bool = Tr
             add("tasks", "", detail)
     except UsageError as e:
         add("tasks", str(e), "")
-    out_ok = add("out folder", _check_out(cfg.out, cfg.shard, chosen),
+    out_ok = add("out folder", check_out(cfg.out, cfg.shard, chosen, campaign=campaign),
                  str(cfg.out) + (f", shard {cfg.shard}" if cfg.shard else ""))
     for companion in companions:   # a companion's files (the live judge's) are refused as the run's own files are
         if out_ok and (problem := companion.check(cfg)):

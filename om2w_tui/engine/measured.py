@@ -6,7 +6,10 @@ as they go, where the model is served and the variable its key is read from (the
 the browser's binary, the training rows kept beside.
 
 Two readers compare with them. A campaign compares each lane with `campaign.json` (engine/plan.resume_problem), the
-selection included: its arms must be compared on the same tasks. A run compares with its own manifests
+selection included: its arms must be compared on the same tasks. The selection is compared by the tasks it selects
+(`campaign.json`'s `selection`, the task ids every lane runs: `selection_change`), not by the files that say it (a
+task file grown, an --exclude-tasks file edited under the same path); a campaign.json written before it was kept
+has only the settings, compared as they are. A run compares with its own manifests
 (`run_changes`, launch's preflight), the selection left out: a run may grow (`--limit 10` first, then the whole
 file), but not a task it settled, read otherwise from an edited task file (`task_changes`). A changed run is
 refused unless `--resume-changed` is given; then the change is kept in `run.json`'s `changes` (`changes_kept`) and
@@ -99,6 +102,22 @@ def earlier_task_files(before: Mapping[str, Any] | None, sha256: str) -> list[st
     kept = [x for x in part.get("earlier_sha256") or () if isinstance(x, str)]
     last = part.get("sha256")
     return list(dict.fromkeys([*kept, *([last] if isinstance(last, str) and last != sha256 else [])]))
+
+
+def some(ids: Sequence[str], n: int = 8) -> str:
+    """`a, b, c` (the first `n`, then `and K more`)."""
+    return ", ".join(ids[:n]) + (f" and {len(ids) - n} more" if len(ids) > n else "")
+
+
+def selection_change(was: Sequence[str], now: Sequence[str]) -> str:
+    """'' when `now` selects the tasks `was` did (in any order), else how it differs, as a campaign's refusal says
+    it: `selection: 3 tasks -> 2 (left out: a)`, `(added: b)`."""
+    before, after = set(was), set(now)
+    gone, added = [t for t in was if t not in after], [t for t in now if t not in before]
+    if not gone and not added:
+        return ""
+    how = "; ".join(([f"left out: {some(gone)}"] if gone else []) + ([f"added: {some(added)}"] if added else []))
+    return f"selection: {len(before)} tasks -> {len(after)} ({how})"
 
 
 def refusal(out: object, found: Sequence[str]) -> str:

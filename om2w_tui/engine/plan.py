@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from om2w_tui.campaign_folder import FORMAT, CampaignFolder, arm_problem, is_campaign, lane_name
+from om2w_tui.campaign_folder import FORMAT, CampaignFolder, LaneName, arm_problem, is_campaign, lane_name
 from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.measured import MEASURED, SELECTION, measured, selection_change
 from om2w_tui.engine.measured import changes as changed
-from om2w_tui.engine.measured import measured
 from om2w_tui.engine.settings import (
     BEYOND,
     BROWSER,
@@ -47,6 +47,7 @@ from om2w_tui.engine.settings import (
     parse_number,
 )
 from om2w_tui.engine.sharding import shard_from_flags
+from om2w_tui.episode.arms import arm_names
 from om2w_tui.episode.instruction import TemplateError, read_template
 from om2w_tui.files import write_json_atomic
 from om2w_tui.json_input import InputError
@@ -89,6 +90,7 @@ class Plan:
     shared: dict[str, Any]           # RunConfig field (or shard, slot_range, no_pacing) -> value: the top level
     arms: tuple[Arm, ...]
     repeats: int = 1
+    command_line: bool = False       # the short form (`run --arm A --arm B`): no file, every setting a flag
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,10 @@ class Campaign:
     # campaign.json records (`--slot-range a:b --workers W`: W, the campaign's slots, where `config` has b - a);
     # None: `config` itself
     whole: RunConfig | None = None
+    overrides: frozenset[str] = frozenset()   # the fields the flags given after the plan set (replacing its own)
+    # the ids of the tasks every lane runs (the whole selection, before this node's share), once the checks loaded
+    # them (engine/campaign_launch.py): what campaign.json records and a resume compares; None: not loaded
+    selection: tuple[str, ...] | None = None
 
     @property
     def settings(self) -> RunConfig:
@@ -121,7 +127,8 @@ _HEADER = re.compile(r"\s*\[\s*(?P<name>[^\[\]]+?)\s*\]\s*(?:#.*)?$")
 _PART = re.compile(r"\"[^\"]*\"|'[^']*'|[^.\s]+")
 _TOML_LINE = re.compile(r"at line (?P<line>\d+)")
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
-_KEY = re.compile(r"\s*(?P<key>\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)\s*=")
+_ONE_KEY = r"(?:\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)"
+_KEY = re.compile(rf"\s*(?P<key>{_ONE_KEY}(?:\s*\.\s*{_ONE_KEY})*)\s*=")   # a key, dotted or not
 
 
 def _unquote(part: str) -> str:
@@ -135,21 +142,24 @@ def table_name(table: tuple[str, ...]) -> str:
 
 
 def key_line(text: str, table: tuple[str, ...], key: str | None) -> int:
-    """The line (from 1) where `key` is set in `table` (() the top level), or the table's own header for `key`
-    None; 0 where it cannot be told (tomllib gives no lines: a dotted key or an inline table)."""
+    """The line (from 1) where `key` is set in `table` (() the top level), else where the table is first named (its
+    header, a table under it: `[arm.a]` names `arm`, or a key that sets it: `arms = "a"`, `arms.a.model = "m"`);
+    0 where it cannot be told (tomllib gives no lines: a key inside an inline table)."""
     current: tuple[str, ...] = ()
-    header = 0
+    first = 0
     for number, line in enumerate(text.splitlines(), start=1):
         if m := _HEADER.match(line):
             current = tuple(_unquote(p) for p in _PART.findall(m["name"]))
-            if current == table:
-                header = number
-                if key is None:
-                    return number
+            path = current
+        elif m := _KEY.match(line):
+            path = current + tuple(_unquote(p) for p in _PART.findall(m["key"]))
+        else:
             continue
-        if key is not None and current == table and (m := _KEY.match(line)) and _unquote(m["key"]) == key:
+        if key is not None and path[:len(table) + 1] == (*table, key):
             return number
-    return header
+        if not first and path[:len(table)] == table and (table or key is None):
+            first = number
+    return first
 
 
 class _Reader:
@@ -214,8 +224,18 @@ def _value(s: Setting, raw: Any) -> Any:
     elif isinstance(raw, str):
         text = raw
     else:
-        raise ValueError(f"a {type(raw).__name__} is not a value of {s.flag}")
+        raise ValueError(f"{toml_kind(raw)} is not a value of {s.flag}")
     return s.parse(text)
+
+
+# what TOML calls each kind of value tomllib gives (a bool before an int: it is one in Python)
+_TOML_KINDS: tuple[tuple[type, str], ...] = ((dict, "a table"), (list, "an array"), (bool, "a boolean"),
+                                             (int, "an integer"), (float, "a float"), (str, "a string"))
+
+
+def toml_kind(value: Any) -> str:
+    """What TOML calls a value of this kind (`a table`, `an array`), as the plan's reader says it."""
+    return next((words for kind, words in _TOML_KINDS if isinstance(value, kind)), "a date or time")
 
 
 def read_plan(path: Path) -> Plan:
@@ -256,7 +276,10 @@ def read_plan(path: Path) -> Plan:
         else:
             field, parsed = reader.setting((), key, value)
             shared[field] = parsed
-    if not isinstance(arms_table, dict) or not arms_table:
+    if arms_table is not None and not isinstance(arms_table, dict):
+        raise reader.fail(("arms",), None, f"arms: {toml_kind(arms_table)}, not a table; give one [arms.NAME] table "
+                                           f"per arm (e.g. [arms.base] and [arms.agent] with arm = \"agent\")")
+    if not arms_table:
         raise reader.fail(("arms",), None, "no arms: give one [arms.NAME] table per arm (e.g. [arms.base] and "
                                            "[arms.agent] with arm = \"agent\")")
     arms: list[Arm] = []
@@ -265,7 +288,8 @@ def read_plan(path: Path) -> Plan:
         if problem := arm_problem(name, [arm.name for arm in arms]):
             raise reader.fail(("arms", name), None, f"[{shown}]: {problem}")
         if not isinstance(table, dict):
-            raise reader.fail(("arms",), name, f"{shown}: a table of the settings the arm changes")
+            raise reader.fail(("arms",), name, f"{shown}: {toml_kind(table)}, not a table; give [{shown}] with the "
+                                               f"settings the arm changes")
         reader.once(("arms", name), table)
         changes: dict[str, Any] = {}
         for key, value in table.items():
@@ -324,7 +348,15 @@ def resolve(plan: Plan, overrides: Mapping[str, Any] | None = None) -> Campaign:
                                          config_from_values({**shared, **arm.changes, "out": out / name})))
     except ValueError as e:
         raise PlanError(f"{plan.path}: {e}") from None
-    return Campaign(plan, config, tuple(lanes), whole)
+    return Campaign(plan, config, tuple(lanes), whole, frozenset(overrides or {}))
+
+
+def unknown_arms(names: list[str]) -> str:
+    """'' when each of `names` (given with --arm) is an arm, else the words naming every one that is not (the
+    short form's arms at once: the campaign's checks stop at the first)."""
+    unknown = list(dict.fromkeys(name for name in names if name not in arm_names()))
+    return (f"{', '.join(f'--arm {name}' for name in unknown)}: no such arm (known: {', '.join(arm_names())})"
+            if unknown else "")
 
 
 def short_form(config: RunConfig, arms: list[str], whole: RunConfig | None = None) -> Campaign:
@@ -335,9 +367,10 @@ def short_form(config: RunConfig, arms: list[str], whole: RunConfig | None = Non
         if problem := arm_problem(name, seen):
             raise PlanError(f"--arm {name}: {problem}")
         seen.append(name)
-    plan = Plan(Path("--arm " + " --arm ".join(seen)), {}, tuple(Arm(a, {"arm": a}) for a in seen))
+    plan = Plan(Path("--arm " + " --arm ".join(seen)), {}, tuple(Arm(a, {"arm": a}) for a in seen),
+                command_line=True)
     lanes = tuple(PlannedLane(a, a, 1, dataclasses.replace(config, arm=a, out=config.out / a)) for a in seen)
-    return Campaign(plan, config, lanes, whole)
+    return Campaign(plan, config, lanes, whole, frozenset(f.name for f in dataclasses.fields(RunConfig)))
 
 
 # ── campaign.json ─────────────────────────────────────────────────────────────────────────────────────────────────
@@ -364,42 +397,96 @@ def plan_json(campaign: Campaign) -> dict[str, Any]:
         "repeats": campaign.plan.repeats,
         "lanes": [{"name": lane.name, "arm": lane.arm, "repeat": lane.repeat, "settings": measured(lane.config)}
                   for lane in campaign.lanes],
+        **({"selection": list(campaign.selection)} if campaign.selection is not None else {}),
     }
 
 
 def resume_problem(campaign: Campaign) -> str:
     """'' when the campaign may write its folder: new, or a campaign's whose lanes it keeps, each measuring what it
-    did; else what changed and what to do. New lanes (an arm added, more repeats) are allowed; a lane dropped is
-    not (its folder holds its results and report reads the lanes campaign.json names)."""
+    did on the same tasks (`campaign.selection` against campaign.json's); else what changed, where the change came
+    from (the plan, or a flag given after it) and what to do. New lanes (an arm added, more repeats) are allowed
+    where their folders are new or hold nothing but hidden files; a lane dropped is not (its folder holds its
+    results and report reads the lanes campaign.json names)."""
     out = campaign.config.out
     folder = CampaignFolder(out)
     if not out.is_dir():
         return ""
-    if not is_campaign(out):
-        run = RunFolder(out)
-        if any(p.exists() for p in (run.results, run.manifest)):
-            return f"out {out}: a run's folder, not a campaign's; give the campaign its own out"
-        return ""
-    try:
-        old = folder.read_plan()
-        old_lanes = folder.lanes()
-    except InputError as e:
-        return f"{e}; move it aside or give the campaign another out"
-    before = {lane.get("name"): lane.get("settings") for lane in old["lanes"] if isinstance(lane, dict)}
+    old: dict[str, Any] = {"lanes": []}
+    old_lanes: list[LaneName] = []
+    if is_campaign(out):
+        try:
+            old, old_lanes = folder.read_plan(), folder.lanes()
+        except InputError as e:
+            return f"{e}; move it aside or give the campaign another out"
+    elif any(p.exists() for p in (RunFolder(out).results, RunFolder(out).manifest)):
+        return f"out {out}: a run's folder, not a campaign's; give the campaign its own out"
     names = {lane.name for lane in campaign.lanes}
     if dropped := [lane.name for lane in old_lanes if lane.name not in names]:
         return (f"{campaign.plan.path}: the campaign in {out} has lane(s) this plan drops: {', '.join(dropped)} "
                 f"(their folders hold results); keep their arms and repeats in the plan, or give another out")
-    changes = []
+    kept = {lane.name for lane in old_lanes}
+    for lane in campaign.lanes:
+        if lane.name not in kept and (problem := _not_a_new_lane(folder.run(lane.name))):
+            return (f"{folder.run(lane.name)}: {problem}, not a lane of the campaign in {out}; arm {lane.arm}'s "
+                    f"lane would be written into it: move it aside or rename the arm")
+    found = _measured_changes(campaign, old)
+    if not found or campaign.config.resume_changed:
+        return ""
+    flags = list(dict.fromkeys(source for source, _ in found if source))
+    named = ", ".join(flags) + ("" if campaign.plan.command_line else " (given after the plan)")
+    what = f"what lanes in {out} measure ({'; '.join(change for _, change in found)})"
+    if not flags:
+        return f"{campaign.plan.path}: the plan changes {what}; run it as it was, or give the changed plan another out"
+    if all(source for source, _ in found):
+        verb = "changes" if len(flags) == 1 else "change"
+        return f"{named} {verb} {what}; run the plan as it was, or give the change another out"
+    return (f"{campaign.plan.path}: the plan and {named} change {what}; run it as it was, or give the changed plan "
+            f"another out")
+
+
+def _not_a_new_lane(path: Path) -> str:
+    """'' where a new lane may be written at `path` (absent, or a folder of hidden files only: an earlier start's
+    locks), else what is there."""
+    if not path.exists() and not path.is_symlink():
+        return ""
+    if path.is_symlink() or not path.is_dir():
+        return "not a folder"
+    try:
+        held = sorted(p.name for p in path.iterdir() if not p.name.startswith("."))
+    except OSError as e:
+        return f"cannot be read ({e.strerror or e})"
+    return f"a folder that holds {', '.join(held[:3])}{' ...' if len(held) > 3 else ''}" if held else ""
+
+
+def _measured_changes(campaign: Campaign, old: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Each change in what a kept lane measures, as (the flag given after the plan it came from, or '' for the plan;
+    the change in words). The selection is compared by its tasks where campaign.json has them (else by the settings
+    that say it, as an older campaign.json was)."""
+    before = {lane.get("name"): lane.get("settings") for lane in old["lanes"] if isinstance(lane, dict)}
+    arms = {arm.name: arm.changes for arm in campaign.plan.arms}
+    was_selected = old.get("selection")
+    by_ids = isinstance(was_selected, list) and campaign.selection is not None
+    keys = [k for k in MEASURED if not (by_ids and k in SELECTION)]
+
+    def source(key: str, arm: str) -> str:
+        if key not in campaign.overrides or key in arms.get(arm, {}):
+            return ""
+        return BY_KEY[key].flag if key in BY_KEY else f"--{flag_name(key)}"
+
+    found: list[tuple[str, str]] = []
+    if by_ids and campaign.selection is not None and (how := selection_change(
+            [str(t) for t in was_selected or ()], campaign.selection)):
+        # the selection's flags given (the short form's: those set, every setting being a flag there)
+        flags = [source(k, "") for k in MEASURED if k in SELECTION and source(k, "")
+                 and (not campaign.plan.command_line or getattr(campaign.config, k) not in (None, "", ()))]
+        found.append((", ".join(flags), how))
     for lane in campaign.lanes:
         was = before.get(lane.name)
-        if not isinstance(was, dict):
-            continue
-        changes += [f"{lane.name}: {c}" for c in changed(was, measured(lane.config))]
-    if changes and not campaign.config.resume_changed:
-        return (f"{campaign.plan.path}: the plan changes what lanes in {out} measure ({'; '.join(changes)}); "
-                f"run it as it was, or give the changed plan another out")
-    return ""
+        if isinstance(was, dict):
+            now = measured(lane.config)
+            found += [(source(k, lane.arm), f"{lane.name}: {c}") for k in keys
+                      for c in changed(was, now, [k])]
+    return found
 
 
 def write_plan(campaign: Campaign) -> None:

@@ -14,7 +14,16 @@ import pytest
 from om2w_tui.cli.main import main
 from tests.fakes import Reply, StubServer
 from tests.stand_ins import STAND_IN_CHROMIUM
-from tests.unit.helpers import REPO, SECRET, assert_usage_error, good_rows, run_cli, task_file
+from tests.unit.helpers import (
+    REPO,
+    SECRET,
+    assert_usage_error,
+    good_rows,
+    listing,
+    make_campaign,
+    run_cli,
+    task_file,
+)
 
 
 def test_a_good_preflight_reaches_past_these_checks(work, monkeypatch):
@@ -245,3 +254,27 @@ def test_every_flag_the_guide_gives_judge_is_in_its_help(capsys):
     assert [f for f in sorted(flags | {"--backoff"}) if f not in shown] == []
     assert "--backoff S           seconds before the first retry" in shown
     assert "--request-timeout S   seconds one call may take in all" in shown
+
+
+def test_an_out_inside_a_run_folder_or_a_campaigns_folder_is_refused_for_a_run_and_a_campaign(work, tmp_path,
+                                                                                                capsys):
+    """The official evaluator takes every subfolder of a run's folder as a task: no run or campaign is written
+    inside one (a lane's, or any run's: the rule `report --html` asks); a run is never written into a campaign's
+    folder, beside its lanes. Exit 2 naming the folder, nothing written."""
+    camp = make_campaign(work / "camp")
+    before = listing(camp)
+    for lane, out in ((camp / "base", camp / "base" / "sub"), (camp / "agent-r2", camp / "agent-r2" / "x" / "sub")):
+        proc = run_cli(work, "--tasks", str(work / "tasks.json"), out=out)
+        assert_usage_error(proc, f"--out {out}: inside the run folder {lane}; the official evaluator takes every "
+                                 f"subfolder of a run for a task")
+    proc = run_cli(work, "--tasks", str(work / "tasks.json"), out=camp)
+    assert_usage_error(proc, f"--out {camp}: a campaign's folder (its campaign.json)")
+    plan = tmp_path / "plan.toml"
+    plan.write_text(f'bench = "om2w"\ntasks = "{work / "tasks.json"}"\nmodel = "oracle"\n'
+                    f'chromium = "{STAND_IN_CHROMIUM}"\nout = "{tmp_path / "study"}"\n[arms.base]\n')
+    capsys.readouterr()
+    assert main(["campaign", str(plan), "--no-ui", "--out", str(camp / "base" / "sub")]) == 2
+    assert f"--out {camp / 'base' / 'sub'}: inside the run folder {camp / 'base'}" in capsys.readouterr().err
+    assert main(["doctor", "--arm", "base", "--arm", "agent", "--out", str(camp / "agent" / "sub"), "--tasks",
+                 str(work / "tasks.json"), "--model", "oracle", "--chromium", STAND_IN_CHROMIUM]) == 2
+    assert listing(camp) == before

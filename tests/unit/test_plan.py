@@ -4,6 +4,7 @@ the resume rule (a lane's measured settings may not change under its folder, lan
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from om2w_tui.campaign_folder import CampaignFolder
 from om2w_tui.engine.plan import PlanError, plan_json, read_plan, resolve, resume_problem, short_form, write_plan
+from tests.stand_ins import STAND_IN_CHROMIUM
 
 EXAMPLE = """\
 # a study: the base model against the agent, three repeats
@@ -98,6 +100,16 @@ def test_the_offline_benchmark_default_cooldown_applies_unless_the_plan_gives_on
     ('out = "x"\nseed = 99999999999999999999\n[arms.a]\n', 2, "seed: 99999999999999999999: must be 0 to 4294967295"),
     ('out = "x"\n[arms.a]\nworkers = 100000000000000000000000\n', 3, "must be 1 to 512"),
     ('out = "x"\n[other]\nx = 1\n[arms.a]\n', 2, "[other]: no such table"),
+    # a table named only by the tables under it, or by a key: its first line, and TOML's words for what is wrong
+    ('out = "x"\n[arm.a]\nmodel = "m"\n', 2, "[arm]: no such table"),
+    ('out = "x"\nother.x = 1\n[arms.a]\n', 2, "[other]: no such table"),
+    ('out = "x"\narms = "a"\n', 2, "arms: a string, not a table; give one [arms.NAME] table per arm"),
+    ('out = "x"\n\narms = [1]\n', 3, "arms: an array, not a table"),
+    ('out = "x"\n[arms]\na = "m"\n', 3, "arms.a: a string, not a table; give [arms.a] with the settings"),
+    ('out = "x"\n[arms.a]\nmodel = {x = 1}\n', 3, "[arms.a] model: a table is not a value of --model"),
+    ('out = "x"\nworkers = [1, 2]\n[arms.a]\n', 2, "workers: an array is not a value of --workers"),
+    ('out = "x"\npace-cooldown = 1979-05-27\n[arms.a]\n', 2, "a date or time is not a value of --pace-cooldown"),
+    ('out = "x"\narms.a.model = "m"\narms.a.modle = "m"\n', 3, "[arms.a] modle: no such setting"),
     ('out = "x"\nworkers = 2\n', 0, "no arms"),
     ('out = "x"\n[arms]\n', 2, "no arms"),
     ('out = "x"\nworkers = \n', 2, "not a plan in TOML: Invalid value (at line 2, column 11)"),
@@ -170,7 +182,7 @@ def test_nodes_given_slot_ranges_record_the_campaigns_workers_and_the_second_is_
     write_plan(nodes[1])
     assert json.loads(CampaignFolder(tmp_path / "study").plan.read_text())["shared"]["workers"] == 12
     short = [campaign_from_args(parse_args(["run", "--bench", "offline", "--model", "oracle", "--out",
-                                            str(tmp_path / "o"), "--arm", "a", "--arm", "b", "--workers", "6",
+                                            str(tmp_path / "o"), "--arm", "base", "--arm", "agent", "--workers", "6",
                                             "--slot-range", r])) for r in ("0:2", "2:6")]
     assert [c.config.workers for c in short if c is not None] == [2, 4]
     assert [plan_json(c)["shared"]["workers"] for c in short if c is not None] == [6, 6]
@@ -250,7 +262,9 @@ def test_the_campaign_command_refuses_a_bad_plan_a_changed_one_and_a_bad_flag_wi
     before = (tmp_path / "study" / "campaign.json").read_text()
     assert main(["campaign", str(path), "--no-ui", "--temperature", "0.7"]) == 2   # a flag replaces the top level
     err = capsys.readouterr().err
-    assert "the plan changes what lanes in" in err and "base: temperature 0.5 -> 0.7" in err
+    # the flag is named as the change's source, not the plan (which did not change)
+    assert err.startswith("om2w-tui: --temperature (given after the plan) changes what lanes in"), err
+    assert "base: temperature 0.5 -> 0.7" in err and f"{path}" not in err
     assert (tmp_path / "study" / "campaign.json").read_text() == before
     assert sorted(p.name for p in (tmp_path / "study").iterdir()) == ["campaign.json"]
     with pytest.raises(SystemExit) as e:
@@ -297,3 +311,107 @@ def test_the_campaign_checks_ask_each_model_once_and_name_the_lane_whose_model_i
     assert [what for what, *_ in checks if what.endswith("model endpoint")] == ["good: model endpoint",
                                                                                 "typo: model endpoint"]
     assert not (tmp_path / "study").exists()
+
+
+def test_a_new_arm_is_refused_where_its_lane_folder_holds_something_the_campaign_did_not_write(tmp_path):
+    """An arm added (or a first start) whose lane's folder exists beside the lanes holding something else (a site
+    `report --html` wrote, another run) would write its lane into it: refused naming it. A folder of hidden files
+    only (an earlier start's locks) is taken."""
+    path = write(tmp_path, EXAMPLE.replace("repeats = 3", "repeats = 1"))
+    write_plan(resolve(read_plan(path)))
+    study = tmp_path / "study"
+    (study / "site").mkdir()
+    (study / "site" / "index.html").write_text("<html>")
+    added = write(tmp_path, EXAMPLE.replace("repeats = 3", "repeats = 1") + '\n[arms.site]\nmodel = "m"\n')
+    problem = resume_problem(resolve(read_plan(added)))
+    assert problem == (f"{study / 'site'}: a folder that holds index.html, not a lane of the campaign in {study}; "
+                       f"arm site's lane would be written into it: move it aside or rename the arm")
+    (study / "site" / "index.html").unlink()
+    (study / "site" / ".om2w-run.lock").write_text("")
+    assert resume_problem(resolve(read_plan(added))) == ""
+    (study / "campaign.json").unlink()   # a campaign's first start over a folder that holds such a folder
+    (study / "base").mkdir()
+    (study / "base" / "results.jsonl").write_text("")
+    assert "study/base: a folder that holds results.jsonl, not a lane" in resume_problem(resolve(read_plan(path)))
+
+
+def selection_plan(tmp_path: Path, exclude: str = "", tasks: str = "tasks.json") -> Path:
+    (tmp_path / "skip.txt").write_text(exclude)
+    return write(tmp_path, f'bench = "om2w"\ntasks = "{tmp_path / tasks}"\nexclude-tasks = "{tmp_path / "skip.txt"}"\n'
+                           f'model = "oracle"\nchromium = "{STAND_IN_CHROMIUM}"\nout = "{{out}}"\n'
+                           '[arms.base]\n[arms.agent]\narm = "agent"\n')
+
+
+def test_a_campaign_resumes_on_the_tasks_it_selected_whatever_the_files_that_say_them(tmp_path, capsys):
+    """campaign.json records the task ids every lane runs; a resume whose files now select others (an
+    --exclude-tasks file edited under the same path, tasks added to the task file) is refused naming how, exit 2,
+    nothing written. The same tasks named otherwise (another path to the same list) are no change."""
+    from om2w_tui.cli.main import main  # the command line only for this test
+    from om2w_tui.engine.campaign_launch import whole_selection
+
+    rows = [{"task_id": t, "confirmed_task": f"do {t}", "website": f"https://{t}.com/", "level": "easy"}
+            for t in ("t1", "t2", "t3")]
+    (tmp_path / "tasks.json").write_text(json.dumps(rows))
+    campaign = resolve(read_plan(selection_plan(tmp_path)))
+    campaign = dataclasses.replace(campaign, selection=whole_selection(campaign.settings))
+    write_plan(campaign)
+    study = tmp_path / "study"
+    before = (study / "campaign.json").read_text()
+    assert json.loads(before)["selection"] == ["t1", "t2", "t3"]
+    selection_plan(tmp_path, "t2\n")
+    assert main(["campaign", str(tmp_path / "plan.toml"), "--no-ui"]) == 2
+    err = capsys.readouterr().err
+    assert "the plan changes what lanes in" in err and "(selection: 3 tasks -> 2 (left out: t2))" in err, err
+    (tmp_path / "tasks.json").write_text(json.dumps([*rows, {**rows[0], "task_id": "t4"}]))
+    selection_plan(tmp_path)
+    assert main(["campaign", str(tmp_path / "plan.toml"), "--no-ui", "--limit", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("om2w-tui: --limit (given after the plan) changes what lanes in"), err
+    assert "selection: 3 tasks -> 2 (left out: t3)" in err
+    assert main(["campaign", str(tmp_path / "plan.toml"), "--no-ui", "--level", "easy"]) == 2
+    err = capsys.readouterr().err   # a flag named as it is spelled (`--level`, the field `levels`)
+    assert err.startswith("om2w-tui: --level (given after the plan) changes") and "(added: t4)" in err, err
+    assert main(["campaign", str(tmp_path / "plan.toml"), "--no-ui"]) == 2
+    assert "selection: 3 tasks -> 4 (added: t4)" in capsys.readouterr().err
+    assert (study / "campaign.json").read_text() == before and sorted(p.name for p in study.iterdir()) == [
+        "campaign.json"]
+    # another path to the same tasks selects the same tasks
+    (tmp_path / "same.json").write_text(json.dumps(rows))
+    again = resolve(read_plan(selection_plan(tmp_path, tasks="same.json")))
+    assert resume_problem(dataclasses.replace(again, selection=whole_selection(again.settings))) == ""
+
+
+def test_a_campaign_json_without_the_selection_is_read_as_before_comparing_the_settings(tmp_path):
+    (tmp_path / "tasks.json").write_text(json.dumps([{"task_id": "t1", "confirmed_task": "x",
+                                                      "website": "https://a.com/", "level": "easy"}]))
+    write_plan(resolve(read_plan(selection_plan(tmp_path))))   # as a campaign.json before `selection` was kept
+    assert "selection" not in json.loads((tmp_path / "study" / "campaign.json").read_text())
+    from om2w_tui.engine.campaign_launch import whole_selection
+
+    now = resolve(read_plan(selection_plan(tmp_path, "t9\n")))
+    assert resume_problem(dataclasses.replace(now, selection=whole_selection(now.settings))) == ""
+    other = resolve(read_plan(selection_plan(tmp_path, tasks="other.json")))
+    assert "tasks " in resume_problem(other) and "other.json" in resume_problem(other)
+
+
+def test_a_refusal_names_the_plan_and_the_flag_each_change_came_from(tmp_path):
+    path = write(tmp_path, EXAMPLE)
+    write_plan(resolve(read_plan(path)))
+    changed = write(tmp_path, EXAMPLE.replace('"my-lora"', '"my-lora-2"'))
+    both = resume_problem(resolve(read_plan(changed), {"temperature": 0.7}))
+    assert both.startswith(f"{changed}: the plan and --temperature (given after the plan) change what lanes in")
+    assert "agent: model 'my-lora' -> 'my-lora-2'" in both and "base: temperature 0.5 -> 0.7" in both
+    # an arm that sets it itself keeps its own: the flag changes no lane of it
+    path = write(tmp_path, EXAMPLE.replace("seed = 7", "seed = 7\ntemperature = 0.5"))
+    flag = resume_problem(resolve(read_plan(path), {"temperature": 0.7}))
+    assert flag.startswith("--temperature (given after the plan) changes") and "agent:" not in flag
+
+
+def test_every_unknown_arm_of_the_short_form_is_named_at_once(tmp_path, capsys):
+    from om2w_tui.cli.main import main  # the command line only for this test
+
+    for command in ("run", "doctor"):
+        assert main([command, "--no-ui", "--out", str(tmp_path / "o"), "--bench", "offline", "--model", "oracle",
+                     "--arm", "good", "--arm", "base", "--arm", "weak"]) == 2
+        assert "--arm good, --arm weak: no such arm (known: agent, base)" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

@@ -51,7 +51,7 @@ from om2w_tui.files import write_new
 from om2w_tui.frontends.answer import ShownAnswer, shown_answer
 from om2w_tui.frontends.web.images import THUMB_SUFFIX, Job, Made, first_copies, make_all
 from om2w_tui.frontends.web.prices import Price
-from om2w_tui.run_folder import RunFolder
+from om2w_tui.run_folder import inside_run, run_holding
 
 MARKER = ".om2w-tui-site"
 FORMAT = "om2w-tui-site"
@@ -71,13 +71,8 @@ def check_destination(dest: Path, outs: Sequence[Path]) -> None:
     """Raise SiteError where DIR must not be written: inside a run folder (one of `outs`, or any folder holding a
     run's own files), or a folder with files that is not a site of ours."""
     where = Path(os.path.abspath(dest))
-    runs = [Path(os.path.abspath(o)) for o in outs]
-    for folder in [where, *where.parents]:
-        folder_is_run = folder in runs or (folder.is_dir() and bool(RunFolder(folder).results_files()
-                                                                    or RunFolder(folder).manifests()))
-        if folder_is_run:
-            raise SiteError(f"--html {dest}: inside the run folder {folder}; the official evaluator takes every "
-                            f"subfolder of a run for a task: write the site outside it")
+    if (folder := run_holding(dest, outs)) is not None:
+        raise SiteError(inside_run("--html", dest, folder, "write the site"))
     if where.is_symlink() or (where.exists() and not where.is_dir()):
         raise SiteError(f"--html {dest}: exists and is not a folder; give a new folder")
     if where.is_dir() and any(where.iterdir()) and not (where / MARKER).is_file():
