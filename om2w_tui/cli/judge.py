@@ -128,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"om2w-tui judge: {out}: no task folders", file=sys.stderr)
         return EXIT_USAGE
     rate = 100.0 * res.successes / res.tasks
-    print(f"judged {res.judged} now, {res.skipped} before; {len(res.failed)} failed, {len(res.unreadable)} unreadable")
+    print(f"judged {res.judged} now, {res.skipped} before; {len(res.failed)} failed, {len(res.unreadable)} unreadable"
+          + (f", {len(res.unsettled)} not settled yet (judged once the run settles them)" if res.unsettled else ""))
     print(f"success: {res.successes} of {res.tasks} task folders ({rate:.1f}%; {res.in_file} judged) -> {res.path}")
     if res.failed or res.unreadable:
         print("some tasks were not judged: run the same command again to resume "

@@ -3,32 +3,35 @@
 
 The classes, in their order of precedence (the first rule that holds names the class):
 
-  1. bot_wall       the record's status is `blocked` (a CAPTCHA or bot wall met the agent)
-  2. harness_error  status `error` of kind infra, endpoint or storage (the harness or its services failed), but for
+  1. stopped        status `killed`: its user ended it (and it was not run again), or its run's stop or requeue did
+                    (then it is not its task's settling attempt: a report gives the task no class while it waits to
+                    run again, `tasks health` lists the attempt); never a site's failure, whatever its page showed
+  2. bot_wall       the record's status is `blocked` (a CAPTCHA or bot wall met the agent)
+  3. harness_error  status `error` of kind infra, endpoint or storage (the harness or its services failed), but for
                     a network error of the site itself at its page load (Chromium's net::ERR_ codes of the site:
                     protocol/faults.py SITE_NET_ERRORS; the worker records it as infra so that it is retried): the
-                    site's, rule 3
-  3. site_error     the site failed: the record's error names an HTTP or network failure (net::ERR_..., HTTP 4xx/5xx,
+                    site's, rule 4
+  4. site_error     the site failed: the record's error names an HTTP or network failure (net::ERR_..., HTTP 4xx/5xx,
                     connection refused or reset, name not resolved), the last page is the browser's error page
                     (chrome-error://), the site answered with an HTTP error page (`error_page`: the last page's
                     recorded HTTP status 4xx/5xx, its title, or the last step's thought reading one: 404 / 500 /
                     502 / 503 Not Found ...), or the episode never got a screenshot of a page and took no step
-  4. model_error    status `error` of kind model, or a record with `model_fault` (the call kind it ended on is the
+  5. model_error    status `error` of kind model, or a record with `model_fault` (the call kind it ended on is the
                     class's detail: schema, context, refusal ...)
-  5. loop           the same action on the same page three or more steps in a row (a step's action lines and its
+  6. loop           the same action on the same page three or more steps in a row (a step's action lines and its
                     URL; a v1 trajectory keeps no URL: the action lines alone)
-  6. timeout        status `timeout`
-  7. out_of_steps   status `out_of_steps`, or `done` without the agent saying it was done after the step budget
+  7. timeout        status `timeout`
+  8. out_of_steps   status `out_of_steps`, or `done` without the agent saying it was done after the step budget
                     (the record's own max_steps; a record written before records kept it: run.json's) was used up
-  8. stopped        status `killed` (its user ended it, and it was not run again)
   9. gave_up        it ended without an answer, with an answer that says it failed ("could not", "unable to",
                     "cannot" ...), or on an error of the agent's own
  10. answered_wrong it ended with an answer that the measure (the judge, the humans or the reference answers) calls a
                     failure
 
 A loop goes before the timeout and the step budget because it is what used them up. A task that succeeded, or whose
-outcome is not known yet (not judged, still running), has no class. Pure functions but `classify_run`, which reads
-the run's folders."""
+outcome is not known yet (not judged, still running), has no class. A folder with no record (another harness's, or
+an episode its run was killed under) is read as its folder says it ended: its `cut_short` (`killed`, `timeout` ...)
+as the status, else `done`. Pure functions but `classify_run`, which reads the run's folders."""
 
 from __future__ import annotations
 
@@ -40,14 +43,15 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.benchmarks.episode_folder import EpisodeFolder, StepOnDisk, read_episode
-from om2w_tui.engine.results import EpisodeRecord, read_results
+from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.evaluation.task_outcome import Outcome
+from om2w_tui.evaluation.verdicts import Settled
 from om2w_tui.json_input import InputError, load
 from om2w_tui.protocol.faults import FaultKind, site_net_error
 from om2w_tui.run_folder import RunFolder
 
-CLASSES: tuple[str, ...] = ("bot_wall", "harness_error", "site_error", "model_error", "loop", "timeout",
-                            "out_of_steps", "stopped", "gave_up", "answered_wrong")
+CLASSES: tuple[str, ...] = ("stopped", "bot_wall", "harness_error", "site_error", "model_error", "loop", "timeout",
+                            "out_of_steps", "gave_up", "answered_wrong")
 WORDS: dict[str, str] = {
     "bot_wall": "bot wall", "harness_error": "harness error", "site_error": "site error", "model_error": "model error",
     "loop": "loop", "timeout": "timeout", "out_of_steps": "step budget used up", "stopped": "stopped by its user",
@@ -160,11 +164,14 @@ def classify(record: EpisodeRecord | None, episode: EpisodeFolder | None, outcom
     step budget (run.json's), for a record that does not carry the budget it ran under."""
     if outcome == "success":
         return None
-    rec = record or EpisodeRecord(task_id=episode.task_id if episode else "", status="done",
+    rec = record or EpisodeRecord(task_id=episode.task_id if episode else "",
+                                  status=(episode.cut_short if episode else "") or "done",
                                   answer=episode.answer if episode else "",
                                   steps=episode.recorded_steps if episode else 0)
     status, kind = rec.status, rec.error_kind
     max_steps = rec.max_steps if rec.max_steps is not None else max_steps   # the task's own budget first
+    if status == "killed":   # stopped before its end: what its page showed is not the site's doing
+        return Failure("stopped", f"status killed: {rec.error or 'by its user'}")
     if status == "blocked":
         return Failure("bot_wall", "status blocked: a bot wall or CAPTCHA")
     if status == "error" and (code := site_net_error(rec.error)):   # before the harness: the site did not answer
@@ -183,8 +190,6 @@ def classify(record: EpisodeRecord | None, episode: EpisodeFolder | None, outcom
     if status == "out_of_steps" or (status == "done" and not rec.agent_done and max_steps is not None
                                     and rec.steps >= max_steps):
         return Failure("out_of_steps", f"{rec.steps} steps of a budget of {max_steps or rec.steps}, no answer given")
-    if status == "killed":
-        return Failure("stopped", f"status killed: {rec.error or 'by its user'}")
     if outcome is None and status in ("done", ""):
         return None   # not judged yet: it may have succeeded
     answer = rec.answer.strip() or (episode.answer.strip() if episode else "")
@@ -214,16 +219,17 @@ def max_steps_of(out: Path) -> int | None:
 
 def classify_run(out: Path, outcomes: Mapping[str, Outcome | None],
                  episodes: Mapping[str, EpisodeFolder] | None = None) -> dict[str, Failure | None]:
-    """Every task of `outcomes` (a report's per-task outcome) classified; `episodes`: folders already read."""
+    """Every task of `outcomes` (a report's per-task outcome) classified; `episodes`: folders already read. A task
+    still to run (`task_outcome.still_to_run`: no record yet, or run again) has no class, as in `report`."""
     out = Path(out)
-    latest = read_results(out).latest_records()
+    settled = Settled.read(out)
     budget = max_steps_of(out)
     found: dict[str, Failure | None] = {}
     for tid, outcome in outcomes.items():
-        if outcome == "success":
+        if outcome == "success" or settled.pending(tid):
             found[tid] = None
             continue
-        rec = latest.get(tid)
+        rec = settled.latest.get(tid)
         ep = (episodes or {}).get(tid) or read_episode(out / tid)
         found[tid] = classify(rec, ep if ep.layout is not None else None, outcome, budget)
     return found

@@ -16,7 +16,8 @@ folder (the task's folder for its latest attempt, `attempts/<n>` for an earlier 
   model_error    the model failed (status error of kind model, or a model fault)
   timeout        the episode's time ran out
   out_of_steps   the step budget was used up without an answer
-  stopped        killed by its user, or requeued / interrupted (run again)
+  stopped        killed by its user, or requeued / interrupted (run again), or a task folder its run recorded no
+                 end of (killed under it, or running): never the site's failure, whatever its page showed
   error          an error of the agent's own
   done           the agent finished (an answer not judged a success, or not judged)
 
@@ -40,6 +41,7 @@ from om2w_tui.evaluation.campaign_report import LaneRun, read_lanes
 from om2w_tui.evaluation.failure import Failure, classify, error_page, max_steps_of
 from om2w_tui.evaluation.report import summarize
 from om2w_tui.evaluation.task_outcome import Outcome
+from om2w_tui.evaluation.verdicts import Settled
 from om2w_tui.json_input import InputError
 from om2w_tui.run_folder import what_is
 
@@ -237,13 +239,13 @@ def ending_of(record: EpisodeRecord | None, episode: EpisodeFolder | None, outco
         return "success", "the run's measure calls the task a success"
     failure: Failure | None = classify(record, episode, outcome, max_steps)
     status = record.status if record is not None else ""
+    if failure is not None and failure.cls == "stopped":   # before the site's: a page cut short is not the site's
+        return "stopped", failure.why + (" (run again)" if record is not None and record.requeued else "")
     if failure is not None and failure.cls == "site_error":
         return ("site_error" if error_page(record, episode) else "site_down"), failure.why
     if failure is not None and failure.cls in ("bot_wall", "harness_error", "model_error"):
         return failure.cls, failure.why
-    if record is not None and record.requeued:
-        return "stopped", f"status killed: {record.error} (run again)"
-    by_status = {"timeout": "timeout", "out_of_steps": "out_of_steps", "killed": "stopped", "error": "error"}
+    by_status = {"timeout": "timeout", "out_of_steps": "out_of_steps", "error": "error"}
     if status in by_status:
         return by_status[status], failure.why if failure is not None else f"status {status}"
     if failure is not None and failure.cls == "out_of_steps":
@@ -281,8 +283,14 @@ def _read_run(out: Path, judge: Path | None = None, lane: LaneRun | None = None)
         site = row.site if row is not None else rec.website
         found.setdefault(rec.task_id, (site, []))[1].append(
             Attempt(str(out), arm, rec.attempt, rec.status, ending, why, is_latest, shown))
+    keeps_records = Settled.read(out, log).keeps_records
     for tid, (_, attempts) in found.items():
-        if not attempts:   # another harness's folder: its task folders only, one attempt each
+        if not attempts and keeps_records:   # a folder its run recorded no end of: stopped under it, or running
+            ep = read_episode(out / tid)
+            how = f"its folder says cut short: {ep.cut_short}" if ep.cut_short else "or it is still running"
+            attempts.append(Attempt(str(out), arm, 1, "", "stopped", f"no record: its run stopped under it ({how})",
+                                    True, shown))
+        elif not attempts:   # another harness's folder: its task folders only, one attempt each
             ep = read_episode(out / tid)
             ending, why = ending_of(None, ep if ep.layout is not None else None, summary.per_task[tid].outcome,
                                     budget)

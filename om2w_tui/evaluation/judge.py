@@ -25,8 +25,11 @@ with `om2w-tui_` before it (its own name would make an official run in the same 
 judge nothing), shaped as its output (a file, never a folder, so the run's folder stays one subfolder per task):
 one JSON object a line, the task's result.json with `key_points`, `image_judge_record` as
 `[{Response, Score}]`, `input_text`, `system_msg`, `evaluation_details` and `predicted_label` added, and ours
-beside them (`mode`, `judge_model`, `kept_screenshots`, `usage` ...). The tasks already in it are skipped, so the
-same command resumes. The folder is read with `conformance.read_run`, exactly as the official evaluator reads it.
+beside them (`mode`, `judge_model`, `kept_screenshots`, `usage`, the judged episode's `attempt` and
+`episode_started_at` ...). Of a run that keeps records only the tasks it settled are judged, each its settling
+episode; a task whose verdict in the file is of that episode is skipped, so the same command resumes, and one run
+again since is judged again, its new line the one that counts (`verdicts.py`, the live judge's rule too). The
+folder is read with `conformance.read_run`, exactly as the official evaluator reads it.
 
 `--official PATH` runs the user's own checkout of the official evaluator (its `src/run.py`) on the run instead,
 against the same endpoint, and keeps its output in the run's folder as `official_<its file name>`.
@@ -61,6 +64,7 @@ from om2w_tui.evaluation.judge_prompts import (
 )
 from om2w_tui.evaluation.judge_replies import parse_key_points, parse_reasoning, read_score, read_status
 from om2w_tui.evaluation.judge_settings import Settings
+from om2w_tui.evaluation.verdicts import Settled, episode_mark
 
 MAX_KEPT = 50
 
@@ -234,6 +238,7 @@ class JudgeOutcome:
     tasks: int                     # task folders in the run
     judged: int = 0                # judged by this call
     skipped: int = 0               # already in the output file
+    unsettled: list[str] = field(default_factory=list)   # not settled by the run: not judged
     unreadable: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     successes: int = 0             # over every line of the output file
@@ -243,6 +248,7 @@ class JudgeOutcome:
 async def judge_run(out: Path, s: Settings, client: Any, *, task_ids: list[str] | None = None,
                     log: Callable[[str], None] = print, sleep: Callable[[float], Any] = asyncio.sleep) -> JudgeOutcome:
     out = Path(out)
+    settled = Settled.read(out)   # before the folders: a task settled is read as it settled (verdicts.py)
     run = read_run(out)
     adopt_legacy_output(out, s, log)
     path = output_path(out, s)
@@ -251,15 +257,25 @@ async def judge_run(out: Path, s: Settings, client: Any, *, task_ids: list[str] 
     names = run.task_dirs if not task_ids else [t for t in run.task_dirs if t in set(task_ids)]
     for t in sorted(set(task_ids or ()) - set(run.task_dirs)):
         log(f"--task-ids: no task folder {t} in {out}")
+    outcome.unsettled = sorted(d for d in names if not settled.settled(d))
+    if outcome.unsettled:
+        log(f"not settled yet, not judged: {len(outcome.unsettled)} task(s) the run has no settling record of (to "
+            f"run, running, or stopped under them; e.g. {outcome.unsettled[0]}): judge again once the run settles "
+            f"them")
+    names = [d for d in names if settled.settled(d)]
     unreadable = {d for d in names if d not in run.episodes}
     outcome.unreadable = sorted(unreadable)
     for p in run.problems:
         if any(p.startswith(f"{d}:") for d in unreadable):
             log(f"cannot judge: {p}")
-    todo = [run.episodes[d] for d in names if d in run.episodes and d not in done]
-    outcome.skipped = sum(1 for d in names if d in done)
+    current = settled.current(done)
+    todo = [run.episodes[d] for d in names if d in run.episodes and d not in current]
+    outcome.skipped = sum(1 for d in names if d in current)
     if outcome.skipped:
         log(f"resuming: {outcome.skipped} task(s) already judged in {path.name}")
+    if stale := sorted(d for d in names if d in done and d not in current):
+        log(f"judged again: {len(stale)} task(s) whose verdict in {path.name} is of an earlier episode (run again "
+            f"since; e.g. {stale[0]}): the new line replaces it")
     call = Caller(client, s, sleep, log)
     task_sem = asyncio.Semaphore(max(1, s.workers))
     n_total = len(todo)
@@ -270,6 +286,8 @@ async def judge_run(out: Path, s: Settings, client: Any, *, task_ids: list[str] 
         async with task_sem:
             try:
                 rec = await judge_episode(ep, s, call)
+                if (settling := settled.episode(ep.task_id)) is not None:
+                    rec.update(episode_mark(settling))
             except JudgeFatal:
                 raise
             except Exception as e:   # noqa: BLE001 - one task's failure must not cost the others
@@ -291,7 +309,7 @@ async def judge_run(out: Path, s: Settings, client: Any, *, task_ids: list[str] 
         for j in jobs:
             j.cancel()
         await asyncio.gather(*jobs, return_exceptions=True)
-    final = read_judged(path)
+    final = settled.current(read_judged(path))
     in_run = {d: r for d, r in final.items() if d in set(run.task_dirs)}
     outcome.in_file = len(in_run)
     outcome.successes = sum(1 for r in in_run.values() if r.get("predicted_label") == 1)

@@ -86,6 +86,7 @@ JUDGED_SHAPE = Shape({
     "task_id": (str, int), "predicted_label": (int, type(None)), "image_judge_record": (list, type(None)),
     "attempt": (int, type(None)), "judge_model": (str, type(None)), "mode": (str, type(None)),
     "evaluation_details": (dict, type(None)), "kept_screenshots": (list, type(None)),
+    "episode_started_at": (float, int, type(None)),
 })
 
 

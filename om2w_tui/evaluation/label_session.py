@@ -18,6 +18,7 @@ from om2w_tui.evaluation.judge_files import read_judged
 from om2w_tui.evaluation.labels import FINAL, LabelFile, LabelFileError, majority, read_run_labels
 from om2w_tui.evaluation.labels import Label as TaskLabel
 from om2w_tui.evaluation.report import LEVEL_NAMES, find_judge_file, site_of, summarize, task_meta
+from om2w_tui.evaluation.verdicts import Settled
 from om2w_tui.json_input import InputError
 from om2w_tui.run_folder import RunFolder
 
@@ -57,13 +58,15 @@ class LabelSession:
         self.review = review
         self.annotator = FINAL if review else annotator
         self.mine = LabelFile.open(self.out, self.annotator)
-        latest = read_results(self.out).latest_records()
+        log = read_results(self.out)
+        latest = log.latest_records()
         self.tasks = sorted(set(task_dirs(self.out)) | set(latest))
         meta = task_meta(_manifest(self.out))
         self.info = {t: _task_info(t, latest.get(t), meta.get(t, {})) for t in self.tasks}
         self.judge_path = judge or find_judge_file(self.out)
         try:   # a judge file that is a symlink or a FIFO is not read: no verdicts shown
-            judged = read_judged(self.judge_path) if self.judge_path else {}
+            # the verdicts of the tasks' settling episodes only, as `report` counts them (verdicts.py)
+            judged = Settled.read(self.out, log).current(read_judged(self.judge_path)) if self.judge_path else {}
         except InputError:
             judged = {}
         self.verdicts = {t: r.get("predicted_label") == 1 for t, r in judged.items()

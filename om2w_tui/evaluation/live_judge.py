@@ -6,10 +6,12 @@ It is a sink of the run's events: an `EpisodeFinished` that settles its task put
 at once; `workers` judges take from it, each making its model calls on the event loop and doing the disk and
 image work (reading the folder, encoding the screenshots, appending the line) in threads, so that judging never
 holds a slot, never delays a dispatch, and never takes the loop from the console. At the start the file's tasks are
-known judged: the tasks the folder has already settled and the file lacks are judged first (a run stopped before its
-judge caught up), and none is judged twice on resume; of those, only the run's own tasks (its selection: a shard's
-share, each shard's judge catching up on its own, so a folder several shards write has each task judged once); a task
-run again in this run (retried) is judged again, its new line the one that counts. A task the judge endpoint fails
+known judged: the tasks the folder has already settled and the file lacks a verdict of their settling episode for are
+judged first (a run stopped before its judge caught up), and none is judged twice on resume; of those, only the run's
+own tasks (its selection: a shard's share, each shard's judge catching up on its own, so a folder several shards write
+has each task judged once); a task run again (retried, or resumed after a run killed under it) is judged again, its
+new line the one that counts. Which line judged which episode is `verdicts.py`'s rule, `om2w-tui judge`'s and
+`report`'s too: each line names the episode it judged. A task the judge endpoint fails
 on is left out of the file and said in the log: `om2w-tui judge OUT` (the same settings) judges it later from the
 same file.
 
@@ -39,10 +41,11 @@ from om2w_tui.benchmarks.conformance import load_episode
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.control import Interrupt, Run
 from om2w_tui.engine.events import EpisodeFinished, Event, Log, RunSnapshot
-from om2w_tui.engine.results import read_results
+from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.evaluation.judge import Caller, JudgeFatal, judge_client, judge_episode
 from om2w_tui.evaluation.judge_files import RESULTS_SUFFIX, adopt_legacy_output, append_line, output_path, read_judged
 from om2w_tui.evaluation.judge_settings import Settings
+from om2w_tui.evaluation.verdicts import episode_mark, judges
 from om2w_tui.files import open_own, unsafe_entry
 from om2w_tui.json_input import InputError, decode
 
@@ -82,28 +85,28 @@ class LiveJudge:
         self.selection = None if selection is None else frozenset(selection)
         self._owns_client = caller is None
         self.path = output_path(self.out, settings)
-        self.queue: asyncio.Queue[tuple[str, int]] = asyncio.Queue()
-        self.judged: dict[str, int] = {}        # task -> the attempt its line judged (0: unknown, from the file)
+        self.queue: asyncio.Queue[EpisodeRecord] = asyncio.Queue()
+        self.judged: dict[str, dict[str, Any]] = {}   # task -> its line in the file (the episode it judged)
         self.counts = LiveCounts()
         self.fatal = ""
         self._caller = caller or Caller(client, settings, sleep, self._log)
-        self._queued: set[tuple[str, int]] = set()
+        self._queued: set[tuple[str, int, float]] = set()   # (task, attempt, start): the episodes queued
         self._workers: list[asyncio.Task[None]] = []
 
     # ── the sink ──
     def handle(self, event: Event) -> None:
         if (isinstance(event, EpisodeFinished) and event.lane == self.lane and not event.requeued
                 and event.record.settles):
-            self.put(event.record.task_id, event.record.attempt)
+            self.put(event.record)
 
-    def put(self, task_id: str, attempt: int) -> None:
-        """Queue a task's attempt to judge, unless that very attempt is judged or queued (a retried task's new
-        attempt is judged again)."""
-        key = (task_id, attempt)
-        if self.fatal or key in self._queued or self.judged.get(task_id) == attempt:
+    def put(self, record: EpisodeRecord) -> None:
+        """Queue the episode of a task's settling record to judge, unless that very episode is judged or queued (a
+        task run again is judged again: `verdicts.judges`, the rule of `om2w-tui judge` and `report` too)."""
+        key = (record.task_id, record.attempt, record.started_at)
+        if self.fatal or key in self._queued or judges(self.judged.get(record.task_id), record):
             return
         self._queued.add(key)
-        self.queue.put_nowait(key)
+        self.queue.put_nowait(record)
         self.counts.waiting = self.queue.qsize()
 
     # ── the workers ──
@@ -116,16 +119,14 @@ class LiveJudge:
             self.fatal = str(e)
             self._log(f"the judge stops: {e}", "error")
             return
-        self.judged = {t: int(r.get("attempt") or 0) for t, r in already.items()}
+        self.judged = dict(already)
         self.counts.skipped = len(already)
         latest = await asyncio.to_thread(lambda: read_results(self.out).latest_records())
         for tid, rec in latest.items():
             if self.selection is not None and tid not in self.selection:
                 continue   # another shard's task: its own judge catches up on it
-            attempt = rec.attempt or 1
-            # judged already: that attempt, or an unknown one (a line of `om2w-tui judge`, which knows no attempts)
-            if rec.settles and self.judged.get(tid) not in (attempt, 0):
-                self.put(tid, attempt)
+            if rec.settles:
+                self.put(rec)   # unless its line judged this very episode
         backlog = self.queue.qsize()
         self._log(f"judging each episode as it ends with {self.s.model} ({self.s.mode_name}, {self.s.workers} "
                   f"calls at once) into {self.path.name}" + (f"; {backlog} settled before, not judged yet, first"
@@ -177,9 +178,10 @@ class LiveJudge:
 
     async def _work(self) -> None:
         while True:
-            task_id, attempt = await self.queue.get()
+            record = await self.queue.get()
+            task_id = record.task_id
             try:
-                await self._judge(task_id, attempt)
+                await self._judge(record)
             except asyncio.CancelledError:
                 raise
             except JudgeFatal as e:
@@ -192,19 +194,19 @@ class LiveJudge:
                 self.counts.failures[task_id] = f"{type(e).__name__}: {e}"
                 self._log(f"{task_id}: not judged ({self.counts.failures[task_id]})", "warning")
             finally:
-                self._queued.discard((task_id, attempt))
+                self._queued.discard((task_id, record.attempt, record.started_at))
                 self.counts.waiting = self.queue.qsize()
                 self.queue.task_done()
 
-    async def _judge(self, task_id: str, attempt: int) -> None:
+    async def _judge(self, record: EpisodeRecord) -> None:
         problems: list[str] = []
-        ep = await asyncio.to_thread(load_episode, self.out / task_id, problems)
+        ep = await asyncio.to_thread(load_episode, self.out / record.task_id, problems)
         if ep is None:
             raise ValueError("; ".join(problems) or "the folder cannot be read as the evaluator reads it")
         rec = await judge_episode(ep, self.s, self._caller)
-        rec["attempt"] = attempt
+        rec.update(episode_mark(record))
         await asyncio.to_thread(append_line, self.path, rec)
-        self.judged[task_id] = attempt
+        self.judged[record.task_id] = rec
         self.counts.judged += 1
         self.counts.successes += rec.get("predicted_label") == 1
 

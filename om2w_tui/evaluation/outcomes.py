@@ -28,7 +28,7 @@ from typing import Any
 
 from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.evaluation.summary import Counts
-from om2w_tui.evaluation.task_outcome import Outcome
+from om2w_tui.evaluation.task_outcome import Outcome, still_to_run
 
 SUCCESS: Outcome = "success"
 FAILURE: Outcome = "failure"
@@ -54,16 +54,14 @@ def harness_fault(record: EpisodeRecord) -> bool:
 
 def run_outcome(record: EpisodeRecord | None, verdict: bool | None, keeps_records: bool) -> Outcome | None:
     """A task's outcome from its latest record (None: none yet) and a verdict (the judge's, or `correct`; None:
-    none yet). `keeps_records`: the run writes results.jsonl, so a task without a record has not run yet (another
-    harness's folder has task folders only: its verdicts are read as they are)."""
+    none yet). `keeps_records`: the run writes results.jsonl (or has its run.json), so a task without a record has
+    not run yet (another harness's folder has task folders only: its verdicts are read as they are)."""
+    if still_to_run(record, keeps_records):
+        return None
     if record is None:
-        if keeps_records:
-            return None
         return None if verdict is None else (SUCCESS if verdict else FAILURE)
     if harness_fault(record) or record.status == "blocked":
         return NOT_EXECUTABLE
-    if not record.settles:
-        return None
     if record.status in AGENT_FAILURES:
         return FAILURE
     if verdict is None:

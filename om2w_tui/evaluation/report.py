@@ -58,6 +58,7 @@ from om2w_tui.evaluation.summary import (
     TaskRow,
 )
 from om2w_tui.evaluation.task_outcome import Outcome
+from om2w_tui.evaluation.verdicts import Settled
 from om2w_tui.json_input import InputError, decode, read_bytes, text_of
 from om2w_tui.run_folder import RunFolder, shard_named
 
@@ -244,7 +245,8 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
     task_ids = sorted(set(latest) | folders)
     meta = task_meta(manifest)
     cfg = (manifest or {}).get("config") or {}
-    keeps_records = bool(records)
+    settled = Settled.read(out, log)
+    keeps_records = settled.keeps_records   # a run's folder: a task without a record is still to run
 
     # success: human labels, a judge file, the offline suite's `correct` (every one there is, the first decides)
     labels = read_run_labels(out)
@@ -254,11 +256,12 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
     if jpath is not None:
         if not jpath.is_file():
             raise FileNotFoundError(f"{jpath}: no such judge file")
-        judged = read_judge_file(jpath, warnings)
-        judge_info = judge_file_info(jpath, judged, task_ids)
-        stray = sorted(set(judged) - set(task_ids))
+        lines = read_judge_file(jpath, warnings)
+        stray = sorted(set(lines) - set(task_ids))
         if stray:
             warnings.append(f"{jpath.name}: {len(stray)} judged task(s) are not in this run (e.g. {stray[0]})")
+        judged = _settled_verdicts(jpath, lines, settled, task_ids, warnings)
+        judge_info = judge_file_info(jpath, judged, task_ids)
     has_correct = any(r.correct is not None for r in latest.values())
     sources = [k for k, there in (("labels", bool(labels.labelled() & set(task_ids))), ("judge", jpath is not None),
                                   ("correct", has_correct)) if there]
@@ -288,13 +291,14 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
             completion_tokens=_recorded(rec, "completion_tokens"), has_folder=tid in folders, outcome=outcome,
         )
 
-    others = tuple(judge_file_info(f, read_judge_file(f), task_ids) for f in sorted(out.glob(JUDGE_GLOB))
-                   if f.is_file() and (jpath is None or f.resolve() != jpath.resolve()))
+    other_lines = {f: _settled_verdicts(f, read_judge_file(f), settled, task_ids, warnings)
+                   for f in sorted(out.glob(JUDGE_GLOB))
+                   if f.is_file() and (jpath is None or f.resolve() != jpath.resolve())}
+    others = tuple(judge_file_info(f, lines, task_ids) for f, lines in other_lines.items())
     names = {"labels": _labels_name(labels), "judge": _judge_name(judge_info) if judge_info else "judge",
              "correct": "reference answers"}
     measures = [measure(k, names[k], outcome_of[k], per_task, judge_info) for k in sources]
-    for j in others:
-        other = read_judge_file(Path(j.file))
+    for other, j in zip(other_lines.values(), others):
         outcomes = {t: run_outcome(latest.get(t), v, keeps_records) for t, v in _verdicts(other).items()
                     if t in per_task}
         measures.append(measure("judge", f"{_judge_name(j)}, {Path(j.file).name}",
@@ -306,7 +310,7 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
                           by_site={k: v.overall for k, v in m0.by_site.items()}, counts=m0.counts,
                           level_counts=m0.by_level, site_counts=m0.by_site)
     agree = _agreements(labels, verdicts, outcome_of["labels"], judge_info, per_task) if judge_info else ()
-    _classify(out, per_task, latest, folders, measures)
+    _classify(out, per_task, settled, folders, measures)
 
     status = Counter(t.status for t in per_task.values())
     status_counts = {s: status.get(s, 0) for s in STATUSES}
@@ -318,7 +322,8 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
         has_results=bool(records), has_manifest=manifest is not None,
         tasks=len(per_task), attempts=len(records),
         success=success, status=status_counts,
-        metrics={k: stats(t.metric(k) for t in per_task.values()) for k in METRICS},
+        # one set of episodes for every metric: each task's that counts (a pending task's folder, cut short, is none)
+        metrics={k: stats(t.metric(k) for tid, t in per_task.items() if not settled.pending(tid)) for k in METRICS},
         errors=error_groups(records),
         conformance=Conformance(problems=len(read.problems), examples=tuple(read.problems[:5])),
         warnings=tuple(warnings),
@@ -333,20 +338,32 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
     )
 
 
+def _settled_verdicts(path: Path, lines: dict[str, dict[str, Any]], settled: Settled, task_ids: Iterable[str],
+                      warnings: list[str]) -> dict[str, dict[str, Any]]:
+    """A judge file's lines that judged the run's tasks as it settled them (verdicts.py); those of an episode that is
+    no longer its task's settling one (run again since, or stopped under) are left out, and said."""
+    current = settled.current(lines)
+    if stale := sorted(t for t in set(task_ids) & set(lines) if t not in current):
+        warnings.append(f"{path.name}: {len(stale)} verdict(s) not counted: of an episode that is not its task's "
+                        f"settling one (e.g. {stale[0]}: run again since, or not settled); `om2w-tui judge` judges "
+                        f"the settled ones again")
+    return current
+
+
 def _recorded(rec: EpisodeRecord | None, name: str) -> Any:
     """A number of the record as its writer recorded it (None: no record, or one without it)."""
     return getattr(rec, name) if rec is not None and rec.recorded(name) else None
 
 
-def _classify(out: Path, per_task: dict[str, TaskRow], latest: Mapping[str, EpisodeRecord], folders: set[str],
+def _classify(out: Path, per_task: dict[str, TaskRow], settled: Settled, folders: set[str],
               measures: list[Measured]) -> None:
-    """Each task's failure class (evaluation/failure.py's rules) as a failure and while pending, in place; a task
-    every measure calls a success is not read."""
+    """Each task's failure class (evaluation/failure.py's rules) as a failure and while not judged, in place; a task
+    every measure calls a success is not read, nor one still to run (`task_outcome.still_to_run`: no class)."""
     budget = max_steps_of(out)
     for tid, row in per_task.items():
-        if measures and all(m.outcomes.get(tid) == "success" for m in measures):
+        if settled.pending(tid) or (measures and all(m.outcomes.get(tid) == "success" for m in measures)):
             continue
-        record = latest.get(tid)
+        record = settled.latest.get(tid)
         ep = read_episode(out / tid) if tid in folders else None
         folder = ep if ep is not None and ep.layout is not None else None
         per_task[tid] = replace(row, failed_as=classify(record, folder, "failure", budget),

@@ -171,6 +171,39 @@ def test_answered_wrong_is_an_answer_the_measure_calls_a_failure(tmp_path):
     assert got is not None and got.cls == "answered_wrong"
 
 
+def test_an_episode_stopped_before_its_end_is_stopped_never_the_sites_whatever_its_page(tmp_path):
+    """A run's stop (SIGTERM, Ctrl-C) or its user's kill before the first page: the writer's blank stand-in, no step;
+    that is no site failing. A folder with no record (a run killed under it) is read as its folder says it ended."""
+    w = TrajectoryWriter(tmp_path / "t1", "t1", "find the price")
+    w.finish("", None, cut_short="killed")
+    ep = read_episode(tmp_path / "t1")
+    assert ep.blank_screenshot and ep.cut_short == "killed"
+    for record in (rec(status="killed", error="interrupted", steps=0, agent_done=False, blank_screenshot=True),
+                   rec(status="killed", error="requeued", steps=0, agent_done=False, blank_screenshot=True),
+                   rec(status="killed", error="killed by its user", steps=0, agent_done=False), None):
+        got = classify(record, ep, None)
+        assert got is not None and got.cls == "stopped", (record, got)
+        assert classify(record, ep, "failure").cls == "stopped"   # type: ignore[union-attr]
+    assert CLASSES[0] == "stopped"   # the first rule
+
+
+def test_a_task_still_to_run_has_no_class_however_its_folder_was_cut_short(tmp_path):
+    out = tmp_path / "run"
+    for tid in ("cut", "stopped"):
+        w = TrajectoryWriter(out / tid, tid, "find the price")
+        w.finish("", None, cut_short="killed")
+    normal(out, answer="", name="slow")
+    lines = [rec(status="killed", error="interrupted", steps=0, agent_done=False, blank_screenshot=True).to_json()
+             | {"task_id": "stopped"}, rec(status="timeout", agent_done=False).to_json() | {"task_id": "slow"}]
+    (out / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    got = classify_run(out, {"cut": None, "stopped": None, "slow": None})
+    assert got["cut"] is None and got["stopped"] is None       # no record, or one it runs again after: pending
+    assert got["slow"] is not None and got["slow"].cls == "timeout"
+    data = json.loads(report_cli(out, "json"))["runs"][0]
+    assert data["failures"] == {"timeout": 1}
+    assert data["per_task"]["cut"]["failure"] is None and data["per_task"]["stopped"]["failure"] is None
+
+
 def test_no_class_for_a_success_or_a_task_not_judged_yet(tmp_path):
     ep = normal(tmp_path)
     assert classify(rec(answer=ep.answer), ep, "success") is None

@@ -83,6 +83,25 @@ def test_candidates_for_label_2_are_the_unsolved_tasks_that_met_the_site_failing
     assert suspects(base) == ["down", "later", "wall"]   # one run alone: `later` was never solved there
 
 
+def test_episodes_a_stopped_or_killed_run_cut_short_are_stopped_never_a_candidate(tmp_path):
+    """A run stopped (SIGTERM) before two episodes got a page records them killed, interrupted, 0 steps, a blank
+    stand-in; a run SIGKILLed leaves a task folder cut short and no record: neither is the site's failing."""
+    out = tmp_path / "run"
+    for tid in ("stopped", "cut"):
+        w = TrajectoryWriter(out / tid, tid, "find the price")
+        w.finish("", None, cut_short="killed")
+    make_run(out, [record("ok", answer="It costs $12."),
+                   record("stopped", "killed", error="interrupted", steps=0, blank_screenshot=True,
+                          agent_done=False)])
+    judge_file(out, {"ok": 1})
+    h = health([out])
+    endings = {t.task_id: [(a.ending, a.latest) for a in t.attempts] for t in h.tasks}
+    assert endings == {"ok": [("success", True)], "stopped": [("stopped", True)], "cut": [("stopped", True)]}
+    cut = next(t for t in h.tasks if t.task_id == "cut").attempts[0]
+    assert "no record" in cut.why and "killed" in cut.why
+    assert h.candidates == () and suspects(out) == []
+
+
 def test_a_folder_of_runs_is_its_runs_and_anything_else_is_refused_by_name(tmp_path):
     base, agent = two_arms(tmp_path)
     assert run_folders([tmp_path]) == [agent, base]

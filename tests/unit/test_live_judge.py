@@ -213,7 +213,7 @@ async def test_a_verdict_of_an_earlier_attempt_is_judged_again_at_the_start(tmp_
     path.write_text("".join(json.dumps({"task_id": t, "predicted_label": 0, **extra}) + "\n"
                             for t, extra in (("a", {}), ("b", {"attempt": 1}), ("c", {"attempt": 2}))))
     await judge.start()
-    assert sorted(judge._queued) == [("b", 2)]
+    assert [key[:2] for key in judge._queued] == [("b", 2)]   # (task, attempt, start)
     assert await judge.drain(lambda: False)
     await judge.close()
     assert read_judged(path)["b"]["attempt"] == 2 and len(path.read_text().splitlines()) == 4
@@ -235,7 +235,7 @@ async def test_a_campaigns_judge_judges_each_lane_into_its_own_folder_with_one_c
     judges = LaneJudges(list(lanes.items()), s, client, logs)
     assert judges.lanes["base"]._caller is judges.lanes["agent"]._caller   # --judge-workers over every lane
     await judges.start()
-    assert sorted(judges.lanes["agent"]._queued) == [("b", 1)] and not judges.lanes["base"]._queued
+    assert [k[:2] for k in judges.lanes["agent"]._queued] == [("b", 1)] and not judges.lanes["base"]._queued
     judges.handle(EpisodeFinished(0, record("a"), lane="base"))
     judges.handle(EpisodeFinished(1, record("b"), lane="base"))
     judges.handle(EpisodeFinished(0, record("a"), lane="agent"))       # judged before: not again

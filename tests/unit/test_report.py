@@ -14,7 +14,7 @@ import pytest
 
 from om2w_tui.cli.main import main as cli_main
 from om2w_tui.evaluation.errors import normalise_error
-from om2w_tui.evaluation.report import compare, quantile, summarize
+from om2w_tui.evaluation.report import METRICS, compare, quantile, summarize
 from om2w_tui.evaluation.report_text import to_csv, to_json, to_markdown
 from om2w_tui.evaluation.summary import Counts, Rate, Stats
 from tests.unit.helpers import REPO, judge_file, make_run, record, task_folder
@@ -88,6 +88,21 @@ def test_summary_of_an_offline_style_run(run_a):
     assert infra.message == "model endpoint <url>: HTTP <n>" and infra.tasks == ("t2", "t4")
     assert timeout.status == "timeout" and timeout.tasks == ("t3",)
     assert s.conformance.problems == 0
+
+
+def test_every_per_episode_number_is_over_one_set_the_episodes_the_tasks_outcomes_rest_on(tmp_path):
+    """A run SIGKILLed mid-run, then read: its folders cut short (no record; or a record of its stop, run again
+    later) are no episode of their task's yet: in none of steps, duration, tokens, each of n 2."""
+    out = tmp_path / "run"
+    for tid, steps in (("cut", 1), ("stopped", 3)):
+        task_folder(out, tid, actions=steps)
+    make_run(out, [record("a", steps=4, duration_s=10.0, prompt_tokens=100, completion_tokens=10),
+                   record("b", steps=6, duration_s=20.0, prompt_tokens=300, completion_tokens=30),
+                   record("stopped", "killed", error="interrupted", steps=3, duration_s=5.0, prompt_tokens=50,
+                          completion_tokens=5)])
+    s = summarize(out)
+    assert {k: m.n for k, m in s.metrics.items()} == {k: 2 for k in METRICS}
+    assert s.metrics["steps"] == Stats(n=2, median=5.0, p90=5.8, total=10.0)
 
 
 def test_a_judge_file_decides_success_and_a_task_not_judged_yet_is_in_no_rate(run_a):

@@ -47,6 +47,7 @@ from om2w_tui.evaluation.outcomes import RULE_ALL, RULE_EXECUTABLE
 from om2w_tui.evaluation.report import read_judge_file, unique_names
 from om2w_tui.evaluation.summary import Comparison, Counts, Rate, RunReport
 from om2w_tui.evaluation.text_formats import fmt_pp, fmt_seconds, signed
+from om2w_tui.evaluation.verdicts import Settled
 from om2w_tui.files import write_new
 from om2w_tui.frontends.answer import ShownAnswer, shown_answer
 from om2w_tui.frontends.web.images import THUMB_SUFFIX, Job, Made, first_copies, make_all
@@ -230,7 +231,9 @@ def gather(report: RunReport, k: int, prices: Mapping[str, Price] | None, name: 
     latest = log.latest_records()
     attempts = log.attempts()
     judge_file = report.success.judge.file if report.success.judge is not None else None
-    judged = read_judge_file(Path(judge_file)) if judge_file and Path(judge_file).is_file() else {}
+    # the lines of the tasks' settling episodes only, as `report` counts them (verdicts.py)
+    judged = Settled.read(out, log).current(read_judge_file(Path(judge_file))) \
+        if judge_file and Path(judge_file).is_file() else {}
     labels = read_run_labels(out)
     taken: set[str] = set()
     tasks = []
