@@ -20,16 +20,10 @@ from typing import Any
 
 from om2w_tui.campaign_folder import is_campaign
 from om2w_tui.evaluation.campaign_report import LaneRun, campaign_view, compare_campaign, lanes_words, read_lanes
+from om2w_tui.evaluation.compare import choose_measure, compare, with_measure
 from om2w_tui.evaluation.labels import FINAL, LABELS_LIMIT, LabelFileError, check_annotator, column, read_human_labels
 from om2w_tui.evaluation.measure import KINDS, NoCommonMeasure
-from om2w_tui.evaluation.report import (
-    choose_measure,
-    compare,
-    summarize,
-    summarize_labels,
-    task_file_meta,
-    with_measure,
-)
+from om2w_tui.evaluation.report import summarize, summarize_labels, task_file_meta
 from om2w_tui.evaluation.report_text import to_csv, to_json, to_markdown
 from om2w_tui.evaluation.summary import Comparison, RunReport
 from om2w_tui.files import given_file

@@ -29,8 +29,8 @@ from om2w_tui.engine.pairing import Pairing as PairingBook
 from om2w_tui.engine.pairing import arm_groups, compared_pairs
 from om2w_tui.engine.results import read_results
 from om2w_tui.evaluation.campaign_summary import CampaignView, Gap, LaneInfo, Pairing
+from om2w_tui.evaluation.compare import compare
 from om2w_tui.evaluation.measure import Measure
-from om2w_tui.evaluation.report import compare
 from om2w_tui.evaluation.summary import Comparison, RunReport
 from om2w_tui.json_input import InputError
 from om2w_tui.run_folder import what_is

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.evaluation.campaign_summary import CampaignView
+from om2w_tui.evaluation.compare import unique_names
 from om2w_tui.evaluation.failure import WORDS
 from om2w_tui.evaluation.outcomes import RULE_ALL, RULE_EXECUTABLE
-from om2w_tui.evaluation.report import unique_names
 from om2w_tui.evaluation.stats import PairedDifference
 from om2w_tui.evaluation.summary import (
     Agreement,

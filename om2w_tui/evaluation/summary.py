@@ -1,5 +1,5 @@
 """The typed values of a run's report: what `report.summarize(out)` returns for one run (`RunReport`) and
-`report.compare([...])` for several (`Comparison`), read by attribute by the text renderers, the command line and
+`compare.compare([...])` for several (`Comparison`), read by attribute by the text renderers, the command line and
 the console's report screen.
 
 Each value has one `to_json()`, the only place its JSON shape is written (`om2w-tui report --format json`): its
@@ -315,7 +315,7 @@ class TaskRow:
     has_folder: bool
     outcome: Outcome | None = None   # evaluation/outcomes.py; None: none yet (running, not labelled, not judged)
     # its failure class (evaluation/failure.py) when a measure calls it a failure, and while it has no outcome: both
-    # kept, so that the run read by another measure (report.with_measure) has its classes without reading it again
+    # kept, so that the run read by another measure (compare.with_measure) has its classes without reading it again
     failed_as: Failure | None = None
     pending_as: Failure | None = None
 

@@ -17,11 +17,12 @@ import pytest
 
 from om2w_tui.benchmarks.conformance import check_run
 from om2w_tui.cli.main import main as cli_main
+from om2w_tui.evaluation.compare import compare
 from om2w_tui.evaluation.judge import Caller, Usage, select_kept
 from om2w_tui.evaluation.judge_files import output_path, read_judged
 from om2w_tui.evaluation.judge_replies import parse_score, parse_status, parse_webvoyager
 from om2w_tui.evaluation.judge_settings import Settings
-from om2w_tui.evaluation.report import compare, summarize
+from om2w_tui.evaluation.report import summarize
 from om2w_tui.evaluation.summary import Rate
 from om2w_tui.offline.oracle import OracleServer
 from tests.fakes import Reply, Request, StubServer

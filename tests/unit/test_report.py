@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from om2w_tui.cli.main import main as cli_main
+from om2w_tui.evaluation.compare import compare
 from om2w_tui.evaluation.errors import normalise_error
-from om2w_tui.evaluation.report import METRICS, compare, quantile, summarize
+from om2w_tui.evaluation.report import METRICS, quantile, summarize
 from om2w_tui.evaluation.report_text import to_csv, to_json, to_markdown
 from om2w_tui.evaluation.summary import Counts, Rate, Stats
 from tests.unit.helpers import REPO, judge_file, make_run, record, task_folder

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from om2w_tui.benchmarks.episode_folder import read_answer
 from om2w_tui.engine.results import EpisodeRecord, read_results
+from om2w_tui.evaluation.compare import choose_measure, with_measure
 from om2w_tui.evaluation.measure import NoCommonMeasure
-from om2w_tui.evaluation.report import choose_measure, summarize, with_measure
+from om2w_tui.evaluation.report import summarize
 from om2w_tui.evaluation.summary import RunReport, TaskRow
 
 

@@ -41,10 +41,11 @@ import jinja2
 
 from om2w_tui.benchmarks.episode_folder import EpisodeFolder, read_episode
 from om2w_tui.engine.results import EpisodeRecord, read_results
+from om2w_tui.evaluation.compare import unique_names
 from om2w_tui.evaluation.failure import CLASSES, WORDS, Failure, counted
 from om2w_tui.evaluation.labels import VALUE_WORDS, Label, read_run_labels
 from om2w_tui.evaluation.outcomes import RULE_ALL, RULE_EXECUTABLE
-from om2w_tui.evaluation.report import read_judge_file, unique_names
+from om2w_tui.evaluation.report import read_judge_file
 from om2w_tui.evaluation.summary import Comparison, Counts, Rate, RunReport
 from om2w_tui.evaluation.text_formats import fmt_pp, fmt_seconds, signed
 from om2w_tui.evaluation.verdicts import Settled
