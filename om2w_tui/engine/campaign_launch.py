@@ -75,7 +75,7 @@ def campaign_checks(campaign: Campaign, *, check_model: bool = True, companions:
         model = (str(lane.config.endpoint) if not lane.config.builtin_oracle else "", lane.config.model,
                  lane.config.api_key_env)
         pre, rows = run_checks(lane.config, check_model=check_model and model not in asked, ask_model=False,
-                               known=shared.resolved, companions=companions, check_judge=False)
+                               known=shared.resolved, companions=companions, check_judge=False, lane=True)
         asked.add(model)
         checks += [(f"{lane.name}: {what}", ok, detail if ok else f"lane {lane.name} (arm {lane.arm}): {detail}")
                    for what, ok, detail in rows if what in _LANE_ROWS or not ok]

@@ -314,14 +314,16 @@ def _check_browser(cfg: RunConfig, add: Callable[[str, str, str], bool]) -> tupl
 
 def run_checks(cfg: RunConfig, *, check_model: bool = True, ask_model: bool = True,
                companions: Sequence[Companion] = (), known: Resolved | None = None,
-               check_judge: bool | None = None, campaign: bool = False) -> tuple[Preflight | None, list[Check]]:
+               check_judge: bool | None = None, campaign: bool = False,
+               lane: bool = False) -> tuple[Preflight | None, list[Check]]:
     """Every check that can be made before a run, each on its own (for `om2w-tui doctor` and the launch screen):
     -> (the Preflight when none failed, else None; [(what, ok | WARNING, detail)]). Writes nothing. `ask_model`:
     send the model the run's first step (engine/model_check.py); what it gets wrong is a WARNING, never a failure.
     `companions`: what the front end runs beside the run (the live judge), checked here and carried to `open_run`.
     `known`: the Chromium and user agent another check found for the same browser settings (a campaign's lanes):
     not started again. `check_judge`: ask the live judge's endpoint (default: as `check_model`; a campaign asks it
-    once for every lane). `campaign`: `cfg` is a campaign's shared settings (its out the campaign's folder)."""
+    once for every lane). `campaign`: `cfg` is a campaign's shared settings (its out the campaign's folder); `lane`:
+    one of its lanes (its out a lane's folder, which a run of its own may not write)."""
     checks: list[Check] = []
 
     def add(name: str, problem: str, ok_detail: str) -> bool:
@@ -346,7 +348,7 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True, ask_model: bool = Tr
             add("tasks", "", detail)
     except UsageError as e:
         add("tasks", str(e), "")
-    out_ok = add("out folder", check_out(cfg.out, cfg.shard, chosen, campaign=campaign),
+    out_ok = add("out folder", check_out(cfg.out, cfg.shard, chosen, campaign=campaign, lane=lane),
                  str(cfg.out) + (f", shard {cfg.shard}" if cfg.shard else ""))
     for companion in companions:   # a companion's files (the live judge's) are refused as the run's own files are
         if out_ok and (problem := companion.check(cfg)):

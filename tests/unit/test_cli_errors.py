@@ -260,7 +260,7 @@ def test_an_out_inside_a_run_folder_or_a_campaigns_folder_is_refused_for_a_run_a
                                                                                                 capsys):
     """The official evaluator takes every subfolder of a run's folder as a task: no run or campaign is written
     inside one (a lane's, or any run's: the rule `report --html` asks); a run is never written into a campaign's
-    folder, beside its lanes. Exit 2 naming the folder, nothing written."""
+    folder, nor as one of its lanes or beside them. Exit 2 naming the folder, nothing written."""
     camp = make_campaign(work / "camp")
     before = listing(camp)
     for lane, out in ((camp / "base", camp / "base" / "sub"), (camp / "agent-r2", camp / "agent-r2" / "x" / "sub")):
@@ -269,6 +269,10 @@ def test_an_out_inside_a_run_folder_or_a_campaigns_folder_is_refused_for_a_run_a
                                  f"subfolder of a run for a task")
     proc = run_cli(work, "--tasks", str(work / "tasks.json"), out=camp)
     assert_usage_error(proc, f"--out {camp}: a campaign's folder (its campaign.json)")
+    for out in (camp / "base", camp / "new"):   # a lane, or a folder beside them: a lane runs with its campaign
+        proc = run_cli(work, "--tasks", str(work / "tasks.json"), out=out)
+        assert_usage_error(proc, f"--out {out}: a folder of the campaign in {camp} (its campaign.json), where its "
+                                 f"lanes are")
     plan = tmp_path / "plan.toml"
     plan.write_text(f'bench = "om2w"\ntasks = "{work / "tasks.json"}"\nmodel = "oracle"\n'
                     f'chromium = "{STAND_IN_CHROMIUM}"\nout = "{tmp_path / "study"}"\n[arms.base]\n')
