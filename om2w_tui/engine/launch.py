@@ -353,9 +353,6 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True, ask_model: bool = Tr
     for companion in companions:   # a companion's files (the live judge's) are refused as the run's own files are
         if out_ok and (problem := companion.check(cfg)):
             out_ok = add("out folder", problem, "")
-    if changed := folder_changes(cfg, chosen) if out_ok else []:   # a resume that would mix two measurements in one run
-        checks.append(("resume", WARNING, f"--resume-changed: {cfg.out}: {'; '.join(changed)}") if cfg.resume_changed
-                      else ("resume", False, refusal(cfg.out, changed)))
     if cfg.pace_dir is not None:
         names = pace_names(chosen)
         add("pace dir", check_pace_dir(cfg.pace_dir) or check_pace_files(cfg.pace_dir, names),
@@ -380,11 +377,16 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True, ask_model: bool = Tr
     if cfg.judge_url and cfg.judge_model and (check_model if check_judge is None else check_judge):
         add("judge endpoint", check_judge_endpoint(cfg), f"{cfg.judge_url} serves {cfg.judge_model}: each episode "
             f"judged as it ends ({cfg.judge_workers} calls at once)")
-    settled = 0
-    if out_ok and cfg.out.is_dir() and chosen and (cfg.resume_changed or not changed):   # one `resume` row
+    settled, changed = 0, []
+    if out_ok and cfg.out.is_dir() and chosen:
         done = read_results(cfg.out).settled()
         settled = sum(t.task_id in done for t in chosen)
-        checks.append(("resume", True, f"{settled} of {len(chosen)} already done in {cfg.out}"))
+        said = f"{settled} of {len(chosen)} already done in {cfg.out}"
+        if not (changed := folder_changes(cfg, chosen)):   # else a resume that would mix two measurements in one run
+            checks.append(("resume", True, said))
+        else:
+            checks.append(("resume", WARNING, f"{said}; --resume-changed: {'; '.join(changed)}") if cfg.resume_changed
+                          else ("resume", False, refusal(cfg.out, changed)))
     if not all(ok for _, ok, _ in checks) or task_file is None:
         return None, checks
     return (Preflight(cfg, chosen, task_file, settled, checks, resolved, tuple(companions), excluded,

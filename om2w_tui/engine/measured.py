@@ -20,13 +20,12 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.engine.config import RunConfig
-from om2w_tui.engine.results import read_manifest, read_results
-from om2w_tui.engine.settings import BEYOND, BY_KEY, FAULTS, JUDGING, PACING, SETTINGS, WHERE
+from om2w_tui.engine.results import EpisodeRecord, read_manifest, read_results
+from om2w_tui.engine.settings import BEYOND, BY_KEY, FAULTS, JUDGING, PACING, SETTINGS, WHERE, Switch
 from om2w_tui.run_folder import RunFolder
 
 NOT_MEASURED = frozenset({s.key for s in SETTINGS if s.group in (PACING, FAULTS, WHERE, BEYOND, JUDGING)}
@@ -53,10 +52,20 @@ def same(key: str, was: Any, now: Any) -> bool:
 
 def changes(was: Mapping[str, Any], now: Mapping[str, Any], keys: Iterable[str] = MEASURED,
             dashes: str = "") -> list[str]:
-    """Each of `keys` that `was` records and `now` measures otherwise, as `flag 'was' -> 'now'` (the flag as a
-    plan spells it, or with `dashes` before it as the command line does)."""
-    return [f"{dashes}{k.replace('_', '-')} {was.get(k)!r} -> {now[k]!r}" for k in keys
-            if k in was and k in now and not same(k, was[k], now[k])]
+    """Each of `keys` that `was` records and `now` measures otherwise, as its flag is spelt (as a plan spells it, or
+    with `dashes` before it as the command line does): `temperature 0.0 -> 0.5`, `top-p unset -> 0.9`, a switch
+    `no-vision now given` or `no longer given`."""
+    return [said(k, was[k], now[k], dashes) for k in keys if k in was and k in now and not same(k, was[k], now[k])]
+
+
+def said(key: str, was: Any, now: Any, dashes: str = "") -> str:
+    """One change of a setting in words, by its flag (`--level`, `--no-vision`), never its field's name or a Python
+    value."""
+    setting = BY_KEY.get(key)
+    flag = dashes + (setting.flag.removeprefix("--") if setting is not None else key.replace("_", "-"))
+    if setting is not None and isinstance(setting.kind, Switch):
+        return f"{flag} {'now given' if now == setting.kind.sets else 'no longer given'}"
+    return f"{flag} {'unset' if was is None else repr(was)} -> {'unset' if now is None else repr(now)}"
 
 
 def recorded(manifest: Mapping[str, Any]) -> dict[str, Any]:
@@ -77,10 +86,10 @@ def run_changes(config: RunConfig, manifests: Sequence[Mapping[str, Any]]) -> li
     return list(dict.fromkeys(c for m in manifests for c in changes(recorded(m), now, keys, "--")))
 
 
-def task_changes(out: Path, tasks: Sequence[Task]) -> list[str]:
-    """The selected tasks that settled as another version of themselves (the task file edited since: another text,
-    site, reference or hint; `Task.digest` in their records), named; records from before the digest say nothing."""
-    latest = read_results(out).latest_records()
+def task_changes(latest: Mapping[str, EpisodeRecord], tasks: Sequence[Task]) -> list[str]:
+    """The selected tasks that settled (`latest`: each task's latest record) as another version of themselves (the
+    task file edited since: another text, site, reference or hint; `Task.digest` in their records), named; records
+    from before the digest say nothing."""
     changed = [t.task_id for t in tasks if (r := latest.get(t.task_id)) is not None and r.settles
                and r.task_digest is not None and t.digest and r.task_digest != t.digest]
     if not changed:
@@ -91,9 +100,12 @@ def task_changes(out: Path, tasks: Sequence[Task]) -> list[str]:
 
 def folder_changes(config: RunConfig, tasks: Sequence[Task] = ()) -> list[str]:
     """`run_changes` against the run in `config.out` (every shard's manifest; one that cannot be read says nothing),
-    then `task_changes` of the selected `tasks`."""
+    then `task_changes` of the selected `tasks`; nothing where no task settled yet (nothing measured to mix with)."""
+    latest = read_results(config.out).latest_records()
+    if not any(r.settles for r in latest.values()):
+        return []
     found = (read_manifest(p)[0] for p in RunFolder(config.out).manifests())
-    return run_changes(config, [m for m in found if m]) + (task_changes(config.out, tasks) if tasks else [])
+    return run_changes(config, [m for m in found if m]) + task_changes(latest, tasks)
 
 
 def earlier_task_files(before: Mapping[str, Any] | None, sha256: str) -> list[str]:

@@ -132,8 +132,7 @@ class HeadlessLog:
 async def run_headless(pre: Preflight, stream: IO[str] | None = None) -> int:
     sink = HeadlessLog(stream, [(lane.name, len(lane.pre.tasks), lane.pre.settled) for lane in pre.lanes],
                        pre.config.shard)
-    for what, detail in dict.fromkeys((what, detail) for what, ok, detail in
-                                      [*pre.checks, *(c for lane in pre.lanes for c in lane.pre.checks)]
+    for what, detail in dict.fromkeys((what, detail) for what, ok, detail in pre.checks
                                       if ok == WARNING):   # the run starts, but a log read later says what to mind
         sink._print(f"warning: {what}: {detail}")
     async with open_run(pre, [sink], guard_ends_run=True) as run:

@@ -82,8 +82,8 @@ def test_a_resume_that_changes_what_the_run_measures_is_refused_unless_asked_and
     assert (out / "run.json").read_bytes() == manifest and (out / "results.jsonl").read_bytes() == results
     went_on = cli(*base, *wider, "--temperature", "0.5", "--max-steps", "9", "--resume-changed")
     assert went_on.returncode == 0, went_on.stderr[-2000:]
-    assert went_on.stdout.startswith(f"warning: resume: --resume-changed: {out}: --temperature 0.0 -> 0.5; "
-                                     "--max-steps 30 -> 9\n"), went_on.stdout[:2000]
+    assert went_on.stdout.startswith(f"warning: resume: 1 of 2 already done in {out}; --resume-changed: "
+                                     "--temperature 0.0 -> 0.5; --max-steps 30 -> 9\n"), went_on.stdout[:2000]
     assert [r["task_id"] for r in records(out)] == ["offline_shop_search_01", "offline_wiki_admin_10"]
     kept = json.loads((out / "run.json").read_text())
     assert [c["changed"] for c in kept["changes"]] == [["--temperature 0.0 -> 0.5", "--max-steps 30 -> 9"]]

@@ -17,6 +17,7 @@ from om2w_tui.engine.measured import (
     MEASURED,
     NOT_MEASURED,
     SELECTION,
+    changes,
     changes_kept,
     changes_said,
     earlier_task_files,
@@ -25,7 +26,7 @@ from om2w_tui.engine.measured import (
     run_changes,
     task_changes,
 )
-from om2w_tui.engine.results import EpisodeRecord
+from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.engine.settings import SETTINGS
 
 
@@ -49,10 +50,19 @@ def test_every_setting_is_declared_measured_or_not_and_none_is_both():
     ({"max_steps": 12}, "--max-steps 30 -> 12"),
     ({"viewport": "800x600"}, "--viewport '1280x1100' -> '800x600'"),
     ({"arm": "agent"}, "--arm 'base' -> 'agent'"),
+    ({"levels": ["hard"]}, "--level [] -> ['hard']"),                  # the flag, not the field's name
+    ({"vision": False}, "--no-vision now given"),                      # a switch in words, not True -> False
+    ({"mend_thinking": False}, "--no-mend-thinking now given"),
+    ({"top_p": 0.9}, "--top-p unset -> 0.9"),
 ])
 def test_a_measured_change_is_named_as_its_flag(tmp_path, change, said):
     was = RunConfig(out=tmp_path, model="oracle", temperature=0.0, max_steps=30, viewport="1280x1100")
-    assert run_changes(dataclasses.replace(was, **change), [manifest(was)]) == [said]
+    now = dataclasses.replace(was, **change)
+    assert changes(measured(was), measured(now), MEASURED, "--") == [said]   # as a campaign compares its lanes
+    if "levels" not in change:                                          # a run's selection is no change
+        assert run_changes(now, [manifest(was)]) == [said]
+    if said.endswith("now given"):
+        assert run_changes(was, [manifest(now)]) == [said.replace("now given", "no longer given")]
 
 
 def test_how_the_run_goes_and_a_wider_selection_are_no_change(tmp_path):
@@ -84,7 +94,10 @@ def test_the_folder_is_read_from_its_manifests_and_an_unreadable_one_says_nothin
     assert folder_changes(cfg) == []                                   # a new folder
     (tmp_path / "run.shard-1-of-2.json").write_text(json.dumps(manifest(cfg, started_at=1.0)))
     (tmp_path / "run.shard-2-of-2.json").write_text("{torn")
-    assert folder_changes(dataclasses.replace(cfg, seed=3)) == ["--seed None -> 3"]
+    _settled(tmp_path, offline_tasks()[1][0], None, "killed", "interrupted")
+    assert folder_changes(dataclasses.replace(cfg, seed=3)) == []      # nothing settled: nothing measured to mix
+    _settled(tmp_path, offline_tasks()[1][1], None)
+    assert folder_changes(dataclasses.replace(cfg, seed=3)) == ["--seed unset -> 3"]
 
 
 def test_changes_kept_add_to_the_earlier_ones_and_are_said_once_whatever_their_shape():
@@ -123,8 +136,8 @@ def test_a_settled_task_the_file_changed_since_is_named_and_a_new_or_unsettled_o
     _settled(tmp_path, c, "0" * 16, "killed", "interrupted")   # not settled: it runs again, as the file now says
     _settled(tmp_path, d, None)                            # a record from before the digest says nothing
     edited = dataclasses.replace(b, digest=row_digest({**b.raw, "confirmed_task": b.confirmed_task + " today"}))
-    assert task_changes(tmp_path, [a, b, c, d]) == []
-    assert task_changes(tmp_path, [a, edited, c, d, tasks[5]]) == [
+    assert task_changes(read_results(tmp_path).latest_records(), [a, b, c, d]) == []
+    assert task_changes(read_results(tmp_path).latest_records(), [a, edited, c, d, tasks[5]]) == [
         f"--tasks: 1 settled task(s) changed in the task file since they ran ({b.task_id})"]
     assert folder_changes(RunConfig(out=tmp_path), [edited])[-1].startswith("--tasks: 1 settled task(s)")
 
