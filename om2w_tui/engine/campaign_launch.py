@@ -39,7 +39,7 @@ from om2w_tui.engine.launch import (
     write_manifest,
 )
 from om2w_tui.engine.machine import slot_room
-from om2w_tui.engine.plan import Campaign, resume_problem, write_plan
+from om2w_tui.engine.plan import Campaign, resume_problem, said, write_plan
 from om2w_tui.engine.runlock import check_free
 from om2w_tui.engine.scheduler import Scheduler
 from om2w_tui.engine.settings import key_variables
@@ -58,15 +58,18 @@ def campaign_checks(campaign: Campaign, *, check_model: bool = True, companions:
     distinct endpoint and model asked once. A lane's row is named by it. Writes nothing."""
     cfg = campaign.config
     campaign = dataclasses.replace(campaign, selection=whole_selection(campaign.settings))
-    problem = resume_problem(campaign) or (check_free(cfg.out, LOCK_FILE).replace("another run", "another campaign")
-                                           if cfg.out.is_dir() else "")
+    # task files that cannot be read are the tasks check's to say (as a new campaign's and a run's are), not a change
+    problem = resume_problem(campaign, unread=campaign.selection is None) or (
+        check_free(cfg.out, LOCK_FILE).replace("another run", "another campaign") if cfg.out.is_dir() else "")
     arms = list(dict.fromkeys(lane.arm for lane in campaign.lanes))
     checks: list[Check] = [("campaign", not problem, problem or f"{cfg.out}: arms {', '.join(arms)} x "
                             f"{campaign.plan.repeats} repeat(s): {len(campaign.lanes)} lanes "
                             f"({', '.join(lane.name for lane in campaign.lanes)})")]
     shared, shared_checks = run_checks(cfg, check_model=False, ask_model=False, check_judge=check_model,
                                        campaign=True)
-    checks += [row for row in shared_checks if row[0] != "resume"]
+    # a campaign-wide setting's problem named where the plan set it (its file and line), not as a run's flag
+    checks += [(what, ok, detail if ok else said(campaign, detail)) for what, ok, detail in shared_checks
+               if what != "resume"]
     if shared is None:
         return None, checks
     asked: set[tuple[str, str, str]] = set()

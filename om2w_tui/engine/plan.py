@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import re
 import time
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,10 +42,13 @@ from om2w_tui.engine.settings import (
     WHAT,
     WHERE,
     Csv,
+    Kind,
+    Number,
     Setting,
     Switch,
+    Whole,
     bench_defaults,
-    parse_number,
+    check_number,
 )
 from om2w_tui.engine.sharding import shard_from_flags
 from om2w_tui.episode.arms import arm_names
@@ -54,6 +58,7 @@ from om2w_tui.json_input import InputError
 from om2w_tui.run_folder import RunFolder
 
 MAX_REPEATS = 100
+REPEATS = Whole(1, MAX_REPEATS)   # `repeats = K`: read as a whole-number setting's value is
 PLAN_LIMIT = 1 << 20   # a plan is a few lines; a larger file is a mistake (a task file given for a plan)
 # flags that are no RunConfig field but say how its fields are set: this node's shard, and no pacing at all
 EXTRA_FLAGS = ("shard", "slot-range", "no-pacing")
@@ -76,6 +81,7 @@ def flag_name(key: str) -> str:
 
 # the plan's names: each setting's flag without `--`
 _BY_NAME: dict[str, Setting] = {s.flag.removeprefix("--"): s for s in SETTINGS}
+_KEYS = (*_BY_NAME, *EXTRA_FLAGS, "repeats")   # every key a plan's settings may have
 
 
 @dataclass(frozen=True)
@@ -91,6 +97,7 @@ class Plan:
     arms: tuple[Arm, ...]
     repeats: int = 1
     command_line: bool = False       # the short form (`run --arm A --arm B`): no file, every setting a flag
+    lines: Mapping[str, int] = dataclasses.field(default_factory=dict)   # a top-level key as spelled -> its line
 
 
 @dataclass(frozen=True)
@@ -182,6 +189,16 @@ class _Reader:
                                             f"{f' on line {first}' if first else ''}; keep one of them")
             seen[name] = key
 
+    def arms(self, plan: Plan) -> None:
+        """PlanError naming every `arm = ...` of the plan (the top level's, each arm's) that is no arm, each at its
+        line, at once."""
+        given: list[tuple[tuple[str, ...], str]] = [((), plan.shared["arm"])] if "arm" in plan.shared else []
+        given += [(("arms", arm.name), arm.changes["arm"]) for arm in plan.arms if "arm" in arm.changes]
+        said = [f"{self.path}{f':{line}' if (line := key_line(self.text, table, 'arm')) else ''}: "
+                f"{f'[{table_name(table)}] ' if table else ''}arm = \"{name}\"" for table, name in given]
+        if problem := unknown_arms([name for _, name in given], said):
+            raise PlanError(problem)
+
     def setting(self, table: tuple[str, ...], key: str, raw: Any) -> tuple[str, Any]:
         """(RunConfig field or extra flag's name, value) for one key of the plan, read as its flag is."""
         name = flag_name(key)
@@ -196,7 +213,7 @@ class _Reader:
             return name.replace("-", "_"), raw
         s = _BY_NAME.get(name)
         if s is None:
-            close = difflib.get_close_matches(name, [*_BY_NAME, *EXTRA_FLAGS, "repeats"], n=1)
+            close = difflib.get_close_matches(name, _KEYS, n=1)
             hint = f" (did you mean {close[0]}?)" if close else " (a plan's keys are the run's flags without --)"
             raise self.fail(table, key, f"{where}{key}: no such setting{hint}")
         try:
@@ -211,21 +228,28 @@ def _value(s: Setting, raw: Any) -> Any:
         if not isinstance(raw, bool):
             raise ValueError(f"{raw!r}: true or false")
         return s.kind.sets if raw else not s.kind.sets
+    return s.parse(_text(s.kind, raw, s.flag))
+
+
+def _text(kind: Kind, raw: Any, flag: str) -> str:
+    """A TOML value (of no switch) as the text its flag would be given; ValueError when it is of a kind the flag does
+    not take. A number is a number setting's only (`model = 5` is no model's name: quote it); a float that is no
+    finite number is said as a flag's is (`must be a finite number`)."""
     if isinstance(raw, bool):
-        raise ValueError(f"{str(raw).lower()}: not a value of {s.flag} (it is no switch)")
-    if isinstance(raw, list) and isinstance(s.kind, Csv):
+        raise ValueError(f"{str(raw).lower()}: not a value of {flag} (it is no switch)")
+    if isinstance(raw, list) and isinstance(kind, Csv):
         if not all(isinstance(x, str) for x in raw):
             raise ValueError("a list of text")
-        text = ",".join(raw)
-    elif isinstance(raw, int):
-        text = str(raw)
-    elif isinstance(raw, float):
-        text = repr(raw)
-    elif isinstance(raw, str):
-        text = raw
-    else:
-        raise ValueError(f"{toml_kind(raw)} is not a value of {s.flag}")
-    return s.parse(text)
+        return ",".join(raw)
+    if isinstance(raw, int | float) and not isinstance(kind, Whole | Number):
+        raise ValueError(f"{raw!r} is {toml_kind(raw)}, not text; write it in quotes (\"{raw!r}\") if it is meant")
+    if isinstance(raw, float) and math.isinf(raw):
+        raise ValueError(f"{raw!r}: {check_number(raw, whole=False, low=-math.inf)}")
+    if isinstance(raw, int | float):
+        return repr(raw)
+    if isinstance(raw, str):
+        return raw
+    raise ValueError(f"{toml_kind(raw)} is not a value of {flag}")
 
 
 # what TOML calls each kind of value tomllib gives (a bool before an int: it is one in Python)
@@ -265,10 +289,8 @@ def read_plan(path: Path) -> Plan:
         if key == "arms":
             arms_table = value
         elif flag_name(key) == "repeats":
-            if isinstance(value, bool) or not isinstance(value, int | str):
-                raise reader.fail((), key, f"repeats: a whole number, 1 to {MAX_REPEATS}")
             try:
-                repeats = int(parse_number(str(value), whole=True, low=1, high=MAX_REPEATS))
+                repeats = int(REPEATS.parse(_text(REPEATS, value, "repeats")))
             except ValueError as e:
                 raise reader.fail((), key, f"repeats: {e}") from None
         elif isinstance(value, dict):
@@ -293,6 +315,13 @@ def read_plan(path: Path) -> Plan:
         reader.once(("arms", name), table)
         changes: dict[str, Any] = {}
         for key, value in table.items():
+            if isinstance(value, dict) and flag_name(key) not in _KEYS:
+                sub = table_name(("arms", name, key))
+                raise reader.fail(("arms", name, key), None, f"[{sub}]: no such table (an arm's table holds the "
+                                                             f"settings the arm changes, no table of its own)")
+            if flag_name(key) == "repeats":
+                raise reader.fail(("arms", name), key, f"[{shown}] {key}: campaign-wide (every arm runs as many "
+                                                       f"times, each repeat paired); set it at the plan's top level")
             field, parsed = reader.setting(("arms", name), key, value)
             if field in SHARED_KEYS:
                 judging = field in BY_KEY and BY_KEY[field].group == JUDGING
@@ -302,7 +331,10 @@ def read_plan(path: Path) -> Plan:
                                   f"plan's top level")
             changes[field] = parsed
         arms.append(Arm(name, changes))
-    return Plan(path, shared, tuple(arms), repeats)
+    plan = Plan(path, shared, tuple(arms), repeats,
+                lines={k: n for k in data if (n := key_line(text, (), k))})
+    reader.arms(plan)
+    return plan
 
 
 # ── resolving ─────────────────────────────────────────────────────────────────────────────────────────────────────
@@ -351,12 +383,12 @@ def resolve(plan: Plan, overrides: Mapping[str, Any] | None = None) -> Campaign:
     return Campaign(plan, config, tuple(lanes), whole, frozenset(overrides or {}))
 
 
-def unknown_arms(names: list[str]) -> str:
-    """'' when each of `names` (given with --arm) is an arm, else the words naming every one that is not (the
-    short form's arms at once: the campaign's checks stop at the first)."""
-    unknown = list(dict.fromkeys(name for name in names if name not in arm_names()))
-    return (f"{', '.join(f'--arm {name}' for name in unknown)}: no such arm (known: {', '.join(arm_names())})"
-            if unknown else "")
+def unknown_arms(names: Sequence[str], said: Sequence[str] = ()) -> str:
+    """'' when each of `names` is an arm, else the words naming every one that is not, at once (the checks would stop
+    at the first), each as `said` gives it (a plan's `FILE:LINE: [arms.x] arm = 'NAME'`), else as `--arm NAME`."""
+    shown = list(said) or [f"--arm {name}" for name in names]
+    unknown = list(dict.fromkeys(how for name, how in zip(names, shown, strict=True) if name not in arm_names()))
+    return f"{', '.join(unknown)}: no such arm (known: {', '.join(arm_names())})" if unknown else ""
 
 
 def short_form(config: RunConfig, arms: list[str], whole: RunConfig | None = None) -> Campaign:
@@ -371,6 +403,20 @@ def short_form(config: RunConfig, arms: list[str], whole: RunConfig | None = Non
                 command_line=True)
     lanes = tuple(PlannedLane(a, a, 1, dataclasses.replace(config, arm=a, out=config.out / a)) for a in seen)
     return Campaign(plan, config, lanes, whole, frozenset(f.name for f in dataclasses.fields(RunConfig)))
+
+
+def said(campaign: Campaign, detail: str) -> str:
+    """A run's check's words for a campaign-wide setting (they start with its flag: `--out X: ...`) as the plan says
+    where the plan set it (`study.toml:3: out X: ...`, as its other problems are said); as they are where a flag
+    given after the plan set it, or the campaign is the short form's (all flags)."""
+    m = re.match(r"--([a-z][a-z-]*) ", detail)
+    setting = _BY_NAME.get(m[1]) if m else None
+    plan = campaign.plan
+    if m is None or setting is None or plan.command_line or setting.key in campaign.overrides \
+            or setting.key not in plan.shared:
+        return detail
+    line = next((n for key, n in plan.lines.items() if flag_name(key) == m[1]), 0)
+    return f"{plan.path}{f':{line}' if line else ''}: {m[1]} {detail[m.end():]}"
 
 
 # ── campaign.json ─────────────────────────────────────────────────────────────────────────────────────────────────
@@ -401,12 +447,13 @@ def plan_json(campaign: Campaign) -> dict[str, Any]:
     }
 
 
-def resume_problem(campaign: Campaign) -> str:
+def resume_problem(campaign: Campaign, *, unread: bool = False) -> str:
     """'' when the campaign may write its folder: new, or a campaign's whose lanes it keeps, each measuring what it
     did on the same tasks (`campaign.selection` against campaign.json's); else what changed, where the change came
     from (the plan, or a flag given after it) and what to do. New lanes (an arm added, more repeats) are allowed
     where their folders are new or hold nothing but hidden files; a lane dropped is not (its folder holds its
-    results and report reads the lanes campaign.json names)."""
+    results and report reads the lanes campaign.json names). `unread`: the task files could not be read (the
+    tasks check says why, and the campaign cannot start): the selection is not compared."""
     out = campaign.config.out
     folder = CampaignFolder(out)
     if not out.is_dir():
@@ -419,7 +466,7 @@ def resume_problem(campaign: Campaign) -> str:
         except InputError as e:
             return f"{e}; move it aside or give the campaign another out"
     elif any(p.exists() for p in (RunFolder(out).results, RunFolder(out).manifest)):
-        return f"out {out}: a run's folder, not a campaign's; give the campaign its own out"
+        return said(campaign, f"--out {out}: a run's folder, not a campaign's; give the campaign its own out")
     names = {lane.name for lane in campaign.lanes}
     if dropped := [lane.name for lane in old_lanes if lane.name not in names]:
         return (f"{campaign.plan.path}: the campaign in {out} has lane(s) this plan drops: {', '.join(dropped)} "
@@ -429,7 +476,7 @@ def resume_problem(campaign: Campaign) -> str:
         if lane.name not in kept and (problem := _not_a_new_lane(folder.run(lane.name))):
             return (f"{folder.run(lane.name)}: {problem}, not a lane of the campaign in {out}; arm {lane.arm}'s "
                     f"lane would be written into it: move it aside or rename the arm")
-    found = _measured_changes(campaign, old)
+    found = _measured_changes(campaign, old, unread)
     if not found or campaign.config.resume_changed:
         return ""
     flags = list(dict.fromkeys(source for source, _ in found if source))
@@ -458,15 +505,16 @@ def _not_a_new_lane(path: Path) -> str:
     return f"a folder that holds {', '.join(held[:3])}{' ...' if len(held) > 3 else ''}" if held else ""
 
 
-def _measured_changes(campaign: Campaign, old: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _measured_changes(campaign: Campaign, old: Mapping[str, Any], unread: bool = False) -> list[tuple[str, str]]:
     """Each change in what a kept lane measures, as (the flag given after the plan it came from, or '' for the plan;
-    the change in words). The selection is compared by its tasks where campaign.json has them (else by the settings
-    that say it, as an older campaign.json was)."""
+    the change in words). The selection is compared by its tasks where campaign.json has them, never by the files
+    that say them (another path to the same tasks is no change); else by the settings that say it, as an older
+    campaign.json was; not at all where the files could not be read (`unread`) or the tasks were not loaded."""
     before = {lane.get("name"): lane.get("settings") for lane in old["lanes"] if isinstance(lane, dict)}
     arms = {arm.name: arm.changes for arm in campaign.plan.arms}
     was_selected = old.get("selection")
-    by_ids = isinstance(was_selected, list) and campaign.selection is not None
-    keys = [k for k in MEASURED if not (by_ids and k in SELECTION)]
+    by_ids = isinstance(was_selected, list)
+    keys = [k for k in MEASURED if not ((by_ids or unread) and k in SELECTION)]
 
     def source(key: str, arm: str) -> str:
         if key not in campaign.overrides or key in arms.get(arm, {}):

@@ -279,6 +279,11 @@ def test_an_out_inside_a_run_folder_or_a_campaigns_folder_is_refused_for_a_run_a
     capsys.readouterr()
     assert main(["campaign", str(plan), "--no-ui", "--out", str(camp / "base" / "sub")]) == 2
     assert f"--out {camp / 'base' / 'sub'}: inside the run folder {camp / 'base'}" in capsys.readouterr().err
+    # the plan's own out: named at its line in the plan, as the plan's other problems are, not as a flag
+    plan.write_text(plan.read_text().replace(str(tmp_path / "study"), str(camp / "base" / "sub")))
+    assert main(["campaign", str(plan), "--no-ui"]) == 2
+    assert f"om2w-tui: {plan}:5: out {camp / 'base' / 'sub'}: inside the run folder {camp / 'base'}" in \
+        capsys.readouterr().err
     assert main(["doctor", "--arm", "base", "--arm", "agent", "--out", str(camp / "agent" / "sub"), "--tasks",
                  str(work / "tasks.json"), "--model", "oracle", "--chromium", STAND_IN_CHROMIUM]) == 2
     assert listing(camp) == before

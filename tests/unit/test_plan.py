@@ -80,7 +80,25 @@ def test_the_offline_benchmark_default_cooldown_applies_unless_the_plan_gives_on
     ('out = "x"\n[arms.a]\nmodel = "m"\ntemperature = "hot"\n', 4, "[arms.a] temperature: hot: not a number"),
     ('out = "x"\n[arms.a]\ntop_p = 2\n', 3, "top_p: 2: must be more than 0 and at most 1"),
     ('out = "x"\n[arms.a]\n\nmax-steps = 1.5\n', 4, "not a whole number"),
-    ('out = "x"\n[arms.a]\ntemperature = inf\n', 3, "inf: not a number"),
+    ('out = "x"\n[arms.a]\ntemperature = inf\n', 3, "inf: must be a finite number"),   # as --temperature 1e999
+    ('out = "x"\n[arms.a]\ntimeout = 1e999\n', 3, "[arms.a] timeout: inf: must be a finite number"),
+    ('out = "x"\n[arms.a]\nmax-steps = -inf\n', 3, "max-steps: -inf: must be a finite number"),
+    # a number is no text: a model's name is quoted (as a boolean is no number)
+    ('out = "x"\n[arms.a]\nmodel = 5\n', 3, '[arms.a] model: 5 is an integer, not text; write it in quotes ("5")'),
+    ('out = "x"\ntask-ids = 7\n[arms.a]\n', 2, "task-ids: 7 is an integer, not text"),
+    ('out = "x"\n[arms.a]\nvllm = 1.5\n', 3, "vllm: 1.5 is a float, not text"),
+    # repeats read as every whole-number setting is (workers = "2" and repeats = "2" alike; 2.0 neither)
+    ('out = "x"\nrepeats = 2.0\n[arms.a]\n', 2, "repeats: 2.0: not a whole number (a whole number has no decimal"),
+    ('out = "x"\nworkers = 2.0\n[arms.a]\n', 2, "workers: 2.0: not a whole number (a whole number has no decimal"),
+    ('out = "x"\nrepeats = "0"\n[arms.a]\n', 2, "repeats: 0: must be 1 to 100"),
+    ('out = "x"\nrepeats = true\n[arms.a]\n', 2, "repeats: true: not a value of repeats (it is no switch)"),
+    ('out = "x"\nrepeats = [2]\n[arms.a]\n', 2, "repeats: an array is not a value of repeats"),
+    # repeats is the campaign's, a table in an arm no setting
+    ('out = "x"\n[arms.a]\nrepeats = 2\n', 3, "[arms.a] repeats: campaign-wide (every arm runs as many times, each "
+                                              "repeat paired); set it at the plan's top level"),
+    ('out = "x"\n[arms.a]\nmodel = "m"\n[arms.a.extra]\nx = 1\n', 4, "[arms.a.extra]: no such table (an arm's "
+                                                                     "table holds the settings the arm changes"),
+    ('out = "x"\n[arms.a]\nextra.x = 1\n', 3, "[arms.a.extra]: no such table"),
     ('out = "x"\n[arms.a]\nno-vision = "yes"\n', 3, "true or false"),
     ('out = "x"\n[arms.a]\nvllm = "ftp://x"\n', 3, "vllm"),
     ('out = "x"\nbench = "om3"\n[arms.a]\n', 2, "one of om2w, webvoyager, offline"),
@@ -295,12 +313,16 @@ def test_the_campaign_checks_ask_each_model_once_and_name_the_lane_whose_model_i
         plan = (f'bench = "offline"\nout = "{{out}}"\nvllm = "{oracle.url}"\nrepeats = 2\n'
                 f'judge-url = "{oracle.url}"\njudge-model = "JUDGE"\n'
                 '[arms.good]\nmodel = "oracle"\n[arms.typo]\nmodel = "oracel"\n')
-        pre, checks = campaign_checks(resolve(read_plan(write(tmp_path, plan.replace("JUDGE", "no-such-judge")))),
-                                      companions=[LIVE_JUDGE])
+        bad = write(tmp_path, plan.replace("JUDGE", "no-such-judge"))
+        pre, checks = campaign_checks(resolve(read_plan(bad)), companions=[LIVE_JUDGE])
         assert pre is None
         failed = [(what, detail) for what, ok, detail in checks if not ok]
         assert [what for what, _ in failed] == ["judge endpoint"]
-        assert failed[0][1].startswith("--judge-model no-such-judge: not served by")
+        # named where the plan set it, as its other problems are (not as a run's flag)
+        assert failed[0][1].startswith(f"{bad}:6: judge-model no-such-judge: not served by"), failed
+        pre, checks = campaign_checks(resolve(read_plan(bad), {"judge_model": "no-such-judge"}),
+                                      companions=[LIVE_JUDGE])
+        assert next(detail for _, ok, detail in checks if not ok).startswith("--judge-model no-such-judge: not")
         path = write(tmp_path, plan.replace("JUDGE", "oracle-judge"))
         pre, checks = campaign_checks(resolve(read_plan(path)), companions=[LIVE_JUDGE])
     assert pre is None
@@ -379,9 +401,18 @@ def test_a_campaign_resumes_on_the_tasks_it_selected_whatever_the_files_that_say
     (tmp_path / "same.json").write_text(json.dumps(rows))
     again = resolve(read_plan(selection_plan(tmp_path, tasks="same.json")))
     assert resume_problem(dataclasses.replace(again, selection=whole_selection(again.settings))) == ""
+    # a task file (or exclusion file) that cannot be read is said as a new campaign's is, not taken for a change;
+    # nor are the paths compared where campaign.json has the selection (a resume through another path wrote them)
+    write_plan(dataclasses.replace(again, selection=whole_selection(again.settings)))
+    selection_plan(tmp_path)
+    for flag, missing, words in (("--tasks", "nosuch.json", "no such task file"),
+                                 ("--exclude-tasks", "nosuch.txt", "no such file")):
+        assert main(["campaign", str(tmp_path / "plan.toml"), "--no-ui", flag, str(tmp_path / missing)]) == 2
+        err = capsys.readouterr().err
+        assert f"{tmp_path / missing}: {words}" in err and "measure" not in err, err
 
 
-def test_a_campaign_json_without_the_selection_is_read_as_before_comparing_the_settings(tmp_path):
+def test_a_campaign_json_without_the_selection_is_read_as_before_comparing_the_settings(tmp_path, capsys):
     (tmp_path / "tasks.json").write_text(json.dumps([{"task_id": "t1", "confirmed_task": "x",
                                                       "website": "https://a.com/", "level": "easy"}]))
     write_plan(resolve(read_plan(selection_plan(tmp_path))))   # as a campaign.json before `selection` was kept
@@ -392,6 +423,11 @@ def test_a_campaign_json_without_the_selection_is_read_as_before_comparing_the_s
     assert resume_problem(dataclasses.replace(now, selection=whole_selection(now.settings))) == ""
     other = resolve(read_plan(selection_plan(tmp_path, tasks="other.json")))
     assert "tasks " in resume_problem(other) and "other.json" in resume_problem(other)
+    # the task files read first: one that cannot be read is said so, not taken for a change of them
+    from om2w_tui.cli.main import main  # the command line only here
+
+    assert main(["campaign", str(tmp_path / "plan.toml"), "--no-ui"]) == 2
+    assert f"{tmp_path / 'other.json'}: no such task file" in capsys.readouterr().err
 
 
 def test_a_refusal_names_the_plan_and_the_flag_each_change_came_from(tmp_path):
@@ -405,6 +441,15 @@ def test_a_refusal_names_the_plan_and_the_flag_each_change_came_from(tmp_path):
     path = write(tmp_path, EXAMPLE.replace("seed = 7", "seed = 7\ntemperature = 0.5"))
     flag = resume_problem(resolve(read_plan(path), {"temperature": 0.7}))
     assert flag.startswith("--temperature (given after the plan) changes") and "agent:" not in flag
+
+
+def test_every_unknown_arm_of_a_plan_is_named_at_once_at_its_line(tmp_path):
+    path = write(tmp_path, 'out = "x"\narm = "nope"\n[arms.x]\narm = "foo"\n[arms.y]\narm = "bar"\n[arms.z]\n'
+                           'arm = "base"\n[arms.w]\narm = "foo"\n')
+    with pytest.raises(PlanError) as e:
+        read_plan(path)
+    assert str(e.value) == (f'{path}:2: arm = "nope", {path}:4: [arms.x] arm = "foo", {path}:6: [arms.y] arm = "bar", '
+                            f'{path}:10: [arms.w] arm = "foo": no such arm (known: agent, base)')
 
 
 def test_every_unknown_arm_of_the_short_form_is_named_at_once(tmp_path, capsys):
