@@ -482,13 +482,15 @@ def resume_problem(campaign: Campaign, *, unread: bool = False) -> str:
     flags = list(dict.fromkeys(source for source, _ in found if source))
     named = ", ".join(flags) + ("" if campaign.plan.command_line else " (given after the plan)")
     what = f"what lanes in {out} measure ({'; '.join(change for _, change in found)})"
+    both = ", or add --resume-changed to go on with both in its lanes (each lane's run.json keeps the change)"
     if not flags:
-        return f"{campaign.plan.path}: the plan changes {what}; run it as it was, or give the changed plan another out"
+        return (f"{campaign.plan.path}: the plan changes {what}; run it as it was, give the changed plan another "
+                f"out{both}")
     if all(source for source, _ in found):
         verb = "changes" if len(flags) == 1 else "change"
-        return f"{named} {verb} {what}; run the plan as it was, or give the change another out"
-    return (f"{campaign.plan.path}: the plan and {named} change {what}; run it as it was, or give the changed plan "
-            f"another out")
+        return f"{named} {verb} {what}; run the plan as it was, give the change another out{both}"
+    return (f"{campaign.plan.path}: the plan and {named} change {what}; run it as it was, give the changed plan "
+            f"another out{both}")
 
 
 def _not_a_new_lane(path: Path) -> str:

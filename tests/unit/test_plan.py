@@ -216,7 +216,7 @@ def test_resume_refuses_a_changed_lane_and_a_dropped_one_and_allows_more_repeats
     assert resume_problem(resolve(read_plan(path), {"workers": 2, "pace_cooldown": 5.0})) == ""
     changed = resume_problem(resolve(read_plan(write(tmp_path, EXAMPLE.replace('"my-lora"', '"my-lora-2"')))))
     assert "agent: model 'my-lora' -> 'my-lora-2'" in changed and "agent-r3" in changed
-    assert "base:" not in changed
+    assert "base:" not in changed and "or add --resume-changed to go on with both in its lanes" in changed
     more = resume_problem(resolve(read_plan(write(tmp_path, EXAMPLE.replace("repeats = 3", "repeats = 4")))))
     assert more == ""
     fewer = resume_problem(resolve(read_plan(write(tmp_path, EXAMPLE.replace("repeats = 3", "repeats = 2")))))
