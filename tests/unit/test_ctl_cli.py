@@ -15,6 +15,7 @@ from om2w_tui.engine.control_socket import SOCKET_NAME, ControlServer, request
 from om2w_tui.engine.runlock import RunLock
 from om2w_tui.protocol.control import COMMANDS, Done, Kill, Refused
 from tests.fakes import FakeRun
+from tests.unit.helpers import make_run, record
 
 
 @pytest.mark.parametrize("argv, says", [
@@ -110,6 +111,21 @@ def test_status_counts_this_runs_episodes_by_status_out_of_steps_among_them():
     assert status_json(run, snap)["by_status"] == {"timeout": 1, "out_of_steps": 2, "done": 1}
     assert not any(line.startswith("run ") for line in status_lines(run, snap))   # still running: no end said
     assert status_lines(replace(run, end=RunEnd.STOPPED), snap)[1] == "run stopped"
+
+
+@pytest.mark.parametrize("inside", ["t0", "t0/trajectory"])
+def test_no_run_in_a_task_folder_names_the_run_folder_holding_it_the_out_run_takes(tmp_path, capsys, inside):
+    """A task's folder is no run's --out (`run` refuses it, the official evaluator's rule): the hint names the run
+    folder holding it, an --out `run` takes."""
+    from om2w_tui.engine.out_folder import check_out
+
+    run = make_run(tmp_path / "run", [record("t0")])
+    (run / inside).mkdir(parents=True, exist_ok=True)
+    assert main(["ctl", str(run / inside), "status"]) == 2
+    err = capsys.readouterr().err
+    assert f"it is inside the run folder {run}: give ctl that folder" in err, err
+    assert f"--out {run}`" in err and f"--out {run / inside}" not in err
+    assert check_out(run) == "" and "inside the run folder" in check_out(run / inside)
 
 
 def test_no_run_in_a_campaigns_folder_points_to_its_plan_not_to_a_run(tmp_path, capsys):
