@@ -282,3 +282,20 @@ def test_an_out_inside_a_run_folder_or_a_campaigns_folder_is_refused_for_a_run_a
     assert main(["doctor", "--arm", "base", "--arm", "agent", "--out", str(camp / "agent" / "sub"), "--tasks",
                  str(work / "tasks.json"), "--model", "oracle", "--chromium", STAND_IN_CHROMIUM]) == 2
     assert listing(camp) == before
+
+
+@pytest.mark.parametrize("value", ["0", "65", "99999999999999999999", "two"])
+def test_judge_workers_has_the_bounds_and_message_of_a_runs_judge_workers(tmp_path, capsys, value):
+    """`judge --workers` and `run --judge-workers` are one setting (engine/settings.py's declaration)."""
+    said = {}
+    for argv, flag in ((["judge", str(tmp_path), "--judge-model", "m", "--judge-url", "http://127.0.0.1:9/v1"],
+                        "--workers"),
+                       (["run", "--bench", "offline", "--model", "oracle", "--out", str(tmp_path / "x"), "--no-ui"],
+                        "--judge-workers")):
+        with pytest.raises(SystemExit) as e:
+            main([*argv, flag, value])
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert f"{flag} {value}: " in err, err
+        said[flag] = err.rsplit(f"{flag} {value}: ", 1)[1]
+    assert said["--workers"] == said["--judge-workers"]
