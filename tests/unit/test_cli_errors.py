@@ -110,8 +110,13 @@ def test_unknown_task_id(work):
 
 
 def test_empty_selection(work):
-    assert_usage_error(run_cli(work, "--tasks", "tasks.json", "--site", "nothing"),
+    assert_usage_error(run_cli(work, "--tasks", "tasks.json", "--site", "a.com", "--level", "hard"),
                        "no task left after the filters", "tasks.json")
+
+
+def test_unknown_site(work):
+    assert_usage_error(run_cli(work, "--tasks", "tasks.json", "--site", "nothing"),
+                       "--site nothing: no task in the task file is on this site (its sites: a.com, b.com)")
 
 
 def test_unknown_level(work):
