@@ -21,6 +21,8 @@ from tests.unit.helpers import (
     good_rows,
     listing,
     make_campaign,
+    make_run,
+    record,
     run_cli,
     task_file,
 )
@@ -304,3 +306,30 @@ def test_judge_workers_has_the_bounds_and_message_of_a_runs_judge_workers(tmp_pa
         assert f"{flag} {value}: " in err, err
         said[flag] = err.rsplit(f"{flag} {value}: ", 1)[1]
     assert said["--workers"] == said["--judge-workers"]
+
+
+@pytest.mark.parametrize("argv", [["check", "{out}"], ["report", "{out}", "--format", "csv"],
+                                  ["report", "{out}", "--format", "md"], ["report", "{out}"]])
+def test_a_reader_that_goes_away_ends_any_command_quietly(tmp_path, argv):
+    """`om2w-tui ... | head -0`: the pipe's reader closed before a line is written; no traceback, exit 1."""
+    out = make_run(tmp_path / "run", [record(f"t{i}", correct=True) for i in range(3)])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    read, write = os.pipe()
+    os.close(read)                    # the reader is gone before the command writes its first byte
+    try:
+        proc = subprocess.run([sys.executable, "-m", "om2w_tui", *(a.format(out=out) for a in argv)], stdout=write,
+                              stderr=subprocess.PIPE, text=True, env=env, timeout=60)
+    finally:
+        os.close(write)
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
+    assert proc.returncode == 1
+
+
+def test_a_broken_pipe_that_is_not_stdouts_is_still_an_error(monkeypatch):
+    from om2w_tui.cli import tools
+
+    def broken(args):
+        raise BrokenPipeError("a socket's")
+    monkeypatch.setattr(tools, "run", broken)
+    with pytest.raises(BrokenPipeError, match="a socket's"):
+        main(["check", "."])
