@@ -152,7 +152,7 @@ def test_status_names_each_lane_as_a_lane_of_its_arm_with_its_verdicts():
     snap = RunSnapshot(now=1.0, slots=[], target_workers=2, summary=RunSummary(total=8, lanes=lanes), lanes=lanes)
     lines = status_lines(RunInfo(out="/runs/c", pid=1), snap)
     assert "lane base (arm base, repeat 1): 3/4 done (1 before), 0 errors, correct 2 of 3" in lines
-    assert "lane base-r2 (arm base, repeat 2): 1/4 done (0 before), 1 errors, paused" in lines
+    assert "lane base-r2 (arm base, repeat 2): 1/4 done (0 before), 1 errors, held" in lines
     assert not any(line.startswith("arm ") for line in lines)
 
 
