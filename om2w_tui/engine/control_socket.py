@@ -432,7 +432,7 @@ def start_hint(out: Path) -> str:
     run folder holding it is named instead."""
     if (holder := run_holding(out, itself=False)) is not None:
         given = next((p for p in out.parents if os.path.abspath(p) == str(holder)), holder)   # as the user wrote it
-        return f"it is inside the run folder {given}: give ctl that folder ({start_hint(given)} if none runs there)"
+        return f"it is inside the run folder {given}: give that folder ({start_hint(given)} if none runs there)"
     if is_campaign(out):
         return "start the campaign with `om2w-tui campaign PLAN.toml` (its plan's out is this folder)"
     if lane_of(out) is not None:   # a lane runs only as its campaign's

@@ -123,7 +123,7 @@ def test_no_run_in_a_task_folder_names_the_run_folder_holding_it_the_out_run_tak
     (run / inside).mkdir(parents=True, exist_ok=True)
     assert main(["ctl", str(run / inside), "status"]) == 2
     err = capsys.readouterr().err
-    assert f"it is inside the run folder {run}: give ctl that folder" in err, err
+    assert f"it is inside the run folder {run}: give that folder" in err, err
     assert f"--out {run}`" in err and f"--out {run / inside}" not in err
     assert check_out(run) == "" and "inside the run folder" in check_out(run / inside)
 
