@@ -2,6 +2,7 @@
 
     0    done: the run ended, the command did what it was asked
     1    it ran and something failed: tasks not judged, problems found (`check`), the run refused a command (`ctl`)
+         or the reader of its output went away (`... | head -1`: said by no traceback, `cli/main.py`'s `main`)
     2    bad usage: a flag, a file or a folder the command cannot start with (the message says which and what to do)
     3    a headless run ended by its model guard: the model server answers, wrongly for this harness (the message)
     130  interrupted (Ctrl-C), what was done so far kept

@@ -16,6 +16,7 @@ the scheduler, the worker's spec, the probe and the front ends, none of which de
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -343,6 +344,33 @@ def _check_levels(tasks: list[Task], levels: Iterable[str]) -> None:
                             f"{', '.join(shown) if shown else 'none'})")
 
 
+SITES_SHOWN = 12   # an unknown --site lists this many of the file's sites (the closest first), then how many more
+
+
+def _on_site(task: Task, site: str) -> bool:
+    """Whether `--site site` takes `task`: its key or its website has it (lower case) as a part."""
+    return site in task.site or site in task.website.lower()
+
+
+def _likeness(given: str, key: str) -> float:
+    """How close `given` is to the site `key` or its first label (`wiki` of wiki.offline.invalid), 0 below 0.6."""
+    best = max(difflib.SequenceMatcher(None, given, part).ratio() for part in (key, key.split(".")[0]))
+    return best if best >= 0.6 else 0.0
+
+
+def _check_sites(tasks: list[Task], sites: Iterable[str]) -> None:
+    """TaskFileError naming each of `sites` no task is on, and the sites the tasks are on (the closest to what was
+    given first, at most SITES_SHOWN of them)."""
+    unknown = [x for x in dict.fromkeys(sites) if not any(_on_site(t, x.lower()) for t in tasks)]
+    if unknown:
+        there = sorted({t.site for t in tasks})
+        shown = sorted(there, key=lambda k: -max(_likeness(x.lower(), k) for x in unknown))   # stable: A-Z
+        more = f", and {len(shown) - SITES_SHOWN} more" if len(shown) > SITES_SHOWN else ""
+        raise TaskFileError(f"--site {','.join(unknown)}: no task in the task file is on "
+                            f"{'this site' if len(unknown) == 1 else 'these sites'} (its sites: "
+                            f"{', '.join(shown[:SITES_SHOWN]) if shown else 'none'}{more})")
+
+
 def select(tasks: list[Task], *, task_ids: Iterable[str] | None = None, levels: Iterable[str] | None = None,
            sites: Iterable[str] | None = None, limit: int = 0) -> list[Task]:
     """The tasks a run takes, in file order: by id, level and site (a site matches its key or a part of it)."""
@@ -350,6 +378,8 @@ def select(tasks: list[Task], *, task_ids: Iterable[str] | None = None, levels: 
         raise TaskFileError(f"--limit {limit}: must be 0 (all tasks) or more")
     if levels:   # a level no task in the file has is a typo, not a filter (the other filters aside)
         _check_levels(tasks, levels)
+    if sites:    # so is a site
+        _check_sites(tasks, sites)
     if task_ids:
         wanted = set(task_ids)
         known = {t.task_id for t in tasks}
@@ -363,7 +393,7 @@ def select(tasks: list[Task], *, task_ids: Iterable[str] | None = None, levels: 
         tasks = [t for t in tasks if (t.level or "").lower() in lv]
     if sites:
         ss = [s.lower() for s in sites]
-        tasks = [t for t in tasks if any(s in t.site or s in t.website.lower() for s in ss)]
+        tasks = [t for t in tasks if any(_on_site(t, s) for s in ss)]
     if limit:
         tasks = tasks[:limit]
     return tasks

@@ -43,9 +43,10 @@ def seconds(flag: str, allow_zero: bool, maximum: float | None = None) -> Callab
     return number(flag, float, 0, above=not allow_zero, maximum=maximum)
 
 
-def setting_type(st: Setting) -> Callable[[str], Any]:
-    """How a declared setting's flag text becomes its value (its kind's parser), naming the flag when it cannot."""
-    return _named(st.flag, st.parse)
+def setting_type(st: Setting, flag: str = "") -> Callable[[str], Any]:
+    """How a declared setting's flag text becomes its value (its kind's parser), naming the flag when it cannot:
+    its own, or `flag`, another command's name for the same setting (`judge --workers`, a run's --judge-workers)."""
+    return _named(flag or st.flag, st.parse)
 
 
 def key_variable(flag: str) -> Callable[[str], str]:

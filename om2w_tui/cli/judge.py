@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 from om2w_tui import exits
-from om2w_tui.cli.argtypes import count, endpoint, key_variable, number, positive_int
+from om2w_tui.cli.argtypes import count, endpoint, key_variable, number, positive_int, setting_type
+from om2w_tui.engine.settings import BY_KEY
 from om2w_tui.evaluation.campaign_report import one_run_problem
 from om2w_tui.evaluation.judge import JudgeFatal, JudgeOutcome, judge_run
 from om2w_tui.evaluation.judge_files import output_path
@@ -32,7 +33,9 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--judge-url", required=True, type=endpoint("--judge-url"),
                    help="the judge endpoint's OpenAI base URL (e.g. https://api.openai.com/v1)")
     p.add_argument("--mode", choices=MODES, default="webjudge", help="webjudge (the paper's method) | webvoyager")
-    p.add_argument("--workers", type=positive_int("--workers"), default=4, help="model calls at once (4)")
+    workers = BY_KEY["judge_workers"]   # a run's --judge-workers: the one declaration of its bounds and default
+    p.add_argument("--workers", type=setting_type(workers, "--workers"), default=workers.default,
+                   help=f"model calls at once, {workers.kind.bounds_text()} ({workers.default})")
     p.add_argument("--score-threshold", type=int, default=3, choices=range(1, 6), metavar="1-5",
                    help="keep screenshots scoring at least this (3)")
     p.add_argument("--api-key-env", default="OPENAI_API_KEY", type=key_variable("--api-key-env"),

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import os
+import select
 import sys
 import time
 from pathlib import Path
@@ -206,6 +208,36 @@ def doctor(cfg: RunConfig | Campaign) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line's one entry point (`om2w-tui`, `python -m om2w_tui`): the command, and a reader of its output
+    that went away (`om2w-tui ctl OUT status | head -1`) ends it quietly, whichever command printed."""
+    try:
+        code = _command(argv)
+        sys.stdout.flush()   # what is still buffered meets a closed pipe here, not in the interpreter's last flush
+        return code
+    except BrokenPipeError:
+        if not _stdout_gone():   # another pipe broke (a socket, a child's stdin): an error to show, not this
+            raise
+        # Python's recipe (the signal module's "Note on SIGPIPE"): stdout onto /dev/null, so that the interpreter's
+        # last flush of what is still buffered fails no more, and exit 1 (exits.FAILED: the output was not all
+        # read), as rich's console does for `report`'s table; not 141 (128 + SIGPIPE, a shell's "killed by a
+        # signal"), which no om2w-tui command exits with
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return exits.FAILED
+
+
+def _stdout_gone() -> bool:
+    """Whether stdout is a pipe (or socket) whose reader closed it: polled, it says an error or a hang-up."""
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poll.poll(0))
+    except (OSError, ValueError):   # no file descriptor (a test's captured stdout), or closed
+        return False
+
+
+def _command(argv: list[str] | None) -> int:
     args = parse_args(argv)
     if args.command == "oracle":
         from om2w_tui.offline.oracle import main as oracle_main  # the oracle's modules only for this subcommand

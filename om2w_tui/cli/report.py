@@ -251,6 +251,16 @@ def _write(args: Any, summaries: list[RunReport], comparison: Comparison | None)
         sys.stdout.write(to_markdown(summaries, comparison))
     elif args.format == "csv":
         sys.stdout.write(to_csv(summaries, comparison))
+        _say_warnings(summaries)
     else:
         sys.stdout.write(to_json(summaries, comparison, per_task=not args.no_per_task))
     return 0
+
+
+def _say_warnings(summaries: list[RunReport]) -> None:
+    """A run's warnings, which the other formats write among its notes, on stderr for the CSV (its stdout stays one
+    table), each naming its run: `warning: OUT: ...`, as `tasks health` says its own."""
+    for s in summaries:
+        for w in s.warnings:
+            named = w if w.startswith(f"{s.out}:") else f"{s.out}: {w}"
+            print(f"warning: {named}", file=sys.stderr)

@@ -76,7 +76,7 @@ from om2w_tui.protocol.control import (
     read_request,
     request_line,
 )
-from om2w_tui.run_folder import LOCK_NAME, RunFolder, Shard, folder_problem, shard_named
+from om2w_tui.run_folder import LOCK_NAME, RunFolder, Shard, folder_problem, run_holding, shard_named
 from om2w_tui.run_folder import SOCKET_NAME as SOCKET_NAME  # re-exported: the clients' default socket
 
 MAX_CLIENTS = 64            # connections served at once (a console, ctl, scripts): more are answered Refused and closed
@@ -427,7 +427,12 @@ def locate(out: Path, name: str | None = None) -> Listener:
 
 
 def start_hint(out: Path) -> str:
-    """How to start what runs in `out`: a campaign's folder (or one of its lanes) by its plan, else a run."""
+    """How to start what runs in `out`: a campaign's folder (or one of its lanes) by its plan, else a run; a folder
+    inside a run's (a task's folder) is no run's --out (`run_folder.run_holding`, the rule `run` refuses it by): the
+    run folder holding it is named instead."""
+    if (holder := run_holding(out, itself=False)) is not None:
+        given = next((p for p in out.parents if os.path.abspath(p) == str(holder)), holder)   # as the user wrote it
+        return f"it is inside the run folder {given}: give that folder ({start_hint(given)} if none runs there)"
     if is_campaign(out):
         return "start the campaign with `om2w-tui campaign PLAN.toml` (its plan's out is this folder)"
     if lane_of(out) is not None:   # a lane runs only as its campaign's

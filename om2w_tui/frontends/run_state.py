@@ -5,7 +5,7 @@ campaign's lane line (the headless log's and `ctl status`'s)."""
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import assert_never
 
@@ -82,6 +82,7 @@ class RunState:
     records: deque[EpisodeRecord] = field(default_factory=lambda: deque(maxlen=RECORDS_KEPT))
     summary: RunSummary | None = None
     model: ModelStats | None = None     # the run's model, as the latest snapshot counted it
+    held: int = 0                       # units left of a held arm, none running (its user's pause, its model guard)
 
     # ── events ─────────────────────────────────────────────
     def run_started(self, ev: events.RunStarted, now: float) -> None:
@@ -206,6 +207,9 @@ class RunState:
             self.reported = (sum(v.done for v in self.sites.values()), sum(v.errors for v in self.sites.values()))
         self.paused = snap.paused
         self.model = snap.model
+        under_way = Counter(row.lane for row in snap.slots if row.task_id)
+        self.held = sum(max(0, lane.total - lane.done - under_way[lane.name]) for lane in snap.lanes
+                        if lane.paused or lane.guard)
         self._verdicts(snap.summary.judged or 0, snap.summary.correct)
         if snap.stopping and self.phase == "running":
             self.phase = "stopping"
@@ -254,6 +258,16 @@ class RunState:
     @property
     def running(self) -> int:
         return sum(1 for s in self.slots.values() if s.busy)
+
+    def waits(self) -> str:
+        """What the run's end waits on rather than its work, the word the ETA says instead of a time: `held` while a
+        held arm has units left (they start only once it is resumed), `paused` while dispatch is paused with tasks
+        still to start; "" when the ETA counts."""
+        if self.held:
+            return "held"
+        if self.paused and self.total - self.done > self.running:
+            return "paused"
+        return ""
 
     def eta(self, now: float) -> float | None:
         """Seconds until the run's last task settles, as its pacing allows: the longer of the work left spread over
@@ -317,10 +331,10 @@ def episode_line(slot: int, rec: EpisodeRecord) -> str:
 
 def lane_line(lane: events.LaneRow, results: bool = False) -> str:
     """A campaign's lane as the headless log and `ctl status` say it: `lane agent-r2 (arm agent, repeat 2): 6/8 done
-    (2 before), 1 errors, correct 4 of 6, paused` (its counts over every settled unit, those of a run before
+    (2 before), 1 errors, correct 4 of 6, held` (its counts over every settled unit, those of a run before
     included), with `; results: FOLDER` when `results`."""
     judged = f", correct {lane.correct} of {lane.judged}" if lane.judged else ""
-    held = (", paused" if lane.paused else "") + (f", model guard: {lane.guard}" if lane.guard else "")
+    held = (", held" if lane.paused else "") + (f", model guard: {lane.guard}" if lane.guard else "")
     folder = f"; results: {lane.out or lane.name}" if results else ""
     return (f"lane {lane.name} (arm {lane.arm}, repeat {lane.repeat}): {lane.done}/{lane.total} done "
             f"({lane.settled_before} before), {lane.errors} errors{judged}{held}{folder}")

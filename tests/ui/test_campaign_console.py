@@ -84,9 +84,9 @@ async def test_a_pauses_and_resumes_the_selected_slots_arm(tmp_path):
         assert stub.commands == [("pause_lane", "agent", True)]
         for _ in range(40):       # the snapshot the key asked for says the lane is paused
             await pilot.pause(0.05)
-            if lane_part(app, "agent").endswith("PAUSED"):
+            if lane_part(app, "agent").endswith("HELD"):
                 break
-        assert lane_part(app, "agent").endswith("· PAUSED") and "PAUSED" not in lane_part(app, "base")
+        assert lane_part(app, "agent").endswith("· HELD") and "HELD" not in lane_part(app, "base")
         assert shown_keys(app)["resume_lane"] == "Resume arm"
         await pilot.press("up")                   # base's slot: its arm runs, `a` pauses it
         assert "pause_lane" in shown_keys(app)

@@ -58,7 +58,8 @@ async def test_a_real_campaign_shows_its_arms_holds_one_and_compares_them(tmp_pa
                         lambda: len([r for r in records(camp / other) if r["status"] == "done"]) == 2)
             await stays(pilot, "the held arm starts nothing",
                         lambda: [e.lane for e in rec.of(EpisodeStarted)].count(held) == 1, 2.0)
-            assert "PAUSED" in str(app.screen.query_one("#lanes-bar").render())
+            assert "HELD" in str(app.screen.query_one("#lanes-bar").render())   # the word ctl and Sites say
+            assert "ETA held" in str(app.screen.query_one("#run-stats").render())   # no count: its end waits
             resume = next(c for c in app.get_system_commands(app.screen) if c.title == f"Resume arm {held}")
             resume.callback()
             await until(pilot, "the campaign's end", lambda: rec.of(RunFinished))

@@ -234,3 +234,31 @@ def test_the_headless_start_line_counts_a_campaigns_tasks_and_lanes():
     plain = HeadlessLog(stream := io.StringIO(), shard="1:3/4")
     plain.handle(RunStarted(4, 0, 2, "/o"))
     assert stream.getvalue().splitlines() == ["run (shard 1:3/4): 4 tasks, 2 workers, out /o"]
+
+
+def test_the_eta_says_held_while_a_held_arm_has_units_left_and_paused_while_dispatch_is():
+    """Held units start only once their arm is resumed (paused dispatch: once it is), so no time can be counted
+    down; the word is the one `ctl`, the Sites panel and the lanes line say for the state."""
+    from om2w_tui.engine.events import LaneRow, RunSnapshot, SlotRow
+    from om2w_tui.engine.results import EpisodeRecord
+
+    st = RunState()
+    st.run_started(RunStarted(4, 0, 1, "o", started_at=1.0), 10.0)
+    st.episode_finished(EpisodeFinished(0, EpisodeRecord(task_id="t0", status="done", steps=3, duration_s=8.0),
+                                        done=1, errors=0))
+
+    def snap(agent: LaneRow, running: str = "", paused: bool = False) -> None:
+        slots = [SlotRow(0, "running", "t1", "shop", started_at=9.0, lane=running)] if running else []
+        st.apply_snapshot(RunSnapshot(now=10.0, target_workers=1, slots=slots, paused=paused,
+                                      lanes=(LaneRow("base", "base", 1, total=2, done=1), agent)), taken_at=10.0)
+
+    snap(LaneRow("agent", "agent", 1, total=2, done=0, paused=True))
+    assert st.waits() == "held"
+    snap(LaneRow("agent", "agent", 1, total=2, done=0, guard="context_length: 3 of the last 4 calls failed"))
+    assert st.waits() == "held"
+    snap(LaneRow("agent", "agent", 1, total=2, done=1, paused=True), running="agent")   # its last unit runs on
+    assert st.waits() == "" and st.eta(10.0) is not None
+    snap(LaneRow("agent", "agent", 1, total=2, done=0))                                 # resumed: it counts again
+    assert st.waits() == "" and st.eta(10.0) is not None
+    snap(LaneRow("agent", "agent", 1, total=2, done=0), paused=True)                    # the whole dispatch paused
+    assert st.waits() == "paused"

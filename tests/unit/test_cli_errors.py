@@ -21,6 +21,8 @@ from tests.unit.helpers import (
     good_rows,
     listing,
     make_campaign,
+    make_run,
+    record,
     run_cli,
     task_file,
 )
@@ -110,8 +112,13 @@ def test_unknown_task_id(work):
 
 
 def test_empty_selection(work):
-    assert_usage_error(run_cli(work, "--tasks", "tasks.json", "--site", "nothing"),
+    assert_usage_error(run_cli(work, "--tasks", "tasks.json", "--site", "a.com", "--level", "hard"),
                        "no task left after the filters", "tasks.json")
+
+
+def test_unknown_site(work):
+    assert_usage_error(run_cli(work, "--tasks", "tasks.json", "--site", "nothing"),
+                       "--site nothing: no task in the task file is on this site (its sites: a.com, b.com)")
 
 
 def test_unknown_level(work):
@@ -287,3 +294,47 @@ def test_an_out_inside_a_run_folder_or_a_campaigns_folder_is_refused_for_a_run_a
     assert main(["doctor", "--arm", "base", "--arm", "agent", "--out", str(camp / "agent" / "sub"), "--tasks",
                  str(work / "tasks.json"), "--model", "oracle", "--chromium", STAND_IN_CHROMIUM]) == 2
     assert listing(camp) == before
+
+
+@pytest.mark.parametrize("value", ["0", "65", "99999999999999999999", "two"])
+def test_judge_workers_has_the_bounds_and_message_of_a_runs_judge_workers(tmp_path, capsys, value):
+    """`judge --workers` and `run --judge-workers` are one setting (engine/settings.py's declaration)."""
+    said = {}
+    for argv, flag in ((["judge", str(tmp_path), "--judge-model", "m", "--judge-url", "http://127.0.0.1:9/v1"],
+                        "--workers"),
+                       (["run", "--bench", "offline", "--model", "oracle", "--out", str(tmp_path / "x"), "--no-ui"],
+                        "--judge-workers")):
+        with pytest.raises(SystemExit) as e:
+            main([*argv, flag, value])
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert f"{flag} {value}: " in err, err
+        said[flag] = err.rsplit(f"{flag} {value}: ", 1)[1]
+    assert said["--workers"] == said["--judge-workers"]
+
+
+@pytest.mark.parametrize("argv", [["check", "{out}"], ["report", "{out}", "--format", "csv"],
+                                  ["report", "{out}", "--format", "md"], ["report", "{out}"]])
+def test_a_reader_that_goes_away_ends_any_command_quietly(tmp_path, argv):
+    """`om2w-tui ... | head -0`: the pipe's reader closed before a line is written; no traceback, exit 1."""
+    out = make_run(tmp_path / "run", [record(f"t{i}", correct=True) for i in range(3)])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    read, write = os.pipe()
+    os.close(read)                    # the reader is gone before the command writes its first byte
+    try:
+        proc = subprocess.run([sys.executable, "-m", "om2w_tui", *(a.format(out=out) for a in argv)], stdout=write,
+                              stderr=subprocess.PIPE, text=True, env=env, timeout=60)
+    finally:
+        os.close(write)
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
+    assert proc.returncode == 1
+
+
+def test_a_broken_pipe_that_is_not_stdouts_is_still_an_error(monkeypatch):
+    from om2w_tui.cli import tools
+
+    def broken(args):
+        raise BrokenPipeError("a socket's")
+    monkeypatch.setattr(tools, "run", broken)
+    with pytest.raises(BrokenPipeError, match="a socket's"):
+        main(["check", "."])

@@ -15,6 +15,7 @@ from om2w_tui.engine.control_socket import SOCKET_NAME, ControlServer, request
 from om2w_tui.engine.runlock import RunLock
 from om2w_tui.protocol.control import COMMANDS, Done, Kill, Refused
 from tests.fakes import FakeRun
+from tests.unit.helpers import make_run, record
 
 
 @pytest.mark.parametrize("argv, says", [
@@ -112,6 +113,21 @@ def test_status_counts_this_runs_episodes_by_status_out_of_steps_among_them():
     assert status_lines(replace(run, end=RunEnd.STOPPED), snap)[1] == "run stopped"
 
 
+@pytest.mark.parametrize("inside", ["t0", "t0/trajectory"])
+def test_no_run_in_a_task_folder_names_the_run_folder_holding_it_the_out_run_takes(tmp_path, capsys, inside):
+    """A task's folder is no run's --out (`run` refuses it, the official evaluator's rule): the hint names the run
+    folder holding it, an --out `run` takes."""
+    from om2w_tui.engine.out_folder import check_out
+
+    run = make_run(tmp_path / "run", [record("t0")])
+    (run / inside).mkdir(parents=True, exist_ok=True)
+    assert main(["ctl", str(run / inside), "status"]) == 2
+    err = capsys.readouterr().err
+    assert f"it is inside the run folder {run}: give that folder" in err, err
+    assert f"--out {run}`" in err and f"--out {run / inside}" not in err
+    assert check_out(run) == "" and "inside the run folder" in check_out(run / inside)
+
+
 def test_no_run_in_a_campaigns_folder_points_to_its_plan_not_to_a_run(tmp_path, capsys):
     """A stopped campaign's folder (or one of its lanes) is started again by its plan: `om2w-tui run ... --out` is
     refused there."""
@@ -136,7 +152,7 @@ def test_status_names_each_lane_as_a_lane_of_its_arm_with_its_verdicts():
     snap = RunSnapshot(now=1.0, slots=[], target_workers=2, summary=RunSummary(total=8, lanes=lanes), lanes=lanes)
     lines = status_lines(RunInfo(out="/runs/c", pid=1), snap)
     assert "lane base (arm base, repeat 1): 3/4 done (1 before), 0 errors, correct 2 of 3" in lines
-    assert "lane base-r2 (arm base, repeat 2): 1/4 done (0 before), 1 errors, paused" in lines
+    assert "lane base-r2 (arm base, repeat 2): 1/4 done (0 before), 1 errors, held" in lines
     assert not any(line.startswith("arm ") for line in lines)
 
 

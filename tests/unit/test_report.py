@@ -427,3 +427,20 @@ def test_a_run_read_after_only_some_of_its_shards_ran_says_their_tasks_are_missi
     # a whole run's manifest beside them: it took every task
     (out / "run.json").write_text(manifest)
     assert not [w for w in summarize(out).warnings if "shard" in w]
+
+
+def test_the_csv_says_a_runs_warnings_on_stderr_and_keeps_its_stdout_one_table(tmp_path, capsys):
+    out = make_run(tmp_path / "run", [record("t0", correct=True)])
+    (out / "run.json").rename(out / "run.shard-0-of-2.json")         # the report of half a split run
+    judge_file(out, {"t0": 1, "stray": 0})                            # and a judge file naming a task not in it
+    warnings = summarize(out).warnings
+    assert len(warnings) == 2
+    assert cli_main(["report", str(out), "--format", "csv"]) == 0
+    said = capsys.readouterr()
+    rows = list(csv.reader(io.StringIO(said.out)))
+    assert rows[0] == ["run", "out", "section", "group", "metric", "value"] and all(len(r) == 6 for r in rows)
+    assert not any("warning" in c or "shard" in c for r in rows for c in r)
+    lines = said.err.splitlines()
+    assert len(lines) == 2 and all(line.startswith(f"warning: {out}: ") for line in lines), lines
+    assert any("shard 1 of 2 wrote no manifest here" in line for line in lines)
+    assert any("judged task(s) are not in this run" in line for line in lines)

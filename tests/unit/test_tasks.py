@@ -198,6 +198,29 @@ def test_select_by_site(pool):
     assert ids(select(pool, sites=["alpha", "beta"])) == ["a1", "a2", "b1"]
 
 
+@pytest.mark.parametrize(("sites", "said"), [
+    (["alpah"], "--site alpah: no task in the task file is on this site (its sites: alpha.com, 127.0.0.1:8001, "
+                "127.0.0.1:8002, beta.org)"),       # the closest first
+    (["alpha", "gamma", "zz", "ZZ"], "--site gamma,zz,ZZ: no task in the task file is on these sites (its sites: "),
+])
+def test_select_refuses_a_site_no_task_is_on_naming_it_and_the_files_sites(pool, sites, said):
+    """A site no task is on is a typo, never a filter that quietly keeps the other sites' tasks (or none)."""
+    with pytest.raises(TaskFileError) as e:
+        select(pool, sites=sites)
+    assert str(e.value).startswith(said), str(e.value)
+
+
+def test_an_unknown_site_among_many_lists_some_of_them_and_counts_the_rest():
+    many = [Task(f"t{i}", "x", f"https://site{i:02d}.com/", "easy") for i in range(30)]
+    with pytest.raises(TaskFileError) as e:
+        select(many, sites=["site7.org"])
+    assert str(e.value).endswith(", and 18 more)") and str(e.value).count(".com") == 12, str(e.value)
+
+
+def test_a_site_is_the_files_whatever_the_other_filters_keep(pool):
+    assert select(pool, levels=["hard"], sites=["beta"]) == []   # no task left: said by the launch, not a typo
+
+
 def test_select_limit_after_filters(pool):
     assert ids(select(pool, limit=2)) == ["a1", "a2"]
     assert ids(select(pool, levels=["easy", "medium"], limit=2)) == ["a1", "b1"]

@@ -136,7 +136,7 @@ class RunCommands:
         if not lanes or self.control is None:
             return
         if all([self.control.pause_lane(lane, paused) for lane in lanes]):   # each lane asked, whatever the others said
-            self._after_command(f"{label}: {'paused: none of its units starts until resumed' if paused else 'resumed'}")
+            self._after_command(f"{label}: {'held: none of its units starts until resumed' if paused else 'resumed'}")
         else:
             self._warn(f"{label}: not a lane of this run")
 

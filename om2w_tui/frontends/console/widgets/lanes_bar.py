@@ -1,7 +1,7 @@
 """The dashboard's line of a campaign's lanes, under the header: each lane's progress (done of total, errors), its
 reference answers' rate so far and its judge's (the campaign's live judge, or a judge file in its folder), each with
-its interval, as a run's header shows them; and what holds its units (paused by its user, or held by its
-model guard, with why). Hidden in a plain run."""
+its interval, as a run's header shows them; and what holds its units (its user, or its model guard, with why):
+`HELD`, the word `ctl` and the Sites panel say for a held arm. Hidden in a plain run."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from om2w_tui.frontends.formatting import clip
 
 
 def lanes_text(board: CampaignBoard, wide: bool) -> str:
-    """One part per lane: `agent 12/50 · 2 err · correct 60% [39-78] · judge 55% [34-74] · PAUSED`."""
+    """One part per lane: `agent 12/50 · 2 err · correct 60% [39-78] · judge 55% [34-74] · HELD`."""
     parts = []
     for name, row in board.rows.items():
         text = f"{board.label(name)} {row.done}/{row.total}"
@@ -26,10 +26,10 @@ def lanes_text(board: CampaignBoard, wide: bool) -> str:
         successes, judged = board.verdicts(name)
         if judged:
             text += f" · {rate_text('judge', successes, judged, wide)}"
-        if row.paused:
-            text += " · PAUSED"
-        if row.guard:
+        if row.guard:      # why its model guard holds it says more than its user's hold
             text += f" · HELD: {clip(row.guard, 60 if wide else 24)}"
+        elif row.paused:
+            text += " · HELD"
         parts.append(text)
     return "  │  ".join(parts)
 

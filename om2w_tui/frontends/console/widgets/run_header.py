@@ -78,7 +78,7 @@ class RunHeader(Horizontal):
         eta = state.eta(now) if state.phase == "running" else None   # as the run's pacing allows
         rate = per_hour(finished, elapsed)
         rate_text = f"{rate:.0f}/h" if rate is not None else "-/h"
-        eta_text = "-" if eta is None else clock_text(eta)
+        eta_text = state.waits() or ("-" if eta is None else clock_text(eta))   # no count while its end waits
         # the rates so far before the clock: where the line is cut, the verdicts stay
         success = "" if campaign else "".join(f"{part} · " for part in self.success_text(wide))
         eta_part = f"ETA {eta_text} · " if state.phase in ("starting", "running") else ""
