@@ -13,10 +13,11 @@ from om2w_tui import exits
 from om2w_tui.cli.argtypes import count, endpoint, key_variable, number, positive_int, setting_type
 from om2w_tui.engine.settings import BY_KEY
 from om2w_tui.evaluation.campaign_report import one_run_problem
-from om2w_tui.evaluation.judge import JudgeFatal, JudgeOutcome, judge_run
-from om2w_tui.evaluation.judge_files import output_path
+from om2w_tui.evaluation.judge import JudgeFatal, JudgeOutcome, judge_run, unknown_tasks
+from om2w_tui.evaluation.judge_files import mixed_reading, output_path, read_judged
 from om2w_tui.evaluation.judge_settings import MAX_TOKENS, MODES, PARSINGS, Settings
 from om2w_tui.evaluation.official import OfficialUsage, run_official
+from om2w_tui.evaluation.verdicts import Settled
 from om2w_tui.files import UnsafeFile, unsafe_entry
 from om2w_tui.json_input import InputError
 from om2w_tui.run_folder import what_is
@@ -70,6 +71,18 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                         "before any task takes at most 15)")
 
 
+def _before_network(out: Path, s: Settings, task_ids: list[str]) -> str:
+    """What is wrong with judging `out` with `s` that its files already say ("" when nothing): the judge file no file
+    of ours (a symlink, a FIFO), a --task-ids naming no task folder, a resume that would mix two readings."""
+    path = output_path(out, s)
+    if problem := unsafe_entry(path) or unknown_tasks(out, task_ids):
+        return problem
+    try:
+        return mixed_reading(path, Settled.read(out).current(read_judged(path)), s)
+    except InputError as e:
+        return str(e)
+
+
 def _temperature(text: str) -> float | None:
     """A sampling temperature 0-2 (the one number parser: no NaN, no inf), or `none` to send none."""
     if text.strip().lower() in ("none", "off", ""):
@@ -89,8 +102,9 @@ def run(args: argparse.Namespace) -> int:
                  temperature=args.temperature, max_tokens=args.max_tokens, parsing=args.parsing)
     task_ids = [t.strip() for t in args.task_ids.split(",") if t.strip()]
     key = os.environ.get(args.api_key_env, "") or "EMPTY"
-    # the folder's own files before the network: a judge file that is a symlink, a FIFO or a device is refused at once
-    problem = "" if args.official is not None else unsafe_entry(output_path(out, s))
+    # the folder's own files before the network: a judge file that is a symlink, a FIFO or a device is refused at
+    # once, as are a --task-ids naming no task folder and a resume that would mix two readings of the replies
+    problem = "" if args.official is not None else _before_network(out, s, task_ids)
     if problem:
         print(f"om2w-tui judge: {problem}", file=sys.stderr)
         return EXIT_USAGE

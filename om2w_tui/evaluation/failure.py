@@ -28,10 +28,13 @@ The classes, in their order of precedence (the first rule that holds names the c
  10. answered_wrong it ended with an answer that the measure (the judge, the humans or the reference answers) calls a
                     failure
 
-A loop goes before the timeout and the step budget because it is what used them up. A task that succeeded, or whose
-outcome is not known yet (not judged, still running), has no class. A folder with no record (another harness's, or
-an episode its run was killed under) is read as its folder says it ended: its `cut_short` (`killed`, `timeout` ...)
-as the status, else `done`. Pure functions but `classify_run`, which reads the run's folders."""
+A loop goes before the timeout and the step budget because it is what used them up. A task that succeeded has no
+class, nor one with no outcome yet (not judged, not labelled) whose status says it ended as an agent ends (`done`, its
+step budget not used up), whatever its steps show (a loop, an error page): its measure may yet call it a success. A
+status that says it failed (killed, blocked, error, timeout, out_of_steps) names a class before any verdict. A folder
+with no record (another harness's, or an episode its run was killed under) is read as its folder says it ended: its
+`cut_short` (`killed`, `timeout` ...) as the status, else `done`. Pure functions but `classify_run`, which reads the
+run's folders."""
 
 from __future__ import annotations
 
@@ -160,8 +163,9 @@ def _site_error(rec: EpisodeRecord, episode: EpisodeFolder | None) -> str:
 def classify(record: EpisodeRecord | None, episode: EpisodeFolder | None, outcome: Outcome | None,
              max_steps: int | None = None) -> Failure | None:
     """The failure class of a task from its latest record, its episode folder (None: not read) and its outcome
-    under the report's measure; None when it succeeded, or when nothing says it failed yet. `max_steps`: the run's
-    step budget (run.json's), for a record that does not carry the budget it ran under."""
+    under the report's measure; None when it succeeded, or when it has no outcome yet and its status does not say it
+    failed (a `done` episode waits for its measure, whatever its steps show). `max_steps`: the run's step budget
+    (run.json's), for a record that does not carry the budget it ran under."""
     if outcome == "success":
         return None
     rec = record or EpisodeRecord(task_id=episode.task_id if episode else "",
@@ -170,6 +174,10 @@ def classify(record: EpisodeRecord | None, episode: EpisodeFolder | None, outcom
                                   steps=episode.recorded_steps if episode else 0)
     status, kind = rec.status, rec.error_kind
     max_steps = rec.max_steps if rec.max_steps is not None else max_steps   # the task's own budget first
+    budget_used = status == "out_of_steps" or (status == "done" and not rec.agent_done and max_steps is not None
+                                               and rec.steps >= max_steps)
+    if outcome is None and status in ("done", "") and not budget_used:
+        return None   # no outcome yet and its status says it ended well: it may have succeeded, a loop or not
     if status == "killed":   # stopped before its end: what its page showed is not the site's doing
         return Failure("stopped", f"status killed: {rec.error or 'by its user'}")
     if status == "blocked":
@@ -187,11 +195,8 @@ def classify(record: EpisodeRecord | None, episode: EpisodeFolder | None, outcom
         return Failure("loop", f"the same action on the same page {LOOP_REPEATS}+ times in a row", repeated)
     if status == "timeout":
         return Failure("timeout", "status timeout: the episode's time ran out")
-    if status == "out_of_steps" or (status == "done" and not rec.agent_done and max_steps is not None
-                                    and rec.steps >= max_steps):
+    if budget_used:
         return Failure("out_of_steps", f"{rec.steps} steps of a budget of {max_steps or rec.steps}, no answer given")
-    if outcome is None and status in ("done", ""):
-        return None   # not judged yet: it may have succeeded
     answer = rec.answer.strip() or (episode.answer.strip() if episode else "")
     if status == "error":
         return Failure("gave_up", f"an error of the agent's own: {(rec.error or '')[:120]}")

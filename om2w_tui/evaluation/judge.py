@@ -50,8 +50,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from om2w_tui.benchmarks.conformance import EvaluatorView, read_run
-from om2w_tui.evaluation.judge_files import adopt_legacy_output, append_line, output_path, read_judged
+from om2w_tui.benchmarks.conformance import EvaluatorView, read_run, task_dirs
+from om2w_tui.evaluation.judge_files import adopt_legacy_output, append_line, mixed_reading, output_path, read_judged
 from om2w_tui.evaluation.judge_prompts import (
     VERDICT_SYSTEM,
     WEBVOYAGER_SYSTEM,
@@ -71,6 +71,17 @@ MAX_KEPT = 50
 
 class JudgeFatal(RuntimeError):
     """A failure that no retry or other task can fix (bad key, unknown model): the whole run stops."""
+
+
+def unknown_tasks(out: Path, task_ids: list[str]) -> str:
+    """Why `--task-ids` names a task the run has no folder of ("" when it names none): a usage error, said before
+    anything is judged or written."""
+    dirs = task_dirs(out) if Path(out).is_dir() else []
+    missing = [t for t in dict.fromkeys(task_ids) if t not in set(dirs)]
+    if not missing:
+        return ""
+    return (f"--task-ids: no task folder {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''} in {out} "
+            f"({len(dirs)} task folders{', e.g. ' + ', '.join(dirs[:3]) if dirs else ''}); nothing judged")
 
 
 @dataclass
@@ -254,9 +265,11 @@ async def judge_run(out: Path, s: Settings, client: Any, *, task_ids: list[str] 
     path = output_path(out, s)
     outcome = JudgeOutcome(path, len(run.task_dirs))
     done = read_judged(path, log)   # InputError for a file that is a symlink, a FIFO: `judge` exits 2 naming it
+    if mixed := mixed_reading(path, settled.current(done), s):
+        raise JudgeFatal(mixed)
+    if missing := unknown_tasks(out, task_ids or []):
+        raise JudgeFatal(missing)
     names = run.task_dirs if not task_ids else [t for t in run.task_dirs if t in set(task_ids)]
-    for t in sorted(set(task_ids or ()) - set(run.task_dirs)):
-        log(f"--task-ids: no task folder {t} in {out}")
     outcome.unsettled = sorted(d for d in names if not settled.settled(d))
     if outcome.unsettled:
         log(f"not settled yet, not judged: {len(outcome.unsettled)} task(s) the run has no settling record of (to "

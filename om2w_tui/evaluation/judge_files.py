@@ -117,6 +117,29 @@ def read_judged(path: Path, warn: Callable[[str], None] | None = None) -> dict[s
     return got
 
 
+def line_parsing(rec: dict[str, Any]) -> str:
+    """How a judge file's line read its replies (`Settings.parsing`): as it says; our lines written before they said
+    it were read leniently, and the official evaluator's (no `judge_model`) read its own way."""
+    said = rec.get("parsing")
+    return said if isinstance(said, str) and said else ("lenient" if "judge_model" in rec else "official")
+
+
+def mixed_reading(path: Path, lines: dict[str, dict[str, Any]], s: Settings) -> str:
+    """Why judging on into `path` with `s` would mix two readings of the replies in one file ("" when it would
+    not): a resume takes the verdicts that count as they are (`lines`: `verdicts.Settled.current` of the file's),
+    so they must have been read the way `s.parsing` reads them (a line of an episode run again since is judged
+    again: it does not count). Refused, never re-read: under webjudge the scores read chose the screenshots the verdict
+    call was shown, so a verdict read another way is not the one that reading would have given."""
+    other = [t for t, rec in lines.items() if line_parsing(rec) != s.parsing]
+    if not other:
+        return ""
+    was = line_parsing(lines[other[0]])
+    return (f"{path.name} holds {len(other)} verdict(s) whose replies were read the {was} way (e.g. {other[0]}); "
+            f"judging on with --parsing {s.parsing} would mix two readings in one file. Judge with --parsing {was} "
+            f"to resume it, or move that file out of the run's folder to judge anew the {s.parsing} way (`om2w-tui "
+            f"report` already counts the replies the two readings read differently)")
+
+
 def append_line(path: Path, record: dict[str, Any]) -> None:
     """One whole JSON line, appended in one write and synced (O_APPEND keeps it whole), after ending a torn last
     line; never through a symlink, never to a FIFO or a device (files.UnsafeFile); a lone

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from om2w_tui.evaluation.judge_files import line_parsing
 from om2w_tui.evaluation.summary import Readings
 
 
@@ -168,8 +169,7 @@ def compare_readings(records: Iterable[dict[str, Any]], threshold: int | None) -
     parsing: str | None = None
     limit = threshold if isinstance(threshold, int) else 3
     for rec in records:
-        # our lines before the `parsing` key were read leniently; the official evaluator's lines carry no judge_model
-        parsing = parsing or rec.get("parsing") or ("lenient" if "judge_model" in rec else "official")
+        parsing = parsing or line_parsing(rec)
         details = rec.get("evaluation_details")
         reply = rec.get("response") if isinstance(rec.get("response"), str) else (
             details.get("response") if isinstance(details, dict) else None)

@@ -109,6 +109,17 @@ class LabelSession:
             return sum(1 for t in self.tasks if (self.value_of(t) or majority(self.other_values(t).values())))
         return sum(1 for t in self.tasks if self.value_of(t) is not None)
 
+    def summary_line(self) -> str:
+        """What the session leaves on disk, in a sentence (`label`'s last line): the tasks this annotator labelled in
+        its file; in review, the tasks with a final label, told apart: set in the reviewer's file or the annotators'
+        consensus (that file holds only the former)."""
+        if not self.review:
+            return f"{self.labelled} of {len(self.tasks)} tasks labelled in {self.mine.path}"
+        own = sum(1 for t in self.tasks if self.value_of(t))
+        agreed = self.labelled - own
+        return (f"{self.labelled} of {len(self.tasks)} tasks have a final label ({own} set in {self.mine.path}, "
+                f"{agreed} by the annotators' consensus)")
+
     @property
     def failures(self) -> dict[str, str]:
         """Each task's failure class as `report` reads the run (its measure, `evaluation/failure.py`'s rules),

@@ -41,11 +41,18 @@ from om2w_tui.benchmarks.conformance import load_episode
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.control import Interrupt, Run
 from om2w_tui.engine.events import EpisodeFinished, Event, Log, RunSnapshot
-from om2w_tui.engine.results import EpisodeRecord, read_results
+from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.evaluation.judge import Caller, JudgeFatal, judge_client, judge_episode
-from om2w_tui.evaluation.judge_files import RESULTS_SUFFIX, adopt_legacy_output, append_line, output_path, read_judged
+from om2w_tui.evaluation.judge_files import (
+    RESULTS_SUFFIX,
+    adopt_legacy_output,
+    append_line,
+    mixed_reading,
+    output_path,
+    read_judged,
+)
 from om2w_tui.evaluation.judge_settings import Settings
-from om2w_tui.evaluation.verdicts import episode_mark, judges
+from om2w_tui.evaluation.verdicts import Settled, episode_mark, judges
 from om2w_tui.files import open_own, unsafe_entry
 from om2w_tui.json_input import InputError, decode
 
@@ -116,12 +123,16 @@ class LiveJudge:
         try:
             already = await asyncio.to_thread(read_judged, self.path, lambda m: self._log(m, "warning"))
         except InputError as e:   # a symlink, a FIFO by the judge file's name: never read or written through
-            self.fatal = str(e)
-            self._log(f"the judge stops: {e}", "error")
+            already, self.fatal = {}, str(e)
+        settled = await asyncio.to_thread(Settled.read, self.out)
+        # verdicts it would take as they are, read another way than its own: the file is left as it is
+        self.fatal = self.fatal or mixed_reading(self.path, settled.current(already), self.s)
+        if self.fatal:
+            self._log(f"the judge stops: {self.fatal}", "error")
             return
         self.judged = dict(already)
         self.counts.skipped = len(already)
-        latest = await asyncio.to_thread(lambda: read_results(self.out).latest_records())
+        latest = settled.latest
         for tid, rec in latest.items():
             if self.selection is not None and tid not in self.selection:
                 continue   # another shard's task: its own judge catches up on it

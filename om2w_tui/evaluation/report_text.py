@@ -68,12 +68,15 @@ def readings_line(j: JudgeInfo) -> str:
     used = r.parsing or "official"
     other = "lenient" if used == "official" else "official"
     head = f"{Path(j.file).name}: replies read the {used} way"
-    if not r.verdicts_differ and not r.scores_differ:
-        return f"{head}; the {other} reading agrees on all {r.verdicts} verdicts and {r.scores} scores"
+    if not r.verdicts_differ and not r.scores_differ:   # a mode without scores (webvoyager) says none
+        return f"{head}; the {other} reading agrees on all " + " and ".join(
+            f"{n} {what}" for n, what in ((r.verdicts, "verdicts"), (r.scores, "scores")) if n)
     tasks = f" ({', '.join(r.verdict_tasks[:5])}{' ...' if len(r.verdict_tasks) > 5 else ''})" \
         if r.verdict_tasks else ""
-    return (f"{head}; the {other} reading differs on {r.verdicts_differ} of {r.verdicts} verdicts{tasks} and "
-            f"{r.scores_differ} of {r.scores} screenshot scores ({r.scores_cross} across the threshold)")
+    parts = [f"{r.verdicts_differ} of {r.verdicts} verdicts{tasks}"] if r.verdicts else []
+    parts += [f"{r.scores_differ} of {r.scores} screenshot scores ({r.scores_cross} across the threshold)"] \
+        if r.scores else []
+    return f"{head}; the {other} reading differs on " + " and ".join(parts)
 
 
 def _source_line(s: RunReport) -> str:
@@ -430,7 +433,11 @@ def notes(s: RunReport) -> list[str]:
     """The lines under a run's heading: where success comes from, the other judge files, conformance, warnings."""
     out = [_source_line(s)]
     for j in s.success.other_judges:
-        out.append(f"also judged in {Path(j.file).name} ({_judge_words(j)}): {j.judged} of {s.tasks} tasks judged")
+        rates = next((f"; success over all {fmt_rate(m.counts.overall)}, executable only "
+                      f"{fmt_rate(m.counts.executable)}" for m in s.measures
+                      if m.judge is not None and m.judge.file == j.file), "")   # as its table gives them
+        out.append(f"also judged in {Path(j.file).name} ({_judge_words(j)}): {j.judged} of {s.tasks} tasks "
+                   f"judged{rates}")
     for j in [x for x in [s.success.judge, *s.success.other_judges] if x is not None]:
         line = readings_line(j)
         if line:

@@ -274,3 +274,33 @@ def test_report_counts_each_failure_class_in_every_format(tmp_path):
     assert f"run,{out},failures,answered_wrong,tasks,1" in rows and f"run,{out},failures,gave_up,tasks,1" in rows
     table = report_cli(out, "table")
     assert "why it failed" in table and "answered_wrong" in table and "bot_wall" in table
+
+
+def test_a_task_with_no_outcome_yet_has_no_class_whatever_its_steps_show_in_every_view(tmp_path):
+    """QA: an unlabelled task (pending under the labels measure) whose history was four SCROLL DOWNs and then the
+    right answer was counted a `loop` by `report`, the label screen's `f` and the web report, but not by the
+    console's report screen. A `done` task with no outcome yet has no class in any of them; one its status says
+    failed (a timeout) keeps its class before any verdict."""
+    from om2w_tui.evaluation.label_session import LabelSession
+    from om2w_tui.evaluation.labels import LabelFile
+    from om2w_tui.frontends.console.report_data import compute
+
+    out = tmp_path / "run"
+    scroll = (["SCROLL DOWN"], "read on", SHOP)
+    episode(out, [scroll, scroll, scroll, scroll], answer="It costs $12.", name="scrolled")
+    episode(out, [(["<a> Shop -> CLICK"], "open", SHOP)], answer="It costs $99.", name="wrong")
+    episode(out, [scroll, scroll, scroll], answer="", cut_short="timeout", name="slow")
+    lines = [("scrolled", rec(steps=4, answer="It costs $12.")), ("wrong", rec(answer="It costs $99.")),
+             ("slow", rec(status="timeout", agent_done=False, steps=3))]
+    (out / "results.jsonl").write_text("".join(json.dumps(r.to_json() | {"task_id": t}) + "\n" for t, r in lines))
+    alice = LabelFile.open(out, "alice")
+    alice.set("wrong", "0")
+    alice.save()
+    assert loop_of(read_episode(out / "scrolled"))            # its steps do read as a loop
+    data = json.loads(report_cli(out, "json"))["runs"][0]
+    assert data["per_task"]["scrolled"]["outcome"] is None and data["per_task"]["scrolled"]["failure"] is None
+    assert data["failures"] == {"loop": 1, "answered_wrong": 1}          # slow's loop (its status: timeout), wrong
+    assert data["per_task"]["slow"]["failure"]["class"] == "loop"
+    console = compute(out)
+    assert sorted(f.task_id for f in console.failures) == ["slow", "wrong"]
+    assert LabelSession(out, "bob").failures == {"slow": "loop", "wrong": "answered_wrong"}

@@ -324,3 +324,22 @@ def test_two_sessions_of_one_annotator_keep_each_others_labels(tmp_path):
     there.set("t2", "0")                 # the other terminal: it reads t1 before it writes
     here.set("t3", "2", reason="outdated")
     assert {t: lab.value for t, lab in read_label_file(here.path).items()} == {"t1": "1", "t2": "0", "t3": "2"}
+
+
+def test_the_reviewers_last_line_tells_its_own_labels_from_the_consensus(tmp_path):
+    """QA: `label --review` ended "2 of 19 tasks labelled in labels.final.json" while that file held one label, the
+    other final label being the annotators' consensus."""
+    from om2w_tui.evaluation.label_session import LabelSession
+
+    out = make_run(tmp_path / "run", [record(t) for t in ("a", "b", "c", "d")])
+    for name, labels in (("alice", {"a": "1", "b": "0", "c": "1"}), ("bob", {"a": "0", "b": "0"})):
+        f = LabelFile.open(out, name)
+        for t, v in labels.items():
+            f.set(t, v)
+    LabelFile.open(out, "final").set("a", "1")            # the dispute settled; b agreed; c one annotator's
+    final = out / "labels.final.json"
+    assert len(read_label_file(final)) == 1
+    review = LabelSession(out, "me", review=True)
+    assert review.summary_line() == (f"3 of 4 tasks have a final label (1 set in {final}, 2 by the annotators' "
+                                     f"consensus)")
+    assert LabelSession(out, "bob").summary_line() == f"2 of 4 tasks labelled in {out / 'labels.bob.json'}"

@@ -91,7 +91,8 @@ async def test_a_resumed_run_judges_what_was_left_and_nothing_twice(tmp_path, ju
     assert first.counts.skipped == 0 and first.queue.qsize() + first._busy() == 3
     await first.close()
     path = output_path(out, first.s)
-    path.write_text(json.dumps({"task_id": "a", "predicted_label": 1, "attempt": 1, "judge_model": "oracle-judge"})
+    path.write_text(json.dumps({"task_id": "a", "predicted_label": 1, "attempt": 1, "judge_model": "oracle-judge",
+                                "parsing": "official"})
                     + "\n")
     calls = judge_server.calls
     second, logs = live(out, judge_server)

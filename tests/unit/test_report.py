@@ -444,3 +444,30 @@ def test_the_csv_says_a_runs_warnings_on_stderr_and_keeps_its_stdout_one_table(t
     assert len(lines) == 2 and all(line.startswith(f"warning: {out}: ") for line in lines), lines
     assert any("shard 1 of 2 wrote no manifest here" in line for line in lines)
     assert any("judged task(s) are not in this run" in line for line in lines)
+
+
+def test_each_other_judge_file_gives_its_rate_under_both_rules_and_no_scores_where_its_mode_has_none(tmp_path):
+    """QA: beside the judge file read, another one's line said only "19 of 19 tasks judged", not its success; and a
+    webvoyager file (no screenshot scores) read "the lenient reading agrees on all 19 verdicts and 0 scores"."""
+    out = make_run(tmp_path / "run", [record("a"), record("b"), record("c", "blocked", agent_done=False)])
+
+    def lines(name: str, mode: str, verdicts: dict[str, int], scored: bool) -> Path:
+        path = out / f"om2w-tui_{name}_j_score_threshold_3_auto_eval_results.json"
+        said = {1: "Status: success", 0: "Status: failure"} if scored else \
+            {1: "Verdict: SUCCESS", 0: "Verdict: NOT SUCCESS"}
+        rows = [{"task_id": t, "predicted_label": v, "mode": mode, "judge_model": "j", "parsing": "official",
+                 "score_threshold": 3, "response": f"Thoughts: x.\n{said[v]}",
+                 "image_judge_record": [{"Response": "Score: 4", "Score": 4}] if scored else None}
+                for t, v in verdicts.items()]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return path
+
+    webjudge = lines("WebJudge_Online_Mind2Web_eval", "webjudge", {"a": 1, "b": 0, "c": 1}, True)
+    webvoyager = lines("WebVoyager_eval", "webvoyager", {"a": 1, "b": 1, "c": 1}, False)
+    os.utime(webjudge, (1_000_000, 1_000_000))                       # the webvoyager file is the newest: read
+    md = to_markdown([summarize(out)], None)
+    assert (f"also judged in {webjudge.name} (by om2w-tui, webjudge, j): 3 of 3 tasks judged; success over all "
+            f"33.3% (1/3) [6.1, 79.2], executable only 50.0% (1/2) [9.5, 90.5]") in md   # c: blocked, not executable
+    assert f"{webvoyager.name}: replies read the official way; the lenient reading agrees on all 3 verdicts\n" in md
+    assert f"{webjudge.name}: replies read the official way; the lenient reading agrees on all 3 verdicts and 3 " \
+           f"scores" in md

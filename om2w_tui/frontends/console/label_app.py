@@ -61,5 +61,5 @@ def run_labeller(out: Path, annotator: str, *, review: bool = False, show_judge:
     session = LabelSession(out, annotator, review=review, judge=judge, flt=flt)
     app = LabelApp(session, show_judge=show_judge, renderer=renderer, task=task)
     result = app.run()
-    print(f"om2w-tui label: {session.labelled} of {len(session.tasks)} tasks labelled in {session.mine.path}")
+    print(f"om2w-tui label: {session.summary_line()}")
     return int(result or 0)

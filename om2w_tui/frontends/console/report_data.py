@@ -37,11 +37,10 @@ class Computed:
 
 
 def failed(task: TaskRow) -> bool:
-    """Judged unsuccessful, or not judged and ended by a status other than done (a task with no record yet may be
-    running: it is not counted)."""
-    if task.success is not None:
-        return not task.success
-    return task.status not in ("done", "folder", "unrecorded")
+    """A task that did not succeed, by the one rule `report`, the label screen and the web report read: it has a
+    failure class (evaluation/failure.py: its measure calls it a failure or not executable, or, with no outcome yet,
+    its status says it failed; a task still to run, or `done` and not judged, has none)."""
+    return task.failure is not None
 
 
 def compute(out: Path, judge: Path | None = None, measure: str | None = None) -> Computed:
