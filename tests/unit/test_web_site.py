@@ -226,6 +226,15 @@ def test_bad_prices_exit_2_naming_the_file(run, tmp_path, capsys):
         assert report(str(run), "--html", str(tmp_path / "site"), "--prices", str(bad)) == 2
         assert str(bad) in capsys.readouterr().err
         assert not (tmp_path / "site").exists()
+    # the message names what is wrong in the entry: a value that is not a number, a key missing, a key too many
+    for text, said in (('[m1]\ninput = "x"\n', "['m1'] input = 'x': it must be a number >= 0"),
+                       ('[m1]\ninput = 1\noutput = true\n', "['m1'] output = True: it must be a number"),
+                       ("[m1]\noutput = 1\n", "'m1' has no `input`"),
+                       ("[m1]\ninput = 1\noutput = 1\nextra = 1\n", "'m1' has `extra`, which is not a price")):
+        bad.write_text(text)
+        with pytest.raises(PricesError) as refused:
+            read_prices(bad)
+        assert str(refused.value).startswith(f"--prices {bad}: ") and said in str(refused.value)
     good = tmp_path / "p.json"
     good.write_text('{"m1": {"input": 0.15, "output": 0.6}}')
     assert read_prices(good)["m1"].cost(1e6, 1e6) == pytest.approx(0.75)
