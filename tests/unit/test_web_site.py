@@ -42,6 +42,10 @@ def test_a_site_of_a_run_shows_the_failure_class_the_judge_per_screenshot_and_th
     assert 'data-failure="loop">1<' in index
     shown = {k: int(n) for k, n in re.findall(r'data-failure="(\w+)">(\d+)<', index)}
     assert shown == summarize(run).failures == {"loop": 1}      # `report`'s counts: one rule set
+    # steps, time and tokens in `report`'s number format: whole numbers without decimals, thousands grouped
+    metrics = dict(re.findall(r"<tr><th>(\w+)</th><td>\d+</td>((?:<td>[^<]*</td>){3})</tr>", index))
+    assert re.findall(r"<td>(.*?)</td>", metrics["steps"]) == ["2", "2.8", "4"]
+    assert re.findall(r"<td>(.*?)</td>", metrics["prompt_tokens"]) == ["1,000", "1,000", "2,000"]
     assert "$0.0040" in index          # (2000 prompt x $1 + 200 completion x $10) / 1e6 for the agent
     assert "$0.0063" in index          # the judge apart: (3000 x $2 + 70 x $4) / 1e6
     # the judge's cost per episode it judged (2) and per success (1), beside its total
