@@ -209,6 +209,15 @@ def test_screenshots_with_the_same_bytes_are_made_once_across_tasks_and_runs_and
     assert images.first_copies(files) == [0, 1, 0, 3]
 
 
+def test_a_v1_runs_task_page_shows_each_steps_url(tmp_path):
+    """The default layout (v1) keeps each step's URL too (`action_urls`; before it, the browser-use histories): the
+    page shows it beside the step, as for v2."""
+    run = make_run(tmp_path / "run", schema="v1")
+    site = web_site.build_site(tmp_path / "site", [summarize(run)])
+    steps = re.findall(r'<p class="url"><code>(.*?)</code></p>', (site / "r1" / "t" / "loop_2.html").read_text())
+    assert steps == ["http://127.0.0.1:9/shop"] * 3
+
+
 def test_refused_inside_a_run_folder_over_other_files_and_over_a_file(run, tmp_path, capsys):
     for dest in (run / "site", run / "ok_1" / "x", tmp_path):
         assert report(str(run), "--html", str(dest)) == 2
