@@ -66,6 +66,7 @@ _EXPONENT = re.compile(r"[eE][+-]?[0-9]{3}|[0-9]{19}")
 # made once: json.loads with any option builds a new decoder at every call (a third of a record's reading time)
 _DECODER = json.JSONDecoder(parse_constant=_no_constant)
 _CHECKING_FLOATS = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite, parse_int=_sane_int)
+_WIDE_INTS = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)   # floats checked, ints any size
 
 
 def _size(n: int) -> str:
@@ -183,12 +184,13 @@ def may_overflow(data: bytes | str) -> bool:
 
 
 def decode(data: bytes | str, where: str, *, line: int | None = None, max_depth: int = MAX_DEPTH,
-           check_floats: bool | None = None, bom_ok: bool = True) -> Any:
+           check_floats: bool | None = None, bom_ok: bool = True, wide_ints: bool = False) -> Any:
     """One JSON value; InputError names `where` (a file, a socket) and, given, the `line` of a JSON lines file the
     value is, and what is wrong with it. `check_floats`: False when the caller knows no float can overflow here
     (`may_overflow` said so of the whole file); None: see for itself. `bom_ok`: a leading byte order mark is read
     past (False: refused, as Python's `json.load` refuses it, for a file read as a reader outside the package
-    reads it)."""
+    reads it). `wide_ints`: whole numbers past 64 bits are read as they are (another program's file, such as a
+    browser-use history's unsigned 64-bit ids), Python's own limit on digits still holding."""
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
         if text.startswith(BOM):
@@ -199,7 +201,7 @@ def decode(data: bytes | str, where: str, *, line: int | None = None, max_depth:
             text = text[1:]
         # a number can only be out of range with an exponent of 3 digits or 19 digits: the (slower) check only there
         floats = may_overflow(text) if check_floats is None else check_floats
-        value = (_CHECKING_FLOATS if floats else _DECODER).decode(text)
+        value = (_DECODER if not floats else _WIDE_INTS if wide_ints else _CHECKING_FLOATS).decode(text)
     except InputError:
         raise
     except UnicodeDecodeError as e:

@@ -6,6 +6,8 @@ reads the same `result.json` with the evaluator's own rules) all go through it.
                                                          thoughts; v2: "schema_version": "online-mind2web-v2", one
                                                          entry per step, closed by TASK_COMPLETE / TASK_INCOMPLETE
     <out>/<task_id>/trajectory/<i>_full_screenshot.png   the screenshots, in the order of <i>
+    <out>/<task_id>/history_<k>.json                     the browser-use histories: each step's URL where a v1
+                                                         result.json has no `action_urls` (written before it)
     <out>/<task_id>/attempts/<n>/                        an earlier attempt's files, moved there when the next began
 
 The folder may be read while its episode writes it (`result.json` is replaced atomically after every step), or after
@@ -32,13 +34,15 @@ ATTEMPTS = "attempts"
 RESULT_LIMIT = 64 << 20   # bytes of a result.json read back (a long episode's is well under 1 MiB)
 MAX_STEP_NUMBER = 1 << 20  # an `action_steps` number past this is not a step of ours (its list is not used)
 PAGE_TEXT_LIMIT = 500       # characters of the last page's URL and title kept
+HISTORY_LIMIT = 64 << 20    # bytes of a history_<k>.json read back for its steps' URLs
 
 Layout = Literal["v1", "v2"]
 
 
 @dataclass(frozen=True)
 class StepOnDisk:
-    """What the agent did on one screenshot: its action lines, its thought and the page's URL (v2 only)."""
+    """What the agent did on one screenshot: its action lines, its thought and the page's URL (v2's entry's, v1's
+    `action_urls`, else its browser-use history's; "" where the folder has none)."""
 
     actions: tuple[str, ...] = ()
     thought: str = ""
@@ -167,14 +171,44 @@ def _by_step(acted: list[tuple[str, str, str]], numbers: list[int], n_shots: int
             for i in range(n)]
 
 
-def episode_steps(result: dict[str, Any], shots: list[Path] | tuple[Path, ...]) -> tuple[str, list[StepOnDisk]]:
+def _strings(value: Any, n: int) -> list[str] | None:
+    """A list of `n` strings as the writer gave it (None: absent, or not that: another writer's)."""
+    if not isinstance(value, list) or len(value) != n or not all(isinstance(v, str) for v in value):
+        return None
+    return value
+
+
+def history_urls(folder: Path, n_shots: int) -> dict[int, str]:
+    """screenshot number -> the page URL of the step it shows, read from `history_<k>.json` (k = 0, 1 ...: the
+    browser-use histories, in order), for a v1 folder written before `action_urls`. The writer numbered a step's
+    screenshot in order, one per step whose history has a screenshot; {} where no history can be read or its steps
+    with a screenshot are not the folder's (neither every screenshot nor all but the final state's)."""
+    urls: dict[int, str] = {}
+    for k in range(MAX_STEP_NUMBER):
+        path = Path(folder) / f"history_{k}.json"
+        if not os.path.lexists(path):
+            break
+        try:
+            doc = decode(read_bytes(path, HISTORY_LIMIT, follow_symlinks=False), path.name, wide_ints=True)
+        except InputError:
+            return {}
+        items = doc.get("history") if isinstance(doc, dict) else None
+        for item in items if isinstance(items, list) else []:
+            state = item.get("state") if isinstance(item, dict) else None
+            if isinstance(state, dict) and state.get("screenshot_path"):
+                urls[len(urls)] = str(state.get("url") or "")
+    return urls if urls and len(urls) in (n_shots, n_shots - 1) else {}
+
+
+def episode_steps(result: dict[str, Any], shots: list[Path] | tuple[Path, ...],
+                  shot_urls: dict[int, str] | None = None) -> tuple[str, list[StepOnDisk]]:
     """(the answer, the steps) of a result.json in either layout: one StepOnDisk per screenshot, in order (a
     screenshot with no action, like the final state, gets an empty one).
 
     Each action's step is what the writer recorded in `action_steps` (the number of the step's screenshot). A folder
     written before that key: v2 names each entry's screenshot, so the match is exact; v1 keeps only flat lists, so
     consecutive actions with the same thought are taken as one step (two steps with the very same thought would
-    read as one)."""
+    read as one). A v1 step's URL is its actions' `action_urls`, else `shot_urls` (`history_urls`) of its number."""
     history = result.get("action_history") or []
     if not isinstance(history, list):
         history = []
@@ -196,7 +230,8 @@ def episode_steps(result: dict[str, Any], shots: list[Path] | tuple[Path, ...]) 
         return answer_of(result), steps
     thoughts = [str(t) for t in result.get("thoughts") or []]
     if (numbers := _action_steps(result, len(history))) is not None:
-        acted = [(str(a), thoughts[n] if n < len(thoughts) else "", "") for n, a in enumerate(history)]
+        urls = _strings(result.get("action_urls"), len(history)) or [(shot_urls or {}).get(i, "") for i in numbers]
+        acted = [(str(a), thoughts[n] if n < len(thoughts) else "", urls[n]) for n, a in enumerate(history)]
         return answer_of(result), _by_step(acted, numbers, len(shots))
     groups: list[tuple[list[str], str]] = []
     for n, action in enumerate(str(a) for a in history):
@@ -240,8 +275,11 @@ def read_episode(folder: Path) -> EpisodeFolder:
         problems.append(loaded.error)
     result = loaded.result or {}
     shots = screenshots(folder)
-    answer, steps = episode_steps(result, shots)
     layout = layout_of(result) if loaded.result is not None else None
+    n_actions = len(result.get("action_history") or []) if layout == "v1" else 0
+    older = (layout == "v1" and _action_steps(result, n_actions) is not None   # written before action_urls
+             and _strings(result.get("action_urls"), n_actions) is None)
+    answer, steps = episode_steps(result, shots, history_urls(folder, len(shots)) if older else None)
     history = result.get("action_history") or []
     history = history if isinstance(history, list) else []
     if layout == "v2":
@@ -358,5 +396,6 @@ def keep_earlier_attempt(folder: Path) -> Path | None:
 
 
 __all__ = ["ATTEMPTS", "CLOSING", "NO_ANSWER_WHY", "SHOT", "EpisodeFolder", "Layout", "ResultFile", "StepOnDisk",
-           "attempt_folder", "attempt_folders", "episode_steps", "is_attempt_folder", "keep_earlier_attempt",
+           "attempt_folder", "attempt_folders", "episode_steps", "history_urls", "is_attempt_folder",
+           "keep_earlier_attempt",
            "layout_of", "load_result", "no_answer", "read_answer", "read_episode", "screenshots"]

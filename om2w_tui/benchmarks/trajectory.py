@@ -1,7 +1,7 @@
 """An episode's folder in the Online-Mind2Web v1 layout, written as the episode goes:
 
     <out>/<task_id>/result.json                          task_id, task, final_result_response, action_history, thoughts,
-                                                         action_steps
+                                                         action_steps, action_urls
     <out>/<task_id>/trajectory/<i>_full_screenshot.png   one per step, in order, then the final state when the
                                                          page changed after the last step's screenshot
     <out>/<task_id>/history_<k>.json                     the browser-use histories
@@ -12,7 +12,8 @@ The action lines are factual, in the benchmark's style; the agent's words go to 
 `final_result_response`, and `done` is never an action. `action_steps` (a key the evaluator ignores, in both layouts)
 gives each action its step, numbered as the step's screenshot (`<n>_full_screenshot.png`; an action of a step that
 got no screenshot has the number of the step before): what groups actions into steps, never their thoughts' text,
-which may repeat.
+which may repeat. `action_urls` (v1; ignored by the evaluator too) gives each action its step's page URL, as a v2
+entry's `url` does.
 
 A browser-use step's screenshot is the page the step acted on. The evaluator sends the judge one image per v1 file
 and one per v2 entry, so no state is written or named twice: the final state is kept only when it differs from the
@@ -130,6 +131,7 @@ class TrajectoryWriter:
         self.actions: list[str] = []
         self.thoughts: list[str] = []
         self.action_steps: list[int] = []    # each action's step, numbered as the step's screenshot
+        self.action_urls: list[str] = []     # each action's step's page URL (v1's `action_urls`)
         # one per step: {"shot": name | None, "actions": [...], "thought": str, "url": str, "step": int}
         self.frames: list[dict[str, Any]] = []
         self.answer = ""
@@ -218,7 +220,8 @@ class TrajectoryWriter:
         if self.schema == "v1":
             doc: dict[str, Any] = {"task_id": self.task_id, "task": self.task_text,
                                    "final_result_response": self.answer, "action_history": self.actions,
-                                   "thoughts": self.thoughts, "action_steps": self.action_steps, **self._notes()}
+                                   "thoughts": self.thoughts, "action_steps": self.action_steps,
+                                   "action_urls": self.action_urls, **self._notes()}
         else:
             history, steps = self._v2()
             if history[-1]["screenshot"] is None:   # never written: the evaluator crashes on a null screenshot
@@ -252,6 +255,7 @@ class TrajectoryWriter:
         self.actions += actions
         self.thoughts += [thought] * len(actions)
         self.action_steps += [step] * len(actions)
+        self.action_urls += [url] * len(actions)
         self.frames.append({"shot": shot, "actions": list(actions), "thought": thought, "url": url, "step": step})
         self.n_steps += 1
         self._write_result()

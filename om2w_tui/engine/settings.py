@@ -109,7 +109,7 @@ class Kind:
     `check` says what is wrong with a value already typed ('' when nothing); `text` shows a value (the form, doctor,
     a flag); `remember` is the text the launch form may keep on disk."""
 
-    form: ClassVar[str] = "text"   # how the launch form asks for it: text | int | number | choice
+    form: ClassVar[str] = "text"   # how the launch form asks for it: text | int | number | choice | switch
     shows_refused: ClassVar[bool] = True   # a problem with a value may show the value (never a key's variable's)
 
     def empty_is_default(self) -> bool:
@@ -268,12 +268,27 @@ class Choice(Kind):
 
 @dataclass(frozen=True)
 class Switch(Kind):
-    """A flag without a value: it sets True (`sets=True`, --record-rows) or False (--no-vision)."""
+    """A flag without a value: it sets True (`sets=True`, --record-rows) or False (--no-vision). On the launch form a
+    check box, its text `true` or `false`, never remembered: a switch there (going on with a run measured otherwise)
+    is asked at each launch."""
 
+    form: ClassVar[str] = "switch"
     sets: bool = True
+
+    def parse(self, text: str) -> Any:
+        word = text.strip().lower()
+        if word not in ("true", "false"):
+            raise ValueError(f"{text.strip()[:40]}: give true or false")
+        return word == "true"
 
     def check(self, value: Any) -> str:
         return "" if isinstance(value, bool) else "must be true or false"
+
+    def text(self, value: Any) -> str:
+        return ("true" if value else "false") if isinstance(value, bool) else super().text(value)
+
+    def remember(self, text: str) -> str:
+        return ""
 
 
 @dataclass(frozen=True)
@@ -400,7 +415,8 @@ SETTINGS: tuple[Setting, ...] = (
             label="out folder", placeholder="runs/my-run", form_default="runs/offline"),
     Setting("resume_changed", "--resume-changed", "go on with a run (or campaign) in --out whose model, decoding, "
             "agent, budget or browser settings were otherwise: refused without it, as two measurements in one run; "
-            "with it the change is kept in run.json and `report` warns", Switch(True), WHAT, demo=False),
+            "with it the change is kept in run.json and `report` warns", Switch(True), WHAT, demo=False,
+            label="resume changed", placeholder="go on with a run measured otherwise"),
     # the agent
     Setting("arm", "--arm", "the agent: base (one browser-use Agent) or a plugin arm; `run --arm A --arm B`: a "
             "campaign of those arms, a run folder each in --out, paired on one queue and pacer", Text(required=True),

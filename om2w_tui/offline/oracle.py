@@ -38,7 +38,11 @@ MODES: dict[str, str] = {
     "oracle-hang": "never replies (the request blocks until the server stops)",
     "oracle-500": "answers HTTP 500 with an error body",
     "oracle-badjson": "answers 200 with message content that is not JSON",
-    "oracle-nodone": "plays the solutions but scrolls where it would call done",
+    "oracle-nodone": "plays the solutions but scrolls where it would call done; on the last step, where only done "
+                     "is allowed, a failed done (`oracle: only done is allowed at step N; ...`)",
+    "oracle-nodone-unguided": "oracle-nodone served without guided decoding: it scrolls on the last step too, "
+                              "outside the schema (browser-use counts an unparseable reply; the episode ends "
+                              "out_of_steps)",
     "oracle-weak": "plays as oracle, but ends the tasks whose id's hash is divisible by 3 (3 of the 19 offline "
                    "tasks, the same every run) at once with a wrong answer: a second arm that really differs",
     "oracle-flaky": "every other request (the 1st, 3rd, ...) gets HTTP 500",
@@ -69,6 +73,7 @@ VLLM_MODES: dict[str, str] = {
 }
 MODES.update(VLLM_MODES)
 JUDGE_MODES = ("oracle-judge", "oracle-judge-flaky")
+NODONE_MODES = ("oracle-nodone", "oracle-nodone-unguided")   # never say done where they may act
 TEXT_ONLY_MODES = ("oracle-text-only", "oracle-think", "oracle-think-open")   # their cards' root: a text model
 FLAT_SUFFIX = "-flat"
 _SLOW_WITH_DELAY = re.compile(r"oracle-slow-(?P<seconds>\d+(?:\.\d*)?|\.\d+)")
@@ -135,9 +140,10 @@ def chat_completion(model: str, content: str, prompt_chars: int) -> dict[str, An
     }
 
 
-def agent_reply(tasks: list[dict[str, Any]], request: AgentRequest, *, allow_done: bool = True) -> str:
+def agent_reply(tasks: list[dict[str, Any]], request: AgentRequest, *, allow_done: bool = True,
+                guided: bool = True) -> str:
     """The assistant content: bare JSON with only the brain fields the request's schema asks for, plus `action`."""
-    decision = decide(tasks, request, allow_done=allow_done)
+    decision = decide(tasks, request, allow_done=allow_done, guided=guided)
     brain = {
         "thinking": decision.thinking,
         "evaluation_previous_goal": "Oracle: the page state was checked against the known solution.",
@@ -339,7 +345,8 @@ class OracleHandler(QuietHandler):
                 and weak_fails(task):
             content = weak_reply(request)
         else:
-            content = agent_reply(self.app.tasks, request, allow_done=mode.name != "oracle-nodone")
+            content = agent_reply(self.app.tasks, request, allow_done=mode.name not in NODONE_MODES,
+                                  guided=mode.name != "oracle-nodone-unguided")
         return 200, chat_completion(model, content, request.prompt_chars)
 
     def handle_one_request(self) -> None:

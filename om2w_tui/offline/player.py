@@ -150,14 +150,18 @@ def give_up_or_scroll(request: AgentRequest, reason: str, *, allow_done: bool = 
     )
 
 
-def decide(tasks: list[dict[str, Any]], request: AgentRequest, *, allow_done: bool = True) -> Decision:
+def decide(tasks: list[dict[str, Any]], request: AgentRequest, *, allow_done: bool = True,
+           guided: bool = True) -> Decision:
     """The next actions for this request, within the actions its schema allows (as a server with guided decoding
-    answers). With allow_done=False (the oracle-nodone fault) every `done` becomes a scroll, whatever the schema."""
+    answers). With allow_done=False (the oracle-nodone fault) every `done` becomes a scroll: on a step whose schema
+    allows only `done` (browser-use's last), that is no answer within it, so it says a failed `done` there
+    (`within_schema`); with guided=False too (oracle-nodone-unguided, a server without guided decoding) it scrolls
+    there as well, outside the schema."""
     decision = _decide(tasks, request, allow_done=allow_done)
     if not allow_done:
         decision.actions = [SCROLL_DOWN if "done" in action else action for action in decision.actions]
-        return decision
-    return within_schema(decision, request)
+        decision.next_goal = _describe(decision.actions)   # never the answer it did not give
+    return within_schema(decision, request) if guided else decision
 
 
 def within_schema(decision: Decision, request: AgentRequest) -> Decision:

@@ -102,7 +102,13 @@ async def test_oracle_solves_the_task_through_a_real_agent(offline, task_id):
 
 
 async def test_nodone_oracle_never_finishes(offline):
+    """oracle-nodone-unguided never says done; oracle-nodone says a failed `done` only where nothing else is allowed
+    (the last step), every reply within the schema."""
     tasks, oracle = offline
-    history = await run_episode(tasks["offline_booking_rates_11"], oracle, model="oracle-nodone", max_steps=3)
+    history = await run_episode(tasks["offline_booking_rates_11"], oracle, model="oracle-nodone-unguided",
+                                max_steps=3)
     assert not history.is_done()
+    history = await run_episode(tasks["offline_booking_rates_11"], oracle, model="oracle-nodone", max_steps=3)
+    assert history.is_done() and not history.is_successful()
+    assert not any(history.errors()), history.errors()
     await _assert_no_chromium_left()

@@ -67,16 +67,19 @@ def test_a_timeout_keeps_the_partial_trajectory(tmp_path):
 
 
 def test_out_of_steps_is_its_own_status_with_no_answer_and_each_scroll_beside_its_screenshot(tmp_path):
-    """An agent that never says done (oracle-nodone) runs out of its 3 steps: `out_of_steps`, settled (a second run
-    adds nothing), no answer; the report counts it; each of its steps is beside its own screenshot."""
+    """An agent that never says done, not even on the last step where only `done` is allowed (oracle-nodone-unguided:
+    a server without guided decoding) runs out of its 3 steps: `out_of_steps`, settled (a second run adds nothing),
+    no answer; the report counts it; each of its steps is beside its own screenshot. oracle-nodone answers within
+    the schema there: a failed `done`, and no reply it cannot parse."""
     out = tmp_path / "loop"
     task = "offline_booking_rates_11"
-    args = ("run", "--no-ui", "--bench", "offline", "--model", "oracle-nodone", "--task-ids", task,
+    args = ("run", "--no-ui", "--bench", "offline", "--model", "oracle-nodone-unguided", "--task-ids", task,
             "--max-steps", "3", "--pace-cooldown", "0", "--out", str(out))
     r = cli(*args)
     assert r.returncode == 0, r.stderr[-3000:]
     (rec,) = records(out)
     assert (rec["status"], rec["error"], rec["error_kind"], rec["agent_done"]) == ("out_of_steps", None, None, False)
+    assert rec["model_calls"]["failures"] == {"unparseable": 1}    # its last reply, outside the schema
     # its 3 steps, never browser-use's end-of-budget marker after them as a 4th
     assert rec["answer"] == "" and rec["steps"] == 3 == rec["max_steps"] and "(out_of_steps 1)" in r.stdout
     res = check_task_folder(out / task)
@@ -88,6 +91,12 @@ def test_out_of_steps_is_its_own_status_with_no_answer_and_each_scroll_beside_it
     report = cli("report", str(out), "--format", "json")
     assert report.returncode == 0, report.stderr[-2000:]
     assert json.loads(report.stdout)["runs"][0]["status"]["out_of_steps"] == 1
+    guided = tmp_path / "guided"
+    r = cli(*args[:5], "oracle-nodone", *args[6:-1], str(guided))
+    assert r.returncode == 0, r.stderr[-3000:]
+    (rec,) = records(guided)
+    assert (rec["status"], rec["agent_done"], rec["steps"]) == ("done", True, 3)
+    assert "only `done` is allowed at step 3" in rec["answer"] and not rec["model_calls"].get("failures")
 
 
 def test_one_site_never_runs_two_episodes_at_once_and_keeps_its_cooldown(tmp_path):

@@ -100,7 +100,7 @@ def test_a_tasks_own_max_steps_wins_over_the_flag(tmp_path, oracle):
     tasks = tmp_path / "tasks.json"
     tasks.write_text(json.dumps([{**task, "max_steps": 2}]))
     out = tmp_path / "budget"
-    r = cli("run", "--no-ui", "--bench", "offline", "--tasks", str(tasks), "--model", "oracle-nodone",
+    r = cli("run", "--no-ui", "--bench", "offline", "--tasks", str(tasks), "--model", "oracle-nodone-unguided",
             "--vllm", oracle.url, "--max-steps", "10", "--record-rows", "--out", str(out))
     assert r.returncode == 0, r.stderr[-3000:]
     (rec,) = records(out)

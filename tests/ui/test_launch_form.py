@@ -11,7 +11,7 @@ from om2w_tui.frontends.console.app import make_app
 from om2w_tui.frontends.console.screens.dashboard import DashboardScreen
 from om2w_tui.frontends.console.screens.launch_form import LaunchScreen
 
-from .pilots import FakePreflight, checked, remembered
+from .pilots import FakePreflight, checked, remembered, until
 
 
 async def test_the_form_opens_with_the_last_launch_and_says_how_much_is_done(tmp_path):
@@ -129,3 +129,39 @@ async def test_a_live_benchmark_chosen_after_the_offline_suite_is_paced(tmp_path
         bench.value = "webvoyager"
         await pilot.pause()
         assert cooldown.value == "30"
+
+
+async def test_a_resume_measured_otherwise_is_refused_and_the_forms_box_lets_it_go_on(tmp_path):
+    """The out folder holds a run of 30 steps; the form asks 12: the real preflight refuses, naming the form's
+    `resume changed` box beside the flag it says to add; ticking the box (space, as a user does) lets the run go on,
+    the change said as a warning. The box is never remembered: the next launch asks again."""
+    from functools import partial
+
+    from textual.widgets import Checkbox
+
+    from om2w_tui.engine.config import RunConfig
+    from om2w_tui.engine.launch import run_checks
+    from om2w_tui.engine.measured import measured
+
+    out = tmp_path / "run"
+    out.mkdir()
+    was = RunConfig(out=out, bench="offline", model="oracle", max_steps=30)
+    (out / "run.json").write_text(json.dumps({"config": was.to_json(), "measured": measured(was)}))
+    path = remembered(tmp_path, bench="offline", model="oracle", out=str(out), max_steps="12", resume_changed="true")
+    app = make_app(None, checks_fn=partial(run_checks, ask_model=False), last_launch=path, start_engine=False,
+                   auto_check=False)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.press("ctrl+r")
+        report = await checked(pilot)
+        box = app.screen.query_one("#f-resume_changed", Checkbox)
+        assert box.value is False                                  # never remembered on
+        assert "✘ resume: --out" in report and "--max-steps 30 -> 12" in report, report
+        assert "add --resume-changed (the form's “resume changed” box) to go on" in " ".join(report.split())
+        box.focus()
+        await pilot.press("space")
+        await pilot.pause()
+        assert box.value is True
+        await pilot.press("ctrl+s")
+        await until(pilot, "the dashboard", lambda: isinstance(app.screen, DashboardScreen), timeout=60)
+        assert app.pre is not None and app.pre.config.resume_changed and app.pre.changes == ("--max-steps 30 -> 12",)
+    assert json.loads(path.read_text())["resume_changed"] == ""

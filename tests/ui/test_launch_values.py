@@ -106,3 +106,16 @@ def test_where_episodes_run_and_the_shared_pace_dir_are_in_the_form(tmp_path):
     saved = tmp_path / "last.json"
     save_values(saved, values_from_config(cfg))
     assert config_from_values(load_values(saved)).to_json() == cfg.to_json()
+
+
+def test_a_switch_is_true_or_false_on_the_form_and_never_remembered(tmp_path):
+    """`resume changed` (--resume-changed): `true`/`false` (any case), empty its default; anything else is refused
+    naming the field; whatever the form held, the file keeps nothing of it."""
+    assert config_from_values({**DEFAULTS, "resume_changed": "True"}).resume_changed is True
+    assert config_from_values({**DEFAULTS, "resume_changed": ""}).resume_changed is False
+    with pytest.raises(FormError, match="resume changed: yes: give true or false") as refused:
+        config_from_values({**DEFAULTS, "resume_changed": "yes"})
+    assert refused.value.key == "resume_changed"
+    path = tmp_path / "last_launch.json"
+    save_values(path, {**DEFAULTS, "resume_changed": "true"})
+    assert json.loads(path.read_text())["resume_changed"] == "" and load_values(path)["resume_changed"] == ""

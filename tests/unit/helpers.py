@@ -163,13 +163,13 @@ def web_png(shade: int, size: tuple[int, int] = (800, 600)) -> bytes:
     return buf.getvalue()
 
 
-def web_run(out: Path) -> Path:
+def web_run(out: Path, schema: str = "v2") -> Path:
     """A run for the web report (test_web_site.py, e2e/test_web_report.py). Two tasks: one solved, one that looped
     on the same page; a judge file scoring each screenshot."""
     same = ["<button id=\"more\"> More -> CLICK"]
     for tid, steps, answer, correct in (("ok_1", [(["<a> Shop -> CLICK"], "open")], "$12", True),
                                         ("loop_2", [(same, "more")] * 3, "", False)):
-        w = TrajectoryWriter(out / tid, tid, f"task {tid}", schema="v2")
+        w = TrajectoryWriter(out / tid, tid, f"task {tid}", schema=schema)
         for i, (acts, thought) in enumerate(steps):
             w.add_plain_step(acts, thought, png=web_png(10 * i + len(tid)), url="http://127.0.0.1:9/shop")
         w.finish(answer, web_png(250))

@@ -272,9 +272,10 @@ def client(oracle: OracleServer, timeout: float = 10.0) -> openai.OpenAI:
 
 
 def ask(oracle: OracleServer, model: str = "oracle", state: str = SHOP_HOME_STATE, task: str | None = None,
-        step: int = 2, vision: bool = False, timeout: float = 10.0):
+        step: int = 2, vision: bool = False, timeout: float = 10.0, response_format: dict | None = None):
     messages = agent_messages(SEARCH_TASK["confirmed_task"] if task is None else task, state, step, vision)
-    return client(oracle, timeout).chat.completions.create(model=model, messages=messages, response_format=AGENT_SCHEMA)
+    return client(oracle, timeout).chat.completions.create(model=model, messages=messages,
+                                                           response_format=response_format or AGENT_SCHEMA)
 
 
 def test_models_lists_every_mode(oracle):
@@ -356,6 +357,22 @@ def test_oracle_nodone_scrolls_where_it_would_finish(oracle):
     assert reply["action"] == [{"scroll": {"down": True, "pages": 1.0}}]
     normal = json.loads(ask(oracle, model="oracle-nodone").choices[0].message.content)
     assert normal["action"][0]["input"]["text"] == "kettle"  # the rest of the solution plays as usual
+
+
+def test_oracle_nodone_on_the_last_step_answers_within_its_schema_a_failed_done(oracle):
+    """Where only `done` is allowed (browser-use's last step) oracle-nodone says a failed `done` that gives no answer
+    (never the solution's); oracle-nodone-unguided, a server without guided decoding, scrolls there outside it."""
+    right = json.loads(ask(oracle, state=PRODUCT_STATE).choices[0].message.content)["action"][0]["done"]["text"]
+    last = json.loads(ask(oracle, model="oracle-nodone", state=PRODUCT_STATE,
+                          response_format=_action_schema("done")).choices[0].message.content)
+    ((name, params),) = last["action"][0].items()
+    assert name == "done" and params["success"] is False and "only `done` is allowed at step 2" in params["text"]
+    assert right not in params["text"] and "scroll" in params["text"]     # what it would have done: a scroll
+    unguided = json.loads(ask(oracle, model="oracle-nodone-unguided", state=PRODUCT_STATE,
+                              response_format=_action_schema("done")).choices[0].message.content)
+    assert unguided["action"] == [{"scroll": {"down": True, "pages": 1.0}}]
+    mid = json.loads(ask(oracle, model="oracle-nodone-unguided").choices[0].message.content)
+    assert mid["action"][0]["input"]["text"] == "kettle"   # where it may act, it plays as oracle-nodone
 
 
 def test_oracle_flaky_fails_every_other_request(oracle):

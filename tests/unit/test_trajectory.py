@@ -21,7 +21,8 @@ from om2w_tui.benchmarks.trajectory import (
 )
 from om2w_tui.files import write_atomic, write_json_atomic
 
-RESULT_KEYS = {"task_id", "task", "final_result_response", "action_history", "thoughts", "action_steps"}
+RESULT_KEYS = {"task_id", "task", "final_result_response", "action_history", "thoughts", "action_steps",
+               "action_urls"}
 
 
 def png(seed: int = 0) -> bytes:
@@ -179,7 +180,8 @@ def test_writer_writes_as_it_goes(tmp_path):
     w = TrajectoryWriter(folder, "t1", "find tea")
     first = json.loads((folder / "result.json").read_text())
     assert {k: first[k] for k in RESULT_KEYS} == {"task_id": "t1", "task": "find tea", "final_result_response": "",
-                                                  "action_history": [], "thoughts": [], "action_steps": []}
+                                                  "action_history": [], "thoughts": [], "action_steps": [],
+                                                  "action_urls": []}
     # readable from the start: a blank stand-in until the first screenshot, said in the record
     assert shots(folder) == ["0_full_screenshot.png"] and "blank" in first["blank_screenshot"]
 
@@ -449,12 +451,16 @@ def test_each_action_carries_its_step_so_steps_with_one_thought_stay_apart(tmp_p
     pics = _pics(tmp_path, 5)
     folder = tmp_path / "t"
     w = TrajectoryWriter(folder, "t", "x", schema=schema)
-    for p in pics[:4]:
-        w.add_step(step([Action("scroll", down=True)], goal="keep looking", shot=p))
-    w.add_step(step([Action("go_back")], goal="keep looking", shot=None))
+    for k, p in enumerate(pics[:4]):
+        w.add_step(step([Action("scroll", down=True)], goal="keep looking", shot=p, url=f"http://s/{k}"))
+    w.add_step(step([Action("go_back")], goal="keep looking", shot=None, url="http://s/4"))
     w.finish("", pics[4].read_bytes(), cut_short="out_of_steps")
     doc = json.loads((folder / "result.json").read_text())
     assert doc["action_steps"] == [0, 1, 2, 3, 3]
     ep = read_episode(folder)
     assert [s.actions for s in ep.steps] == [("SCROLL DOWN",)] * 3 + [("SCROLL DOWN", "GO BACK"), ()]
+    # each step's page URL, in either layout (v1: `action_urls`, one per action as `thoughts`)
+    assert [s.url for s in ep.steps] == ["http://s/0", "http://s/1", "http://s/2", "http://s/3", ""]
+    if schema == "v1":
+        assert doc["action_urls"] == ["http://s/0", "http://s/1", "http://s/2", "http://s/3", "http://s/4"]
     assert ep.recorded_steps == 4 and ep.answer == "" and ep.cut_short == "out_of_steps"

@@ -42,6 +42,10 @@ def test_a_site_of_a_run_shows_the_failure_class_the_judge_per_screenshot_and_th
     assert 'data-failure="loop">1<' in index
     shown = {k: int(n) for k, n in re.findall(r'data-failure="(\w+)">(\d+)<', index)}
     assert shown == summarize(run).failures == {"loop": 1}      # `report`'s counts: one rule set
+    # steps, time and tokens in `report`'s number format: whole numbers without decimals, thousands grouped
+    metrics = dict(re.findall(r"<tr><th>(\w+)</th><td>\d+</td>((?:<td>[^<]*</td>){3})</tr>", index))
+    assert re.findall(r"<td>(.*?)</td>", metrics["steps"]) == ["2", "2.8", "4"]
+    assert re.findall(r"<td>(.*?)</td>", metrics["prompt_tokens"]) == ["1,000", "1,000", "2,000"]
     assert "$0.0040" in index          # (2000 prompt x $1 + 200 completion x $10) / 1e6 for the agent
     assert "$0.0063" in index          # the judge apart: (3000 x $2 + 70 x $4) / 1e6
     # the judge's cost per episode it judged (2) and per success (1), beside its total
@@ -205,6 +209,15 @@ def test_screenshots_with_the_same_bytes_are_made_once_across_tasks_and_runs_and
     assert images.first_copies(files) == [0, 1, 0, 3]
 
 
+def test_a_v1_runs_task_page_shows_each_steps_url(tmp_path):
+    """The default layout (v1) keeps each step's URL too (`action_urls`; before it, the browser-use histories): the
+    page shows it beside the step, as for v2."""
+    run = make_run(tmp_path / "run", schema="v1")
+    site = web_site.build_site(tmp_path / "site", [summarize(run)])
+    steps = re.findall(r'<p class="url"><code>(.*?)</code></p>', (site / "r1" / "t" / "loop_2.html").read_text())
+    assert steps == ["http://127.0.0.1:9/shop"] * 3
+
+
 def test_refused_inside_a_run_folder_over_other_files_and_over_a_file(run, tmp_path, capsys):
     for dest in (run / "site", run / "ok_1" / "x", tmp_path):
         assert report(str(run), "--html", str(dest)) == 2
@@ -226,6 +239,15 @@ def test_bad_prices_exit_2_naming_the_file(run, tmp_path, capsys):
         assert report(str(run), "--html", str(tmp_path / "site"), "--prices", str(bad)) == 2
         assert str(bad) in capsys.readouterr().err
         assert not (tmp_path / "site").exists()
+    # the message names what is wrong in the entry: a value that is not a number, a key missing, a key too many
+    for text, said in (('[m1]\ninput = "x"\n', "['m1'] input = 'x': it must be a number >= 0"),
+                       ('[m1]\ninput = 1\noutput = true\n', "['m1'] output = True: it must be a number"),
+                       ("[m1]\noutput = 1\n", "'m1' has no `input`"),
+                       ("[m1]\ninput = 1\noutput = 1\nextra = 1\n", "'m1' has `extra`, which is not a price")):
+        bad.write_text(text)
+        with pytest.raises(PricesError) as refused:
+            read_prices(bad)
+        assert str(refused.value).startswith(f"--prices {bad}: ") and said in str(refused.value)
     good = tmp_path / "p.json"
     good.write_text('{"m1": {"input": 0.15, "output": 0.6}}')
     assert read_prices(good)["m1"].cost(1e6, 1e6) == pytest.approx(0.75)

@@ -25,7 +25,7 @@ VALUES_LIMIT = 1 << 20   # bytes of the launch form's memory read back
 class Field:
     key: str
     label: str
-    kind: str = "text"          # text | int | number | choice: how the form asks for it
+    kind: str = "text"          # text | int | number | choice | switch: how the form asks for it
     placeholder: str = ""
     flag: str = ""              # the command-line flag its problems are named by
 
@@ -35,7 +35,8 @@ def _field(st: Setting) -> Field:
 
 
 # the form's fields, in the form's order: the settings that have a label (engine/settings.py declares each once)
-ORDER = ("bench", "tasks", "arm", "model", "vllm", "api_key_env", "workers", "out", "pace_cooldown", "site_slots",
+ORDER = ("bench", "tasks", "arm", "model", "vllm", "api_key_env", "workers", "out", "resume_changed", "pace_cooldown",
+         "site_slots",
          "pace_dir", "executor", "ray_address", "timeout", "max_steps", "levels", "sites", "task_ids", "limit",
          "instruction_template_file", "coordinates", "viewport", "user_agent", "locale", "timezone")
 FIELDS: tuple[Field, ...] = tuple(_field(SETTING[k]) for k in ORDER)
@@ -131,6 +132,15 @@ def config_from_values(values: Mapping[str, str]) -> RunConfig:
         except TemplateError as e:
             raise FormError("instruction_template_file", str(e)) from None
     return RunConfig(**given)
+
+
+def on_this_form(message: str) -> str:
+    """A preflight message as the form shows it: a switch's flag it names (`add --resume-changed`) is followed by
+    the form's box that sets it."""
+    for f in FIELDS:
+        if f.kind == "switch" and f.flag in message:
+            message = message.replace(f.flag, f"{f.flag} (the form's “{f.label}” box)")
+    return message
 
 
 def field_of_problem(message: str) -> str | None:

@@ -51,14 +51,24 @@ def read_prices(path: Path) -> dict[str, Price]:
     if not isinstance(table, dict) or not table:
         raise PricesError(f"--prices {path}: give a table of models, each with input and output dollars per "
                           f"million tokens")
-    prices: dict[str, Price] = {}
-    for model, entry in table.items():
-        if not isinstance(entry, dict) or set(entry) - {"input", "output"} or not {"input", "output"} <= set(entry):
-            raise PricesError(f"--prices {path}: {model!r} must have exactly `input` and `output` (dollars per "
-                              f"million tokens)")
-        values = [entry["input"], entry["output"]]
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
-                   for v in values):
-            raise PricesError(f"--prices {path}: {model!r}'s input and output must be numbers >= 0")
-        prices[str(model)] = Price(float(values[0]), float(values[1]))
-    return prices
+    return {str(model): _price(path, str(model), entry) for model, entry in table.items()}
+
+
+def _price(path: Path, model: str, entry: Any) -> Price:
+    """One model's entry: exactly `input` and `output`, each a number >= 0; else PricesError naming the key."""
+    if not isinstance(entry, dict):
+        raise PricesError(f"--prices {path}: {model!r} must be a table with `input` and `output` (dollars per "
+                          f"million tokens)")
+    extra = sorted(map(str, set(entry) - {"input", "output"}))
+    if extra:
+        raise PricesError(f"--prices {path}: {model!r} has `{extra[0]}`, which is not a price: give only `input` "
+                          f"and `output` (dollars per million tokens)")
+    for key in ("input", "output"):
+        if key not in entry:
+            raise PricesError(f"--prices {path}: {model!r} has no `{key}` (dollars per million tokens)")
+        value = entry[key]
+        if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+                and value >= 0):
+            raise PricesError(f"--prices {path}: [{model!r}] {key} = {value!r}: it must be a number >= 0 "
+                              f"(dollars per million tokens)")
+    return Price(float(entry["input"]), float(entry["output"]))

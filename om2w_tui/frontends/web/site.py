@@ -47,7 +47,7 @@ from om2w_tui.evaluation.labels import VALUE_WORDS, Label, read_run_labels
 from om2w_tui.evaluation.outcomes import RULE_ALL, RULE_EXECUTABLE
 from om2w_tui.evaluation.report import read_judge_file
 from om2w_tui.evaluation.summary import Comparison, Counts, Rate, RunReport
-from om2w_tui.evaluation.text_formats import fmt_pp, fmt_seconds, signed
+from om2w_tui.evaluation.text_formats import fmt_kappa, fmt_num, fmt_pp, fmt_seconds, signed
 from om2w_tui.evaluation.verdicts import Settled
 from om2w_tui.files import write_new
 from om2w_tui.frontends.answer import ShownAnswer, shown_answer
@@ -286,14 +286,11 @@ def pct(v: float | None, digits: int = 1) -> str:
 
 
 def num(v: Any, digits: int = 1) -> str:
-    if v is None:
-        return "-"
+    """A number as every report text writes it (`fmt_num`: 3, 6.2, 20,977); a flag as true/false, text as it is."""
     if isinstance(v, bool):
         return str(v).lower()
-    if isinstance(v, int):
-        return f"{v:,}"
-    if isinstance(v, float):
-        return f"{v:,.{digits}f}"
+    if v is None or isinstance(v, (int, float)):
+        return fmt_num(v, digits)
     return str(v)
 
 
@@ -321,7 +318,7 @@ def environment() -> jinja2.Environment:
                              autoescape=True, trim_blocks=True, lstrip_blocks=True,
                              undefined=jinja2.ChainableUndefined)
     env.filters.update(pct=pct, num=num, dollars=dollars, when=when, seconds=fmt_seconds, pp=fmt_pp,
-                       signed=signed)
+                       signed=signed, kappa=fmt_kappa)
     env.globals.update(RULE_ALL=RULE_ALL, RULE_EXECUTABLE=RULE_EXECUTABLE, WORDS=WORDS, CLASSES=CLASSES,
                        VALUE_WORDS=VALUE_WORDS, rate_rows=rate_rows, Rate=Rate)
     return env

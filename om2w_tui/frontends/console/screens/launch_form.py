@@ -14,7 +14,7 @@ from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Button, Input, Label, Select, Static
+from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from om2w_tui.engine.launch import WARNING, Check, Preflight
 from om2w_tui.episode.arms import arm_names
@@ -27,6 +27,7 @@ from om2w_tui.frontends.console.launch_values import (
     config_from_values,
     field_of_problem,
     follow_bench,
+    on_this_form,
 )
 from om2w_tui.frontends.console.widgets.footer import LeanFooter
 
@@ -85,8 +86,10 @@ class LaunchScreen(Screen[None]):
                     yield Button("Launch", variant="primary", id="launch-button")
         yield LeanFooter(compact=True)
 
-    def _field_widget(self, key: str, kind: str, placeholder: str) -> Input | Select[str]:
+    def _field_widget(self, key: str, kind: str, placeholder: str) -> Input | Select[str] | Checkbox:
         value = self.values.get(key, "")
+        if kind == "switch":
+            return Checkbox(placeholder, value.strip().lower() == "true", compact=True, id=f"f-{key}")
         if kind == "choice":
             options = list(CHOICES[key]) if key in CHOICES else arm_choices()
             if value not in options:
@@ -115,12 +118,16 @@ class LaunchScreen(Screen[None]):
                 out[f.key] = "" if w.value is Select.NULL else str(w.value)
             elif isinstance(w, Input):
                 out[f.key] = w.value
+            elif isinstance(w, Checkbox):
+                out[f.key] = "true" if w.value else "false"
         return out
 
     def set_value(self, key: str, value: str) -> None:
         w = self.query_one(f"#f-{key}")
         if isinstance(w, Input | Select):
             w.value = value
+        elif isinstance(w, Checkbox):
+            w.value = value.strip().lower() == "true"
 
     @on(Select.Changed, "#f-bench")
     def _bench_changed(self, event: Select.Changed) -> None:
@@ -131,6 +138,7 @@ class LaunchScreen(Screen[None]):
 
     @on(Input.Changed)
     @on(Select.Changed)
+    @on(Checkbox.Changed)
     def _changed(self) -> None:
         if not self.auto_check or not self.is_mounted:
             return
@@ -217,8 +225,9 @@ class LaunchScreen(Screen[None]):
         else:
             t.append("cannot start: fix what is marked ✘\n", style="bold red")
         for what, ok, detail in checks:
-            if what == "resume" and pre is not None:
+            if what == "resume" and ok is True and pre is not None:   # said above: resuming, N of M done
                 continue
+            detail = on_this_form(detail)
             if ok == WARNING:   # the run can start; this says what will go wrong and what to do
                 t.append("⚠ ", style="bold yellow")
                 t.append(f"{what}: ", style="bold")
