@@ -21,6 +21,9 @@ folder (the task's folder for its latest attempt, `attempts/<n>` for an earlier 
   error          an error of the agent's own
   done           the agent finished (an answer not judged a success, or not judged)
 
+An attempt not judged yet that ended on the site's error page (or on none) is `site_error` / `site_down` all the same:
+health reads the site's evidence whatever the verdict, where a report's failure classes wait for one.
+
 The evidence of the site is an attempt that ended in `SITE_ENDINGS`. A campaign's folder (`campaign_folder.py`) is
 read as its lanes (`evaluation/campaign_report.py`), each attempt named by the lane's arm and repeat; a lane not
 started yet is listed with nothing read. Reading only: nothing printed, nothing written; `HealthInputError` says
@@ -238,6 +241,9 @@ def ending_of(record: EpisodeRecord | None, episode: EpisodeFolder | None, outco
     if outcome == "success":
         return "success", "the run's measure calls the task a success"
     failure: Failure | None = classify(record, episode, outcome, max_steps)
+    if failure is None and outcome is None:   # done, not judged yet: what its last page shows of the site still counts
+        if (seen := classify(record, episode, "failure", max_steps)) is not None and seen.cls == "site_error":
+            failure = seen
     status = record.status if record is not None else ""
     if failure is not None and failure.cls == "stopped":   # before the site's: a page cut short is not the site's
         return "stopped", failure.why + (" (run again)" if record is not None and record.requeued else "")

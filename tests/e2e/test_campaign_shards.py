@@ -97,10 +97,10 @@ def pause_one_arm_on_both_shards(out: Path, plain: Path, procs: list[Any], held:
     assert status.returncode == 0, status.stdout + status.stderr
     shards = shard_lines(status.stdout)
     assert sorted(shards) == ["shard-0-of-2", "shard-1-of-2"], status.stdout
-    assert "lane weak (arm weak, repeat 1): 0/2 done (0 before), 0 errors, paused" in shards["shard-0-of-2"], \
+    assert "lane weak (arm weak, repeat 1): 0/2 done (0 before), 0 errors, held" in shards["shard-0-of-2"], \
         status.stdout
     assert "lane good (arm good, repeat 1): 1/1 done" in shards["shard-1-of-2"] and \
-        "lane weak (arm weak, repeat 1): 0/1 done (0 before), 0 errors, paused" in shards["shard-1-of-2"], status.stdout
+        "lane weak (arm weak, repeat 1): 0/1 done (0 before), 0 errors, held" in shards["shard-1-of-2"], status.stdout
     assert not rows(out / "weak")   # held on both shards: no unit of the arm ran, shard 1's site free as it was
     as_json = json.loads(cli("ctl", str(out), "status", "--json", timeout=60).stdout)
     assert [(x["shard"], x["answered"], x["total"]) for x in as_json["shards"]] == \

@@ -132,9 +132,9 @@ async def test_a_live_benchmark_chosen_after_the_offline_suite_is_paced(tmp_path
 
 
 async def test_a_resume_measured_otherwise_is_refused_and_the_forms_box_lets_it_go_on(tmp_path):
-    """The out folder holds a run of 30 steps; the form asks 12: the real preflight refuses, naming the form's
-    `resume changed` box beside the flag it says to add; ticking the box (space, as a user does) lets the run go on,
-    the change said as a warning. The box is never remembered: the next launch asks again."""
+    """The out folder holds a run of 30 steps that settled a task; the form asks 12: the real preflight refuses,
+    naming the form's `resume changed` box beside the flag it says to add; ticking the box (space, as a user does)
+    lets the run go on, the change said as a warning. The box is never remembered: the next launch asks again."""
     from functools import partial
 
     from textual.widgets import Checkbox
@@ -142,11 +142,14 @@ async def test_a_resume_measured_otherwise_is_refused_and_the_forms_box_lets_it_
     from om2w_tui.engine.config import RunConfig
     from om2w_tui.engine.launch import run_checks
     from om2w_tui.engine.measured import measured
+    from om2w_tui.engine.results import EpisodeRecord
 
     out = tmp_path / "run"
     out.mkdir()
     was = RunConfig(out=out, bench="offline", model="oracle", max_steps=30)
     (out / "run.json").write_text(json.dumps({"config": was.to_json(), "measured": measured(was)}))
+    settled = EpisodeRecord(task_id="offline_shop_search_01", status="done", started_at=1.0, finished_at=2.0)
+    (out / "results.jsonl").write_text(json.dumps(settled.to_json()) + "\n")   # a task measured under 30 steps
     path = remembered(tmp_path, bench="offline", model="oracle", out=str(out), max_steps="12", resume_changed="true")
     app = make_app(None, checks_fn=partial(run_checks, ask_model=False), last_launch=path, start_engine=False,
                    auto_check=False)
