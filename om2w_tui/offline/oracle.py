@@ -40,9 +40,9 @@ MODES: dict[str, str] = {
     "oracle-badjson": "answers 200 with message content that is not JSON",
     "oracle-nodone": "plays the solutions but scrolls where it would call done; on the last step, where only done "
                      "is allowed, a failed done (`oracle: only done is allowed at step N; ...`)",
-    "oracle-nodone-unguided": "oracle-nodone served without guided decoding: it scrolls on the last step too, "
-                              "outside the schema (browser-use counts an unparseable reply; the episode ends "
-                              "out_of_steps)",
+    "oracle-nodone-unguided": "oracle-nodone served without guided decoding: on the last step it answers the "
+                              "solution's next step as it is, outside the schema (browser-use counts an unparseable "
+                              "reply; the episode ends out_of_steps)",
     "oracle-weak": "plays as oracle, but ends the tasks whose id's hash is divisible by 3 (3 of the 19 offline "
                    "tasks, the same every run) at once with a wrong answer: a second arm that really differs",
     "oracle-flaky": "every other request (the 1st, 3rd, ...) gets HTTP 500",

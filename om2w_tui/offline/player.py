@@ -155,8 +155,8 @@ def decide(tasks: list[dict[str, Any]], request: AgentRequest, *, allow_done: bo
     """The next actions for this request, within the actions its schema allows (as a server with guided decoding
     answers). With allow_done=False (the oracle-nodone fault) every `done` becomes a scroll: on a step whose schema
     allows only `done` (browser-use's last), that is no answer within it, so it says a failed `done` there
-    (`within_schema`); with guided=False too (oracle-nodone-unguided, a server without guided decoding) it scrolls
-    there as well, outside the schema."""
+    (`within_schema`); with guided=False too (oracle-nodone-unguided, a server without guided decoding) it answers
+    the solution's next step there as it is, outside the schema (a scroll where that step was `done`)."""
     decision = _decide(tasks, request, allow_done=allow_done)
     if not allow_done:
         decision.actions = [SCROLL_DOWN if "done" in action else action for action in decision.actions]
