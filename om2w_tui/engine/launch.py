@@ -379,10 +379,10 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True, ask_model: bool = Tr
             f"judged as it ends ({cfg.judge_workers} calls at once)")
     settled, changed = 0, []
     if out_ok and cfg.out.is_dir() and chosen:
-        done = read_results(cfg.out).settled()
-        settled = sum(t.task_id in done for t in chosen)
+        latest = read_results(cfg.out).latest_records()   # read once: a long run's log is large
+        settled = sum((r := latest.get(t.task_id)) is not None and r.settles for t in chosen)
         said = f"{settled} of {len(chosen)} already done in {cfg.out}"
-        if not (changed := folder_changes(cfg, chosen)):   # else a resume that would mix two measurements in one run
+        if not (changed := folder_changes(cfg, chosen, latest)):   # else a resume would mix two measurements
             checks.append(("resume", True, said))
         else:
             checks.append(("resume", WARNING, f"{said}; --resume-changed: {'; '.join(changed)}") if cfg.resume_changed

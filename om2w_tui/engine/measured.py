@@ -98,10 +98,12 @@ def task_changes(latest: Mapping[str, EpisodeRecord], tasks: Sequence[Task]) -> 
     return [f"--tasks: {len(changed)} settled task(s) changed in the task file since they ran ({shown})"]
 
 
-def folder_changes(config: RunConfig, tasks: Sequence[Task] = ()) -> list[str]:
+def folder_changes(config: RunConfig, tasks: Sequence[Task] = (),
+                   latest: Mapping[str, EpisodeRecord] | None = None) -> list[str]:
     """`run_changes` against the run in `config.out` (every shard's manifest; one that cannot be read says nothing),
-    then `task_changes` of the selected `tasks`; nothing where no task settled yet (nothing measured to mix with)."""
-    latest = read_results(config.out).latest_records()
+    then `task_changes` of the selected `tasks`; nothing where no task settled yet (nothing measured to mix with).
+    `latest`: each task's latest record, where the caller has read the run's records already."""
+    latest = read_results(config.out).latest_records() if latest is None else latest
     if not any(r.settles for r in latest.values()):
         return []
     found = (read_manifest(p)[0] for p in RunFolder(config.out).manifests())
