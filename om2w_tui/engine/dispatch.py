@@ -36,6 +36,7 @@ from om2w_tui.engine.pacing import CLOCK_SLACK_S, SitePacer
 
 # an episode's expected length before any has finished: seconds per unit of a task's reference length
 PRIOR_S_PER_UNIT = 20.0
+RECENT_DONE = 200        # the latest done episodes the ETA's lengths are learnt from (engine/estimate.py)
 _COMPACT_FACTOR = 8      # heaps are rebuilt when they hold this many entries per queued site (dead ones, mostly)
 
 
@@ -122,6 +123,7 @@ class Dispatcher:
         self.queued_units = 0.0   # the sum of site_units, kept as they change
         self.done_units = self.done_s = 0.0
         self.done_n = 0           # the done episodes learnt from
+        self.recent: deque[tuple[float, float]] = deque(maxlen=RECENT_DONE)   # the latest done: (units, seconds)
         self.pending = 0
         # the index works only with a pacer whose answers change through the calls made here
         self.indexed = pacer.knows_all   # the pacer says whether its own state decides every start
@@ -271,6 +273,7 @@ class Dispatcher:
             self.done_units += units
             self.done_s += duration_s
             self.done_n += 1
+            self.recent.append((units, duration_s))
 
     def chain(self, site: str, n: int) -> float:
         """The site's chain of work left in seconds: its queued tasks' expected lengths and the cooldowns between."""

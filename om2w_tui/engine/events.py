@@ -212,6 +212,7 @@ class SlotRow:
     max_steps: int | None = None      # its episode's step budget (Task.max_steps); None when idle
     model_error: str = ""       # the kind of its episode's last model call, when that call failed
     lane: str = ""              # a campaign's lane its episode belongs to ("" idle, or in a plain run)
+    left_s: float | None = None   # its episode's expected seconds left (engine/estimate.py); None when idle
 
 
 @dataclass(frozen=True)
@@ -226,6 +227,7 @@ class SiteRow:
     cooldown: float = 0.0       # its current cooldown (the run's, unless widened after a block)
     running: int = 0
     limit: int = 1              # episodes at once allowed (0: no limit)
+    work_s: float = 0.0         # its queued units' expected seconds (the dispatcher's lengths, learnt as episodes end)
 
 
 @dataclass(frozen=True)

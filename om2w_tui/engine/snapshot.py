@@ -14,6 +14,8 @@ from typing import Protocol
 
 from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.engine.config import RunConfig
+from om2w_tui.engine.dispatch import Dispatcher
+from om2w_tui.engine.estimate import fit, scaled
 from om2w_tui.engine.events import Pacing, RunSnapshot, RunSummary, SiteRow, SiteState, SlotRow
 from om2w_tui.engine.lanes import LaneSet
 from om2w_tui.engine.ledger import Ledger
@@ -45,6 +47,7 @@ class ObservedRun(Protocol):
     ledger: Ledger
     pacer: SitePacer
     queue: dict[str, deque[Task]]
+    dispatch: Dispatcher
     model: ModelMeter
     model_guard: ModelGuard
     user_paused: bool
@@ -58,6 +61,8 @@ class ObservedRun(Protocol):
 
     @property
     def dispatch_paused(self) -> bool: ...
+
+    def epoch(self) -> float: ...
 
     @property
     def breaker_open(self) -> bool: ...
@@ -95,6 +100,14 @@ def run_snapshot(run: ObservedRun) -> RunSnapshot:
     now = run.loop.time()
     summary = run_summary(run)
     slots = []
+    d = run.dispatch
+    learnt = fit(d.recent, d.s_per_unit())
+    under_way = {}    # slot -> (its task's units, its seconds so far, its expected seconds left)
+    for s in run.slots.values():
+        if s.episode is not None:
+            units, elapsed = d.task_units(s.episode.task), max(0.0, run.epoch() - s.episode.started_at)
+            under_way[s.id] = (units, elapsed, learnt.seconds_left(units, elapsed))
+    lengths = scaled(learnt, d.recent, under_way.values())
     for s in sorted(run.slots.values(), key=lambda s: s.id):
         ep = s.episode
         if ep is None:
@@ -102,7 +115,7 @@ def run_snapshot(run: ObservedRun) -> RunSnapshot:
             continue
         slots.append(SlotRow(s.id, ep.state, ep.task.task_id, run.site_name(ep.task.site), ep.task.level, ep.steps,
                              ep.started_at, ep.attempt, ep.task.max_steps,
-                             run.model.slot_error(s.id), lane=ep.task.lane))
+                             run.model.slot_error(s.id), lane=ep.task.lane, left_s=round(under_way[s.id][2], 1)))
     sites = []
     held = run.lanes.parked_on()
     for name, c in run.ledger.sites.items():
@@ -115,8 +128,9 @@ def run_snapshot(run: ObservedRun) -> RunSnapshot:
             "done" if not left else "held" if not queued else "cooling" if st.ready_at > now else "free")
         if state == "free" and run.pacer.held_elsewhere(name):
             state = "held elsewhere"   # by another run pacing through the same --pace-dir
+        work = lengths.work(queued, d.site_units.get(name, 0.0))
         sites.append(SiteRow(run.site_name(name), state, st.ready_at, left, c.done, c.errors, c.total,
-                             st.cooldown, st.running, st.limit))
+                             st.cooldown, st.running, st.limit, round(work, 1)))
     return RunSnapshot(now=now, slots=slots, sites=sites, paused=run.dispatch_paused,
                        user_paused=run.user_paused, breaker=run.breaker_reason if run.breaker_open else "",
                        storage=run.storage_error, stopping=run.stopping,

@@ -5,6 +5,7 @@ campaign's lane line (the headless log's and `ctl status`'s)."""
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import assert_never
@@ -35,6 +36,8 @@ class SlotView:
     last_task: str | None = None        # the task it ran last, for the episode view and the steps of an idle slot
     max_steps: int | None = None        # the running episode's step budget (its task's), as the engine said it
     model_error: str = ""               # the kind of its episode's last model call, when that call failed
+    left_s: float | None = None         # its episode's expected seconds left, as the engine said at `left_at`
+    left_at: float = 0.0                # (console clock)
 
     @property
     def busy(self) -> bool:
@@ -53,6 +56,7 @@ class SiteView:
     running: int = 0
     limit: int = 1                      # episodes at once allowed on the site (0: no limit)
     cooldown: float = 0.0               # its cooldown now (the run's, unless widened after a bot wall)
+    work_s: float = 0.0                 # its queued units' expected seconds, as the engine last said
 
 
 @dataclass
@@ -107,7 +111,7 @@ class RunState:
         s = self.slots.setdefault(ev.slot, SlotView(ev.slot))
         s.task_id = s.last_task = ev.task_id
         s.site, s.level, s.attempt, s.step, s.started_at = ev.site, ev.level, ev.attempt, 0, ev.started_at
-        s.max_steps = ev.max_steps
+        s.max_steps, s.left_s = ev.max_steps, None
         s.model_error = ""
         if s.state == "idle":
             s.state = "starting"
@@ -188,7 +192,7 @@ class RunState:
                                                                   row.max_steps)
             if row.attempt is not None:
                 s.attempt = row.attempt
-            s.model_error = row.model_error
+            s.model_error, s.left_s, s.left_at = row.model_error, row.left_s, taken_at
         for sid in list(self.slots):
             if sid not in present:
                 del self.slots[sid]
@@ -199,7 +203,7 @@ class RunState:
             v.state = site.state
             v.ready_at = taken_at + (site.ready_at - snap.now)
             v.left, v.done, v.errors, v.total = site.left, site.done, site.errors, site.total
-            v.running, v.limit, v.cooldown = site.running, site.limit, site.cooldown
+            v.running, v.limit, v.cooldown, v.work_s = site.running, site.limit, site.cooldown, site.work_s
         for name in list(self.sites):
             if name not in seen:
                 del self.sites[name]
@@ -272,7 +276,10 @@ class RunState:
     def eta(self, now: float) -> float | None:
         """Seconds until the run's last task settles, as its pacing allows: the longer of the work left spread over
         the slots and the longest chain of one site (its tasks `limit` at a time, each followed by the site's
-        cooldown), both from the mean length of the episodes seen; None before the first one finished."""
+        cooldown); None before the first episode finished. The work left is the engine's expected lengths where its
+        snapshots said them (each task's reference length at the seconds per unit learnt: the longest tasks go
+        first, so the mean of those done so far overstates what is left; bench/eta.py), else the mean length of
+        the episodes seen."""
         left = max(0, self.total - self.done)
         if left == 0:
             return 0.0
@@ -281,10 +288,12 @@ class RunState:
             return None
         mean = sum(lengths) / len(lengths)
         busy = [s for s in self.slots.values() if s.busy]
-        rest = {s.slot: max(0.0, mean - (now - s.started_at)) if s.started_at else mean for s in busy}
-        queued = max(0, left - len(busy))
+        rest = {s.slot: max(0.0, s.left_s - (now - s.left_at)) if s.left_s is not None else
+                max(0.0, mean - (now - s.started_at)) if s.started_at else mean for s in busy}
+        said = any(v.work_s > 0 for v in self.sites.values())   # the engine's expected lengths (a snapshot's)
+        queued = sum(v.work_s for v in self.sites.values()) if said else max(0, left - len(busy)) * mean
         slots = max(1, self.target_workers, len(busy))
-        longest = (sum(rest.values()) + queued * mean) / slots
+        longest = list_schedule(sorted(rest.values()), slots, max(0, left - len(busy)), queued)
         for v in self.sites.values():
             here = [rest[s.slot] for s in busy if s.site == v.site]
             if not v.left or not v.limit:   # nothing queued, or no limit: only the work spread over the slots
@@ -293,13 +302,28 @@ class RunState:
             # its next start: when the first episode under way ends and cools down (all seats taken), else its cooldown
             start = min(here) + v.cooldown if len(here) >= v.limit else max(0.0, v.ready_at - now)
             rounds = -(-v.left // v.limit)
-            longest = max(longest, start + rounds * mean + (rounds - 1) * v.cooldown)
+            work = v.work_s / v.limit if said and v.work_s > 0 else rounds * mean
+            longest = max(longest, start + work + (rounds - 1) * v.cooldown)
         return longest
 
     def elapsed(self, now: float) -> float:
         if self.started_at is None:
             return 0.0
         return max(0.0, (self.ended_at if self.ended_at is not None else now) - self.started_at)
+
+
+def list_schedule(rest: list[float], slots: int, n: int, work: float) -> float:
+    """When `n` tasks of `work` seconds in all (as long each) end, each taken by the first slot to come free; the
+    slots come free after `rest` (the episodes under way, any more slots free now): the work spread over the slots
+    and the last round's stagger, which a plain share of the work leaves out."""
+    free = sorted(rest)[-slots:] if len(rest) >= slots else [0.0] * (slots - len(rest)) + sorted(rest)
+    if n <= 0:
+        return max(free, default=0.0)
+    each = work / n
+    heapq.heapify(free)
+    for _ in range(n):
+        heapq.heappush(free, heapq.heappop(free) + each)
+    return max(free)
 
 
 def status_text(rec: EpisodeRecord) -> str:

@@ -66,3 +66,22 @@ def test_the_campaign_simulation_runs_every_unit_once_and_pairs_them() -> None:
     slow = campaign.measure(campaign.om2w_tasks()[:30], arms=2, repeats=1, slots=4, cooldown=120.0, slower=1.5,
                             baseline="seed")                             # the seed's runner: raises unless all ran
     assert slow["bound"] > m["bound"] and slow["bound"] <= slow["today"]
+
+
+def test_the_eta_holds_against_the_time_the_run_took() -> None:
+    """bench/eta.py's smallest configuration: the real scheduler in virtual time on the Online-Mind2Web file at 4
+    slots, its events and snapshots folded as the console folds them. The header's ETA is within 20% of the time the
+    run took after it at the median of nine checkpoints; the mean of the episodes done (the ETA before the engine said
+    its lengths) is over twice as far off, for the longest tasks go first."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import eta  # bench/eta.py
+    finally:
+        sys.path.remove(str(BENCH))
+    import statistics
+
+    ours = eta.one_run(eta.om2w_tasks(), 4, 120.0, seed=1, every=5.0, eta=eta.header_eta)
+    base = eta.one_run(eta.om2w_tasks(), 4, 120.0, seed=1, every=5.0, eta=eta.mean_eta)
+    assert len(ours) == len(base) == len(eta.CHECKPOINTS)
+    assert statistics.median(abs(e) for e in ours) < 0.2
+    assert statistics.median(abs(e) for e in base) > 2 * statistics.median(abs(e) for e in ours)
