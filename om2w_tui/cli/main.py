@@ -25,6 +25,7 @@ from om2w_tui.cli.argtypes import number, setting_type
 from om2w_tui.engine.campaign_launch import campaign_checks, campaign_preflight
 from om2w_tui.engine.config import RunConfig
 from om2w_tui.engine.launch import WARNING, Preflight, UsageError, preflight, run_checks
+from om2w_tui.engine.measured import resumes_changed
 from om2w_tui.engine.plan import (
     Campaign,
     PlanError,
@@ -200,6 +201,10 @@ def doctor(cfg: RunConfig | Campaign) -> int:
         mark = "[yellow]warn[/]" if ok == WARNING else "[green]ok[/]" if ok else "[red]no[/]"
         table.add_row(name, mark, detail)
     configs = [lane.config for lane in cfg.lanes] if isinstance(cfg, Campaign) else [cfg]
+    for c in configs:   # a folder resumed with --resume-changed before: said each time, as `report` warns of it
+        for said in resumes_changed(c.out):
+            table.add_row("resumed changed" if c is cfg else f"{c.out.name}: resumed changed", "[yellow]warn[/]",
+                          said)
     for c in configs:
         table.add_row("settings" if c is cfg else f"{c.out.name}: its flags", "",
                       " ".join(changed(c)) or "every setting at its default")

@@ -24,7 +24,7 @@ from om2w_tui.evaluation.compare import choose_measure, compare, with_measure
 from om2w_tui.evaluation.labels import FINAL, LABELS_LIMIT, LabelFileError, check_annotator, column, read_human_labels
 from om2w_tui.evaluation.measure import KINDS, NoCommonMeasure
 from om2w_tui.evaluation.report import summarize, summarize_labels, task_file_meta
-from om2w_tui.evaluation.report_text import to_csv, to_json, to_markdown
+from om2w_tui.evaluation.report_text import run_notes, to_csv, to_json, to_markdown
 from om2w_tui.evaluation.summary import Comparison, RunReport
 from om2w_tui.files import given_file
 from om2w_tui.frontends.web import command as web
@@ -251,16 +251,18 @@ def _write(args: Any, summaries: list[RunReport], comparison: Comparison | None)
         sys.stdout.write(to_markdown(summaries, comparison))
     elif args.format == "csv":
         sys.stdout.write(to_csv(summaries, comparison))
-        _say_warnings(summaries)
+        _say_notes(summaries)
     else:
         sys.stdout.write(to_json(summaries, comparison, per_task=not args.no_per_task))
     return 0
 
 
-def _say_warnings(summaries: list[RunReport]) -> None:
-    """A run's warnings, which the other formats write among its notes, on stderr for the CSV (its stdout stays one
-    table), each naming its run: `warning: OUT: ...`, as `tasks health` says its own."""
+def _say_notes(summaries: list[RunReport]) -> None:
+    """A run's notes and warnings, the lines the other formats write under its heading, on stderr for the CSV (its
+    stdout stays one table), each naming its run: `note: OUT: ...`, then `warning: OUT: ...` as `tasks health` says
+    its own."""
     for s in summaries:
-        for w in s.warnings:
-            named = w if w.startswith(f"{s.out}:") else f"{s.out}: {w}"
-            print(f"warning: {named}", file=sys.stderr)
+        for kind, lines in (("note", run_notes(s)), ("warning", s.warnings)):
+            for line in lines:
+                named = line if line.startswith(f"{s.out}:") else f"{s.out}: {line}"
+                print(f"{kind}: {named}", file=sys.stderr)

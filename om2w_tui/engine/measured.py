@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from om2w_tui.benchmarks.tasks import Task
@@ -153,8 +154,39 @@ def kept_in_manifest(before: Mapping[str, Any] | None, config: RunConfig, found:
     return {MANIFEST_KEY: measured(config), **({CHANGES_KEY: kept} if kept else {})}
 
 
-def changes_said(manifest: Mapping[str, Any] | None) -> list[str]:
-    """Each change a manifest keeps (`changes_kept`), once; what is not of that shape is passed over."""
+def _kept(manifest: Mapping[str, Any] | None) -> list[tuple[Any, list[str]]]:
+    """Each resume a manifest keeps (`changes_kept`): (its time as written, its changes); what is not of that shape
+    is passed over."""
     kept = (manifest or {}).get(CHANGES_KEY)
     entries = [e for e in kept if isinstance(e, dict)] if isinstance(kept, list) else []
-    return list(dict.fromkeys(c for e in entries for c in e.get("changed") or () if isinstance(c, str)))
+    found = [(e.get("at"), [c for c in changed if isinstance(c, str)]) for e in entries
+             if isinstance(changed := e.get("changed"), list)]
+    return [(at, said) for at, said in found if said]
+
+
+def changes_said(manifest: Mapping[str, Any] | None) -> list[str]:
+    """Each change a manifest keeps (`changes_kept`), once; what is not of that shape is passed over."""
+    return list(dict.fromkeys(c for _, said in _kept(manifest) for c in said))
+
+
+def changes_when(manifest: Mapping[str, Any] | None) -> list[str]:
+    """Each resume a manifest keeps (`changes_kept`), with when it was: `2025-05-01 12:00:03 UTC: --temperature 0.0
+    -> 0.5; --max-steps 30 -> 9` (`at an unknown time` where its time is not a time)."""
+    return [f"{_when(at)}: {'; '.join(said)}" for at, said in _kept(manifest)]
+
+
+def _when(at: Any) -> str:
+    try:
+        if isinstance(at, (int, float)) and not isinstance(at, bool):
+            return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
+    except (OverflowError, OSError, ValueError):
+        pass
+    return "at an unknown time"
+
+
+def resumes_changed(out: Path) -> list[str]:
+    """What `doctor` says of a run folder resumed with --resume-changed, one line per manifest that keeps a change
+    (a shard's each): its file, and each change with when, as `report` warns of them."""
+    return [f"{p.name}: the run went on under other settings than it began with (--resume-changed, "
+            f"{'; then '.join(when)}); its episodes mix two measurements"
+            for p in RunFolder(out).manifests() if (when := changes_when(read_manifest(p)[0]))]

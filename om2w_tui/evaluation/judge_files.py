@@ -108,13 +108,20 @@ def read_judged(path: Path, warn: Callable[[str], None] | None = None) -> dict[s
             if warn is not None:
                 warn(f"{e}; skipped that line")
             continue
-        wrong = wrong_fields(rec, JUDGED_SHAPE) if isinstance(rec, dict) else ["not a JSON object"]
-        if wrong or rec.get("task_id") is None:
+        if wrong := line_shape(rec):
             if warn is not None:
-                warn(f"{path}:{n}: skipped a line of the wrong shape ({'; '.join(wrong) or 'no task_id'})")
+                warn(f"{path}:{n}: skipped a line of the wrong shape ({wrong})")
             continue
         got[str(rec["task_id"])] = rec
     return got
+
+
+def line_shape(rec: Any) -> str:
+    """What is wrong with the shape of a judge file's line, decoded ("" when it is a line `read_judged` keeps): the
+    console's header reads the file as it grows by this too."""
+    if not isinstance(rec, dict):
+        return "not a JSON object"
+    return "; ".join(wrong_fields(rec, JUDGED_SHAPE)) or ("no task_id" if rec.get("task_id") is None else "")
 
 
 def line_parsing(rec: dict[str, Any]) -> str:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,16 +48,20 @@ from om2w_tui.evaluation.judge_files import (
     RESULTS_SUFFIX,
     adopt_legacy_output,
     append_line,
+    line_shape,
     mixed_reading,
     output_path,
     read_judged,
 )
 from om2w_tui.evaluation.judge_settings import Settings
-from om2w_tui.evaluation.verdicts import Settled, episode_mark, judges
+from om2w_tui.evaluation.outcomes import count, judge_file_outcomes
+from om2w_tui.evaluation.verdicts import Settled, episode_mark, judges, verdicts_of
 from om2w_tui.files import open_own, unsafe_entry
 from om2w_tui.json_input import InputError, decode
+from om2w_tui.run_folder import RunFolder
 
 READ_LIMIT = 16 << 20   # bytes of the judge file read at one look (the rest at the next)
+RECORDS_COST = 20.0     # the header's judge rate reads a run's records at most once in 20 times as long as they take
 
 Emit = Callable[[Event], None]
 
@@ -363,46 +368,90 @@ LIVE_JUDGE = LiveJudging()
 
 class VerdictTail:
     """The verdicts of a run's newest judge file, read as the file grows (the console's header shows them): only
-    the new bytes are read, whole lines only, the last line of a task the one that counts; the folder is looked at
-    for a newer file every `every_s` seconds. Whoever judges (this run's judge, `om2w-tui judge` in another
+    the new bytes are read, whole lines only, the last line of a task the one `report` reads too; the folder is looked
+    at for a newer file every `every_s` seconds. Whoever judges (this run's judge, `om2w-tui judge` in another
     terminal, another node of the run) shows. `name`: that file only (a campaign's live judge's, the measure its
-    arms are compared on), not the newest, looked for at each poll until it is there."""
+    arms are compared on), not the newest, looked for at each poll until it is there.
+
+    It counts as `report` does (`outcomes.judge_file_outcomes`): each task's verdict of the episode that settled it,
+    one per task, beside the task's latest record; a verdict of an attempt run again since, or of a task running
+    again, does not count. The run's records are read again when their files changed (looked at with the folder,
+    and whenever the judge file grew)."""
 
     def __init__(self, out: Path, every_s: float = 5.0, name: str | None = None):
         self.out = Path(out)
         self.every_s = every_s
         self.name = name
         self.path: Path | None = None
-        self.verdicts: dict[str, bool] = {}
+        self.lines: dict[str, dict[str, Any]] = {}   # each task's last line in the file, as read so far
+        self.verdicts: dict[str, bool] = {}           # the verdicts that count: of each task's settling episode
+        self._counted = (0, 0)
         self._offset = 0
         self._rest = b""
         self._looked = float("-inf")
+        self._settled: Settled | None = None
+        self._records_seen: object = None             # the run's record files as last read (name, size, time)
+        self._records_due = float("-inf")             # when they may be read again
 
     def poll(self, now: float) -> tuple[int, int]:
-        """(successes, judged) as the file says now."""
+        """(successes, judged) as the file says now: `report`'s rate over every task with an outcome by the file."""
+        looked = switched = False
         # a named file is looked for at every poll until it is there (one stat); the newest every `every_s` (a glob)
         if (self.name is not None and self.path is None) or now - self._looked >= self.every_s:
-            self._looked = now
+            self._looked, looked = now, True
             newest = find_newest_judge_file(self.out) if self.name is None else _file_or_none(self.out / self.name)
             if newest != self.path:
-                self.path, self.verdicts, self._offset, self._rest = newest, {}, 0, b""
-        if self.path is not None:
-            self._read_new()
-        return sum(self.verdicts.values()), len(self.verdicts)
+                self.path, self.lines, self._offset, self._rest = newest, {}, 0, b""
+                switched = True
+        if self.path is None:
+            self.verdicts, self._counted = {}, (0, 0)
+            return self._counted
+        grew = self._read_new()
+        records = (grew or looked or self._settled is None) and now >= self._records_due and self._read_records(now)
+        if records or grew or switched:
+            assert self._settled is not None
+            self._count(self._settled)
+        return self._counted
 
-    def _read_new(self) -> None:
+    def _read_records(self, now: float) -> bool:
+        """Read the run's records again where their files (its results, its run.json) changed; -> whether they were
+        read. A long run's log takes a while (2,000 records: about 0.15 s): it is read at most once in
+        `RECORDS_COST` times as long as it took, so the header never spends more than a few percent of its time."""
+        try:
+            folder = RunFolder(self.out)
+            seen = tuple((p.name, st.st_size, st.st_mtime_ns)
+                         for p in folder.results_files() + folder.manifests() for st in (p.stat(),))
+        except OSError:
+            seen = None
+        if self._settled is not None and seen == self._records_seen:
+            return False
+        began = time.perf_counter()
+        self._settled, self._records_seen = Settled.read(self.out), seen
+        self._records_due = now + RECORDS_COST * (time.perf_counter() - began)
+        return True
+
+    def _count(self, settled: Settled) -> None:
+        tasks = set(settled.latest) | (set() if settled.keeps_records else set(self.lines))
+        outcomes = judge_file_outcomes(settled, self.lines, tasks)
+        self.verdicts = verdicts_of(settled.current(self.lines))
+        rate = count(outcomes.values()).overall
+        self._counted = (rate.successes, rate.tasks)
+
+    def _read_new(self) -> bool:
+        """Read what the file added; -> whether a line came (or the file was rewritten)."""
         assert self.path is not None
         try:
             size = self.path.stat().st_size
-            if size < self._offset:          # rewritten from scratch: read it again
-                self.verdicts, self._offset, self._rest = {}, 0, b""
+            rewritten = size < self._offset
+            if rewritten:                    # rewritten from scratch: read it again
+                self.lines, self._offset, self._rest = {}, 0, b""
             if size == self._offset:
-                return
+                return rewritten
             with os.fdopen(open_own(self.path, os.O_RDONLY), "rb") as f:   # never through a symlink, never a FIFO
                 f.seek(self._offset)
                 data = f.read(min(size - self._offset, READ_LIMIT))
         except OSError:
-            return
+            return False
         self._offset += len(data)
         *lines, self._rest = (self._rest + data).split(b"\n")
         for line in lines:
@@ -410,8 +459,9 @@ class VerdictTail:
                 rec = decode(line, str(self.path))   # the one decoder: NaN, deep or huge numbers are no verdict
             except InputError:
                 continue
-            if isinstance(rec, dict) and rec.get("task_id") is not None and rec.get("predicted_label") in (0, 1):
-                self.verdicts[str(rec["task_id"])] = rec["predicted_label"] == 1
+            if not line_shape(rec):                  # the lines `report` reads (`judge_files.read_judged`)
+                self.lines[str(rec["task_id"])] = rec
+        return True
 
 
 def _file_or_none(path: Path) -> Path | None:

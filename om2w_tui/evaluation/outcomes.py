@@ -29,6 +29,7 @@ from typing import Any
 from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.evaluation.summary import Counts
 from om2w_tui.evaluation.task_outcome import Outcome, still_to_run
+from om2w_tui.evaluation.verdicts import Settled, verdicts_of
 
 SUCCESS: Outcome = "success"
 FAILURE: Outcome = "failure"
@@ -67,6 +68,16 @@ def run_outcome(record: EpisodeRecord | None, verdict: bool | None, keeps_record
     if verdict is None:
         return None
     return SUCCESS if verdict else FAILURE
+
+
+def judge_file_outcomes(settled: Settled, lines: Mapping[str, dict[str, Any]],
+                        task_ids: Iterable[str]) -> dict[str, Outcome | None]:
+    """Each task's outcome by a judge file's lines (task -> its last line), as `report` reads them: only the verdict of
+    the episode that settled the task counts (`verdicts.Settled.current`: not one of an attempt run again since, nor of
+    a task running again), one per task, beside its latest record (`run_outcome`). The console's header and its lanes'
+    line count their judge's rate by it too (`live_judge.VerdictTail`)."""
+    verdicts = verdicts_of(settled.current(lines))
+    return {t: run_outcome(settled.latest.get(t), verdicts.get(t), settled.keeps_records) for t in task_ids}
 
 
 def label_outcome(label: str | None) -> Outcome | None:

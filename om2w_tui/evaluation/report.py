@@ -38,7 +38,15 @@ from om2w_tui.evaluation.judge_files import parse_output_name, read_judged
 from om2w_tui.evaluation.judge_replies import compare_readings
 from om2w_tui.evaluation.labels import HumanLabelFile, RunLabels, read_run_labels
 from om2w_tui.evaluation.measure import KIND_OF_SOURCE, Measure
-from om2w_tui.evaluation.outcomes import RULE_ALL, RULES, count, count_by, label_outcome, run_outcome
+from om2w_tui.evaluation.outcomes import (
+    RULE_ALL,
+    RULES,
+    count,
+    count_by,
+    judge_file_outcomes,
+    label_outcome,
+    run_outcome,
+)
 from om2w_tui.evaluation.summary import (
     Agreement,
     Conformance,
@@ -51,7 +59,7 @@ from om2w_tui.evaluation.summary import (
     TaskRow,
 )
 from om2w_tui.evaluation.task_outcome import Outcome
-from om2w_tui.evaluation.verdicts import Settled
+from om2w_tui.evaluation.verdicts import Settled, verdicts_of
 from om2w_tui.json_input import InputError, decode, read_bytes, text_of
 from om2w_tui.run_folder import RunFolder, shard_named
 
@@ -199,10 +207,6 @@ def measure(source: str, name: str, outcomes: Mapping[str, Outcome | None], per_
                     measure=which, judge=judge if kind == "judge" else None, outcomes=dict(outcomes))
 
 
-def _verdicts(judged: Mapping[str, dict[str, Any]]) -> dict[str, bool]:
-    return {t: r.get("predicted_label") == 1 for t, r in judged.items() if r.get("predicted_label") in (0, 1)}
-
-
 def _judge_name(j: JudgeInfo) -> str:
     return f"judge {j.mode or '?'}/{j.model or '?'}" + (f" ({j.by})" if j.by == "the official evaluator" else "")
 
@@ -258,10 +262,10 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
     has_correct = any(r.correct is not None for r in latest.values())
     sources = [k for k, there in (("labels", bool(labels.labelled() & set(task_ids))), ("judge", jpath is not None),
                                   ("correct", has_correct)) if there]
-    verdicts = _verdicts(judged)
+    verdicts = verdicts_of(judged)
     outcome_of: dict[str, dict[str, Outcome | None]] = {
         "labels": {t: label_outcome(labels.consensus(t)) for t in task_ids},
-        "judge": {t: run_outcome(latest.get(t), verdicts.get(t), keeps_records) for t in task_ids},
+        "judge": judge_file_outcomes(settled, judged, task_ids),   # the console's header counts by it too
         "correct": {t: run_outcome(latest.get(t), latest[t].correct if t in latest else None, keeps_records)
                     for t in task_ids},
     }
@@ -292,7 +296,7 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
              "correct": "reference answers"}
     measures = [measure(k, names[k], outcome_of[k], per_task, judge_info) for k in sources]
     for other, j in zip(other_lines.values(), others):
-        outcomes = {t: run_outcome(latest.get(t), v, keeps_records) for t, v in _verdicts(other).items()
+        outcomes = {t: run_outcome(latest.get(t), v, keeps_records) for t, v in verdicts_of(other).items()
                     if t in per_task}
         measures.append(measure("judge", f"{_judge_name(j)}, {Path(j.file).name}",
                                 {t: outcomes.get(t) for t in task_ids}, per_task, j))
@@ -416,7 +420,7 @@ def summarize_labels(file: HumanLabelFile, agent: str, meta: Mapping[str, dict[s
         if stray:
             warnings.append(f"{judged.name}: {len(stray)} judged task(s) are not in {file.path.name} "
                             f"(e.g. {stray[0]})")
-        agree = tuple(agreement(judge_outcomes(_verdicts(lines)), outcomes, rule, _judge_name(judge_info),
+        agree = tuple(agreement(judge_outcomes(verdicts_of(lines)), outcomes, rule, _judge_name(judge_info),
                                 "humans", lambda t: per_task[t].level if t in per_task else UNKNOWN,
                                 lambda t: per_task[t].site if t in per_task else UNKNOWN, LEVEL_NAMES)
                       for rule in RULES)

@@ -431,6 +431,11 @@ def counted_kinds(by_kind: Mapping[str, int]) -> str:
 
 def notes(s: RunReport) -> list[str]:
     """The lines under a run's heading: where success comes from, the other judge files, conformance, warnings."""
+    return [*run_notes(s), *s.warnings]
+
+
+def run_notes(s: RunReport) -> list[str]:
+    """The lines under a run's heading but its warnings (the CSV says both on stderr, each as what it is)."""
     out = [_source_line(s)]
     for j in s.success.other_judges:
         rates = next((f"; success over all {fmt_rate(m.counts.overall)}, executable only "
@@ -453,7 +458,6 @@ def notes(s: RunReport) -> list[str]:
     if conf.problems:
         out.append(f"{conf.problems} problem(s) for the official evaluator (see `om2w-tui check {s.out}`): "
                    f"{conf.examples[0]}")
-    out += s.warnings
     return out
 
 

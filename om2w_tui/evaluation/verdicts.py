@@ -33,6 +33,12 @@ def episode_mark(record: EpisodeRecord) -> dict[str, Any]:
     return {"attempt": record.attempt, EPISODE_KEY: record.started_at}
 
 
+def verdicts_of(lines: Mapping[str, Mapping[str, Any]]) -> dict[str, bool]:
+    """task -> its verdict (success or not) from judge file lines (task -> its line); a line without one (0 or 1) gives
+    none."""
+    return {t: r.get("predicted_label") == 1 for t, r in lines.items() if r.get("predicted_label") in (0, 1)}
+
+
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 

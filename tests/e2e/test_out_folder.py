@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -90,6 +91,14 @@ def test_a_resume_that_changes_what_the_run_measures_is_refused_unless_asked_and
     assert kept["measured"]["temperature"] == 0.5
     again = cli(*base, *wider, "--temperature", "0.5", "--max-steps", "9")   # as it now is: no change, nothing said
     assert again.returncode == 0 and "warning" not in again.stdout, again.stdout[-2000:]
+    # doctor says the folder mixes two measurements, each change with when, where the resume itself is no change
+    at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(kept["changes"][0]["at"]))
+    doctor = cli("doctor", *base[2:], *wider, "--temperature", "0.5", "--max-steps", "9")
+    said = " ".join(doctor.stdout.split())
+    assert doctor.returncode == 0, doctor.stdout[-3000:] + doctor.stderr[-2000:]
+    assert ("resumed changed" in said and "run.json: the run went on under other settings than it began with "
+            f"(--resume-changed, {at}: --temperature 0.0 -> 0.5; --max-steps 30 -> 9); its episodes mix two "
+            "measurements" in said), said[-3000:]
     report = cli("report", str(out), "--format", "json")
     assert report.returncode == 0, report.stderr[-2000:]
     assert any("--temperature 0.0 -> 0.5" in w and "mix two measurements" in w

@@ -256,3 +256,51 @@ def test_a_campaign_s_site_opens_clean_and_shows_each_arm_s_repeats_and_the_pair
         assert (f'data-repeats="base|over all" data-always="{rep["always"]}" data-sometimes="{rep["sometimes"]}" '
                 f'data-never="{rep["never"]}"') in html
         assert f'data-pairing="median" data-value="{data["campaign"]["pairing"]["pairs"]["median_s"]}"' in html
+
+
+def test_the_final_screenshot_shows_the_page_the_episode_ended_on_and_an_older_folders_none(runs, tmp_path):
+    """Each step's screenshot has its URL; the final state's (after the last step) has the page the episode ended
+    on (result.json's `last_page`: its URL and title), on the task page and side by side; a folder written before
+    `last_page` shows none there rather than another step's."""
+    from playwright.sync_api import sync_playwright  # Playwright's sync API only in this test
+
+    out, _ = runs
+    older = tmp_path / "older"
+    shutil.copytree(out, older, ignore=shutil.ignore_patterns("*.lock", "*.sock"))
+    for result in older.glob("*/result.json"):
+        result.write_text(json.dumps({k: v for k, v in json.loads(result.read_text()).items() if k != "last_page"}))
+    ended = {p.parent.name: json.loads(p.read_text())["last_page"] for p in out.glob("*/result.json")}
+    assert len(ended) == 6 and all(page["url"] and page["title"] for page in ended.values())
+    site = tmp_path / "site"
+    assert cli_main(["report", str(out), str(older), "--html", str(site)]) == 0
+    final = "Array.from(document.querySelectorAll('li.step')).map(li => [li.querySelector('h3').textContent, " \
+            "Array.from(li.querySelectorAll('p.url')).map(p => p.textContent)])"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            for prefix, page_of in (("r1", ended), ("r2", {})):
+                shown = 0
+                for html in sorted((site / prefix / "t").glob("*.html")):
+                    page.goto(html.as_uri())
+                    tid = page.inner_text("h1")
+                    *before, (heading, urls) = page.evaluate(final)
+                    assert "(final state)" in heading, (html.name, heading)
+                    assert all(u for _, u in before[1:]), html.name        # every step after the first has its URL
+                    if page_of:
+                        assert urls == [f"{page_of[tid]['url']} {page_of[tid]['title']}"], (tid, urls)
+                    else:
+                        assert urls == [], (tid, urls)                     # no `last_page`: no URL
+                    shown += 1
+                assert shown == 6
+            # side by side: the last row's cell of each run
+            page.goto(next((site / "pair").glob("*.html")).as_uri())
+            tid = page.inner_text("h1").split(",")[0]
+            cells = page.evaluate("Array.from(document.querySelectorAll('tbody tr')).at(-1).querySelectorAll('td')"
+                                  ".length")
+            last = page.evaluate("Array.from(Array.from(document.querySelectorAll('tbody tr')).at(-1)"
+                                 ".querySelectorAll('td')).map(td => Array.from(td.querySelectorAll('.url'))"
+                                 ".map(u => u.textContent))")
+            assert cells == 2 and last == [[ended[tid]["url"]], []], last
+        finally:
+            browser.close()

@@ -185,6 +185,36 @@ def test_the_header_reads_the_judge_file_as_it_grows(tmp_path):
     assert tail.poll(4.0) == (0, 1)
 
 
+def test_the_headers_judge_rate_counts_each_tasks_verdict_of_its_settling_episode_as_report_does(tmp_path):
+    """One verdict per task, of the episode that settled it: a verdict of an attempt run again since, or of a task
+    now running again, does not count; a task judged twice counts once (its last line); the header's rate is the
+    report's."""
+    from om2w_tui.evaluation.report import summarize
+
+    out = tmp_path / "run"
+    for t in "abc":
+        folder(out, t)
+    recs = [record("a", started_at=0.5), record("a", attempt=2, started_at=1.5),   # a: run again, not judged yet
+            record("b", started_at=0.5),
+            record("c", started_at=0.5), record("c", "killed", attempt=2, started_at=1.5, error="requeued")]
+    (out / "results.jsonl").write_text("".join(json.dumps(r.to_json()) + "\n" for r in recs))
+    path = out / "om2w-tui_WebJudge_Online_Mind2Web_eval_m_score_threshold_3_auto_eval_results.json"
+    path.write_text("".join(json.dumps({"task_id": t, "predicted_label": v, "attempt": 1, "episode_started_at": 0.5})
+                            + "\n" for t, v in (("a", 1), ("b", 0), ("c", 1), ("b", 1))))
+    tail = VerdictTail(out, every_s=0.0)
+    overall = summarize(out).success.overall
+    assert (overall.successes, overall.tasks) == (1, 1)          # b only: a's verdict is of attempt 1, c runs again
+    assert tail.poll(0.0) == (1, 1)
+    with open(path, "a") as f:                                    # a's attempt 2 judged: it counts now
+        f.write(json.dumps({"task_id": "a", "predicted_label": 0, "attempt": 2, "episode_started_at": 1.5}) + "\n")
+    overall = summarize(out).success.overall
+    assert tail.poll(1.0) == (overall.successes, overall.tasks) == (1, 2)
+    with open(out / "results.jsonl", "a") as f:                   # b run again: its verdict no longer counts
+        f.write(json.dumps(record("b", attempt=3, started_at=2.5).to_json()) + "\n")
+    overall = summarize(out).success.overall
+    assert tail.poll(2.0) == (overall.successes, overall.tasks) == (0, 1)
+
+
 def test_the_judges_settings_are_checked_and_its_key_never_recorded(tmp_path, monkeypatch):
     from om2w_tui.engine.config import RunConfig
     from om2w_tui.engine.launch import run_checks

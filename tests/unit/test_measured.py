@@ -20,9 +20,11 @@ from om2w_tui.engine.measured import (
     changes,
     changes_kept,
     changes_said,
+    changes_when,
     earlier_task_files,
     folder_changes,
     measured,
+    resumes_changed,
     run_changes,
     task_changes,
 )
@@ -108,6 +110,24 @@ def test_changes_kept_add_to_the_earlier_ones_and_are_said_once_whatever_their_s
     assert changes_said({"changes": both}) == ["--model 'a' -> 'b'", "--model 'b' -> 'a'"]
     assert changes_said({"changes": [3, {"changed": [None, "x"]}, {"at": 1}]}) == ["x"]
     assert changes_said({"changes": "x"}) == changes_said(None) == []
+    assert changes_said({"changes": [{"changed": 5}]}) == []
+
+
+def test_each_resume_kept_is_said_with_when_it_was(tmp_path):
+    """What `doctor` says of a folder resumed with --resume-changed (tests/e2e/test_out_folder.py runs it)."""
+    kept = [{"at": 0.0, "changed": ["--model 'a' -> 'b'", "--seed 1 -> 2"]}, {"at": 86400.0, "changed": ["x"]},
+            {"at": 1e300, "changed": ["y"]}, {"at": True, "changed": ["z"]}, {"at": 1.0, "changed": []}]
+    assert changes_when({"changes": kept}) == ["1970-01-01 00:00:00 UTC: --model 'a' -> 'b'; --seed 1 -> 2",
+                                               "1970-01-02 00:00:00 UTC: x", "at an unknown time: y",
+                                               "at an unknown time: z"]
+    assert resumes_changed(tmp_path) == []
+    (tmp_path / "run.json").write_text(json.dumps({"changes": kept[:2]}))
+    (tmp_path / "run.shard-1-of-2.json").write_text(json.dumps({"changes": kept[1:2]}))
+    assert resumes_changed(tmp_path) == [
+        "run.json: the run went on under other settings than it began with (--resume-changed, 1970-01-01 00:00:00 "
+        "UTC: --model 'a' -> 'b'; --seed 1 -> 2; then 1970-01-02 00:00:00 UTC: x); its episodes mix two measurements",
+        "run.shard-1-of-2.json: the run went on under other settings than it began with (--resume-changed, "
+        "1970-01-02 00:00:00 UTC: x); its episodes mix two measurements"]
 
 
 def test_a_campaign_lets_changed_lanes_go_on_with_resume_changed(tmp_path):

@@ -440,10 +440,36 @@ def test_the_csv_says_a_runs_warnings_on_stderr_and_keeps_its_stdout_one_table(t
     rows = list(csv.reader(io.StringIO(said.out)))
     assert rows[0] == ["run", "out", "section", "group", "metric", "value"] and all(len(r) == 6 for r in rows)
     assert not any("warning" in c or "shard" in c for r in rows for c in r)
-    lines = said.err.splitlines()
+    lines = [line for line in said.err.splitlines() if not line.startswith(f"note: {out}: ")]   # its notes first
     assert len(lines) == 2 and all(line.startswith(f"warning: {out}: ") for line in lines), lines
     assert any("shard 1 of 2 wrote no manifest here" in line for line in lines)
     assert any("judged task(s) are not in this run" in line for line in lines)
+
+
+def test_the_csv_says_a_runs_notes_on_stderr_as_the_text_formats_show_them(tmp_path, capsys):
+    """The lines under each run's heading in the Markdown (and the table): where success comes from, the rules, the
+    other judge files..., then its warnings, go to stderr with the CSV too, each naming its run and what it is; the
+    CSV's stdout stays one table."""
+    a = make_run(tmp_path / "a", [record("t0", correct=True)])
+    b = make_run(tmp_path / "b", [record("t0", correct=False)])
+    judge_file(b, {"t0": 1, "stray": 0})                              # another measure, and a warning
+    assert cli_main(["report", str(a), str(b), "--format", "md"]) == 0
+    md = capsys.readouterr().out
+    runs = [part for part in md.split("\n## ")[:2]]
+    shown = [[n[2:] for n in part.split("\n### ")[0].splitlines() if n.startswith("- ")] for part in runs]
+    assert all(shown) and any("not in this run" in n for n in shown[1])
+    assert cli_main(["report", str(a), str(b), "--format", "csv"]) == 0
+    said = capsys.readouterr()
+    told: list[list[str]] = [[], []]
+    for line in said.err.splitlines():
+        kind, _, rest = line.partition(": ")
+        i = 0 if rest.startswith(f"{a}: ") else 1
+        told[i].append(rest.removeprefix(f"{(a, b)[i]}: "))
+        assert kind == ("warning" if "not in this run" in rest else "note"), line
+    assert told == shown
+    rows = list(csv.reader(io.StringIO(said.out)))
+    assert rows[0] == ["run", "out", "section", "group", "metric", "value"] and all(len(r) == 6 for r in rows)
+    assert not any(c.startswith(("note", "warning", "rates: ", "success from")) for r in rows for c in r)
 
 
 def test_each_other_judge_file_gives_its_rate_under_both_rules_and_no_scores_where_its_mode_has_none(tmp_path):

@@ -103,6 +103,7 @@ class StepView:
     thought: str
     url: str
     shot: str = ""          # the screenshot's file name in the run
+    title: str = ""         # the page's title, where known (the final state's: the page the episode ended on)
     thumb: str = ""         # paths relative to the task's page
     full: str = ""
     lossy: str = ""         # what the full image lost against the run's file ('' where it is that file)
@@ -257,8 +258,11 @@ def gather(report: RunReport, k: int, prices: Mapping[str, Price] | None, name: 
             s = ep.steps[i] if i < len(ep.steps) else None
             shot = ep.shots[i].name if i < len(ep.shots) else ""
             sc = scores.get(shot, (None, ""))
-            view.steps.append(StepView(i + 1, s.actions if s else (), s.thought if s else "", s.url if s else "",
-                                       shot=shot, score=sc[0], reasoning=sc[1]))
+            url, title = (s.url if s else ""), ""
+            if i == n - 1 and shot and not (s and s.actions) and not url and ep.last_page is not None:
+                url, title = ep.last_page.url, ep.last_page.title   # the final state: the page the episode ended on
+            view.steps.append(StepView(i + 1, s.actions if s else (), s.thought if s else "", url, shot=shot,
+                                       title=title if url else "", score=sc[0], reasoning=sc[1]))
         tasks.append(view)
     counts = report.success.counts or Counts()
     prompt = sum(_int(t.row.prompt_tokens) for t in tasks)
