@@ -18,6 +18,7 @@ link to a regular file. `tests/unit/test_hardened_round2.py` holds the package t
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import secrets
@@ -96,11 +97,14 @@ def open_own(path: Path, flags: int, mode: int = 0o644) -> int:
 
 
 def append_own(path: Path, data: bytes) -> None:
-    """Append `data` (whole lines) to a file of lines the run owns, in one write, synced: never through a symlink,
-    never to a FIFO or a device (UnsafeFile). A torn last line (a crash mid-write) is ended first, so the new line
-    starts on its own."""
+    """Append `data` (whole lines) to a file of lines the run owns, in one write, synced, under a lock every appender
+    takes: never through a symlink, never to a FIFO or a device (UnsafeFile). A torn last line (a crash mid-write)
+    is ended first, so the new line starts on its own."""
     fd = open_own(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     try:
+        # the look at the last byte and the write are one step for every appender (threads, a node's shards): another
+        # line half-written when looked at would read as torn, and its end be doubled into an empty line
+        fcntl.flock(fd, fcntl.LOCK_EX)
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             data = b"\n" + data

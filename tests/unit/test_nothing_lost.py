@@ -377,3 +377,26 @@ def test_credentials_in_the_endpoint_url_are_never_recorded(tmp_path):
     argv = ["run", "--vllm", url, f"--vllm={url}", "--model", "m"]
     assert "hunter2" not in json.dumps(redact_argv(argv)) and redact_argv(["--out", "x"]) == ["--out", "x"]
 
+
+
+def test_appenders_at_once_never_leave_an_empty_line_in_a_judge_file(tmp_path: Path) -> None:
+    """Several judges append to one judge file at once (a node's shards, a campaign's lanes' judges in threads). Each
+    looked at the file's last byte to end a torn line first: looking while another's line was half-written, it took
+    that line for torn and ended it again, an empty line after it (190 in 790 lines here; a reader of the file's JSON
+    lines stopped there). The look and the write are now one step under a lock."""
+    from om2w_tui.files import append_own
+
+    path = tmp_path / "judge.jsonl"
+    line = b'{"task_id": "' + b"t" * 200_000 + b'"}\n'     # long: a write another appender can look into
+
+    def append() -> None:
+        for _ in range(60):
+            append_own(path, line)
+
+    threads = [threading.Thread(target=append) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    lines = path.read_bytes().split(b"\n")
+    assert lines[-1] == b"" and lines[:-1] == [line[:-1]] * 360
