@@ -12,14 +12,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import os
-import select
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from om2w_tui import exits
+from om2w_tui import exits, pipes
 from om2w_tui.cli import tools as tools_cli
 from om2w_tui.cli.argtypes import number, setting_type
 from om2w_tui.engine.campaign_launch import campaign_checks, campaign_preflight
@@ -220,26 +218,13 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()   # what is still buffered meets a closed pipe here, not in the interpreter's last flush
         return code
     except BrokenPipeError:
-        if not _stdout_gone():   # another pipe broke (a socket, a child's stdin): an error to show, not this
+        if not pipes.gone(sys.stdout):   # another pipe broke (a socket, a child's stdin): an error to show, not this
             raise
-        # Python's recipe (the signal module's "Note on SIGPIPE"): stdout onto /dev/null, so that the interpreter's
-        # last flush of what is still buffered fails no more, and exit 1 (exits.FAILED: the output was not all
-        # read), as rich's console does for `report`'s table; not 141 (128 + SIGPIPE, a shell's "killed by a
-        # signal"), which no om2w-tui command exits with
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+        # stdout onto /dev/null and exit 1 (exits.FAILED: the output was not all read), as rich's console does for
+        # `report`'s table; not 141 (128 + SIGPIPE, a shell's "killed by a signal"), which no om2w-tui command exits
+        # with
+        pipes.to_devnull(sys.stdout)
         return exits.FAILED
-
-
-def _stdout_gone() -> bool:
-    """Whether stdout is a pipe (or socket) whose reader closed it: polled, it says an error or a hang-up."""
-    try:
-        poll = select.poll()
-        poll.register(sys.stdout.fileno(), select.POLLOUT)
-        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poll.poll(0))
-    except (OSError, ValueError):   # no file descriptor (a test's captured stdout), or closed
-        return False
 
 
 def _command(argv: list[str] | None) -> int:

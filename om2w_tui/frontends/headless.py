@@ -6,13 +6,14 @@ on it, once the judge is done (the console's comparison, `campaign_board.py`, re
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sys
 import time
 from collections.abc import Sequence
 from typing import IO, assert_never
 
-from om2w_tui import exits
+from om2w_tui import exits, pipes
 from om2w_tui.engine.events import (
     DispatchChanged,
     EpisodeFinished,
@@ -49,6 +50,8 @@ class HeadlessLog:
 
     def __init__(self, stream: IO[str] | None = None, lanes: Sequence[tuple[str, int, int]] = (), shard: str = ""):
         self.stream = stream or sys.stdout
+        self.unread = False   # the stream's reader went away: nothing more is printed, and the run exits 1
+        self.out = ""         # the run's out folder, once it started
         self.shard = shard   # this process's share of the run (RunConfig.shard: 'K/N', 'a:b/N'); '' the whole
         self.state = RunState()
         self.t0 = time.monotonic()
@@ -56,12 +59,27 @@ class HeadlessLog:
         self.lane_done = {name: settled for name, _, settled in lanes}
 
     def _print(self, text: str) -> None:
-        print(text, file=self.stream, flush=True)
+        if self.unread:
+            return
+        try:
+            print(text, file=self.stream, flush=True)
+        except BrokenPipeError:
+            if not pipes.gone(self.stream):
+                raise
+            # its reader went away (`| head`, a `tee` that died): the run goes on, its records are its word; the log
+            # says where they are, once, and the exit code that the output was not all read
+            self.unread = True
+            pipes.to_devnull(self.stream)
+            with contextlib.suppress(OSError):
+                print(f"om2w-tui: standard output closed: the run goes on without its log (its records are in "
+                      f"{self.out or 'its out folder'}; `om2w-tui ctl` steers it, Ctrl-C stops it)",
+                      file=sys.stderr, flush=True)
 
     def handle(self, ev: Event) -> None:
         self.state.apply(ev, time.time())
         match ev:
             case RunStarted():
+                self.out = ev.out
                 self._print(self._start_line(ev))
             case EpisodeFinished():
                 lane = f"[{ev.lane}] " if ev.lane else ""
@@ -156,7 +174,8 @@ async def run_headless(pre: Preflight, stream: IO[str] | None = None) -> int:
         for line in judge_lines(pre, judged):
             sink._print(line)
     summary = sink.state.summary
-    return exit_code(summary.end if summary is not None else None, interrupted)
+    code = exit_code(summary.end if summary is not None else None, interrupted)
+    return exits.FAILED if sink.unread and code == exits.OK else code
 
 
 def judge_lines(pre: Preflight, judge_file: str) -> list[str]:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
 
 from om2w_tui.offline import TASKS_TEMPLATE
 
-from .helpers import check_task_folder, chromium_left, cli, popen, records, steps_on_disk
+from .helpers import REPO, assert_settled_once, check_task_folder, chromium_left, cli, popen, records, steps_on_disk
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 OFFLINE_IDS = [t["task_id"] for t in json.loads(TASKS_TEMPLATE.read_text())]
@@ -153,3 +155,25 @@ def test_the_installed_package_runs_from_any_folder(tmp_path):
                              "print(all(pathlib.Path(p).exists() for p in a.ConsoleApp.CSS_PATH))"],
                             cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert styles.stdout.strip() == "True", styles.stderr[-2000:]
+
+
+def test_a_log_reader_that_goes_away_leaves_the_run_going_and_says_so(tmp_path):
+    """`om2w-tui run --no-ui ... | head -2`, or a `tee` that died: the run goes on to its end (hours of work are not
+    thrown away for a log), says once on stderr where its records are, leaves no Chromium, and exits 1 (its output
+    was not all read); every task settled once, conforming, as without the pipe."""
+    out = tmp_path / "piped"
+    tasks = by_site("shop")[:3]
+    p = subprocess.Popen([sys.executable, "-m", "om2w_tui", "run", "--no-ui", "--bench", "offline", "--model",
+                          "oracle", "--workers", "2", "--task-ids", ",".join(tasks), "--out", str(out)],
+                         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout is not None and p.stdout.readline().startswith("run: 3 tasks")
+    p.stdout.close()                   # the reader goes away after the first line
+    _, stderr = p.communicate(timeout=600)
+    assert p.returncode == 1, stderr[-3000:]
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr[-3000:]
+    assert stderr.count("standard output closed: the run goes on") == 1 and str(out) in stderr, stderr[-3000:]
+    assert_settled_once(records(out), tasks)
+    assert all(r["status"] == "done" and r["correct"] for r in records(out))
+    for t in tasks:
+        check_task_folder(out / t)
+    assert chromium_left(out) == []
