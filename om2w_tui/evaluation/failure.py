@@ -33,8 +33,8 @@ class, nor one with no outcome yet (not judged, not labelled) whose status says 
 step budget not used up), whatever its steps show (a loop, an error page): its measure may yet call it a success. A
 status that says it failed (killed, blocked, error, timeout, out_of_steps) names a class before any verdict. A folder
 with no record (another harness's, or an episode its run was killed under) is read as its folder says it ended: its
-`cut_short` (`killed`, `timeout` ...) as the status, else `done`. Pure functions but `classify_run`, which reads the
-run's folders."""
+`cut_short` (`killed`, `timeout` ...) as the status, else `done`. Pure functions, but `max_steps_of` reads the run's
+`run.json`; `report` and `tasks health` read the folders and call `classify`."""
 
 from __future__ import annotations
 
@@ -45,10 +45,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from om2w_tui.benchmarks.episode_folder import EpisodeFolder, StepOnDisk, read_episode
+from om2w_tui.benchmarks.episode_folder import EpisodeFolder, StepOnDisk
 from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.evaluation.task_outcome import Outcome
-from om2w_tui.evaluation.verdicts import Settled
 from om2w_tui.json_input import InputError, load
 from om2w_tui.protocol.faults import FaultKind, site_net_error
 from om2w_tui.run_folder import RunFolder
@@ -222,29 +221,11 @@ def max_steps_of(out: Path) -> int | None:
     return None
 
 
-def classify_run(out: Path, outcomes: Mapping[str, Outcome | None],
-                 episodes: Mapping[str, EpisodeFolder] | None = None) -> dict[str, Failure | None]:
-    """Every task of `outcomes` (a report's per-task outcome) classified; `episodes`: folders already read. A task
-    still to run (`task_outcome.still_to_run`: no record yet, or run again) has no class, as in `report`."""
-    out = Path(out)
-    settled = Settled.read(out)
-    budget = max_steps_of(out)
-    found: dict[str, Failure | None] = {}
-    for tid, outcome in outcomes.items():
-        if outcome == "success" or settled.pending(tid):
-            found[tid] = None
-            continue
-        rec = settled.latest.get(tid)
-        ep = (episodes or {}).get(tid) or read_episode(out / tid)
-        found[tid] = classify(rec, ep if ep.layout is not None else None, outcome, budget)
-    return found
-
-
 def counted(failures: Mapping[str, Failure | None]) -> dict[str, int]:
     """How many tasks each class has, in CLASSES order (classes with none left out)."""
     n = Counter(f.cls for f in failures.values() if f is not None)
     return {c: n[c] for c in CLASSES if n[c]}
 
 
-__all__ = ["CLASSES", "LOOP_REPEATS", "WORDS", "Failure", "classify", "classify_run", "counted", "loop_of",
+__all__ = ["CLASSES", "LOOP_REPEATS", "WORDS", "Failure", "classify", "counted", "loop_of",
            "max_steps_of"]

@@ -13,7 +13,8 @@ from PIL import Image
 from om2w_tui.benchmarks.episode_folder import read_episode
 from om2w_tui.benchmarks.trajectory import TrajectoryWriter
 from om2w_tui.engine.results import EpisodeRecord
-from om2w_tui.evaluation.failure import CLASSES, classify, classify_run, counted, loop_of, max_steps_of
+from om2w_tui.evaluation.failure import CLASSES, Failure, classify, counted, loop_of, max_steps_of
+from om2w_tui.evaluation.report import summarize
 from om2w_tui.protocol.faults import FaultKind
 
 SHOP = "http://127.0.0.1:9/shop"
@@ -37,6 +38,11 @@ def episode(tmp_path: Path, steps: list[tuple[list[str], str, str]], answer: str
 
 def rec(**kw) -> EpisodeRecord:
     return EpisodeRecord(task_id="t1", **{"status": "done", "agent_done": True, "steps": 2, **kw})
+
+
+def failed_as(out: Path) -> dict[str, Failure | None]:
+    """Each task's class as `report` gives it (a task still to run, or one every measure calls a success: none)."""
+    return {tid: row.failed_as for tid, row in summarize(out).per_task.items()}
 
 
 def normal(tmp_path: Path, answer: str = "It costs $12.", **kw):
@@ -149,11 +155,11 @@ def test_the_step_budget_is_the_records_own_and_run_json_only_for_an_older_recor
              rec(status="done", agent_done=False, steps=2, max_steps=30).to_json() | {"task_id": "roomy"}]
     assert "max_steps" not in lines[1]                     # an older writer's line: no budget of its own
     (out / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    got = classify_run(out, dict.fromkeys(("own", "older", "roomy"), "failure"))
+    got = failed_as(out)
     assert got["own"] is not None and got["own"].cls == "out_of_steps" and "a budget of 2" in got["own"].why
     assert got["older"] is not None and got["older"].cls == "gave_up"      # 2 of run.json's 10: under the budget
     (out / "run.json").write_text(json.dumps({"config": {"max_steps": 2}}))
-    got = classify_run(out, dict.fromkeys(("own", "older", "roomy"), "failure"))
+    got = failed_as(out)
     assert got["older"] is not None and got["older"].cls == "out_of_steps"
     assert got["roomy"] is not None and got["roomy"].cls == "gave_up"      # its own 30 wins over run.json's 2
 
@@ -196,7 +202,7 @@ def test_a_task_still_to_run_has_no_class_however_its_folder_was_cut_short(tmp_p
     lines = [rec(status="killed", error="interrupted", steps=0, agent_done=False, blank_screenshot=True).to_json()
              | {"task_id": "stopped"}, rec(status="timeout", agent_done=False).to_json() | {"task_id": "slow"}]
     (out / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    got = classify_run(out, {"cut": None, "stopped": None, "slow": None})
+    got = failed_as(out)
     assert got["cut"] is None and got["stopped"] is None       # no record, or one it runs again after: pending
     assert got["slow"] is not None and got["slow"].cls == "timeout"
     data = json.loads(report_cli(out, "json"))["runs"][0]
@@ -212,16 +218,16 @@ def test_no_class_for_a_success_or_a_task_not_judged_yet(tmp_path):
 
 
 @pytest.mark.parametrize("status", ["done", "timeout"])
-def test_classify_run_reads_the_records_the_folders_and_the_budget(tmp_path, status):
+def test_the_report_reads_the_records_the_folders_and_the_budget(tmp_path, status):
     out = tmp_path / "run"
     normal(out, answer="", name="a")
     normal(out, answer="$12", name="b")
     (out / "run.json").write_text(json.dumps({"config": {"max_steps": 2}}))
     lines = [rec(status=status, agent_done=False, steps=2).to_json() | {"task_id": "a"},
-             rec(answer="$12").to_json() | {"task_id": "b"}]
+             rec(answer="$12", correct=True).to_json() | {"task_id": "b"}]
     (out / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     assert max_steps_of(out) == 2
-    got = classify_run(out, {"a": "failure", "b": "success"})
+    got = failed_as(out)
     assert got["b"] is None
     assert got["a"] is not None and got["a"].cls == ("out_of_steps" if status == "done" else "timeout")
     assert list(counted(got)) == [got["a"].cls]
