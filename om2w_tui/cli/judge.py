@@ -71,16 +71,18 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                         "before any task takes at most 15)")
 
 
-def _before_network(out: Path, s: Settings, task_ids: list[str]) -> str:
+def _before_network(out: Path, s: Settings, task_ids: list[str]) -> tuple[str, Settled | None]:
     """What is wrong with judging `out` with `s` that its files already say ("" when nothing): the judge file no file
-    of ours (a symlink, a FIFO), a --task-ids naming no task folder, a resume that would mix two readings."""
+    of ours (a symlink, a FIFO), a --task-ids naming no task folder, a resume that would mix two readings; and the
+    run's records as read for it (the judging reads them no second time)."""
     path = output_path(out, s)
     if problem := unsafe_entry(path) or unknown_tasks(out, task_ids):
-        return problem
+        return problem, None
     try:
-        return mixed_reading(path, Settled.read(out).current(read_judged(path)), s)
+        settled = Settled.read(out)
+        return mixed_reading(path, settled.current(read_judged(path)), s), settled
     except InputError as e:
-        return str(e)
+        return str(e), None
 
 
 def _temperature(text: str) -> float | None:
@@ -104,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     key = os.environ.get(args.api_key_env, "") or "EMPTY"
     # the folder's own files before the network: a judge file that is a symlink, a FIFO or a device is refused at
     # once, as are a --task-ids naming no task folder and a resume that would mix two readings of the replies
-    problem = "" if args.official is not None else _before_network(out, s, task_ids)
+    problem, settled = ("", None) if args.official is not None else _before_network(out, s, task_ids)
     if problem:
         print(f"om2w-tui judge: {problem}", file=sys.stderr)
         return EXIT_USAGE
@@ -127,7 +129,8 @@ def run(args: argparse.Namespace) -> int:
     async def go() -> JudgeOutcome:
         client = judge_client(args.judge_url.for_client(), key, s)
         try:
-            return await judge_run(out, s, client, task_ids=task_ids, log=lambda m: print(m, flush=True))
+            return await judge_run(out, s, client, task_ids=task_ids, log=lambda m: print(m, flush=True),
+                                   settled=settled)
         finally:
             await client.close()
 

@@ -257,9 +257,13 @@ class JudgeOutcome:
 
 
 async def judge_run(out: Path, s: Settings, client: Any, *, task_ids: list[str] | None = None,
-                    log: Callable[[str], None] = print, sleep: Callable[[float], Any] = asyncio.sleep) -> JudgeOutcome:
+                    log: Callable[[str], None] = print, sleep: Callable[[float], Any] = asyncio.sleep,
+                    settled: Settled | None = None) -> JudgeOutcome:
+    """Judge the run's settled tasks not judged yet into its judge file; `settled`: its records as the caller read
+    them just before (`judge`'s checks before the network), else read here."""
     out = Path(out)
-    settled = Settled.read(out)   # before the folders: a task settled is read as it settled (verdicts.py)
+    if settled is None:
+        settled = Settled.read(out)   # before the folders: a task settled is read as it settled (verdicts.py)
     run = read_run(out)
     adopt_legacy_output(out, s, log)
     path = output_path(out, s)

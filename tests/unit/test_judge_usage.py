@@ -81,3 +81,17 @@ def test_a_resume_never_mixes_two_readings_of_the_replies(tmp_path, judge_server
     assert {t: r["parsing"] for t, r in read_judged(path).items()} == {"a": "lenient", "b": "lenient"}
     assert judge(out, judge_server, "--parsing", "lenient") == 0
     assert "resuming: 2 task(s) already judged" in capsys.readouterr().out
+
+
+def test_judge_reads_the_runs_records_once(tmp_path, judge_server, monkeypatch):
+    """The checks before the network read the run's records, and the judging takes them: a long run's log is read
+    once a call, not twice (as the run's own preflight reads it once)."""
+    from om2w_tui.evaluation import verdicts
+
+    out = run(tmp_path)
+    reads: list[object] = []
+    real = verdicts.read_results
+    monkeypatch.setattr(verdicts, "read_results", lambda *a, **kw: reads.append(a) or real(*a, **kw))
+    assert judge(out, judge_server) == 0
+    assert len(reads) == 1
+    assert sorted(read_judged(output_path(out, Settings(model="oracle-judge")))) == ["a", "b"]
