@@ -10,7 +10,7 @@ import contextlib
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import IO, assert_never
 
 from om2w_tui import exits, pipes
@@ -25,6 +25,7 @@ from om2w_tui.engine.events import (
     LaneRow,
     Log,
     RunFinished,
+    RunSnapshot,
     RunStarted,
     RunSummary,
     SlotChanged,
@@ -52,6 +53,7 @@ class HeadlessLog:
         self.stream = stream or sys.stdout
         self.unread = False   # the stream's reader went away: nothing more is printed, and the run exits 1
         self.out = ""         # the run's out folder, once it started
+        self.snapshot: Callable[[], RunSnapshot] | None = None   # the run's, once open: what the ETA is told
         self.shard = shard   # this process's share of the run (RunConfig.shard: 'K/N', 'a:b/N'); '' the whole
         self.state = RunState()
         self.t0 = time.monotonic()
@@ -118,8 +120,22 @@ class HeadlessLog:
 
     def _progress(self) -> None:
         lanes = ", ".join(f"{name} {self.lane_done[name]}/{total}" for name, total in self.lane_total.items())
+        eta = self._eta()   # the snapshot first: the counts below are the same moment's
         self._print(f"progress: {self.state.done}/{self.state.total} done, {self.state.errors} errors, "
-                    f"elapsed {clock_text(time.monotonic() - self.t0)}" + (f"; lanes: {lanes}" if lanes else ""))
+                    f"elapsed {clock_text(time.monotonic() - self.t0)}{eta}"
+                    + (f"; lanes: {lanes}" if lanes else ""))
+
+    def _eta(self) -> str:
+        """`, ETA 1:02:05` as the console's header says it (`held`, `paused` where the end waits on a resume); ""
+        before an episode has ended, or with no run to ask."""
+        if self.snapshot is None:
+            return ""
+        now = time.time()
+        self.state.apply_snapshot(self.snapshot(), now)
+        if waits := self.state.waits():
+            return f", ETA {waits}"
+        eta = self.state.eta(now)
+        return f", ETA {clock_text(eta)}" if eta is not None and eta > 0 else ""
 
     def _summary(self, s: RunSummary) -> None:
         statuses = statuses_text(s.by_status) or "nothing run"
@@ -154,6 +170,7 @@ async def run_headless(pre: Preflight, stream: IO[str] | None = None) -> int:
                                       if ok == WARNING):   # the run starts, but a log read later says what to mind
         sink._print(f"warning: {what}: {detail}")
     async with open_run(pre, [sink], guard_ends_run=True) as run:
+        sink.snapshot = run.snapshot
         loop = asyncio.get_running_loop()
         interrupted = False
 

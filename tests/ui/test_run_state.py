@@ -262,3 +262,23 @@ def test_the_eta_says_held_while_a_held_arm_has_units_left_and_paused_while_disp
     assert st.waits() == "" and st.eta(10.0) is not None
     snap(LaneRow("agent", "agent", 1, total=2, done=0), paused=True)                    # the whole dispatch paused
     assert st.waits() == "paused"
+
+
+def test_the_headless_progress_line_says_the_eta_from_the_engines_lengths():
+    """A cluster log's progress line ends in the ETA the console's header shows, from the run's snapshot: here 100 s
+    of work left on one site (the engine's lengths), not the 14 s mean of the episodes done."""
+    import io
+
+    from om2w_tui.engine.events import RunSnapshot, SiteRow
+    from om2w_tui.frontends.headless import HeadlessLog
+
+    stream = io.StringIO()
+    log = HeadlessLog(stream)
+    log.handle(RunStarted(3, 0, 1, "/o"))
+    log.handle(EpisodeFinished(0, R.record("a", R.SHOP)))
+    assert ", ETA" not in stream.getvalue()                    # no run to ask: no ETA
+    log.snapshot = lambda: RunSnapshot(target_workers=1, sites=[SiteRow(R.SHOP, "free", 0.0, 1, 2, 0, 3,
+                                                                        work_s=100.0)])
+    log.handle(EpisodeFinished(0, R.record("b", R.SHOP)))
+    line = stream.getvalue().splitlines()[-1]
+    assert line.startswith("progress: 2/3 done") and line.endswith(", ETA 1:40"), line
