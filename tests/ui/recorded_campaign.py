@@ -137,6 +137,8 @@ async def feed_campaign(pilot: Any, app: Any, clock: R.FrozenClock, out: Path) -
     await pilot.pause()
     app.screen.render_all()
     await pilot.pause()
+    await pilot.wait_for_scheduled_animations()   # a loaded machine draws late: the panels as they settle, every time
+    await pilot.pause()
 
 
 async def open_comparison(pilot: Any, app: Any, clock: R.FrozenClock, out: Path) -> Any:
