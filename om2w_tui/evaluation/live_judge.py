@@ -34,6 +34,8 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -366,6 +368,23 @@ class LiveJudging:
 LIVE_JUDGE = LiveJudging()
 
 
+_READER: ThreadPoolExecutor | None = None
+
+
+def _records_reader() -> ThreadPoolExecutor:
+    """The one thread the console's judge rates read runs' records in (started at the first read it takes)."""
+    global _READER
+    if _READER is None:
+        _READER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="om2w-verdicts")
+    return _READER
+
+
+def _timed_read(out: Path, seen: object) -> tuple[Settled, object, float]:
+    began = time.perf_counter()
+    settled = Settled.read(out)
+    return settled, seen, time.perf_counter() - began
+
+
 class VerdictTail:
     """The verdicts of a run's newest judge file, read as the file grows (the console's header shows them): only
     the new bytes are read, whole lines only, the last line of a task the one `report` reads too; the folder is looked
@@ -376,9 +395,13 @@ class VerdictTail:
     It counts as `report` does (`outcomes.judge_file_outcomes`): each task's verdict of the episode that settled it,
     one per task, beside the task's latest record; a verdict of an attempt run again since, or of a task running
     again, does not count. The run's records are read again when their files changed (looked at with the folder,
-    and whenever the judge file grew)."""
+    and whenever the judge file grew): the first time at once, then (`background`, the console's way) in a thread
+    of their own, counted at the first poll after the read ended, so a long run's log never holds the console's
+    drawing."""
 
-    def __init__(self, out: Path, every_s: float = 5.0, name: str | None = None):
+    def __init__(self, out: Path, every_s: float = 5.0, name: str | None = None, background: bool = True):
+        self.background = background
+        self._reading: Future[tuple[Settled, object, float]] | None = None   # a read under way in its thread
         self.out = Path(out)
         self.every_s = every_s
         self.name = name
@@ -407,28 +430,47 @@ class VerdictTail:
             self.verdicts, self._counted = {}, (0, 0)
             return self._counted
         grew = self._read_new()
-        records = (grew or looked or self._settled is None) and now >= self._records_due and self._read_records(now)
-        if records or grew or switched:
-            assert self._settled is not None
+        due = self._reading is not None or (
+            (grew or looked or self._settled is None) and now >= self._records_due)   # a read ended, or one is due
+        records = due and self._read_records(now)
+        if self._settled is not None and (records or grew or switched):
             self._count(self._settled)
         return self._counted
 
     def _read_records(self, now: float) -> bool:
-        """Read the run's records again where their files (its results, its run.json) changed; -> whether they were
-        read. A long run's log takes a while (2,000 records: about 0.15 s): it is read at most once in
-        `RECORDS_COST` times as long as it took, so the header never spends more than a few percent of its time."""
+        """Read the run's records again where their files (its results, its run.json) changed; -> whether a read
+        was taken. A long run's log takes a while (2,000 records: about 0.15 s): it is read at most once in
+        `RECORDS_COST` times as long as it took, and after the first read in a thread (`background`)."""
+        if self._reading is not None:
+            if not self._reading.done():
+                return False
+            reading, self._reading = self._reading, None
+            try:
+                return self._took(now, *reading.result())
+            except (OSError, InputError):   # the folder went while it was read: the next change reads it again
+                return False
         try:
             folder = RunFolder(self.out)
-            seen = tuple((p.name, st.st_size, st.st_mtime_ns)
-                         for p in folder.results_files() + folder.manifests() for st in (p.stat(),))
+            seen: object = tuple((p.name, st.st_size, st.st_mtime_ns)
+                                 for p in folder.results_files() + folder.manifests() for st in (p.stat(),))
         except OSError:
             seen = None
         if self._settled is not None and seen == self._records_seen:
             return False
-        began = time.perf_counter()
-        self._settled, self._records_seen = Settled.read(self.out), seen
-        self._records_due = now + RECORDS_COST * (time.perf_counter() - began)
+        if self._settled is not None and self.background:
+            self._reading = _records_reader().submit(_timed_read, self.out, seen)
+            return False
+        return self._took(now, *_timed_read(self.out, seen))
+
+    def _took(self, now: float, settled: Settled, seen: object, took: float) -> bool:
+        self._settled, self._records_seen = settled, seen
+        self._records_due = now + RECORDS_COST * took
         return True
+
+    def wait(self) -> None:
+        """Wait for a read under way in its thread (a test's way to see what the next poll counts)."""
+        if self._reading is not None:
+            wait_futures([self._reading])
 
     def _count(self, settled: Settled) -> None:
         tasks = set(settled.latest) | (set() if settled.keeps_records else set(self.lines))

@@ -170,7 +170,7 @@ async def test_the_judged_run_waits_for_its_judge_until_it_is_stopped(tmp_path, 
 def test_the_header_reads_the_judge_file_as_it_grows(tmp_path):
     out = tmp_path / "run"
     out.mkdir()
-    tail = VerdictTail(out, every_s=0.0)
+    tail = VerdictTail(out, every_s=0.0, background=False)
     assert tail.poll(0.0) == (0, 0)
     path = out / "om2w-tui_WebJudge_Online_Mind2Web_eval_m_score_threshold_3_auto_eval_results.json"
     path.write_text(json.dumps({"task_id": "a", "predicted_label": 1}) + "\n"
@@ -201,7 +201,7 @@ def test_the_headers_judge_rate_counts_each_tasks_verdict_of_its_settling_episod
     path = out / "om2w-tui_WebJudge_Online_Mind2Web_eval_m_score_threshold_3_auto_eval_results.json"
     path.write_text("".join(json.dumps({"task_id": t, "predicted_label": v, "attempt": 1, "episode_started_at": 0.5})
                             + "\n" for t, v in (("a", 1), ("b", 0), ("c", 1), ("b", 1))))
-    tail = VerdictTail(out, every_s=0.0)
+    tail = VerdictTail(out, every_s=0.0, background=False)
     overall = summarize(out).success.overall
     assert (overall.successes, overall.tasks) == (1, 1)          # b only: a's verdict is of attempt 1, c runs again
     assert tail.poll(0.0) == (1, 1)
@@ -213,6 +213,17 @@ def test_the_headers_judge_rate_counts_each_tasks_verdict_of_its_settling_episod
         f.write(json.dumps(record("b", attempt=3, started_at=2.5).to_json()) + "\n")
     overall = summarize(out).success.overall
     assert tail.poll(2.0) == (overall.successes, overall.tasks) == (0, 1)
+
+    # the console's tail reads the records again in a thread: the poll that starts the read says the last count, a
+    # poll after the read ended counts with it (a long run's log never holds the drawing)
+    console = VerdictTail(out, every_s=0.0)
+    assert console.poll(3.0) == (0, 1)                             # the first read at once
+    with open(out / "results.jsonl", "a") as f:                   # a run again: its attempt 2 verdict no longer counts
+        f.write(json.dumps(record("a", attempt=3, started_at=3.5).to_json()) + "\n")
+    assert console.poll(4.0) == (0, 1) and console._reading is not None   # the read under way; the count as it was
+    console.wait()
+    assert console.poll(5.0) == (summarize(out).success.overall.successes, summarize(out).success.overall.tasks)
+    assert console.poll(5.0) == (0, 0)
 
 
 def test_the_judges_settings_are_checked_and_its_key_never_recorded(tmp_path, monkeypatch):
