@@ -15,6 +15,7 @@ at 600 units it takes about a millisecond (measured in tests/ui/test_campaign_co
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -92,6 +93,7 @@ class Comparison:
     pairing: PairingGaps
     took_s: float = 0.0
     pooled: tuple[Pooled, ...] = ()     # where an arm repeats: each arm against the first over all its repeats
+    not_started: tuple[str, ...] = ()   # lanes with no finished unit yet, left out (as people say them: `agent r2`)
 
 
 @dataclass
@@ -139,16 +141,20 @@ class CampaignBoard:
 
     def snapshot(self, snap: RunSnapshot) -> list[LaneRow]:
         """Take the snapshot's lanes; -> the lanes seen for the first time (their folders' records to read)."""
-        new = [row for row in snap.lanes if row.name not in self.rows]
-        if snap.lanes:
-            if [r.name for r in snap.lanes] != list(self.rows) or new:
-                self.version += 1
-            self.rows = {row.name: row for row in snap.lanes}
         for s in snap.slots:
             if s.lane:
                 self.slot_lane[s.slot] = s.lane
-        if snap.summary.pairing != self.pairing:
-            self.pairing = snap.summary.pairing
+        return self.lanes_seen(snap.lanes, snap.summary.pairing)
+
+    def lanes_seen(self, lanes: Sequence[LaneRow], pairing: PairingGaps) -> list[LaneRow]:
+        """Take the lanes as a snapshot, the run's end or its plan says them; -> those seen for the first time."""
+        new = [row for row in lanes if row.name not in self.rows]
+        if lanes:
+            if [r.name for r in lanes] != list(self.rows) or new:
+                self.version += 1
+            self.rows = {row.name: row for row in lanes}
+        if lanes and pairing != self.pairing:
+            self.pairing = pairing
             self.version += 1
         return new
 
@@ -243,32 +249,38 @@ class CampaignBoard:
         return {t: run_outcome(r, r.correct, True) for t, r in records.items()}
 
     def _compare(self) -> Comparison:
-        lanes = self.lane_names()
+        """The lanes with a finished unit compared; a lane not started yet (a held arm, a repeat still queued) is left
+        out, as `report` leaves it out, and named."""
+        every = self.lane_names()
+        lanes = [lane for lane in every if self.latest.get(lane)]
+        waiting = tuple(self.label(lane) for lane in every if lane not in lanes)
         try:
             measure = choose([(lane, self._measures(lane)) for lane in lanes], self.wanted)
             problem = "" if measure is not None else "no measure of success yet"
         except NoCommonMeasure as e:
             measure, problem = None, str(e)
         if measure is None:
-            return Comparison(None, problem, (), (), self.pairing)
+            return Comparison(None, problem, (), (), self.pairing, not_started=waiting)
         outcomes = {lane: self.outcomes(lane, measure) for lane in lanes}
         arms = tuple(ArmRates(lane, self.label(lane), count(outcomes[lane].values())) for lane in lanes)
         tests = [paired(outcomes[lane], outcomes[base], rule, self.label(lane), self.label(base))
-                 for base, lane in self._pairs(lanes) for rule in RULES]
-        return Comparison(measure, "", arms, tuple(tests), self.pairing, pooled=self._pooled(lanes, outcomes))
+                 for base, lane in self._pairs(every) if base in outcomes and lane in outcomes for rule in RULES]
+        return Comparison(measure, "", arms, tuple(tests), self.pairing, pooled=self._pooled(every, outcomes),
+                          not_started=waiting)
 
     def _pooled(self, lanes: list[str], outcomes: dict[str, dict[str, Outcome | None]]) -> tuple[Pooled, ...]:
-        """Where an arm repeats: each arm against the first (the first lane's) over all its repeats, under each rule."""
+        """Where an arm repeats: each arm against the first (the first lane's) over all its repeats that started,
+        under each rule."""
         if not all(lane in self.rows for lane in lanes):
             return ()
         groups = arm_groups([LaneName(lane, self.rows[lane].arm, self.rows[lane].repeat) for lane in lanes])
-        by_arm = [(arm, [lanes[k] for k in ks]) for arm, ks in groups]
-        if len(by_arm) < 2 or all(len(v) < 2 for _, v in by_arm):
+        by_arm = [(arm, [lanes[k] for k in ks if lanes[k] in outcomes]) for arm, ks in groups]
+        if len(by_arm) < 2 or all(len(v) < 2 for _, v in by_arm) or not by_arm[0][1]:
             return ()
         (base, base_lanes), *others = by_arm
         return tuple(pooled([outcomes[x] for x in arm_lanes], [outcomes[x] for x in base_lanes], rule, arm, base,
                             [self.label(x) for x in arm_lanes], [self.label(x) for x in base_lanes])
-                     for arm, arm_lanes in others for rule in RULES)
+                     for arm, arm_lanes in others if arm_lanes for rule in RULES)
 
     def _pairs(self, lanes: list[str]) -> list[tuple[str, str]]:
         """(baseline, lane) for each lane compared: an arm's lane against the first arm's of the same repeat, the

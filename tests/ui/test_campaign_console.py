@@ -11,7 +11,16 @@ import time
 
 from rich.console import Console
 
-from om2w_tui.engine.events import EpisodeFinished, LaneRow
+from om2w_tui.engine.events import (
+    EpisodeFinished,
+    GapFigures,
+    LaneRow,
+    PairingGaps,
+    RunFinished,
+    RunStarted,
+    RunSummary,
+)
+from om2w_tui.engine.launch import LanePreflight
 from om2w_tui.evaluation.outcomes import RULE_ALL, RULE_EXECUTABLE
 from om2w_tui.frontends.campaign_board import CampaignBoard
 from om2w_tui.frontends.console.screens.compare import ComparisonScreen
@@ -19,6 +28,7 @@ from om2w_tui.frontends.console.screens.episode import EpisodeScreen
 from om2w_tui.frontends.console.widgets.comparison import ComparisonPanel, comparison_renderable
 from om2w_tui.frontends.console.widgets.lanes_bar import LanesBar
 from om2w_tui.frontends.console.widgets.panels import EpisodesTable, SlotsTable, StepsLog
+from om2w_tui.protocol.run_end import RunEnd
 
 from . import recorded as R
 from . import recorded_campaign as C
@@ -145,6 +155,55 @@ async def test_the_comparison_screen_shows_both_rules_the_paired_test_and_follow
         assert not isinstance(app.screen, ComparisonScreen)
 
 
+async def test_a_finished_campaign_reopened_is_a_campaigns_console_from_its_plan_and_its_end(tmp_path, monkeypatch):
+    """`om2w-tui campaign PLAN` on a campaign with nothing left: the run ends before any snapshot, so the console
+    knows its lanes from its plan (their folders' records read) and from the run's end, not from an event naming a
+    lane: the lanes' line, the arm column, `c` and the header that leaves the arms' verdicts to the lanes."""
+    plain = R.preflight_for
+
+    def with_lanes(out):
+        pre = plain(out)
+        lanes = tuple(LanePreflight(name, name, 1, dataclasses.replace(pre, config=dataclasses.replace(
+            pre.config, out=out / name, arm=name), settled=3)) for name in ("base", "agent"))
+        return dataclasses.replace(pre, lanes=lanes)
+
+    monkeypatch.setattr(R, "preflight_for", with_lanes)
+    app, clock, _, out = C.build_campaign(tmp_path)
+    for lane, solved in (("base", {C.SHOP_T, C.BOOK_T}), ("agent", {C.WIKI_T})):
+        (out / lane / "results.jsonl").write_text("".join(
+            json.dumps(C.rec(lane, t, R.SHOP, t in solved, R.T0 - 100 + k).to_json()) + "\n"
+            for k, t in enumerate((C.SHOP_T, C.WIKI_T, C.BOOK_T))))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        assert app.screen.board.active and app.screen.query_one(LanesBar).display
+        assert "base 3/6" in text_of(app.screen.query_one(LanesBar))
+        app.sink.handle(RunStarted(total=12, settled=6, workers=2, out=str(out)))
+        ended = C.lanes(out)
+        app.sink.handle(RunFinished(RunSummary(total=12, settled_before=6, lanes=ended, end=RunEnd.FINISHED)))
+        for _ in range(40):     # the lanes' records are read in a thread
+            await pilot.pause(0.05)
+            if len(app.screen.board.latest.get("agent", {})) == 3:
+                break
+        line = text_of(app.screen.query_one(LanesBar))
+        assert "base 3/6" in line and "correct 2/3 67%" in line
+        assert "correct" not in text_of(app.screen.query_one("#run-stats"))
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, ComparisonScreen)
+        c = app.screen.board.comparison()
+        assert {a.label: a.counts.success for a in c.arms} == {"base": 2, "agent": 1}
+
+
+def test_a_runs_end_that_names_lanes_makes_the_board_a_campaigns():
+    board = CampaignBoard()
+    assert not board.active and board.lanes_seen((), PairingGaps()) == []
+    gaps = PairingGaps(GapFigures(1, 5.0, 5.0, 5.0), GapFigures(1, 5.0, 5.0, 5.0), lanes=2, compared=1)
+    new = board.lanes_seen((LaneRow("base", "base", 1), LaneRow("agent", "agent", 1)), gaps)
+    assert [r.name for r in new] == ["base", "agent"] and board.active and board.pairing == gaps
+    assert board.lanes_seen((LaneRow("base", "base", 1, done=1), LaneRow("agent", "agent", 1)), gaps) == []
+    assert board.rows["base"].done == 1
+
+
 async def test_the_episode_view_of_a_slot_reads_its_lanes_folder_and_says_its_arm(tmp_path):
     app, clock, _, out = C.build_campaign(tmp_path)
     R.write_episode(out / "agent", C.BOOK_T)
@@ -219,6 +278,45 @@ def test_with_repeats_the_comparison_pools_each_arm_over_its_repeats_as_report_d
     for lane in ("base", "agent"):
         one.finished(lane, C.rec(lane, "t1", R.SHOP, True, R.T0))
     assert one.comparison().pooled == ()            # one repeat: the repeat's own test says it
+
+
+def test_a_lane_not_started_yet_is_left_out_and_named_not_a_reason_to_compare_nothing():
+    """A held arm, or a repeat still queued, has no finished unit and so no measure: the comparison leaves it out
+    (as `report` does) and names it, and the lanes that started are compared on their common measure."""
+    board = CampaignBoard()
+    board.rows = {name: LaneRow(name, arm, k) for name, arm, k in (("base", "base", 1), ("agent", "agent", 1),
+                                                                    ("base-r2", "base", 2), ("agent-r2", "agent", 2))}
+    assert board.comparison().problem == "no measure of success yet"
+    for lane, ok in (("base", True), ("agent", False), ("base-r2", True)):
+        board.finished(lane, C.rec(lane, "t1", R.SHOP, ok, R.T0))
+    c = board.comparison()
+    assert c.measure is not None and c.measure.kind == "reference" and c.not_started == ("agent r2",)
+    assert [a.label for a in c.arms] == ["base r1", "agent r1", "base r2"]
+    assert [(t.a, t.b) for t in c.tests if t.rule == RULE_ALL] == [("agent r1", "base r1")]
+    p = next(p for p in c.pooled if p.rule == RULE_ALL)     # over the repeats that started, as report pools
+    assert (p.a_runs, p.b_runs) == (("agent r1",), ("base r1", "base r2"))
+    shown = Console(width=160, record=True)
+    shown.print(comparison_renderable(c))
+    assert "not started yet (left out): agent r2" in shown.export_text()
+    board.finished("agent-r2", C.rec("agent-r2", "t1", R.SHOP, True, R.T0))
+    c = board.comparison()
+    assert c.not_started == () and next(p for p in c.pooled if p.rule == RULE_ALL).a_runs == ("agent r1", "agent r2")
+
+
+async def test_the_comparison_screen_closed_at_once_draws_nothing_after(tmp_path):
+    """`c` then `escape` before the screen's first drawing: its refresh finds no widgets and does nothing (it
+    raised NoMatches and ended the console)."""
+    app, clock, _, out = C.build_campaign(tmp_path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await C.open_comparison(pilot, app, clock, out)
+        await pilot.press("escape")
+        await pilot.pause()
+        screen.refresh_panel()           # its interval's call, after it was taken down
+        orphan = ComparisonScreen(screen.board)
+        orphan.refresh_panel()           # never composed: nothing to draw into
+        await pilot.press("c", "escape")
+        await pilot.pause(0.1)
+        assert app.is_running and not isinstance(app.screen, ComparisonScreen)
 
 
 def judge_file(folder, verdicts: dict[str, bool], model: str = "o4-mini") -> None:

@@ -26,7 +26,7 @@ from textual.worker import Worker, WorkerState
 from om2w_tui import exits
 from om2w_tui.benchmarks.episode_folder import attempt_folder
 from om2w_tui.engine.control import RunControl
-from om2w_tui.engine.events import Sink
+from om2w_tui.engine.events import LaneRow, Sink
 from om2w_tui.engine.launch import Preflight, UsageError, open_run, run_checks
 from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.evaluation.live_judge import LIVE_JUDGE, live_judge_file
@@ -139,6 +139,10 @@ class ConsoleApp(App[int]):
         self._tasks = {t.task_id: t.confirmed_task for t in pre.tasks}
         self.dashboard = DashboardScreen(Path(cfg.out).name or str(cfg.out), len(pre.tasks), out=Path(cfg.out))
         self.dashboard.board.live_judge = live_judge_file(cfg)   # a campaign's arms compared on its verdicts
+        if pre.lanes:
+            self.dashboard.campaign_planned([LaneRow(lp.name, lp.arm, lp.repeat, str(lp.pre.config.out),
+                                                     total=len(lp.pre.tasks), settled_before=lp.pre.settled,
+                                                     done=lp.pre.settled) for lp in pre.lanes])
         self.sink.target = self.dashboard
         if isinstance(self.screen, LaunchScreen):
             self.switch_screen(self.dashboard)

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.containers import ScrollableContainer
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Label
 
@@ -42,15 +43,18 @@ class ComparisonScreen(Screen[None]):
         yield LeanFooter(compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#compare-body").border_title = "Arms"
         self.refresh_panel()
         self.set_interval(REFRESH_S, self.refresh_panel)
 
     def refresh_panel(self) -> None:
+        try:   # closed before its first drawing (a key pressed twice): its widgets are gone, nothing to draw
+            body, panel = self.query_one("#compare-body"), self.query_one(ComparisonPanel)
+        except NoMatches:
+            return
         c = self.board.comparison()
-        body = self.query_one("#compare-body")
+        body.border_title = "Arms"
         body.border_subtitle = f"{len(c.arms)} lanes" if c.arms else ""
-        self.query_one(ComparisonPanel).show(c)
+        panel.show(c)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return self.COMMAND_TABLE.check(self, action, parameters)

@@ -15,6 +15,7 @@ and finding that out reads the selected slot once."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, assert_never, cast
 
@@ -33,6 +34,7 @@ from om2w_tui.engine.events import (
     EpisodePutBack,
     EpisodeStarted,
     EpisodeStep,
+    LaneRow,
     Log,
     Pacing,
     RunFinished,
@@ -126,6 +128,7 @@ class DashboardScreen(RunCommands, Screen[None]):
         # a campaign's lanes (nothing of it shows in a plain run); `out`: the campaign's folder, its lanes' beside
         self.board = CampaignBoard(campaign_out=Path(out) if out is not None else None)
         self._campaign_shown = False
+        self._planned: list[LaneRow] = []     # a campaign's lanes as planned (campaign_planned), read when mounted
         self._record_lane: dict[str, str] = {}   # the lane of each finished attempt's row (EpisodesTable.key_of)
         self.steps_scope: str = "all"
         self._shown_task: str | None = None
@@ -171,6 +174,9 @@ class DashboardScreen(RunCommands, Screen[None]):
         self._tick_timer = self.set_interval(1.0, self._tick)
         self._slots = self.query_one(SlotsTable)
         self._slots.focus()
+        if self._planned:
+            self._read_lanes(self._planned)
+            self._campaign_seen()
         self.render_all()
 
     def on_unmount(self) -> None:
@@ -410,6 +416,9 @@ class DashboardScreen(RunCommands, Screen[None]):
 
     def _run_finished(self, ev: RunFinished) -> None:
         self.state.run_finished(ev, self.now())
+        # a campaign's lanes as it ended (one with nothing left ends before any snapshot)
+        self._read_lanes(self.board.lanes_seen(ev.summary.lanes, ev.summary.pairing))
+        self._campaign_seen()
         s = ev.summary
         line = f"run {s.end.words if s.end else 'over'}: {s.finished} episodes this run, {s.pending} left"
         if s.judged:   # over every settled task, those of the runs before a resume too
@@ -420,10 +429,7 @@ class DashboardScreen(RunCommands, Screen[None]):
 
     def on_snapshot_taken(self, m: SnapshotTaken) -> None:
         self.state.apply_snapshot(m.snapshot, m.taken_at)
-        for row in self.board.snapshot(m.snapshot):
-            out = self.board.out_of(row.name)
-            if out is not None:   # a resumed lane's attempts from before this run
-                self._read_lane_records(row.name, out)
+        self._read_lanes(self.board.snapshot(m.snapshot))
         self._campaign_seen()
         self._sites_due = True
         self.render_soon()
@@ -473,6 +479,18 @@ class DashboardScreen(RunCommands, Screen[None]):
             self.query_one(EpisodesTable).show_lanes(self.board, self._record_lane)
         self.render_soon()
         self.refresh_commands()
+
+    def campaign_planned(self, lanes: Sequence[LaneRow]) -> None:
+        """A campaign's lanes as its plan and their folders say them, before the engine's first word: the console
+        is a campaign's from its first drawing (a campaign with nothing left ends before any snapshot)."""
+        self._planned = list(lanes)
+        self.board.lanes_seen(lanes, self.board.pairing)
+
+    def _read_lanes(self, rows: Sequence[LaneRow]) -> None:
+        for row in rows:
+            out = self.board.out_of(row.name)
+            if out is not None:   # a resumed lane's attempts from before this run
+                self._read_lane_records(row.name, out)
 
     @work(thread=True, group="lane-records", exit_on_error=False)
     def _read_lane_records(self, lane: str, out: Path) -> None:

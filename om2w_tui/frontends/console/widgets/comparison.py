@@ -46,6 +46,8 @@ def comparison_renderable(c: Comparison) -> RenderableType:
     head.append("   ")
     head.append(pairing_words(c.pairing, _seconds) or "pairing gap: -")
     parts.append(head)
+    if c.not_started:   # as `report` says them: no unit finished, so nothing of theirs is compared yet
+        parts.append(Text(f"not started yet (left out): {', '.join(c.not_started)}", style="dim"))
     if c.measure is None:
         return Group(*parts)
 
