@@ -8,7 +8,9 @@ reads the same `result.json` with the evaluator's own rules) all go through it.
     <out>/<task_id>/trajectory/<i>_full_screenshot.png   the screenshots, in the order of <i>
     <out>/<task_id>/history_<k>.json                     the browser-use histories: each step's URL where a v1
                                                          result.json has no `action_urls` (written before it)
-    <out>/<task_id>/attempts/<n>/                        an earlier attempt's files, moved there when the next began
+    <out>/<task_id>/.attempt                             the number of the attempt whose files these are, written
+                                                         as it began (an attempt cut with its console has no record)
+    <out>/<task_id>/attempts/<n>/                        attempt n's files, moved there when the next began
 
 The folder may be read while its episode writes it (`result.json` is replaced atomically after every step), or after
 its worker died: nothing here raises for what is missing or torn; it is said in `EpisodeFolder.problems`.
@@ -26,11 +28,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from om2w_tui.benchmarks.trajectory import V2_JOIN
+from om2w_tui.files import read_file, write_atomic
 from om2w_tui.json_input import InputError, decode, read_bytes
 
 SHOT = re.compile(r"(\d+)_full_screenshot\.png")   # matched whole (fullmatch)
 CLOSING = ("TASK_COMPLETE", "TASK_INCOMPLETE")     # a v2 history's closing entry: the last state, no action
 ATTEMPTS = "attempts"
+ATTEMPT_MARK = ".attempt"   # the number of the attempt whose files the task's folder holds, written as it begins
 RESULT_LIMIT = 64 << 20   # bytes of a result.json read back (a long episode's is well under 1 MiB)
 MAX_STEP_NUMBER = 1 << 20  # an `action_steps` number past this is not a step of ours (its list is not used)
 PAGE_TEXT_LIMIT = 500       # characters of the last page's URL and title kept
@@ -343,12 +347,48 @@ def attempt_folders(task_folder: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
+def attempt_mark(task_folder: Path) -> int | None:
+    """The attempt number written in `<task>/.attempt` when the attempt whose files the folder holds began (None:
+    none, or not a number: a folder written before the mark, or by another harness)."""
+    try:
+        text = read_file(Path(task_folder) / ATTEMPT_MARK, 32, own=True).decode("ascii").strip()
+    except (OSError, ValueError, InputError):
+        return None
+    return int(text) if text.isdigit() and 0 < int(text) < MAX_STEP_NUMBER else None
+
+
+def _leftovers(task_folder: Path) -> list[Path]:
+    """What an attempt left in the task's folder: everything but `attempts/` and the mark."""
+    return [p for p in Path(task_folder).iterdir() if p.name not in (ATTEMPTS, ATTEMPT_MARK)]
+
+
+def begun_attempts(task_folder: Path) -> set[int]:
+    """The attempt numbers whose files the task's folder holds: its kept attempts' and, where its own files are an
+    attempt's, the mark's (empty: no folder, or none of ours)."""
+    kept = {n for n, _ in attempt_folders(task_folder)}
+    try:
+        own = attempt_mark(task_folder) if _leftovers(task_folder) else None
+    except OSError:
+        own = None
+    return kept | ({own} if own is not None else set())
+
+
+def started_attempts(task_folder: Path) -> int:
+    """The highest attempt number the task's folder shows began. An attempt cut with its console (kill -9) has no
+    record; its number is taken all the same, so that the next attempt's is its own (0: none)."""
+    return max(begun_attempts(task_folder), default=0)
+
+
 def attempt_folder(out: Path, task_id: str, attempt: int, latest: bool) -> Path:
-    """The folder of `task_id`'s attempt number `attempt`: the task's own folder while it is the latest attempt, else
-    `<task>/attempts/<attempt>` where that was kept (an attempt cut before it wrote a file left none)."""
+    """The folder of `task_id`'s attempt number `attempt`: `<task>/attempts/<attempt>` where that was kept, else the
+    task's own folder where its mark says the attempt (or, with no mark, where the attempt is the latest), else the
+    kept folder's path though it is not there (an attempt cut before it wrote a file left none)."""
     folder = Path(out) / task_id
     kept = folder / ATTEMPTS / str(attempt)
-    return kept if not latest and kept.is_dir() else folder
+    if kept.is_dir():
+        return kept
+    mark = attempt_mark(folder)
+    return folder if mark == attempt or (mark is None and latest) else kept
 
 
 class UnsafeFolder(OSError):
@@ -373,29 +413,34 @@ def unsafe_task_folder(folder: Path) -> str:
     return ""
 
 
-def keep_earlier_attempt(folder: Path) -> Path | None:
+def keep_earlier_attempt(folder: Path, attempt: int | None = None) -> Path | None:
     """Move the files an earlier attempt left in a task's folder to `<task>/attempts/<n>/` (inside the task's folder:
-    every folder beside the task folders would count as a task for the evaluator); -> that folder, or None when
-    there was nothing to keep. A task folder (or its attempts/) that is a symlink raises UnsafeFolder: nothing is
-    moved, and the episode never writes through it."""
+    every folder beside the task folders would count as a task for the evaluator), n the number its mark says (one
+    past the highest kept where it has none: a folder written before the mark); -> that folder, or None when there
+    was nothing to keep. `attempt`: the attempt about to begin, whose number is then marked in the folder. A task
+    folder (or its attempts/) that is a symlink raises UnsafeFolder: nothing is moved, and the episode never writes
+    through it."""
     if problem := unsafe_task_folder(folder):
         raise UnsafeFolder(problem)
-    if not folder.exists():
-        return None
-    leftovers = [p for p in folder.iterdir() if p.name != ATTEMPTS]
-    if not leftovers:
-        return None
-    attempts = folder / ATTEMPTS
-    attempts.mkdir(exist_ok=True)
-    n = 1 + max((int(p.name) for p in attempts.iterdir() if p.name.isdigit()), default=0)
-    dest = attempts / str(n)
-    dest.mkdir()
-    for p in leftovers:
-        shutil.move(str(p), dest / p.name)
+    dest = None
+    if folder.exists() and (leftovers := _leftovers(folder)):
+        attempts = folder / ATTEMPTS
+        attempts.mkdir(exist_ok=True)
+        n = attempt_mark(folder)
+        if n is None or (attempts / str(n)).exists():
+            n = 1 + max((int(p.name) for p in attempts.iterdir() if p.name.isdigit()), default=0)
+        dest = attempts / str(n)
+        dest.mkdir()
+        mark = folder / ATTEMPT_MARK
+        for p in [*leftovers, *([mark] if mark.is_file() else [])]:   # the mark with them: attempts/<n> says n
+            shutil.move(str(p), dest / p.name)
+    if attempt is not None:
+        folder.mkdir(exist_ok=True)
+        write_atomic(folder / ATTEMPT_MARK, f"{attempt}\n")
     return dest
 
 
-__all__ = ["ATTEMPTS", "CLOSING", "NO_ANSWER_WHY", "SHOT", "EpisodeFolder", "Layout", "ResultFile", "StepOnDisk",
-           "attempt_folder", "attempt_folders", "episode_steps", "history_urls", "is_attempt_folder",
-           "keep_earlier_attempt",
-           "layout_of", "load_result", "no_answer", "read_answer", "read_episode", "screenshots"]
+__all__ = ["ATTEMPTS", "ATTEMPT_MARK", "CLOSING", "NO_ANSWER_WHY", "SHOT", "EpisodeFolder", "Layout", "ResultFile",
+           "StepOnDisk", "attempt_folder", "attempt_folders", "attempt_mark", "begun_attempts", "episode_steps",
+           "history_urls", "is_attempt_folder", "keep_earlier_attempt", "layout_of", "load_result", "no_answer",
+           "read_answer", "read_episode", "screenshots", "started_attempts"]

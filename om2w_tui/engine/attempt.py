@@ -129,7 +129,7 @@ class Attempt:
         self.put_back = False
         worker = seat.worker = start.result()   # a worker that failed to start: recorded as infra, retried
         self.put_back = True
-        await asyncio.to_thread(prepare_folder, self.folder)
+        await asyncio.to_thread(prepare_folder, self.folder, self.attempt)
         if self.stop_reason:
             return Outcome(self.stop_reason, self.stop_error)
         if not await worker.send(Run(self.task.to_dict(), run.spec_for(self.task, self.folder))):

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from om2w_tui.benchmarks.episode_folder import started_attempts
 from om2w_tui.benchmarks.tasks import Task
 from om2w_tui.campaign_folder import LaneName
 from om2w_tui.engine.config import RunConfig
@@ -176,8 +177,9 @@ class LaneSet:
                 self.pairing.read(lane.name, prior.episode_records(), {t.task_id for t in lane.tasks})
             for t in lane.tasks:
                 ledger.add(t)
-                if attempts.get(t.task_id):
-                    ledger.attempts[t.key] = attempts[t.task_id]
+                # an attempt cut with its console has no record but its folder: the next one's number is past it
+                if began := max(attempts.get(t.task_id, 0), started_attempts(lane.folder.task(t.task_id))):
+                    ledger.attempts[t.key] = began
                 rec = latest.get(t.task_id)
                 if rec is not None and rec.settles:
                     ledger.settle(t, rec.status == "error", correct=rec.correct, before=True)

@@ -23,9 +23,10 @@ from om2w_tui.protocol.worker import Outcome, Status
 Judge = Callable[[dict[str, Any], EpisodeRecord], "bool | None"]
 
 
-def prepare_folder(folder: Path) -> None:
-    """Keep an earlier attempt's files in `<task>/attempts/<n>/`."""
-    keep_earlier_attempt(folder)
+def prepare_folder(folder: Path, attempt: int) -> None:
+    """Keep an earlier attempt's files in `<task>/attempts/<n>/` (n: its own number) and mark the folder as
+    `attempt`'s."""
+    keep_earlier_attempt(folder, attempt)
 
 
 def outcome_from_folder(folder: Path, status: Status, error: str | None, fault: FaultKind | None) -> Outcome:

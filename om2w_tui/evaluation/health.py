@@ -37,7 +37,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from om2w_tui.benchmarks.episode_folder import ATTEMPTS, EpisodeFolder, read_episode
+from om2w_tui.benchmarks.episode_folder import (
+    EpisodeFolder,
+    attempt_folder,
+    begun_attempts,
+    read_episode,
+)
 from om2w_tui.campaign_folder import is_campaign
 from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.evaluation.campaign_report import LaneRun, read_lanes
@@ -262,11 +267,22 @@ def ending_of(record: EpisodeRecord | None, episode: EpisodeFolder | None, outco
 
 def _episode(out: Path, rec: EpisodeRecord, latest: bool) -> EpisodeFolder | None:
     """The attempt's folder read (None: an earlier attempt kept no folder, or the folder has no result)."""
-    folder = out / rec.task_id if latest else out / rec.task_id / ATTEMPTS / str(rec.attempt)
+    folder = attempt_folder(out, rec.task_id, rec.attempt, latest)
     if not folder.is_dir():
         return None
     ep = read_episode(folder)
     return ep if ep.layout is not None else None
+
+
+def _unrecorded(task: Path, recorded: set[int], arm: str, shown: str) -> list[Attempt]:
+    """The attempts of `task` whose files are kept (`attempts/<n>`, or the task's folder by its mark) but no record
+    says their end: `stopped`, their run cut under them."""
+    began = begun_attempts(task)
+    return [Attempt(str(task.parent), arm, n, "", "stopped",
+                    "no record: its run stopped under it (its console killed), and the task was run again"
+                    if n < max(began) or n < max(recorded) else
+                    "no record: its run stopped under it (its console killed), or it is still running",
+                    False, shown) for n in sorted(began - recorded)]
 
 
 def _read_run(out: Path, judge: Path | None = None, lane: LaneRun | None = None) \
@@ -291,6 +307,9 @@ def _read_run(out: Path, judge: Path | None = None, lane: LaneRun | None = None)
             Attempt(str(out), arm, rec.attempt, rec.status, ending, why, is_latest, shown))
     keeps_records = Settled.read(out, log).keeps_records
     for tid, (_, attempts) in found.items():
+        if attempts and keeps_records:   # attempts its run recorded no end of: cut with their console (kill -9)
+            attempts += _unrecorded(out / tid, {a.attempt for a in attempts}, arm, shown)
+            attempts.sort(key=lambda a: a.attempt)
         if not attempts and keeps_records:   # a folder its run recorded no end of: stopped under it, or running
             ep = read_episode(out / tid)
             how = f"its folder says cut short: {ep.cut_short}" if ep.cut_short else "or it is still running"

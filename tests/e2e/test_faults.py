@@ -226,9 +226,15 @@ def test_the_console_killed_outright_loses_nothing_and_leaves_no_chromium(tmp_pa
     assert r.returncode == 0, r.stderr[-3000:]
     recs = records(out)
     assert sorted(x["task_id"] for x in recs) == sorted(ids) and all(x["correct"] for x in recs)
+    # the killed attempt took its number: the resumed run's is the second, and each number finds its own files
+    assert [x["attempt"] for x in recs] == [2, 2]
     for t in ids:
         check_task_folder(out / t)
         assert check_task_folder(out / t / "attempts" / "1", t)["action_history"]   # the killed attempt, kept aside
+    health = cli("tasks", "health", str(out), "--format", "json")
+    assert health.returncode == 0, health.stderr[-2000:]
+    for task in json.loads(health.stdout)["tasks"]:
+        assert [(a["attempt"], a["ending"]) for a in task["attempts"]] == [(1, "stopped"), (2, "success")]
 
 
 @pytest.fixture

@@ -15,11 +15,14 @@ from om2w_tui.benchmarks.episode_folder import (
     StepOnDisk,
     attempt_folder,
     attempt_folders,
+    attempt_mark,
+    begun_attempts,
     is_attempt_folder,
     keep_earlier_attempt,
     load_result,
     read_answer,
     read_episode,
+    started_attempts,
 )
 from om2w_tui.benchmarks.trajectory import TrajectoryWriter
 from om2w_tui.engine.records import outcome_from_folder
@@ -139,9 +142,37 @@ def test_earlier_attempts_are_kept_and_found(tmp_path):
     assert read_episode(attempt_folder(tmp_path, "t1", 2, latest=False)).layout == "v2"
     latest = read_episode(attempt_folder(tmp_path, "t1", 3, latest=True))
     assert latest.folder == task and latest.actions == ("CLICK go",) and dict(latest.files)["attempts/"] < 0
-    # an attempt whose files were never kept (cut before it wrote any) reads as the task's folder
-    assert attempt_folder(tmp_path, "t1", 7, latest=False) == task and not is_attempt_folder(task)
+    # an earlier attempt whose files were never kept (cut before it wrote any) is not the task's folder's
+    assert attempt_folder(tmp_path, "t1", 7, latest=False) == task / "attempts" / "7" and not is_attempt_folder(task)
     assert attempt_folders(tmp_path / "nothing") == []
+
+
+def test_each_attempts_files_are_kept_under_its_own_number_when_one_was_cut_with_its_console(tmp_path):
+    """The task's folder is marked with the number of the attempt that began in it, and its files are kept under
+    that number: an attempt cut with its console (kill -9: no record) takes its number, the resumed run's next
+    attempt starts past it, and every record's number finds its own files (they drifted one apart)."""
+    task = tmp_path / "t1"
+    assert started_attempts(task) == 0 and begun_attempts(task) == set()
+    keep_earlier_attempt(task, 1)
+    written(task, "v1")                                            # attempt 1: recorded, an error retried
+    assert keep_earlier_attempt(task, 2) == task / "attempts" / "1"
+    written(task, "v2", cut_short="killed")                        # attempt 2: its console killed, no record
+    assert attempt_mark(task) == 2 and started_attempts(task) == 2 and begun_attempts(task) == {1, 2}
+    assert keep_earlier_attempt(task, 3) == task / "attempts" / "2"   # the resumed run's, numbered past it
+    assert keep_earlier_attempt(task, 3) is None                   # put back before its worker had it: nothing
+    written(task, "v1")
+    assert keep_earlier_attempt(task, 4) == task / "attempts" / "3"
+    for n in (1, 2, 3):
+        assert attempt_mark(task / "attempts" / str(n)) == n
+        assert attempt_folder(tmp_path, "t1", n, latest=False) == task / "attempts" / str(n)
+    assert attempt_folder(tmp_path, "t1", 4, latest=True) == task and started_attempts(task) == 3  # 4 wrote nothing
+    # a folder written before the mark: its files kept one past the highest kept, as before
+    legacy = tmp_path / "t2"
+    written(legacy, "v1")
+    written(legacy / "attempts" / "1", "v1")
+    assert keep_earlier_attempt(legacy) == legacy / "attempts" / "2" and attempt_mark(legacy) is None
+    (task / ".attempt").write_text("junk")
+    assert attempt_mark(task) is None
 
 
 def test_the_reader_is_frozen():

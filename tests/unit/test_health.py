@@ -102,6 +102,41 @@ def test_episodes_a_stopped_or_killed_run_cut_short_are_stopped_never_a_candidat
     assert h.candidates == () and suspects(out) == []
 
 
+def test_an_attempt_cut_with_its_console_is_listed_stopped_and_every_record_reads_its_own_files(tmp_path):
+    """Attempt 1 ended in a harness error, attempt 2 was cut with its console (kill -9: its files kept under its own
+    number, no record), attempt 3 was the resumed run's: three attempts, the second `stopped`, each read from its own
+    folder (attempt 1's last page is the site's error page, attempt 3's is the answer)."""
+    out = tmp_path / "run"
+    tid = "t"
+    for n, url in ((1, "chrome-error://chromewebdata/"), (2, "https://shop/")):
+        earlier_attempt(out, tid, n, url)
+        (out / tid / "attempts" / str(n) / ".attempt").write_text(f"{n}\n")
+    w = TrajectoryWriter(out / tid, tid, "find the price", schema="v2")
+    w.add_plain_step(["CLICK price"], "read it", png=web_png(10, (64, 48)), url="https://shop/price")
+    w.finish("It costs $12.", web_png(200, (64, 48)))
+    (out / tid / ".attempt").write_text("3\n")
+    make_run(out, [record(tid, "error", attempt=1, finished_at=1.0, error="page.goto: net::ERR_CONNECTION_REFUSED",
+                          error_kind="infra", agent_done=False),
+                   record(tid, answer="It costs $12.", attempt=3, finished_at=3.0)])
+    judge_file(out, {tid: 1})
+    (task,) = health([out]).tasks
+    assert [(a.attempt, a.ending, a.latest) for a in task.attempts] == [
+        (1, "site_down", False), (2, "stopped", False), (3, "success", True)]
+    assert "no record" in task.attempts[1].why and "run again" in task.attempts[1].why
+    # before the resume: the cut attempt is the task's folder's, its record's attempt 1 read from attempts/1
+    cut = tmp_path / "cut"
+    earlier_attempt(cut, tid, 1, "chrome-error://chromewebdata/")
+    (cut / tid / "attempts" / "1" / ".attempt").write_text("1\n")
+    w = TrajectoryWriter(cut / tid, tid, "find the price", schema="v2")
+    w.add_plain_step(["CLICK price"], "read it", png=web_png(10, (64, 48)), url="https://shop/price")
+    (cut / tid / ".attempt").write_text("2\n")
+    make_run(cut, [record(tid, "error", attempt=1, finished_at=1.0, error="page.goto: net::ERR_CONNECTION_REFUSED",
+                          error_kind="infra", agent_done=False)])
+    (task,) = health([cut]).tasks
+    assert [(a.attempt, a.ending) for a in task.attempts] == [(1, "site_down"), (2, "stopped")]
+    assert "still running" in task.attempts[1].why
+
+
 def test_a_folder_of_runs_is_its_runs_and_anything_else_is_refused_by_name(tmp_path):
     base, agent = two_arms(tmp_path)
     assert run_folders([tmp_path]) == [agent, base]
