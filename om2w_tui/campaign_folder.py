@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from om2w_tui.json_input import InputError, load
+from om2w_tui.run_folder import CAMPAIGN_PLAN, is_own_name
 from om2w_tui.run_folder import OWN_GLOBS as RUN_OWN_GLOBS
-from om2w_tui.run_folder import is_own_name
 
-PLAN_FILE = "campaign.json"            # the plan as resolved: written when the campaign starts, checked on resume
+PLAN_FILE = CAMPAIGN_PLAN              # the plan as resolved: written when the campaign starts, checked on resume
 LOCK_FILE = ".om2w-campaign.lock"      # held for the campaign's life (each lane's run folder holds its own too)
 FORMAT = 1
 # every name the campaign's folder keeps beside its lanes: its plan and lock, and a run's own (the folder is held as a

@@ -37,6 +37,7 @@ JUDGE_GLOB = "*_auto_eval_results.json"   # a judge's verdicts (evaluation/judge
 # every name a run keeps beside its task folders, whatever its shard, slot, annotator or judge (case folded: one file
 # on a case-insensitive disk), and anything hidden (its locks, control sockets, space probe): no task's folder, no
 # campaign lane's may be so named (the task-id check and campaign_folder.py's arm check read this list)
+CAMPAIGN_PLAN = "campaign.json"   # a campaign's folder holds its plan by this name (campaign_folder.py): no run's
 OWN_GLOBS = (RESULTS_GLOB, "run.json", "run.*.json", WORKER_LOGS_GLOB, f"{LABELS_PREFIX}*.json", JUDGE_GLOB,
              ".*")
 
@@ -186,7 +187,8 @@ class Found:
     folder: Path
     is_run: bool
     exists: bool
-    runs_inside: tuple[str, ...] = ()
+    runs_inside: tuple[str, ...] = ()        # the runs and campaigns in it, by name
+    campaigns: int = 0                       # how many of those are campaigns
 
     def problem(self, hint: str = "give a run's --out folder") -> str:
         """Why it is not a run, naming the folder and the runs inside it ('' for a run)."""
@@ -197,8 +199,10 @@ class Found:
         if self.runs_inside:
             shown = ", ".join(self.runs_inside[:8]) + (f" and {len(self.runs_inside) - 8} more"
                                                        if len(self.runs_inside) > 8 else "")
-            return (f"{self.folder}: not a run but a folder of runs ({len(self.runs_inside)}: {shown}); give one "
-                    f"of them, e.g. {self.folder / self.runs_inside[0]}")
+            kind = ("campaigns" if self.campaigns == len(self.runs_inside) else
+                    "runs and campaigns" if self.campaigns else "runs")
+            return (f"{self.folder}: not a run but a folder of {kind} ({len(self.runs_inside)}: {shown}); give "
+                    f"one of them, e.g. {self.folder / self.runs_inside[0]}")
         return (f"{self.folder}: not a run (no results*.jsonl, no run.json, no task folder with a result.json); "
                 f"{hint}")
 
@@ -249,7 +253,7 @@ def inside_run(flag: str, path: Path, folder: Path, what: str) -> str:
 
 def what_is(folder: Path) -> Found:
     """The rule: a run's own files (results*.jsonl, run.json), else another harness's task folders (a subfolder
-    with a result.json); a folder whose subfolders are runs is a folder of runs, not one."""
+    with a result.json); a folder whose subfolders are runs or campaigns (their plan) is a folder of them, not one."""
     folder = Path(folder)
     if not folder.is_dir():
         return Found(folder, False, False)
@@ -258,8 +262,9 @@ def what_is(folder: Path) -> Found:
     subs = _subfolders(folder)
     if _has_task_folders(subs):
         return Found(folder, True, True)
-    inside = tuple(d.name for d in subs if _own_files(d) or _has_task_folders(_subfolders(d)))
-    return Found(folder, False, True, inside)
+    campaigns = {d.name for d in subs if (d / CAMPAIGN_PLAN).is_file()}
+    inside = tuple(d.name for d in subs if d.name in campaigns or _own_files(d) or _has_task_folders(_subfolders(d)))
+    return Found(folder, False, True, inside, len(campaigns))
 
 
 LOCKS_GLOB = ".om2w-run*.lock"          # every run's and shard's lock in a folder

@@ -9,7 +9,7 @@ import pytest
 
 from om2w_tui.campaign_folder import CampaignFolder, arm_problem, is_campaign, lane_name
 from om2w_tui.json_input import InputError
-from om2w_tui.run_folder import RunFolder
+from om2w_tui.run_folder import RunFolder, what_is
 
 
 def test_a_repeat_after_the_first_is_named_after_its_arm_and_an_arm_may_not_look_like_one():
@@ -58,3 +58,18 @@ def test_the_plan_names_the_lanes_in_order_and_a_malformed_one_is_refused_naming
         folder.plan.write_text(json.dumps({"format": 1, "lanes": bad}))
         with pytest.raises(InputError, match="campaign.json"):
             folder.lanes()
+
+
+def test_a_folder_that_holds_campaigns_is_named_so_by_every_reader_of_one_run(tmp_path):
+    """`report runs/` where runs/ holds campaigns (their lanes one level deeper): a folder of campaigns, named, not
+    "no results*.jsonl" (every reader of a run asks what_is)."""
+    from tests.unit.helpers import make_campaign, make_run, record
+
+    make_campaign(tmp_path / "camps" / "study1")
+    make_campaign(tmp_path / "camps" / "study2")
+    found = what_is(tmp_path / "camps")
+    assert not found.is_run and found.problem() == (
+        f"{tmp_path / 'camps'}: not a run but a folder of campaigns (2: study1, study2); give one of them, "
+        f"e.g. {tmp_path / 'camps' / 'study1'}")
+    make_run(tmp_path / "camps" / "plain", [record("t0")])
+    assert "a folder of runs and campaigns (3: plain, study1, study2)" in what_is(tmp_path / "camps").problem()
