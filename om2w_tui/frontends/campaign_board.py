@@ -22,7 +22,7 @@ from pathlib import Path
 from om2w_tui.campaign_folder import LaneName
 from om2w_tui.engine.events import LaneRow, PairingGaps, RunSnapshot
 from om2w_tui.engine.pairing import arm_groups, compared_pairs
-from om2w_tui.engine.results import EpisodeRecord
+from om2w_tui.engine.results import EpisodeRecord, read_results
 from om2w_tui.evaluation.agreement import paired, pooled
 from om2w_tui.evaluation.judge_files import parse_output_name
 from om2w_tui.evaluation.judge_settings import FILE_MODES
@@ -157,6 +157,14 @@ class CampaignBoard:
             self.pairing = pairing
             self.version += 1
         return new
+
+    def lane_records(self, lane: str) -> list[EpisodeRecord]:
+        """A lane's attempts in its folder, as the folder holds them now ([]: none, or no folder to read)."""
+        out = self.out_of(lane)
+        try:
+            return read_results(out).episode_records() if out is not None and out.is_dir() else []
+        except OSError:
+            return []
 
     # ── names ──────────────────────────────────────────────
     def label(self, lane: str) -> str:

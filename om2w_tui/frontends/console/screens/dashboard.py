@@ -41,7 +41,7 @@ from om2w_tui.engine.events import (
     RunStarted,
     SlotChanged,
 )
-from om2w_tui.engine.results import EpisodeRecord, read_results
+from om2w_tui.engine.results import EpisodeRecord
 from om2w_tui.engine.settings import unpaced
 from om2w_tui.frontends.campaign_board import CampaignBoard
 from om2w_tui.frontends.console.commands import Command, CommandTable
@@ -483,22 +483,15 @@ class DashboardScreen(RunCommands, Screen[None]):
     def campaign_planned(self, lanes: Sequence[LaneRow]) -> None:
         """A campaign's lanes as its plan and their folders say them, before the engine's first word: the console
         is a campaign's from its first drawing (a campaign with nothing left ends before any snapshot)."""
-        self._planned = list(lanes)
-        self.board.lanes_seen(lanes, self.board.pairing)
+        self._planned = list(self.board.lanes_seen(lanes, self.board.pairing))
 
     def _read_lanes(self, rows: Sequence[LaneRow]) -> None:
-        for row in rows:
-            out = self.board.out_of(row.name)
-            if out is not None:   # a resumed lane's attempts from before this run
-                self._read_lane_records(row.name, out)
+        for row in rows:   # a resumed lane's attempts from before this run
+            self._read_lane_records(row.name)
 
     @work(thread=True, group="lane-records", exit_on_error=False)
-    def _read_lane_records(self, lane: str, out: Path) -> None:
-        try:
-            records = read_results(out).episode_records() if out.is_dir() else []
-        except OSError:
-            records = []
-        if records:
+    def _read_lane_records(self, lane: str) -> None:
+        if records := self.board.lane_records(lane):
             self.app.call_from_thread(self._lane_records_read, lane, records)
 
     def _lane_records_read(self, lane: str, records: list[EpisodeRecord]) -> None:
