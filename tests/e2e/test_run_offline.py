@@ -53,14 +53,16 @@ def test_the_offline_suite_runs_all_correct_and_a_second_run_adds_nothing(tmp_pa
 
 
 def test_a_timeout_keeps_the_partial_trajectory(tmp_path):
+    """The timeout runs from when the worker has the task, its Chromium's start included: 45 s leaves a loaded CI
+    machine (which once took 25 s to start the browser and ask the first step) time for a step or more."""
     out = tmp_path / "slow"
     task = by_site("longpage")[0]
     r = cli("run", "--no-ui", "--bench", "offline", "--model", "oracle-nodone", "--task-ids", task,
-            "--timeout", "25", "--max-steps", "200", "--out", str(out))
+            "--timeout", "45", "--max-steps", "200", "--out", str(out))
     assert r.returncode == 0, r.stderr[-3000:]
     (rec,) = records(out)
     assert rec["status"] == "timeout" and rec["error"] == "timeout"
-    assert rec["actions"] >= 1 and rec["screenshots"] >= 1 and 24 <= rec["duration_s"] < 60
+    assert rec["actions"] >= 1 and rec["screenshots"] >= 1 and 44 <= rec["duration_s"] < 90
     res = check_task_folder(out / task)
     assert len(res["action_history"]) == rec["actions"] == len(res["action_steps"])
     # no answer: what the last action returned is no answer of the agent's (it stays in the histories)
