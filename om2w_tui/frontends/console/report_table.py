@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.rule import Rule
 from rich.table import Table
+from rich.text import Text
 
 from om2w_tui.evaluation.report_text import compare_sections, notes, sections, title
 from om2w_tui.evaluation.summary import Comparison, RunReport
@@ -28,7 +29,7 @@ def rule(console: Console, title: str) -> None:
     console.print(Rule(title), width=min(console.width, RULE_WIDTH))
 
 
-def rich_table(heading: str, header: list[str], rows: list[list[str]]) -> Table:
+def rich_table(heading: str | None, header: list[str], rows: list[list[str]]) -> Table:
     """One section of the report as a rich table: printed here, drawn on the console's tables screen."""
     t = Table(title=heading, title_justify="left", show_edge=False, min_width=40)
     for h in header:
@@ -39,8 +40,9 @@ def rich_table(heading: str, header: list[str], rows: list[list[str]]) -> Table:
 
 
 def _print_sections(console: Console, parts: list[tuple[str, list[str], list[list[str]]]]) -> None:
-    for heading, header, rows in parts:
-        console.print(rich_table(heading, header, rows))
+    for heading, header, rows in parts:   # the heading on a line of its own: a title is folded at its table's width
+        console.print(Text(heading, style="table.title"))
+        console.print(rich_table(None, header, rows))
 
 
 def print_table(summaries: list[RunReport], comparison: Comparison | None, console: Any = None) -> None:
