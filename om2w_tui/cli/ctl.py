@@ -139,7 +139,10 @@ def _done(snap: RunSnapshot) -> int:
 
 def status_lines(run: RunInfo, snap: RunSnapshot) -> list[str]:
     s = snap.summary
-    head = f"{run.out}: {_done(snap)}/{s.total} done, {snap.running} running, {s.pending} queued"
+    where = run.out
+    if snap.lanes and (lane := lane_of(Path(run.out))) is not None:   # the counts are the whole campaign's
+        where = f"{Path(run.out).parent} (the campaign, through its lane {lane})"
+    head = f"{where}: {_done(snap)}/{s.total} done, {snap.running} running, {s.pending} queued"
     if snap.stopping:
         dispatch = "stopping"
     elif snap.breaker:

@@ -105,7 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
             action.default = argparse.SUPPRESS
     demo = sub.add_parser("demo", help="the offline suite with the oracle model, into a new folder")
     add_run_flags(demo, demo=True)
-    doctor = sub.add_parser("doctor", help="check a run's settings before starting it (task file, endpoint, browser)")
+    doctor = sub.add_parser("doctor", help="check a run's settings, or a campaign's plan, before starting it (task "
+                                           "file, endpoints, browser)")
+    doctor.add_argument("plan", type=Path, metavar="PLAN.toml", nargs="?",
+                        help="a campaign's plan, checked as `om2w-tui campaign PLAN.toml [flags]` would check it")
     add_run_flags(doctor, arms=True)
     oracle = sub.add_parser("oracle", help="serve the offline sites and the oracle model server")
     oracle.add_argument("--port", type=number("--port", int, 0, maximum=65535), default=8400,
@@ -243,6 +246,11 @@ def _command(argv: list[str] | None) -> int:
         from om2w_tui.frontends.console.app import run_console  # Textual only for the console
 
         return run_console(None)
+    checked = args.command == "doctor"
+    if checked and args.plan is not None:   # the plan and its flags read as `campaign` reads them
+        given = list(sys.argv[1:] if argv is None else argv)
+        at = given.index("doctor")
+        args = parse_args([*given[:at], "campaign", *given[at + 1:]])
     try:
         campaign = campaign_from_args(args)
         cfg: RunConfig | Campaign = campaign or config_from_args(args)
@@ -253,7 +261,7 @@ def _command(argv: list[str] | None) -> int:
     if campaign is None and getattr(args, "pair_hold", None):   # a run has no units of one task to pair
         return _fail("--pair-hold: a campaign's (several arms or repeats: `om2w-tui campaign PLAN.toml`, or "
                      "`run --arm A --arm B`); a run has no units of one task to keep a slot for")
-    if args.command == "doctor":
+    if checked:
         return doctor(cfg)
     try:
         pre = (campaign_preflight(cfg, companions=COMPANIONS) if isinstance(cfg, Campaign)

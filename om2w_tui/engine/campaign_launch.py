@@ -45,6 +45,7 @@ from om2w_tui.engine.scheduler import Scheduler
 from om2w_tui.engine.settings import key_variables
 from om2w_tui.run_folder import RunFolder
 from om2w_tui.secret import EndpointURL
+from om2w_tui.words import plural
 
 # rows of a lane's own checks the campaign shows (the rest are the shared checks', said once), and any that failed
 _LANE_ROWS = ("settings", "tasks", "out folder", "model endpoint", "resume")
@@ -63,7 +64,7 @@ def campaign_checks(campaign: Campaign, *, check_model: bool = True, companions:
         check_free(cfg.out, LOCK_FILE).replace("another run", "another campaign") if cfg.out.is_dir() else "")
     arms = list(dict.fromkeys(lane.arm for lane in campaign.lanes))
     checks: list[Check] = [("campaign", not problem, problem or f"{cfg.out}: arms {', '.join(arms)} x "
-                            f"{campaign.plan.repeats} repeat(s): {len(campaign.lanes)} lanes "
+                            f"{plural(campaign.plan.repeats, 'repeat')}: {len(campaign.lanes)} lanes "
                             f"({', '.join(lane.name for lane in campaign.lanes)})")]
     shared, shared_checks = run_checks(cfg, check_model=False, ask_model=False, check_judge=check_model,
                                        campaign=True)
@@ -80,8 +81,11 @@ def campaign_checks(campaign: Campaign, *, check_model: bool = True, companions:
         pre, rows = run_checks(lane.config, check_model=check_model and model not in asked, ask_model=False,
                                known=shared.resolved, companions=companions, check_judge=False, lane=True)
         asked.add(model)
+        # a lane's row that says what the shared one said (its tasks, its warning) is said once, by the shared one
+        said_once = {(what, ok, detail) for what, ok, detail in shared_checks}
         checks += [(f"{lane.name}: {what}", ok, detail if ok else f"lane {lane.name} (arm {lane.arm}): {detail}")
-                   for what, ok, detail in rows if what in _LANE_ROWS or not ok]
+                   for what, ok, detail in rows
+                   if (what in _LANE_ROWS or not ok) and (what, ok, detail) not in said_once]
         if pre is not None:
             lanes.append(LanePreflight(lane.name, lane.arm, lane.repeat, pre))
     if not all(ok for _, ok, _ in checks) or len(lanes) != len(campaign.lanes):

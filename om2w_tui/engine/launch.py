@@ -66,6 +66,7 @@ from om2w_tui.files import write_json_atomic
 from om2w_tui.resources import data_dir, default_task_file
 from om2w_tui.run_folder import RunFolder
 from om2w_tui.secret import EndpointURL
+from om2w_tui.words import plural
 
 
 class UsageError(ValueError):
@@ -330,9 +331,11 @@ def run_checks(cfg: RunConfig, *, check_model: bool = True, ask_model: bool = Tr
         checks.append((name, not problem, problem or ok_detail))
         return not problem
 
-    add("settings", _check_settings(cfg), f"arm {cfg.arm}, {cfg.workers} workers, timeout {cfg.timeout:g} s, "
+    # a campaign's shared settings name no arm: each lane's row says its own
+    add("settings", _check_settings(cfg), ("" if campaign else f"arm {cfg.arm}, ")
+        + f"{plural(cfg.workers, 'worker')}, timeout {cfg.timeout:g} s, "
         f"cooldown {cfg.pace_cooldown:g} s{_bench_default_note(cfg, 'pace_cooldown')}, "
-        f"{cfg.site_slots or 'any number of'} per site, {cfg.max_steps} steps"
+        f"{cfg.site_slots or 'any number of'} per site, {plural(cfg.max_steps, 'step')}"
         + (" (unpaced)" if unpaced(cfg.site_slots, cfg.pace_cooldown) else "")
         + (f", on Ray actors ({cfg.ray_address or os.environ.get('RAY_ADDRESS') or 'auto'})"
            if cfg.executor == "ray" else ""))

@@ -483,6 +483,15 @@ def resume_problem(campaign: Campaign, *, unread: bool = False) -> str:
     named = ", ".join(flags) + ("" if campaign.plan.command_line else " (given after the plan)")
     what = f"what lanes in {out} measure ({'; '.join(change for _, change in found)})"
     both = ", or add --resume-changed to go on with both in its lanes (each lane's run.json keeps the change)"
+    if not flags and all(change.startswith("selection:") for _, change in found):
+        # the plan may be as it was: a file it names (the tasks left out, the task file) says other tasks now
+        cfg = campaign.config
+        files = ([f"exclude_tasks {cfg.exclude_tasks}"] if cfg.exclude_tasks else []) + (
+            [f"tasks {cfg.tasks}"] if cfg.tasks else [])
+        via = f", as the files it names say them ({', '.join(files)})" if files else ""
+        return (f"{campaign.plan.path}: the tasks it selects now{via} are not those of the lanes in {out} "
+                f"({'; '.join(change for _, change in found)}); select them as before, give the new selection "
+                f"another out{both}")
     if not flags:
         return (f"{campaign.plan.path}: the plan changes {what}; run it as it was, give the changed plan another "
                 f"out{both}")

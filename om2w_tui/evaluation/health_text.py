@@ -8,7 +8,8 @@ import io
 import json
 
 from om2w_tui.evaluation.health import ENDING_WORDS, ENDINGS, Attempt, Health
-from om2w_tui.evaluation.text_formats import md_table, plural
+from om2w_tui.evaluation.text_formats import md_table
+from om2w_tui.words import plural
 
 Section = tuple[str, list[str], list[list[str]]]
 

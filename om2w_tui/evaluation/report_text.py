@@ -44,11 +44,11 @@ from om2w_tui.evaluation.text_formats import (
     fmt_rate,
     fmt_seconds,
     md_table,
-    plural,
     share,
     signed,
 )
 from om2w_tui.protocol.model import kind_counted
+from om2w_tui.words import plural
 
 RULES_NOTE = ("rates: over all = success / every task with an outcome (not executable counted as failure); "
               "executable only = not executable left out; [low, high] = 95% Wilson interval; pending = no "

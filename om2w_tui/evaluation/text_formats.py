@@ -72,10 +72,6 @@ def short_rate(v: Rate) -> str:
     return f"{100 * v.rate:.1f}% {v.successes}/{v.tasks} [{100 * v.interval[0]:.0f}-{100 * v.interval[1]:.0f}]"
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' if n != 1 else ''}"
-
-
 Section = tuple[str, list[str], list[list[str]]]
 
 

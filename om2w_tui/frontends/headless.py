@@ -40,6 +40,7 @@ from om2w_tui.frontends.campaign_board import CampaignBoard
 from om2w_tui.frontends.formatting import clock_text
 from om2w_tui.frontends.run_state import RunState, episode_line, lane_line, model_summary
 from om2w_tui.protocol.run_end import RunEnd
+from om2w_tui.words import plural
 
 EXIT_MODEL_GUARD = exits.MODEL_GUARD   # the model guard ended the run: the server answers, wrongly for this harness
 
@@ -110,13 +111,15 @@ class HeadlessLog:
         totals = set(self.lane_total.values())
         kind = ("campaign" if totals else "run") + (f" (shard {self.shard})" if self.shard else "")
         if not totals:
-            what, unit = f"{kind}: {ev.total} tasks", ""
+            what, unit = f"{kind}: {plural(ev.total, 'task')}", ""
         elif len(totals) == 1:   # every lane runs the campaign's selection
-            what, unit = f"{kind}: {totals.pop()} tasks x {len(self.lane_total)} lanes = {ev.total} units", " units"
+            what = (f"{kind}: {plural(totals.pop(), 'task')} x {plural(len(self.lane_total), 'lane')} = "
+                    f"{plural(ev.total, 'unit')}")
+            unit = " units"
         else:
-            what, unit = f"{kind}: {len(self.lane_total)} lanes, {ev.total} units", " units"
+            what, unit = f"{kind}: {plural(len(self.lane_total), 'lane')}, {plural(ev.total, 'unit')}", " units"
         resume = f", resuming: {ev.settled} of {ev.total}{unit} already done" if ev.settled else ""
-        return f"{what}, {ev.workers} workers, out {ev.out}{resume}"
+        return f"{what}, {plural(ev.workers, 'worker')}, out {ev.out}{resume}"
 
     def _progress(self) -> None:
         lanes = ", ".join(f"{name} {self.lane_done[name]}/{total}" for name, total in self.lane_total.items())
@@ -153,7 +156,9 @@ class HeadlessLog:
             self._print(f"error: {s.unwritten} record(s) could not be written to {results} "
                         f"(listed above); those tasks run again next time")
         if s.end is RunEnd.STOPPED:
-            self._print(f"run {s.end.words}: {s.pending} task(s) left, to run at the next start")
+            left = plural(s.pending, "unit" if self.lane_total else "task")
+            self._print(f"{'campaign' if self.lane_total else 'run'} {s.end.words}: {left} left, to run at the next "
+                        "start")
         if s.model_guard:
             self._print(f"error: model guard: {s.model_guard}; the run stopped here (exit code "
                         f"{EXIT_MODEL_GUARD}): fix the model server, then the same command resumes")

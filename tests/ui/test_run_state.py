@@ -230,7 +230,7 @@ def test_the_headless_start_line_counts_a_campaigns_tasks_and_lanes():
     shard = HeadlessLog(stream := io.StringIO(), [("good", 3, 0), ("weak", 3, 0)], shard="0/2")
     shard.handle(RunStarted(6, 0, 1, "runs/shard"))
     assert stream.getvalue().splitlines() == [
-        "campaign (shard 0/2): 3 tasks x 2 lanes = 6 units, 1 workers, out runs/shard"]
+        "campaign (shard 0/2): 3 tasks x 2 lanes = 6 units, 1 worker, out runs/shard"]
     plain = HeadlessLog(stream := io.StringIO(), shard="1:3/4")
     plain.handle(RunStarted(4, 0, 2, "/o"))
     assert stream.getvalue().splitlines() == ["run (shard 1:3/4): 4 tasks, 2 workers, out /o"]

@@ -142,7 +142,8 @@ def test_no_run_in_a_campaigns_folder_points_to_its_plan_not_to_a_run(tmp_path, 
     assert f"a lane of the campaign in {tmp_path}" in err
 
 
-def test_status_names_each_lane_as_a_lane_of_its_arm_with_its_verdicts():
+def test_status_names_each_lane_as_a_lane_of_its_arm_with_its_verdicts(tmp_path):
+    from om2w_tui.campaign_folder import PLAN_FILE
     from om2w_tui.cli.ctl import status_lines
     from om2w_tui.engine.events import LaneRow, RunSnapshot, RunSummary
     from om2w_tui.protocol.control import RunInfo
@@ -154,6 +155,11 @@ def test_status_names_each_lane_as_a_lane_of_its_arm_with_its_verdicts():
     assert "lane base (arm base, repeat 1): 3/4 done (1 before), 0 errors, correct 2 of 3" in lines
     assert "lane base-r2 (arm base, repeat 2): 1/4 done (0 before), 1 errors, held" in lines
     assert not any(line.startswith("arm ") for line in lines)
+    # asked through a lane's folder: the counts are the campaign's, and said so (they read as the lane's)
+    (tmp_path / PLAN_FILE).write_text('{"format": 1, "lanes": []}')
+    (tmp_path / "base-r2").mkdir()
+    lines = status_lines(RunInfo(out=str(tmp_path / "base-r2"), pid=1), snap)
+    assert lines[0].startswith(f"{tmp_path} (the campaign, through its lane base-r2): 0/8 done"), lines[0]
 
 
 # ── a campaign: a command addressed to a lane's folder acts on that lane only ─────────────────────────────────────

@@ -383,7 +383,9 @@ def test_a_campaign_resumes_on_the_tasks_it_selected_whatever_the_files_that_say
     selection_plan(tmp_path, "t2\n")
     assert main(["campaign", str(tmp_path / "plan.toml"), "--no-ui"]) == 2
     err = capsys.readouterr().err
-    assert "the plan changes what lanes in" in err and "(selection: 3 tasks -> 2 (left out: t2))" in err, err
+    # the plan is as it was: the file it names says other tasks, and the refusal names that file
+    assert "the tasks it selects now, as the files it names say them (exclude_tasks " in err, err
+    assert "are not those of the lanes in" in err and "(selection: 3 tasks -> 2 (left out: t2))" in err, err
     (tmp_path / "tasks.json").write_text(json.dumps([*rows, {**rows[0], "task_id": "t4"}]))
     selection_plan(tmp_path)
     assert main(["campaign", str(tmp_path / "plan.toml"), "--no-ui", "--limit", "2"]) == 2
@@ -460,3 +462,23 @@ def test_every_unknown_arm_of_the_short_form_is_named_at_once(tmp_path, capsys):
                      "--arm", "good", "--arm", "base", "--arm", "weak"]) == 2
         assert "--arm good, --arm weak: no such arm (known: agent, base)" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_doctor_checks_a_plan_as_campaign_would_each_warning_once_the_shared_row_naming_no_arm(tmp_path, capsys):
+    """`om2w-tui doctor PLAN.toml [flags]`: the plan's checks before hours of work, flags after it replacing its top
+    level as `campaign` has them; a warning of the shared settings (--exclude-tasks) said once, not once more per
+    lane; the shared settings' row names no arm (each lane's says its own); a bad plan: exit 2 naming its line."""
+    from om2w_tui.cli.main import main  # the command line only for this test
+
+    (tmp_path / "skip.txt").write_text("offline_shop_search_01\nno_such_task\n")
+    path = write(tmp_path, f'bench = "offline"\nmodel = "oracle"\nout = "{{out}}"\nchromium = "{STAND_IN_CHROMIUM}"\n'
+                           f'exclude_tasks = "{tmp_path / "skip.txt"}"\n[arms.base]\n[arms.planner]\narm = "agent"\n')
+    assert main(["doctor", str(path), "--workers", "2"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "arms base, planner x 1 repeat: 2 lanes (base, planner)" in out
+    assert out.count("left out by --exclude-tasks") == 1 and "no_such_task" in out
+    assert "│ settings │ ok │ 2 workers," in out and "planner: settings │ ok │ arm agent, 2 workers" in out
+    assert not (tmp_path / "study").exists()                      # checked, nothing written
+    bad = write(tmp_path, 'out = "{out}"\nworkers = "many"\n[arms.a]\n')
+    assert main(["doctor", str(bad)]) == 2
+    assert f"{bad}:2:" in capsys.readouterr().err

@@ -25,6 +25,7 @@ from textual.worker import Worker, WorkerState
 
 from om2w_tui import exits
 from om2w_tui.benchmarks.episode_folder import attempt_folder
+from om2w_tui.campaign_folder import lane_of
 from om2w_tui.engine.control import RunControl
 from om2w_tui.engine.events import LaneRow, Sink
 from om2w_tui.engine.launch import Preflight, UsageError, open_run, run_checks
@@ -210,7 +211,11 @@ class ConsoleApp(App[int]):
     def start_attached(self, remote: RemoteRun) -> None:
         """Open the dashboard on the run `remote` reaches and follow it; its folder serves the episode views."""
         self.report_out = remote.out
-        self.dashboard = DashboardScreen(remote.out.name or str(remote.out), 0, out=remote.out)
+        # a lane's folder reaches its whole campaign: named as the campaign, its lanes beside the lane's folder
+        lane = lane_of(remote.out)
+        where = remote.out.parent if lane is not None else remote.out
+        name = f"{where.name} (through its lane {lane})" if lane is not None else remote.out.name or str(remote.out)
+        self.dashboard = DashboardScreen(name, 0, out=where)
         self.sink.target = self.dashboard
         self.push_screen(self.dashboard)
         self.call_after_refresh(self._load_earlier_records, remote.out)

@@ -29,7 +29,7 @@ from om2w_tui.evaluation.label_session import LabelSession
 from om2w_tui.evaluation.labels import FINAL, annotator_files
 from om2w_tui.evaluation.report_text import agreement_words, model_notes, pending, rules_lines, source_words
 from om2w_tui.evaluation.summary import RunReport
-from om2w_tui.evaluation.text_formats import fmt_num, plural, short_rate
+from om2w_tui.evaluation.text_formats import fmt_num, short_rate
 from om2w_tui.frontends.console.commands import Command, CommandTable
 from om2w_tui.frontends.console.host import ConsoleHost, OpenEpisode, QuitAsked
 from om2w_tui.frontends.console.messages import EpisodeChange
@@ -43,6 +43,7 @@ from om2w_tui.frontends.console.widgets.panels import STATUS_STYLE
 from om2w_tui.frontends.console.widgets.rate_chart import RateChart
 from om2w_tui.frontends.console.widgets.report_tables import ErrorsTable, FailuresTable, FittedTable
 from om2w_tui.frontends.formatting import clip, clock_text
+from om2w_tui.words import plural
 
 WIDE = 120
 THROTTLE_S = 5.0
