@@ -179,7 +179,8 @@ async def test_a_finished_campaign_reopened_is_a_campaigns_console_from_its_plan
         assert "base 3/6" in text_of(app.screen.query_one(LanesBar))
         app.sink.handle(RunStarted(total=12, settled=6, workers=2, out=str(out)))
         ended = C.lanes(out)
-        app.sink.handle(RunFinished(RunSummary(total=12, settled_before=6, lanes=ended, end=RunEnd.FINISHED)))
+        app.sink.handle(RunFinished(RunSummary(total=12, settled_before=6, lanes=ended, end=RunEnd.FINISHED,
+                                               correct=3, judged=5)))
         for _ in range(40):     # the lanes' records are read in a thread
             await pilot.pause(0.05)
             if len(app.screen.board.latest.get("agent", {})) == 3:
@@ -187,6 +188,9 @@ async def test_a_finished_campaign_reopened_is_a_campaigns_console_from_its_plan
         line = text_of(app.screen.query_one(LanesBar))
         assert "base 3/6" in line and "correct 2/3 67%" in line
         assert "correct" not in text_of(app.screen.query_one("#run-stats"))
+        # its end line counts units, and leaves the verdicts to each lane's (summed, they were both arms')
+        steps = "\n".join(app.screen.query_one(StepsLog).lines)
+        assert "campaign finished: 0 episodes this run, 0 units left" in steps and "correct" not in steps
         await pilot.press("c")
         await pilot.pause()
         assert isinstance(app.screen, ComparisonScreen)

@@ -91,5 +91,5 @@ async def test_the_dashboard_handles_every_event(tmp_path: Path):
         shown = "\n".join(app.screen.query_one(StepsLog).lines)
         assert app.dashboard.state.phase == "finished" and app.dashboard.state.paused
         for said in ("put back in the queue", "! warning: the disk is nearly full", "dispatch paused",
-                     "run finished: 1 episodes this run"):
+                     "run finished: 1 episode this run"):
             assert said in shown, shown

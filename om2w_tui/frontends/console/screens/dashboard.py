@@ -5,12 +5,12 @@ and folded into a RunState; the panels are brought up to date by difference. Onc
 scheduler's snapshot (sites, cooldown deadlines, slots), which arrives as a message too; countdowns and elapsed times
 are computed from stored deadlines and the clock.
 
-What each event costs is bounded and proportional to what it changed (bench/scale.py measures it): a step redraws
-its slot's row only; a burst of events redraws the rows of the slots it touched once (events redraw at most every
-REDRAW_EVERY_S, every REDRAW_BUSY_S while the machine is busy: `redraw_pace.py`; the first after a quiet spell at once),
-and adds its finished episodes' rows and step lines in one pass each; every slot's row and the Sites table are
-redrawn from snapshots and the clock's tick only; the footer is rebuilt only when the set of allowed commands changed,
-and finding that out reads the selected slot once."""
+What each event costs is bounded and proportional to what it changed (bench/scale.py measures it): a step redraws its
+slot's row only; a burst of events redraws the rows of the slots it touched once (events redraw at most every
+REDRAW_EVERY_S, every REDRAW_BUSY_S while the machine is busy: `redraw_pace.py`; the first after a quiet spell at
+once), and adds its finished episodes' rows and step lines in one pass each; every slot's row and the Sites table are
+redrawn from snapshots and the clock's tick only; the footer is rebuilt only when the set of allowed commands
+changed, and finding that out reads the selected slot once."""
 
 from __future__ import annotations
 
@@ -59,6 +59,7 @@ from om2w_tui.frontends.console.widgets.run_header import RunHeader
 from om2w_tui.frontends.formatting import clip
 from om2w_tui.frontends.run_state import ACTIVE_STATES, RunState, SlotView, finish_line
 from om2w_tui.protocol.run_end import RunEnd
+from om2w_tui.words import plural
 
 WIDE = 120
 
@@ -174,9 +175,8 @@ class DashboardScreen(RunCommands, Screen[None]):
         self._tick_timer = self.set_interval(1.0, self._tick)
         self._slots = self.query_one(SlotsTable)
         self._slots.focus()
-        if self._planned:
-            self._read_lanes(self._planned)
-            self._campaign_seen()
+        self._read_lanes(self._planned)   # a campaign's, as planned (none in a plain run)
+        self._campaign_seen()
         self.render_all()
 
     def on_unmount(self) -> None:
@@ -419,9 +419,10 @@ class DashboardScreen(RunCommands, Screen[None]):
         # a campaign's lanes as it ended (one with nothing left ends before any snapshot)
         self._read_lanes(self.board.lanes_seen(ev.summary.lanes, ev.summary.pairing))
         self._campaign_seen()
-        s = ev.summary
-        line = f"run {s.end.words if s.end else 'over'}: {s.finished} episodes this run, {s.pending} left"
-        if s.judged:   # over every settled task, those of the runs before a resume too
+        s, (kind, unit) = ev.summary, (("campaign", "unit") if self.board.active else ("run", "task"))
+        line = (f"{kind} {s.end.words if s.end else 'over'}: {plural(s.finished, 'episode')} this run, "
+                f"{plural(s.pending, unit)} left")
+        if s.judged and not self.board.active:   # over every settled task (a campaign's: each lane's, on its line)
             line += f"; {s.correct} of {s.judged} tasks correct"
         self._log_all(None, None, [line])
         self.render_all()
@@ -481,8 +482,7 @@ class DashboardScreen(RunCommands, Screen[None]):
         self.refresh_commands()
 
     def campaign_planned(self, lanes: Sequence[LaneRow]) -> None:
-        """A campaign's lanes as its plan and their folders say them, before the engine's first word: the console
-        is a campaign's from its first drawing (a campaign with nothing left ends before any snapshot)."""
+        """A campaign's lanes as planned, before the engine's first word (with nothing left, no snapshot comes)."""
         self._planned = list(self.board.lanes_seen(lanes, self.board.pairing))
 
     def _read_lanes(self, rows: Sequence[LaneRow]) -> None:
