@@ -144,7 +144,7 @@ class HeadlessLog:
         statuses = statuses_text(s.by_status) or "nothing run"
         self._print(f"summary: {s.finished} episodes this run ({statuses}); "
                     f"{s.settled_before} done before; {s.pending} left; {clock_text(s.elapsed_s)}")
-        if s.judged:
+        if s.judged and not s.lanes:   # a campaign's verdicts are each lane's (below): summed, both arms' in one
             before = ", those done before included" if s.settled_before else ""   # every settled task's verdict
             self._print(f"correct: {s.correct} of {s.judged} (reference judge{before})")
         for line in model_summary(s):

@@ -101,6 +101,7 @@ def test_a_two_arm_campaign_killed_and_run_again_settles_every_unit_once_in_its_
     # each lane's verdicts over all its units, those settled before the kill included (only this run's, before)
     assert re.search(r"lane good \(arm good, repeat 1\): [^;]*correct 3 of 3", again.stdout), again.stdout[-3000:]
     assert re.search(r"lane weak \(arm weak, repeat 1\): [^;]*correct 2 of 3", again.stdout), again.stdout[-3000:]
+    assert "\ncorrect: " not in again.stdout      # never both arms' verdicts summed in one line
     stopped = cli("ctl", str(out), "status", timeout=60)   # over: start it again by its plan
     assert stopped.returncode == 2 and "`om2w-tui campaign PLAN.toml`" in stopped.stderr, stopped.stderr
     assert "pairing gap over" in again.stdout

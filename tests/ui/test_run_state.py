@@ -236,6 +236,24 @@ def test_the_headless_start_line_counts_a_campaigns_tasks_and_lanes():
     assert stream.getvalue().splitlines() == ["run (shard 1:3/4): 4 tasks, 2 workers, out /o"]
 
 
+def test_a_campaigns_headless_end_leaves_the_verdicts_to_each_lane_never_both_arms_summed():
+    import io
+
+    from om2w_tui.engine.events import LaneRow, RunFinished, RunSummary
+    from om2w_tui.frontends.headless import HeadlessLog
+    from om2w_tui.protocol.run_end import RunEnd
+
+    lanes = (LaneRow("good", "good", 1, "/c/good", total=3, done=3, correct=3, judged=3),
+             LaneRow("weak", "weak", 1, "/c/weak", total=3, done=3, correct=1, judged=3))
+    camp = HeadlessLog(stream := io.StringIO(), [("good", 3, 0), ("weak", 3, 0)])
+    camp.handle(RunFinished(RunSummary(total=6, finished=6, correct=4, judged=6, lanes=lanes, end=RunEnd.FINISHED)))
+    said = stream.getvalue()
+    assert "correct: 4 of 6" not in said and "lane weak (arm weak, repeat 1): 3/3 done" in said
+    plain = HeadlessLog(stream := io.StringIO())
+    plain.handle(RunFinished(RunSummary(total=6, finished=6, correct=4, judged=6, end=RunEnd.FINISHED)))
+    assert "correct: 4 of 6 (reference judge)" in stream.getvalue()
+
+
 def test_the_eta_says_held_while_a_held_arm_has_units_left_and_paused_while_dispatch_is():
     """Held units start only once their arm is resumed (paused dispatch: once it is), so no time can be counted
     down; the word is the one `ctl`, the Sites panel and the lanes line say for the state."""
