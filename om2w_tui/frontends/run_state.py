@@ -284,13 +284,15 @@ class RunState:
         if left == 0:
             return 0.0
         lengths = [r.duration_s for r in list(self.records)[-ETA_EPISODES:] if r.duration_s > 0]
-        if not lengths:
-            return None
-        mean = sum(lengths) / len(lengths)
         busy = [s for s in self.slots.values() if s.busy]
+        said = any(v.work_s > 0 for v in self.sites.values())   # the engine's expected lengths (a snapshot's)
+        if not lengths and not said:
+            return None
+        # the mean of the episodes seen; a console attached after they ended has the engine's word only
+        mean = (sum(lengths) / len(lengths) if lengths else
+                sum(v.work_s for v in self.sites.values()) / max(1, left - len(busy)))
         rest = {s.slot: max(0.0, s.left_s - (now - s.left_at)) if s.left_s is not None else
                 max(0.0, mean - (now - s.started_at)) if s.started_at else mean for s in busy}
-        said = any(v.work_s > 0 for v in self.sites.values())   # the engine's expected lengths (a snapshot's)
         queued = sum(v.work_s for v in self.sites.values()) if said else max(0, left - len(busy)) * mean
         slots = max(1, self.target_workers, len(busy))
         longest = list_schedule(sorted(rest.values()), slots, max(0, left - len(busy)), queued)

@@ -190,6 +190,18 @@ def test_the_eta_waits_for_the_first_episode_and_is_nothing_when_all_is_done():
     assert st.eta(10.0) == 0.0
 
 
+def test_a_console_attached_after_episodes_ended_takes_the_eta_from_the_engines_lengths():
+    """`attach` (or a lane's folder's) sees no episode end before its first snapshot: the engine's expected lengths
+    of the work left give the ETA at once (it said `-` until an episode ended under it)."""
+    from om2w_tui.engine.events import RunSnapshot, SiteRow
+
+    st = RunState()
+    st.run_started(RunStarted(4, 0, 1, "o", started_at=1.0), 10.0)
+    st.apply_snapshot(RunSnapshot(target_workers=1, sites=[SiteRow(R.SHOP, "free", 0.0, 2, 2, 0, 4, work_s=90.0)]),
+                      taken_at=10.0)
+    assert st.done == 2 and st.eta(10.0) == 90.0
+
+
 def test_an_attempt_that_does_not_settle_its_task_shows_no_verdict():
     """An attempt stopped under it (or requeued, or failed by the harness) runs again: no `wrong` in its lines, even
     from a record that carries a verdict (an older file's); the attempt that settles says its verdict."""

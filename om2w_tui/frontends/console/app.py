@@ -214,8 +214,7 @@ class ConsoleApp(App[int]):
         # a lane's folder reaches its whole campaign: named as the campaign, its lanes beside the lane's folder
         lane = lane_of(remote.out)
         where = remote.out.parent if lane is not None else remote.out
-        name = f"{where.name} (through its lane {lane})" if lane is not None else remote.out.name or str(remote.out)
-        self.dashboard = DashboardScreen(name, 0, out=where)
+        self.dashboard = DashboardScreen(where.name or str(where), 0, out=where)
         self.sink.target = self.dashboard
         self.push_screen(self.dashboard)
         self.call_after_refresh(self._load_earlier_records, remote.out)
