@@ -54,7 +54,7 @@ from om2w_tui.engine.sharding import shard_from_flags
 from om2w_tui.episode.arms import arm_names
 from om2w_tui.episode.instruction import TemplateError, read_template
 from om2w_tui.files import write_json_atomic
-from om2w_tui.json_input import InputError
+from om2w_tui.json_input import InputError, read_bytes
 from om2w_tui.run_folder import RunFolder
 
 MAX_REPEATS = 100
@@ -265,13 +265,10 @@ def toml_kind(value: Any) -> str:
 def read_plan(path: Path) -> Plan:
     """The plan at `path`, every value checked; PlanError naming the file and line for anything wrong."""
     path = Path(path)
-    try:
-        with path.open("rb") as f:
-            raw = f.read(PLAN_LIMIT + 1)
-    except OSError as e:
-        raise PlanError(f"{path}: cannot be read ({e.strerror or e})") from None
-    if len(raw) > PLAN_LIMIT:
-        raise PlanError(f"{path}: larger than {PLAN_LIMIT} bytes; is it a plan (TOML)?")
+    try:   # the one reader: a folder, a FIFO (never waited on), a device or a file too large is said as such
+        raw = read_bytes(path, PLAN_LIMIT)
+    except InputError as e:
+        raise PlanError(f"{e}; give a campaign's plan (TOML)") from None
     try:
         text = raw.decode("utf-8")
         data = tomllib.loads(text)

@@ -70,3 +70,17 @@ def test_a_key_given_for_its_variables_name_is_refused_without_showing_it(work):
     err = om2w(work, "judge", "run", "--judge-model", "m", "--judge-url", "http://127.0.0.1:9/v1", "--api-key-env",
                KEY).stderr
     assert "--api-key-env not an environment variable's name" in err
+
+
+def test_a_plan_that_is_a_fifo_a_folder_or_too_large_is_refused_at_once_naming_it(work):
+    """The plan is read through the one reader: a FIFO is never waited on (it hung `campaign`), a folder and a file
+    past the limit are named as such."""
+    fifo = work / "fifo.toml"
+    os.mkfifo(fifo)
+    err = om2w(work, "campaign", str(fifo), "--no-ui").stderr
+    assert str(fifo) in err and "FIFO" in err and "give a campaign's plan (TOML)" in err
+    (work / "dir.toml").mkdir()
+    assert "a folder" in om2w(work, "doctor", str(work / "dir.toml")).stderr
+    big = work / "big.toml"
+    big.write_text("# " + "x" * (2 << 20) + "\n")
+    assert "more than the" in om2w(work, "campaign", str(big)).stderr
