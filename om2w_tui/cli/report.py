@@ -135,6 +135,8 @@ def _campaign_problem(args: Any, camp: Path, lanes: list[LaneRun]) -> str:
                 f"{others[0]})")
     if args.labels is not None:
         return f"{camp} is a campaign's folder: --labels goes with run folders (give its lanes, e.g. {example})"
+    if args.agent or args.judged or args.tasks:   # they go with --labels, which a campaign's folder does not take
+        return "--agent, --judged and --tasks go with --labels FILE"
     if args.repeats:
         return f"{camp} is a campaign's folder: its repeats are its plan's (each arm's, summed up without --repeats)"
     if getattr(args, "ui", False):

@@ -214,6 +214,7 @@ def test_what_does_not_go_with_a_campaign_is_refused_naming_it(tmp_path):
                        ([str(camp), "--repeats"], "its repeats are its plan's"),
                        ([str(camp), "--ui"], "give one of its lanes, e.g."),
                        ([str(camp), "--labels", str(other / "x.json")], "--labels goes with run folders"),
+                       ([str(camp), "--judged", str(other / "j.json")], "--judged and --tasks go with --labels"),
                        ([str(camp), "--html", str(camp / "base" / "site")], "inside the run folder")):
         done = report(*args)
         assert done.returncode == 2 and says in done.stderr and done.stdout == "", (args, done.stderr)
