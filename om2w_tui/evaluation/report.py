@@ -251,8 +251,11 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
     judged: dict[str, dict[str, Any]] = {}
     judge_info: JudgeInfo | None = None
     if jpath is not None:
-        if not jpath.is_file():
+        if not jpath.exists():
             raise FileNotFoundError(f"{jpath}: no such judge file")
+        if not jpath.is_file():   # a folder, a FIFO, a device: said as what it is, never read
+            what = "a folder" if jpath.is_dir() else "a FIFO, a device or a socket"
+            raise FileNotFoundError(f"{jpath}: not a file but {what}; give a judge's output file")
         lines = read_judge_file(jpath, warnings)
         stray = sorted(set(lines) - set(task_ids))
         if stray:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -384,3 +385,13 @@ def test_the_headless_end_says_each_arm_over_all_its_repeats_by_the_live_judge(t
     said = judge_lines(pre, name)   # type: ignore[arg-type]  (the parts of a Preflight it reads)
     assert ("judge webjudge/o4-mini: agent - base over 2 and 2 repeats (over all, 4 tasks, paired by task): "
             "+37.5 pp [-2.3, +77.3], solved more often 3, less often 0") in said, said
+
+
+def test_a_judge_file_that_is_no_file_is_named_for_what_it_is(tmp_path):
+    out = make_run(tmp_path / "run", [record("t0", correct=True)])
+    fifo = tmp_path / "verdicts.json"
+    os.mkfifo(fifo)
+    for given, says in ((tmp_path / "none.json", "no such judge file"), (fifo, "a FIFO, a device or a socket"),
+                        (tmp_path, "not a file but a folder")):
+        done = report(str(out), "--judge", str(given))
+        assert done.returncode == 2 and str(given) in done.stderr and says in done.stderr, done.stderr
