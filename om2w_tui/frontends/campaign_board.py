@@ -270,7 +270,9 @@ class CampaignBoard:
         if measure is None:
             return Comparison(None, problem, (), (), self.pairing, not_started=waiting)
         outcomes = {lane: self.outcomes(lane, measure) for lane in lanes}
-        arms = tuple(ArmRates(lane, self.label(lane), count(outcomes[lane].values())) for lane in lanes)
+        # pending: its units with no outcome yet, those not finished (running, queued, held) among them
+        arms = tuple(ArmRates(lane, self.label(lane), count([*outcomes[lane].values(), *[None] * max(
+            0, (self.rows[lane].total if lane in self.rows else 0) - len(outcomes[lane]))])) for lane in lanes)
         tests = [paired(outcomes[lane], outcomes[base], rule, self.label(lane), self.label(base))
                  for base, lane in self._pairs(every) if base in outcomes and lane in outcomes for rule in RULES]
         return Comparison(measure, "", arms, tuple(tests), self.pairing, pooled=self._pooled(every, outcomes),

@@ -364,7 +364,8 @@ async def test_with_the_live_judge_on_the_arms_are_compared_on_its_verdicts_pend
         screen = await C.open_comparison(pilot, app, clock, out)
         c = screen.board.comparison()
         assert c.measure is not None and c.measure.name == "judge webjudge/o4-mini"   # not the reference answers
-        assert {a.label: (a.counts.success, a.counts.pending) for a in c.arms} == {"base": (0, 3), "agent": (0, 2)}
+        # pending: each lane's 6 units but those with a verdict (none yet), the unfinished ones too
+        assert {a.label: (a.counts.success, a.counts.pending) for a in c.arms} == {"base": (0, 6), "agent": (0, 6)}
         assert "measure: judge webjudge/o4-mini" in panel_text(screen)
         # the live judge's verdicts come; another judge's newer file in base is not the measure
         judge_file(out / "base", {C.SHOP_T: True, C.WIKI_T: False, C.BOOK_T: True})
