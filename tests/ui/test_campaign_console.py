@@ -19,6 +19,7 @@ from om2w_tui.engine.events import (
     RunFinished,
     RunStarted,
     RunSummary,
+    SlotRow,
 )
 from om2w_tui.engine.launch import LanePreflight
 from om2w_tui.evaluation.outcomes import RULE_ALL, RULE_EXECUTABLE
@@ -32,7 +33,7 @@ from om2w_tui.protocol.run_end import RunEnd
 
 from . import recorded as R
 from . import recorded_campaign as C
-from .pilots import build, cells, feed, shown_keys
+from .pilots import build, cells, feed, shown_keys, until
 from .pilots import settle_episode as settle
 
 
@@ -106,6 +107,33 @@ async def test_a_pauses_and_resumes_the_selected_slots_arm(tmp_path):
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert "Pause arm base" in titles and "Compare the arms" in titles
         assert "Pause the selected slot's arm" in titles or "Resume the selected slot's arm" in titles
+
+
+async def test_a_on_a_slot_that_runs_nothing_offers_the_arms_by_name_never_its_last_ones(tmp_path):
+    """An idle slot shows no arm: `a` there paused the arm of the slot's last episode, unseen. Now it opens the
+    arms by name, and choosing one pauses that arm."""
+    from textual.command import CommandPalette
+
+    app, clock, stub, out = C.build_campaign(tmp_path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await C.feed_campaign(pilot, app, clock, out)
+        # slot 1 ends agent's unit and stays idle (the run's snapshots say so too)
+        stub.base = dataclasses.replace(stub.base, slots=[stub.base.slots[0], SlotRow(1, "idle")])
+        for ev in C.finished(1, "agent", C.BOOK_T, R.BOOKING, False, R.T0):
+            app.sink.handle(ev)
+        await pilot.pause()
+        await pilot.press("down")
+        assert app.screen.selected_lane() == "" and "choose_arm" in shown_keys(app)
+        assert "pause_lane" not in shown_keys(app)
+        await pilot.press("a")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, CommandPalette) and stub.commands == []
+        await pilot.press(*"Pause arm agent")
+        await until(pilot, "the arm's entry first", lambda: "Pause arm agent" in str(
+            app.screen.query_one("CommandList").get_option_at_index(0).prompt))
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert stub.commands == [("pause_lane", "agent", True)]
 
 
 async def test_a_pauses_every_repeat_of_the_arm_and_the_palette_each_repeat_alone(tmp_path):

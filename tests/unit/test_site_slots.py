@@ -12,7 +12,7 @@ from om2w_tui.cli.main import build_parser, config_from_args, main
 from om2w_tui.engine.events import EpisodeFinished, EpisodeStarted, Pacing, RunSnapshot, SiteRow
 from om2w_tui.engine.pacing import SitePacer
 from om2w_tui.engine.scheduler import Scheduler
-from om2w_tui.frontends.console.screens.dashboard import pacing_text
+from om2w_tui.frontends.console.widgets.panels import pacing_text
 from om2w_tui.frontends.run_state import RunState, SiteView
 from tests.fakes import FakeExecutor, Recorder
 from tests.unit.helpers import config, make_tasks, records

@@ -36,13 +36,11 @@ from om2w_tui.engine.events import (
     EpisodeStep,
     LaneRow,
     Log,
-    Pacing,
     RunFinished,
     RunStarted,
     SlotChanged,
 )
 from om2w_tui.engine.results import EpisodeRecord
-from om2w_tui.engine.settings import unpaced
 from om2w_tui.frontends.campaign_board import CampaignBoard
 from om2w_tui.frontends.console.commands import Command, CommandTable
 from om2w_tui.frontends.console.host import ConsoleHost, SnapshotWanted
@@ -54,7 +52,7 @@ from om2w_tui.frontends.console.widgets.footer import LeanFooter
 from om2w_tui.frontends.console.widgets.keyed_table import KeyedTable
 from om2w_tui.frontends.console.widgets.lanes_bar import LanesBar
 from om2w_tui.frontends.console.widgets.model_bar import ModelBar
-from om2w_tui.frontends.console.widgets.panels import EpisodesTable, SitesTable, SlotsTable, StepsLog
+from om2w_tui.frontends.console.widgets.panels import EpisodesTable, SitesTable, SlotsTable, StepsLog, pacing_text
 from om2w_tui.frontends.console.widgets.run_header import RunHeader
 from om2w_tui.frontends.formatting import clip
 from om2w_tui.frontends.run_state import ACTIVE_STATES, RunState, SlotView, finish_line
@@ -63,14 +61,6 @@ from om2w_tui.words import plural
 
 WIDE = 120
 
-def pacing_text(pacing: Pacing | None) -> str:
-    """How the run paces its sites, for the Sites panel: episodes at once per site and the cooldown."""
-    if pacing is None:
-        return ""
-    per_site, cooldown = pacing.per_site, pacing.cooldown
-    if unpaced(per_site, cooldown):
-        return "unpaced"
-    return f"{per_site or 'any'} per site, cooldown {cooldown:g} s"
 
 class DashboardScreen(RunCommands, Screen[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE, "-wide")]
@@ -119,6 +109,8 @@ class DashboardScreen(RunCommands, Screen[None]):
                 lambda s: s.can_pause_lane(True), id="pause-lane"),
         Command("a", "resume_lane", "Resume arm", "Resume the selected slot's arm", "Start its lane's units again",
                 lambda s: s.can_pause_lane(False), id="resume-lane"),
+        Command("a", "choose_arm", "Arms", "Pause or resume an arm", "Each arm by name, each repeat alone",
+                lambda s: s.can_choose_arm(), id="choose-arm"),
     )
     BINDINGS = COMMAND_TABLE.bindings()
     board: CampaignBoard

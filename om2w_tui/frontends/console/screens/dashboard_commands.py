@@ -8,7 +8,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Protocol
 
-from textual.app import SystemCommand
+from textual.app import App, SystemCommand
+from textual.command import SimpleCommand
 from textual.message import Message
 from textual.widget import Widget
 
@@ -49,6 +50,11 @@ class DashboardHost(Protocol):
     def _pause_arm(self, paused: bool) -> None: ...
 
     def _set_workers(self, n: int) -> None: ...
+
+    def lane_commands(self) -> list[SystemCommand]: ...
+
+    @property
+    def app(self) -> App[Any]: ...
 
     _record_lane: dict[str, str]   # the lane of each finished attempt's row (EpisodesTable.key_of)
 
@@ -118,9 +124,18 @@ class RunCommands:
         self._after_command(f"{n} errored back in the queue")
 
     def selected_lane(self: DashboardHost) -> str:
-        """The lane of the selected slot's episode (or of its last one); "" with none."""
+        """The lane of the selected slot's episode; "" when it runs none (an idle slot's last lane is not shown, so
+        `a` there would act on an arm the user cannot see)."""
         slot = self._selected_slot()
-        return self.board.slot_lane.get(slot.slot, "") if slot is not None else ""
+        return self.board.slot_lane.get(slot.slot, "") if slot is not None and slot.busy else ""
+
+    def can_choose_arm(self: DashboardHost) -> bool:
+        """`a` on a slot that runs no episode: the arms to pause or resume are offered by name."""
+        return self.live and self.board.active and not self.selected_lane()
+
+    def action_choose_arm(self: DashboardHost) -> None:
+        self.app.search_commands([SimpleCommand(c.title, c.callback, c.help) for c in self.lane_commands()],
+                                 placeholder="Pause or resume an arm…")
 
     def can_pause_lane(self: DashboardHost, paused: bool) -> bool:
         """`a` pauses (resumes) the selected slot's arm, every repeat of it: the run is live, takes lane commands,

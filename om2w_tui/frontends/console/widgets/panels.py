@@ -7,7 +7,9 @@ from typing import Any
 
 from textual.widgets import Log
 
+from om2w_tui.engine.events import Pacing
 from om2w_tui.engine.results import EpisodeRecord
+from om2w_tui.engine.settings import unpaced
 from om2w_tui.frontends.answer import shown_answer
 from om2w_tui.frontends.campaign_board import CampaignBoard
 from om2w_tui.frontends.console.widgets.keyed_table import Col, KeyedTable, Styled
@@ -80,6 +82,16 @@ class SlotsTable(KeyedTable):
         return (str(sid), clip(s.task_id, task_w) if busy else "-", clip_left(s.site, site_w) if busy else "",
                 (s.level or "") if busy else "", step,
                 clock_text(now - s.started_at) if busy and s.started_at else "", shown)
+
+
+def pacing_text(pacing: Pacing | None) -> str:
+    """How the run paces its sites, for the Sites panel: episodes at once per site and the cooldown."""
+    if pacing is None:
+        return ""
+    per_site, cooldown = pacing.per_site, pacing.cooldown
+    if unpaced(per_site, cooldown):
+        return "unpaced"
+    return f"{per_site or 'any'} per site, cooldown {cooldown:g} s"
 
 
 class SitesTable(KeyedTable):
