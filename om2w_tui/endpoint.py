@@ -300,6 +300,39 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, coro).result()
 
 
+@dataclass(frozen=True)
+class Download:
+    """A file's reply: its status and body (read whole, within the deadline and the cap)."""
+
+    status: int
+    body: bytes
+
+
+def download(url: EndpointURL, headers: dict[str, str], deadline: float, max_bytes: int) -> Download:
+    """GET a file (`tasks fetch`'s) within one deadline for everything (connect, redirects, the whole body however
+    slowly it trickles in) and at most `max_bytes` (an endless body is cut, never stored): EndpointReplyError says
+    which was passed; httpx's errors for a server not reached. Any body (a task file is JSON or JSONL)."""
+
+    async def get() -> Download:
+        import httpx  # see the module's docstring
+
+        transport: Any = BoundedTransport(deadline, max_bytes, json_only=False)
+        async with httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(deadline),
+                                     follow_redirects=True) as client:
+            try:
+                async with asyncio.timeout(deadline):   # redirects too: one deadline for the whole download
+                    r = await client.get(url.for_client(), headers=headers)
+            except TimeoutError:
+                raise EndpointReplyError(f"no whole reply within the deadline of {deadline:g} s", "deadline") from None
+            except httpx.TransportError as e:
+                if (why := reply_error(e)) is not None:
+                    raise why from None
+                raise
+            return Download(r.status_code, r.content)
+
+    return run_sync(get())
+
+
 async def get_json(url: EndpointURL, api_key: str, deadline: float = CHECK_DEADLINE_S) -> Any:
     """GET a JSON answer of the API within `deadline` (None for anything else: an error status, a refusal)."""
     import httpx  # see the module's docstring

@@ -3,15 +3,19 @@ then on the real WebVoyager file (data/ ships it)."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
 import re
 import socket
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
+from om2w_tui.benchmarks import fetch as fetch_module
 from om2w_tui.benchmarks.dates import add_years, find_dates, refresh, refresh_file, shift_text
 from om2w_tui.benchmarks.fetch import PINS
 from om2w_tui.benchmarks.tasks import load_tasks
@@ -249,6 +253,7 @@ def test_a_checksum_mismatch_writes_nothing(tmp_path, mirror, capsys):
 def test_a_gated_dataset_needs_hf_token(tmp_path, mirror, capsys, monkeypatch):
     base, routes = mirror
     routes[OM2W_PATH.format(rev="main")] = (200, SMALL, "hf_secret")
+    monkeypatch.setattr(fetch_module, "sends_token", lambda url: True)   # the local mirror stands in for Hugging Face
     monkeypatch.delenv("HF_TOKEN", raising=False)
     code, _, err = fetch(base, "om2w", "--to", str(tmp_path), capsys=capsys)
     assert code == 2 and "may be gated" in err and "HF_TOKEN is not set" in err
@@ -259,6 +264,80 @@ def test_a_gated_dataset_needs_hf_token(tmp_path, mirror, capsys, monkeypatch):
     code, out, err = fetch(base, "om2w", "--to", str(tmp_path), capsys=capsys)
     assert code == 0, err
     assert "not pinned and not a known revision" in out
+
+
+def test_hf_token_goes_to_hugging_face_over_https_only(tmp_path, mirror, capsys, monkeypatch):
+    """A mirror given with --base-url (or Hugging Face over plain http) never sees HF_TOKEN: it went to any host."""
+    base, routes = mirror
+    routes[OM2W_PATH.format(rev="main")] = (200, SMALL, "hf_secret")   # a mirror that would take the token
+    monkeypatch.setenv("HF_TOKEN", "hf_secret")
+    code, _, err = fetch(base, "om2w", "--to", str(tmp_path), capsys=capsys)
+    assert code == 2 and "HF_TOKEN goes to https://huggingface.co only" in err and "hf_secret" not in err
+    assert not any(tmp_path.iterdir())
+    assert fetch_module.sends_token("https://huggingface.co" + OM2W_PATH.format(rev="main"))
+    for url in ("http://huggingface.co/x", "https://hf-mirror.example/x", "https://huggingface.co.evil.example/x",
+                "https://evil.example/huggingface.co"):
+        assert not fetch_module.sends_token(url), url
+
+
+class TrickleOrFlood:
+    """A dataset host that answers 200 and then sends its body one byte a second (`trickle`) or without end
+    (`flood`): the fetch must stop at its deadline or its cap, holding nothing."""
+
+    def __init__(self, mode: str):
+        self.mode, self.server = mode, socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://user:s3cretpw@127.0.0.1:{self.server.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        with contextlib.suppress(OSError):
+            conn, _ = self.server.accept()
+            with conn:
+                conn.recv(65536)
+                if self.mode == "trickle":
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+                    for _ in range(60):
+                        conn.sendall(b"[")
+                        time.sleep(1)
+                else:
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+                    chunk = b"x" * (1 << 20)
+                    while True:
+                        conn.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+
+    def close(self) -> None:
+        self.server.close()
+
+
+@pytest.mark.parametrize("mode, says", [("trickle", "deadline"), ("flood", "bytes")])
+def test_a_fetch_has_one_deadline_and_a_cap_and_never_shows_the_urls_password(tmp_path, monkeypatch, mode, says):
+    """A host that trickles its body (each byte within httpx's read timeout) is cut at the one deadline; one that
+    sends without end is cut at the cap (it grew the process by 270 MB a second); the URL's password is never said."""
+    from om2w_tui.benchmarks.fetch import FetchError
+    from om2w_tui.benchmarks.fetch import fetch as fetch_file
+
+    monkeypatch.setattr(fetch_module, "TASK_FILE_LIMIT", 8 << 20)
+    host = TrickleOrFlood(mode)
+    began = time.monotonic()
+    try:
+        with pytest.raises(FetchError) as e:
+            fetch_file("webvoyager", to=tmp_path, base_url=host.url, timeout=3.0)
+    finally:
+        host.close()
+    assert says in str(e.value) and "nothing was written" in str(e.value) and time.monotonic() - began < 20
+    assert "s3cretpw" not in str(e.value) and "***" in str(e.value) and not any(tmp_path.iterdir())
+
+
+def test_no_url_password_in_any_message(tmp_path, mirror, capsys):
+    base, _ = mirror
+    with_password = base.replace("http://", "http://user:s3cretpw@")
+    code, _, err = fetch(with_password, "webvoyager", "--revision", "deadbee", "--to", str(tmp_path), capsys=capsys)
+    assert code == 2 and "HTTP 404" in err and "s3cretpw" not in err and "***@" in err
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://user:s3cretpw@127.0.0.1:{s.getsockname()[1]}"
+    code, _, err = fetch(closed, "webvoyager", "--to", str(tmp_path), capsys=capsys)
+    assert code == 2 and "cannot reach" in err and "s3cretpw" not in err
 
 
 def test_not_found_not_a_task_file_no_network_and_an_existing_file(tmp_path, mirror, capsys):
