@@ -274,6 +274,8 @@ def read_plan(path: Path) -> Plan:
         data = tomllib.loads(text)
     except UnicodeDecodeError as e:
         raise PlanError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except RecursionError:   # tomllib has no depth limit of its own: arrays in arrays past Python's stack
+        raise PlanError(f"{path}: nested too deep to be a plan (arrays or tables inside one another)") from None
     except tomllib.TOMLDecodeError as e:   # its message says the line and column
         line = _TOML_LINE.search(str(e))
         raise PlanError(f"{path}{f':{line[1]}' if line else ''}: not a plan in TOML: {e}") from None

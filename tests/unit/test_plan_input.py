@@ -84,3 +84,12 @@ def test_a_plan_that_is_a_fifo_a_folder_or_too_large_is_refused_at_once_naming_i
     big = work / "big.toml"
     big.write_text("# " + "x" * (2 << 20) + "\n")
     assert "more than the" in om2w(work, "campaign", str(big)).stderr
+
+
+def test_a_plan_nested_past_any_depth_is_refused_naming_it(work):
+    """tomllib recurses without a limit: arrays 20,000 deep were a RecursionError's traceback (exit 1)."""
+    deep = work / "deep.toml"
+    deep.write_text("a = " + "[" * 20_000 + "]" * 20_000 + "\n")
+    for command in ("campaign", "doctor"):
+        err = om2w(work, command, str(deep)).stderr
+        assert f"{deep}: nested too deep to be a plan" in err and "Traceback" not in err
