@@ -193,11 +193,13 @@ def read_label_file(path: Path) -> dict[str, Label]:
 
 
 def annotator_files(out: Path) -> dict[str, Path]:
-    """annotator -> its file in `out` (the reviewer's `final` among them)."""
+    """annotator -> its file in `out` (the reviewer's `final` among them); whatever is there by such a name, so that
+    its reader names one that is no regular file (a FIFO, a link to a device, a folder) instead of passing it over
+    in silence with its annotator's labels."""
     found = {}
     for p in sorted(Path(out).glob(f"{PREFIX}*.json")):
         name = p.name[len(PREFIX):-len(".json")]
-        if p.is_file() and _ANNOTATOR.fullmatch(name):
+        if _ANNOTATOR.fullmatch(name):
             found[name] = p
     return found
 

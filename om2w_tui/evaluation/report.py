@@ -150,9 +150,10 @@ def task_file_meta(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def find_judge_file(out: Path) -> Path | None:
-    """The newest judge output file in the run's folder."""
-    files = [p for p in Path(out).glob(JUDGE_GLOB) if p.is_file()]
-    return max(files, key=lambda p: (p.stat().st_mtime, p.name)) if files else None
+    """The newest judge output file in the run's folder: whatever is there by such a name (its own time, a link's
+    not its target's), so that one that is no regular file is named by its reader, never passed over in silence."""
+    files = list(Path(out).glob(JUDGE_GLOB))
+    return max(files, key=lambda p: (p.lstat().st_mtime, p.name)) if files else None
 
 
 def read_judge_file(path: Path, warnings: list[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -251,11 +252,10 @@ def summarize(out: str | Path, judge_file: str | Path | None = None) -> RunRepor
     judged: dict[str, dict[str, Any]] = {}
     judge_info: JudgeInfo | None = None
     if jpath is not None:
-        if not jpath.exists():
+        if not jpath.exists() and not jpath.is_symlink():
             raise FileNotFoundError(f"{jpath}: no such judge file")
-        if not jpath.is_file():   # a folder, a FIFO, a device: said as what it is, never read
-            what = "a folder" if jpath.is_dir() else "a FIFO, a device or a socket"
-            raise FileNotFoundError(f"{jpath}: not a file but {what}; give a judge's output file")
+        if jpath.is_dir() and not jpath.is_symlink():   # a FIFO, a device, a link: its reader names them
+            raise FileNotFoundError(f"{jpath}: not a file but a folder; give a judge's output file")
         lines = read_judge_file(jpath, warnings)
         stray = sorted(set(lines) - set(task_ids))
         if stray:

@@ -127,7 +127,7 @@ def test_a_two_arm_campaign_killed_and_run_again_settles_every_unit_once_in_its_
     for lane in ("good", "weak"):
         assert check_run(out / lane) == [], lane                   # what the official evaluator reads, as a run's
         rows = records(out / lane)
-        assert_settled_once(rows, IDS)                              # nothing settled ran twice, every unit settled
+        assert_settled_once(rows, IDS, out / lane)                  # nothing settled ran twice, every unit settled
         assert {r["task_id"] for r in rows} == set(IDS)
         assert (out / lane / "run.json").is_file()
         by_lane[lane] = rows

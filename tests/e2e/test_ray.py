@@ -17,6 +17,7 @@ from typing import Any
 import psutil
 import pytest
 
+from om2w_tui.benchmarks.episode_folder import ATTEMPT_MARK
 from om2w_tui.protocol.worker import Exited, Pause, Resume
 
 from .helpers import assert_settled_once, check_task_folder, chromium_left, cli, popen, records, steps_on_disk
@@ -116,7 +117,8 @@ def test_the_offline_suite_on_two_nodes_conforms_paced_across_nodes_with_files_s
     for tid in ids:
         res = check_task_folder(out / tid)
         assert res["action_history"]
-        assert not list((out / tid).glob(".*"))          # no temporary left by the shipping
+        # no temporary left by the shipping (the attempt's mark is the engine's own, written before it)
+        assert [p.name for p in (out / tid).glob(".*")] == [ATTEMPT_MARK]
     assert not list(out.glob(".om2w-ray-probe-*"))
     assert chromium_left(out) == []
 
@@ -181,7 +183,7 @@ def test_a_two_arm_campaign_runs_on_the_cluster_each_lane_a_run_folder_with_file
         assert check_run(out / lane) == []                # the evaluator reads each lane as a local run's
         for tid, acted in zip(ids, right, strict=True):   # oracle-weak's wrong answer is `done` at once
             assert bool(check_task_folder(out / lane / tid)["action_history"]) == acted
-            assert not list((out / lane / tid).glob(".*"))   # no temporary left by the shipping
+            assert [p.name for p in (out / lane / tid).glob(".*")] == [ATTEMPT_MARK]   # no shipping temporary
         assert json.loads((out / lane / "run.json").read_text())["config"]["executor"] == "ray"
     # one pacer for both lanes: one episode at a time on a site whatever its arm, the cooldown between them
     no_overlap_per_site(records(out / "good") + records(out / "weak"), 1.0)

@@ -395,3 +395,22 @@ def test_a_judge_file_that_is_no_file_is_named_for_what_it_is(tmp_path):
                         (tmp_path, "not a file but a folder")):
         done = report(str(out), "--judge", str(given))
         assert done.returncode == 2 and str(given) in done.stderr and says in done.stderr, done.stderr
+
+
+def test_a_labels_or_judge_file_that_is_no_regular_file_is_named_never_passed_over(tmp_path):
+    """A FIFO (or a link to a device) by a labels file's or a judge file's name was left out of the report in
+    silence, and its annotator's labels or its verdicts with it; each is named now, exit 2."""
+    out = make_run(tmp_path / "run", [record("t0", correct=True)])
+    labels = out / "labels.bob.json"
+    os.mkfifo(labels)
+    done = report(str(out))
+    assert done.returncode == 2 and f"{labels}: is not a regular file" in done.stderr, done.stderr
+    labels.unlink()
+    labels.symlink_to("/dev/zero")
+    done = report(str(out))
+    assert done.returncode == 2 and f"{labels}: is a symbolic link" in done.stderr, done.stderr
+    labels.unlink()
+    judged = out / "om2w-tui_WebJudge_Online_Mind2Web_eval_m_score_threshold_3_auto_eval_results.json"
+    os.mkfifo(judged)
+    done = report(str(out))
+    assert done.returncode == 2 and str(judged) in done.stderr and "not a regular file" in done.stderr, done.stderr
