@@ -36,11 +36,21 @@ from om2w_tui.episode.browser import make_session, start_session
 from om2w_tui.episode.instruction import instruction
 from om2w_tui.episode.model_watch import ModelWatch
 from om2w_tui.episode.rows import CallLog, write_rows
-from om2w_tui.files import write_json_atomic
+from om2w_tui.files import write_atomic, write_json_atomic
 from om2w_tui.protocol.codec import to_json
 from om2w_tui.protocol.faults import SITE_DOWN, FaultKind, site_net_error
 from om2w_tui.protocol.model import call_fault, describe
-from om2w_tui.protocol.worker import Event, Outcome, Running, Status, Step, WorkerSpec
+from om2w_tui.protocol.worker import (
+    EPISODE_SCRATCH,
+    EPISODE_SCRATCH_PREFIX,
+    SCRATCH_VAR,
+    Event,
+    Outcome,
+    Running,
+    Status,
+    Step,
+    WorkerSpec,
+)
 
 Emit = Callable[[Event], None]
 # how an episode ended by its model endpoint's failures is worded (the fault itself travels as `endpoint`)
@@ -141,13 +151,28 @@ class _End:
         self.status, self.error, self.fault = status, error, fault
 
 
+def _name_scratch(scratch: Path) -> Path | None:
+    """Write the episode's temp folder's path where the worker's parent looks for it (-> that file; None: this worker
+    has no parent's folder, or it could not be written: the episode goes on, its own end removes the folder)."""
+    parent = os.environ.get(SCRATCH_VAR)
+    if not parent:
+        return None
+    try:
+        write_atomic(Path(parent) / EPISODE_SCRATCH, str(scratch))
+    except OSError:
+        return None
+    return Path(parent) / EPISODE_SCRATCH
+
+
 async def run_episode(task: dict[str, Any], spec: WorkerSpec, emit: Emit, control: EpisodeControl) -> Outcome:
     """Run one episode into `spec.folder` -> its outcome (the record's part the worker knows)."""
     folder = Path(spec.folder)
     writer = TrajectoryWriter(folder, task["task_id"], task["confirmed_task"], schema=spec.schema,
                               reference_length=task.get("reference_length"), coordinates=spec.llm.coordinates)
-    scratch = Path(tempfile.mkdtemp(prefix=f"om2w-episode-{os.environ.get('OM2W_RUN_TAG', 'run')}-"))
-    # browser-use's per-agent leftovers (screenshots too) and Chromium's own temp files go here, then away
+    scratch = Path(tempfile.mkdtemp(prefix=f"{EPISODE_SCRATCH_PREFIX}{os.environ.get('OM2W_RUN_TAG', 'run')}-"))
+    # browser-use's per-agent leftovers (screenshots too) and Chromium's own temp files go here, then away; the
+    # worker's parent is told where, to remove it should this worker be killed before the end (protocol/worker.py)
+    named = _name_scratch(scratch)
     worker_tmp = os.environ.get("TMPDIR")
     tempfile.tempdir = os.environ["TMPDIR"] = str(scratch)
     end = _End()
@@ -247,6 +272,8 @@ async def run_episode(task: dict[str, Any], spec: WorkerSpec, emit: Emit, contro
         end.set("error", f"{type(e).__name__}: {e}", kind)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        if named is not None:
+            named.unlink(missing_ok=True)
         with contextlib.suppress(OSError):   # keep the folder to what the evaluator reads unless the agent downloaded
             (folder / "downloads").rmdir()
         tempfile.tempdir = None

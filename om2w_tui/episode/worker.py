@@ -31,6 +31,7 @@ from om2w_tui.protocol.faults import FaultKind
 from om2w_tui.protocol.worker import (
     COMMANDS,
     EVENTS,
+    SCRATCH_VAR,
     Command,
     Event,
     Exit,
@@ -181,7 +182,8 @@ def main() -> None:
     events = event_stream(os.dup(1))
     os.dup2(2, 1)                        # stray prints (browser-use's pause banner) go to the log, not the events
     sys.stdout = sys.stderr
-    scratch = tempfile.mkdtemp(prefix="om2w-worker-")
+    # the parent's folder for it (removed by the parent however this process ends), else one of its own
+    scratch = os.environ.get(SCRATCH_VAR) or tempfile.mkdtemp(prefix="om2w-worker-")
     os.environ.update(browser_use_env(os.path.join(scratch, "config")))
     os.environ["TMPDIR"] = scratch       # Chromium's and browser-use's temp files live and die with the worker
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,

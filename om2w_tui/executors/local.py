@@ -15,15 +15,30 @@ import contextlib
 import hashlib
 import os
 import re
+import shutil
 import signal
 import sys
+import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import om2w_tui
-from om2w_tui.files import open_own
+from om2w_tui.files import open_own, read_file
+from om2w_tui.json_input import InputError
 from om2w_tui.protocol.codec import CodecError
-from om2w_tui.protocol.worker import COMMANDS, EVENTS, Command, Event, Exit, Exited, Ready, WorkerLog
+from om2w_tui.protocol.worker import (
+    COMMANDS,
+    EPISODE_SCRATCH,
+    EPISODE_SCRATCH_PREFIX,
+    EVENTS,
+    SCRATCH_VAR,
+    Command,
+    Event,
+    Exit,
+    Exited,
+    Ready,
+    WorkerLog,
+)
 from om2w_tui.run_folder import RunFolder
 
 READY_TIMEOUT_S = 120.0   # import browser_use and answer `ready`; slow on a loaded machine, never minutes
@@ -95,19 +110,26 @@ class WorkerProcess:
         self._reader: asyncio.Task[None] | None = None
         self.exited = False
         self.killed = False     # its group was sent SIGKILL: never hand it work, though its exit is seen later
+        self.scratch: Path | None = None   # its temp folder, made here and removed here once it has exited
 
     @property
     def pid(self) -> int | None:
         return self.proc.pid if self.proc else None
 
     async def start(self) -> None:
-        # the run's own file in its folder: never through a symlink planted there
-        with os.fdopen(open_own(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab") as log:
-            self.proc = await asyncio.create_subprocess_exec(
-                *self.command,
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log,
-                start_new_session=True, env=worker_environment(os.environ, self.env, self.withhold),
-                limit=1 << 24)
+        self.scratch = Path(tempfile.mkdtemp(prefix="om2w-worker-"))
+        try:
+            # the run's own file in its folder: never through a symlink planted there
+            with os.fdopen(open_own(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab") as log:
+                self.proc = await asyncio.create_subprocess_exec(
+                    *self.command,
+                    stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log,
+                    start_new_session=True, limit=1 << 24,
+                    env=worker_environment(os.environ, {**(self.env or {}), SCRATCH_VAR: str(self.scratch)},
+                                           self.withhold))
+        except BaseException:
+            remove_scratch(self.scratch)
+            raise
         self._reader = asyncio.create_task(self._read())
         try:
             ev = await asyncio.wait_for(self.next_event(), READY_TIMEOUT_S)
@@ -134,6 +156,11 @@ class WorkerProcess:
             except CodecError as e:
                 self.events.put_nowait(WorkerLog("error", f"worker {self.slot} said what the protocol does not: {e}"))
         rc = await self.proc.wait()
+        # what it started goes with it (a worker that died alone left its Chromium), then its temp folders
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        if self.scratch is not None:
+            await asyncio.to_thread(remove_scratch, self.scratch)
         self.exited = True
         self.events.put_nowait(Exited(rc))
 
@@ -178,6 +205,19 @@ class WorkerProcess:
             except TimeoutError:
                 pass
         await self.kill()   # the group too: nothing it started may outlive it
+
+
+def remove_scratch(scratch: Path) -> None:
+    """Remove a worker's temp folder and the episode's it names (Chromium's profile, outside it: a profile's path is
+    kept short, for the socket Chromium makes in it); the worker has exited, so nothing writes them any more."""
+    try:
+        named = Path(read_file(scratch / EPISODE_SCRATCH, 4096, own=True).decode("utf-8").strip())
+    except (OSError, ValueError, InputError):
+        named = None
+    # only what the worker's own episode makes: a temp folder of ours, never another path written there
+    if named is not None and named.is_absolute() and named.name.startswith(EPISODE_SCRATCH_PREFIX):
+        shutil.rmtree(named, ignore_errors=True)
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def run_tag(out: Path) -> str:

@@ -25,6 +25,13 @@ Status = Literal["done", "out_of_steps", "timeout", "killed", "error", "blocked"
 STATUSES: tuple[str, ...] = get_args(Status)
 StopReason = Literal["timeout", "killed"]
 LogLevel = Literal["info", "warning", "error"]
+# A worker's temp folder is made by its parent and named to it in this variable; the parent removes it when the
+# worker has exited, however it ended (a worker killed mid-episode removes nothing itself). While an episode runs,
+# the file EPISODE_SCRATCH in it names the episode's own temp folder (Chromium's profile), which the parent removes
+# with it.
+SCRATCH_VAR = "OM2W_WORKER_SCRATCH"
+EPISODE_SCRATCH = "episode-scratch"
+EPISODE_SCRATCH_PREFIX = "om2w-episode-"
 
 
 @dataclass(frozen=True)

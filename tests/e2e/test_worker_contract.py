@@ -29,6 +29,8 @@ from om2w_tui.engine.launch import live_offline_task, offline_tasks
 from om2w_tui.episode.browser import find_chromium
 from om2w_tui.executors.local import LocalExecutor
 from om2w_tui.protocol.worker import (
+    EPISODE_SCRATCH,
+    EPISODE_SCRATCH_PREFIX,
     Event,
     Exited,
     Finished,
@@ -167,3 +169,19 @@ async def test_a_second_run_while_one_runs_is_refused(tmp_path, make):
         refused = [e for e in events if isinstance(e, WorkerLog) and "run refused" in e.message]
         assert len(refused) == 1 and not any(isinstance(e, Started) for e in events)
         assert events[-1].outcome.status == "done"
+
+
+@pytest.mark.e2e
+async def test_a_worker_killed_mid_episode_leaves_no_temp_folder(tmp_path):
+    """Its parent made its temp folder and removes it once the exit is seen, with the episode's it names (Chromium's
+    profile): a killed worker removes nothing itself, and a long run's kills would fill the node's /tmp."""
+    async with real_worker(tmp_path) as (worker, run):
+        scratch = worker.scratch
+        assert scratch is not None and scratch.is_dir()
+        assert await worker.send(run(TASK_ID))
+        await until(worker, lambda e: isinstance(e, Step))
+        episode = Path((scratch / EPISODE_SCRATCH).read_text())
+        assert episode.name.startswith(EPISODE_SCRATCH_PREFIX) and (episode / "profile").is_dir()   # Chromium's
+        worker.kill_group()
+        await until(worker, lambda e: isinstance(e, Exited))
+        assert not scratch.exists() and not episode.exists(), sorted(p.name for p in episode.parent.iterdir())
