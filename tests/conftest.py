@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -21,26 +20,9 @@ os.environ.update(browser_use_env(os.path.join(os.environ.get("TMPDIR", "/tmp"),
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
 
-# the files whose tests take minutes, longest first (measured: the whole suite's junit times summed per file, those
-# over 70 s): they start first, so that the three processes end together rather than one of them running a long file
-# alone at the end (`--dist loadfile` hands each process whole files, in the order collected); the rest keep theirs
-LONGEST_FIRST = ("e2e/test_model_health.py", "e2e/test_run_offline.py", "e2e/test_faults.py",
-                 "e2e/test_model_check.py", "e2e/test_out_folder.py", "e2e/test_offline_oracle.py",
-                 "e2e/test_agent_arm.py", "unit/test_scheduler_properties.py", "e2e/test_worker_contract.py",
-                 "e2e/test_ray.py", "ui/test_console_e2e.py", "ui/test_console_controls_e2e.py",
-                 "e2e/test_campaign_shards.py", "e2e/test_beyond_one_run.py", "e2e/test_web_report.py",
-                 "e2e/test_campaign.py", "e2e/test_judge_report.py", "e2e/test_seed_agent.py",
-                 "unit/test_cli_errors.py", "e2e/test_endpoints.py", "ui/test_launch_form.py",
-                 "ui/test_attach_e2e.py", "e2e/test_secrets.py", "unit/test_campaign_report.py")
-TESTS = Path(__file__).parent
-
-
 def pytest_collection_modifyitems(config, items):
-    """The longest files first (LONGEST_FIRST). Browser tests need a Chromium, found as the product finds it. Where
-    none is, they are skipped, unless OM2W_REQUIRE_E2E=1 (CI): a green run with the browser tests skipped is not
-    green, so they fail instead."""
-    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.relative_to(TESTS).as_posix(), len(rank)))   # stable: in order
+    """Browser tests need a Chromium, found as the product finds it. Where none is, they are skipped, unless
+    OM2W_REQUIRE_E2E=1 (CI): a green run with the browser tests skipped is not green, so they fail instead."""
     try:
         find_chromium()
         return
