@@ -46,7 +46,8 @@ def slot_room(slot_memory_gib: float, meminfo: Path = MEMINFO) -> Room | None:
     available = available_bytes(meminfo)
     if slot_memory_gib <= 0 or available is None:
         return None
-    slots = int(available // (slot_memory_gib * GIB))
+    per_slot = max(slot_memory_gib * GIB, 1.0)          # a byte at least: 1e-307 GiB would make the quotient inf
+    slots = int(available // per_slot)
     return Room(slots, f"{available / GIB:.1f} GiB of memory available at {slot_memory_gib:g} GiB a slot, a worker "
                        f"with its Chromium (--slot-memory)")
 

@@ -41,6 +41,14 @@ def test_the_room_is_the_available_memory_over_a_slots_share(tmp_path):
     assert too_many_workers(24, 0.5, meminfo(tmp_path, 12)) == ""
 
 
+def test_a_slot_smaller_than_a_byte_is_a_byte_not_an_overflow(tmp_path):
+    """--slot-memory 1E-307 (found by the flag fuzz): the quotient was inf and int() raised; now every byte is a
+    slot, a bound no --workers reaches."""
+    room = slot_room(1e-307, meminfo(tmp_path, 12))
+    assert room is not None and room.slots == 12 << 30
+    assert too_many_workers(1024, 1e-307, meminfo(tmp_path, 12)) == ""
+
+
 def test_a_run_asking_more_workers_than_memory_holds_is_refused(tmp_path):
     """As a process: exit 2 before anything is written, saying how many fit and why (a slot of 1024 GiB: no test
     machine holds two)."""
