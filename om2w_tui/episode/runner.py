@@ -151,6 +151,21 @@ class _End:
         self.status, self.error, self.fault = status, error, fault
 
 
+# Chromium's singleton socket lives in `$TMPDIR/.org.chromium.Chromium.XXXXXX/SingletonSocket`, and a Unix socket's
+# path holds 107 bytes at most: under a long TMPDIR (a cluster's /scratch/slurm-job-N/tmp, a test's folder) every
+# Chromium failed to start and every episode ended as the harness's fault
+SOCKET_PATH_MAX = 107
+CHROMIUM_SOCKET_TAIL = len("/.org.chromium.Chromium.XXXXXX/SingletonSocket")
+SHORT_TEMP = "/tmp"
+
+
+def episode_temp_base(prefix: str) -> str | None:
+    """Where the episode's temp folder (its Chromium's TMPDIR) is made: the temp folder as usual (None), or /tmp
+    where that path would leave Chromium's socket path too long."""
+    path = len(os.path.join(tempfile.gettempdir(), prefix + "x" * 8)) + CHROMIUM_SOCKET_TAIL
+    return SHORT_TEMP if path > SOCKET_PATH_MAX and os.path.isdir(SHORT_TEMP) else None
+
+
 def _name_scratch(scratch: Path) -> Path | None:
     """Write the episode's temp folder's path where the worker's parent looks for it (-> that file; None: this worker
     has no parent's folder, or it could not be written: the episode goes on, its own end removes the folder)."""
@@ -169,7 +184,8 @@ async def run_episode(task: dict[str, Any], spec: WorkerSpec, emit: Emit, contro
     folder = Path(spec.folder)
     writer = TrajectoryWriter(folder, task["task_id"], task["confirmed_task"], schema=spec.schema,
                               reference_length=task.get("reference_length"), coordinates=spec.llm.coordinates)
-    scratch = Path(tempfile.mkdtemp(prefix=f"{EPISODE_SCRATCH_PREFIX}{os.environ.get('OM2W_RUN_TAG', 'run')}-"))
+    prefix = f"{EPISODE_SCRATCH_PREFIX}{os.environ.get('OM2W_RUN_TAG', 'run')}-"
+    scratch = Path(tempfile.mkdtemp(prefix=prefix, dir=episode_temp_base(prefix)))
     # browser-use's per-agent leftovers (screenshots too) and Chromium's own temp files go here, then away; the
     # worker's parent is told where, to remove it should this worker be killed before the end (protocol/worker.py)
     named = _name_scratch(scratch)
