@@ -454,9 +454,10 @@ def make_executor(cfg: RunConfig, stack: contextlib.ExitStack, withhold: Sequenc
     either starts its workers at most `--worker-start-rate` a second. `withhold`: the key variables no child
     inherits (default: `cfg`'s; a campaign's: every lane's)."""
     withhold = tuple(key_variables(cfg) if withhold is None else withhold)
-    if cfg.executor != "ray":   # starting at most one a core at once: each imports browser-use, then a Chromium
-        return PacedStarts(LocalExecutor(cfg.out, withhold=withhold, shard=cfg.shard), cfg.worker_start_rate,
-                           at_once=starts_at_once())
+    if cfg.executor != "ray":   # starting at most one a core at once: each starts a Chromium (the first, the zygote)
+        local = LocalExecutor(cfg.out, withhold=withhold, shard=cfg.shard)
+        stack.callback(local.close)
+        return PacedStarts(local, cfg.worker_start_rate, at_once=starts_at_once())
     from om2w_tui.executors.ray import (
         RayExecutor,  # Ray only when a run asks for it (an optional extra, slow to import)
     )

@@ -178,7 +178,9 @@ async def serve(emit: EventWriter) -> None:
                 return
 
 
-def main() -> None:
+def main(forked: bool = False) -> None:
+    """The worker, started as `python -m om2w_tui.episode.worker`, or `forked` from the zygote (episode/zygote.py),
+    whose priority and imports it has already."""
     events = event_stream(os.dup(1))
     os.dup2(2, 1)                        # stray prints (browser-use's pause banner) go to the log, not the events
     sys.stdout = sys.stderr
@@ -188,7 +190,8 @@ def main() -> None:
     os.environ["TMPDIR"] = scratch       # Chromium's and browser-use's temp files live and die with the worker
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    lower_priority()
+    if not forked:
+        lower_priority()
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # the console decides when a worker stops, not the terminal's ^C
     try:
         asyncio.run(serve(EventWriter(events)))

@@ -17,6 +17,8 @@ import os
 import re
 import shutil
 import signal
+import socket
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -38,6 +40,16 @@ from om2w_tui.protocol.worker import (
     Exited,
     Ready,
     WorkerLog,
+)
+from om2w_tui.protocol.zygote import (
+    REPLIES,
+    REQUESTS,
+    ZYGOTE_MODULE,
+    ChildExited,
+    Fork,
+    Forked,
+    ForkFailed,
+    ZygoteReady,
 )
 from om2w_tui.run_folder import RunFolder
 
@@ -100,12 +112,14 @@ class WorkerProcess:
 
     command: tuple[str, ...] = python_module("om2w_tui.episode.worker")
 
-    def __init__(self, slot: int, log_path: Path, env: dict[str, str] | None = None, withhold: Iterable[str] = ()):
+    def __init__(self, slot: int, log_path: Path, env: dict[str, str] | None = None, withhold: Iterable[str] = (),
+                 zygote: Zygote | None = None):
         self.slot = slot
         self.log_path = Path(log_path)
         self.env = env
         self.withhold = tuple(withhold)
-        self.proc: asyncio.subprocess.Process | None = None
+        self.zygote = zygote   # forks this worker with its imports done; None, or one that failed: started plainly
+        self.proc: asyncio.subprocess.Process | ForkedProcess | None = None
         self.events: asyncio.Queue[Event] = asyncio.Queue()
         self._reader: asyncio.Task[None] | None = None
         self.exited = False
@@ -120,13 +134,15 @@ class WorkerProcess:
         self.scratch = Path(tempfile.mkdtemp(prefix="om2w-worker-"))
         try:
             # the run's own file in its folder: never through a symlink planted there
+            env = worker_environment(os.environ, {**(self.env or {}), SCRATCH_VAR: str(self.scratch)}, self.withhold)
             with os.fdopen(open_own(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab") as log:
-                self.proc = await asyncio.create_subprocess_exec(
-                    *self.command,
-                    stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log,
-                    start_new_session=True, limit=1 << 24,
-                    env=worker_environment(os.environ, {**(self.env or {}), SCRATCH_VAR: str(self.scratch)},
-                                           self.withhold))
+                if self.zygote is not None:
+                    self.proc = await self.zygote.fork(env, log.fileno())
+                if self.proc is None:
+                    self.proc = await asyncio.create_subprocess_exec(
+                        *self.command,
+                        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log,
+                        start_new_session=True, limit=1 << 24, env=env)
         except BaseException:
             remove_scratch(self.scratch)
             raise
@@ -226,16 +242,237 @@ def run_tag(out: Path) -> str:
 
 
 class LocalExecutor:
-    """Makes worker processes for slots; the scheduler owns and replaces them."""
+    """Makes worker processes for slots, forked from the run's zygote (started with the first); the scheduler owns
+    and replaces them. `close()` ends the zygote (the workers are the scheduler's to end)."""
 
     def __init__(self, log_dir: Path, env: dict[str, str] | None = None, withhold: Iterable[str] = (),
-                 shard: str = ""):
+                 shard: str = "", fork: bool = True):
         self.log_dir = Path(log_dir)
         self.shard = shard   # the run's shard: its workers' logs are its own in a folder shards share
         self.env = {"OM2W_RUN_TAG": run_tag(self.log_dir), **(env or {})}
         self.withhold = tuple(withhold)   # variables never passed on (the key's): the key goes in the spec
+        self.zygote = Zygote(self.env, self.withhold) if fork and Zygote.possible() else None
 
     async def start_worker(self, slot: int) -> WorkerProcess:
-        w = WorkerProcess(slot, RunFolder(self.log_dir, self.shard).worker_log(slot), self.env, self.withhold)
+        log = RunFolder(self.log_dir, self.shard).worker_log(slot)
+        if self.zygote is not None:
+            await self.zygote.start(log)
+        w = WorkerProcess(slot, log, self.env, self.withhold, self.zygote)
         await w.start()
         return w
+
+    def close(self) -> None:
+        """End the zygote (from any thread; the run's stack closes it): its workers go on until the scheduler ends
+        them, their ends seen without it."""
+        if self.zygote is not None:
+            self.zygote.close()
+
+    async def aclose(self) -> None:
+        """`close()` from the loop, waiting until nothing of the zygote is left for it to finish."""
+        if self.zygote is not None:
+            await self.zygote.aclose()
+
+
+class ForkedProcess:
+    """A worker forked by the zygote, as the worker's side of `WorkerProcess` uses an asyncio `Process`: its pid,
+    its pipes as streams, and `wait()`. Its end is seen by a pidfd (it is the zygote's child, not ours: this holds
+    even if the zygote is gone); its exit code is the zygote's report, or None (lost) where the zygote said none."""
+
+    def __init__(self, pid: int, stdin: asyncio.StreamWriter, stdout: asyncio.StreamReader,
+                 code: asyncio.Future[int | None]):
+        self.pid = pid
+        self.stdin = stdin
+        self.stdout = stdout
+        self.returncode: int | None = None
+        self._code = code
+        self._ended = asyncio.get_running_loop().create_future()
+        try:
+            self._pidfd: int | None = os.pidfd_open(pid)
+        except ProcessLookupError:   # ended (and reaped) already
+            self._pidfd = None
+            self._ended.set_result(None)
+        else:
+            asyncio.get_running_loop().add_reader(self._pidfd, self._on_end)
+
+    def _on_end(self) -> None:
+        if self._pidfd is not None:
+            asyncio.get_running_loop().remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+        if not self._ended.done():
+            self._ended.set_result(None)
+
+    async def wait(self) -> int | None:
+        await asyncio.shield(self._ended)
+        if self.returncode is None:
+            try:   # the zygote reaps it at once: its report follows the end within moments
+                self.returncode = await asyncio.wait_for(asyncio.shield(self._code), EXIT_REPORT_S)
+            except TimeoutError:
+                self.returncode = None
+            self.stdin.close()
+        return self.returncode
+
+
+EXIT_REPORT_S = 5.0   # a forked worker's end seen, its code reported by the zygote within this, or it was lost
+
+
+class Zygote:
+    """The run's zygote process (episode/zygote.py, protocol/zygote.py): it imports the worker's libraries once and
+    forks each worker. Started with the first worker; one that cannot start, or that dies, is given up and the
+    workers after it are started plainly (`fork()` returns None)."""
+
+    command: tuple[str, ...] = python_module(ZYGOTE_MODULE)
+
+    def __init__(self, env: Mapping[str, str], withhold: tuple[str, ...]):
+        self.env = dict(env)
+        self.withhold = withhold
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.replies: asyncio.StreamReader | None = None
+        self.requests: socket.socket | None = None
+        self.scratch: Path | None = None
+        self.failed = False
+        self._started: asyncio.Task[bool] | None = None
+        self._ids = 0
+        self._forks: dict[int, asyncio.Future[int | None]] = {}   # request id -> the pid forked (None: failed)
+        self._codes: dict[int, asyncio.Future[int | None]] = {}   # pid -> its exit code
+        self._reader: asyncio.Task[None] | None = None
+
+    @staticmethod
+    def possible() -> bool:
+        """Forking needs fork, descriptors sent over a Unix socket and pidfds (Linux 5.3)."""
+        return hasattr(os, "fork") and hasattr(os, "pidfd_open") and hasattr(socket, "send_fds")
+
+    async def start(self, log_path: Path) -> bool:
+        """Start it once (the first caller's log takes what it prints); True once it is ready to fork."""
+        if self.failed:
+            return False
+        if self._started is None:
+            self._started = asyncio.ensure_future(self._start(log_path))
+        try:
+            return await asyncio.shield(self._started)
+        except Exception:
+            return False
+
+    async def _start(self, log_path: Path) -> bool:
+        self.scratch = Path(tempfile.mkdtemp(prefix="om2w-worker-"))
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:   # a plain Popen: `close()` reaps it from any thread, with or without a loop still running
+            with os.fdopen(open_own(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab") as log:
+                self.proc = subprocess.Popen(
+                    self.command, stdin=theirs.fileno(), stdout=subprocess.PIPE, stderr=log, start_new_session=True,
+                    env=worker_environment(os.environ, {**self.env, SCRATCH_VAR: str(self.scratch)}, self.withhold))
+        except BaseException:
+            ours.close()
+            self._give_up()
+            raise
+        finally:
+            theirs.close()
+        self.requests = ours
+        assert self.proc.stdout is not None
+        loop = asyncio.get_running_loop()
+        self.replies = replies = asyncio.StreamReader(limit=1 << 20)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(replies), self.proc.stdout)
+        try:
+            first = await asyncio.wait_for(replies.readline(), READY_TIMEOUT_S)
+            ready = isinstance(REPLIES.read(first), ZygoteReady)
+        except (TimeoutError, CodecError, ValueError):
+            ready = False
+        if not ready:
+            self._give_up()
+            return False
+        self._reader = asyncio.create_task(self._read())
+        return True
+
+    async def _read(self) -> None:
+        assert self.replies is not None
+        while line := await self.replies.readline():
+            try:
+                reply = REPLIES.read(line)
+            except CodecError:
+                continue
+            match reply:
+                case Forked(id=rid, pid=pid):
+                    self._code_of(pid)
+                    if (f := self._forks.pop(rid, None)) is not None and not f.done():
+                        f.set_result(pid)
+                case ForkFailed(id=rid):
+                    if (f := self._forks.pop(rid, None)) is not None and not f.done():
+                        f.set_result(None)
+                case ChildExited(pid=pid, rc=rc):
+                    if not (code := self._code_of(pid)).done():
+                        code.set_result(rc)
+        self._give_up()   # it is gone: what it forked ends unreported (lost), the next workers start plainly
+
+    def _code_of(self, pid: int) -> asyncio.Future[int | None]:
+        if pid not in self._codes:
+            self._codes[pid] = asyncio.get_running_loop().create_future()
+        return self._codes[pid]
+
+    async def fork(self, env: Mapping[str, str], log_fd: int) -> ForkedProcess | None:
+        """A worker forked with `env`, its stderr on `log_fd`; None when the zygote cannot (start it plainly)."""
+        if self.failed or self.requests is None:
+            return None
+        loop = asyncio.get_running_loop()
+        self._ids += 1
+        rid = self._ids
+        forked: asyncio.Future[int | None] = loop.create_future()
+        self._forks[rid] = forked
+        stdin_r, stdin_w = os.pipe()
+        stdout_r, stdout_w = os.pipe()
+        try:
+            socket.send_fds(self.requests, [REQUESTS.line(Fork(rid, dict(env)))], [stdin_r, stdout_w, log_fd])
+            sent = True
+        except OSError:
+            sent = False
+        os.close(stdin_r)    # the child's ends: the zygote holds them now, or nobody does
+        os.close(stdout_w)
+        if not sent:
+            os.close(stdin_w)
+            os.close(stdout_r)
+            self._forks.pop(rid, None)
+            self._give_up()
+            return None
+        reader = asyncio.StreamReader(limit=1 << 24)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(stdout_r, "rb", 0))
+        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
+                                                            os.fdopen(stdin_w, "wb", 0))
+        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        try:
+            pid = await asyncio.wait_for(forked, READY_TIMEOUT_S)
+        except TimeoutError:
+            pid = None
+        if pid is None:   # not forked: its pipes closed, the worker started plainly
+            writer.close()
+            reader.feed_eof()
+            transport.close()
+            return None
+        return ForkedProcess(pid, writer, reader, self._code_of(pid))
+
+    def _give_up(self) -> None:
+        self.failed = True
+        for f in self._forks.values():
+            if not f.done():
+                f.set_result(None)
+        self._forks.clear()
+        self.close()
+
+    def close(self) -> None:
+        """End it: its socket closed (it exits on that), its group killed and reaped, its temp folder removed. Safe
+        from any thread and more than once; the workers it forked go on (they are the scheduler's to end)."""
+        if self.requests is not None:
+            with contextlib.suppress(OSError):
+                self.requests.close()
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(EXIT_TIMEOUT_S)
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+    async def aclose(self) -> None:
+        """`close()`, then until its replies' pipe has closed (nothing of it left for the loop to finish)."""
+        self.close()
+        if self._reader is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(asyncio.shield(self._reader), EXIT_TIMEOUT_S)

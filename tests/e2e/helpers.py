@@ -28,9 +28,9 @@ def cli(*args: str, timeout: float = 600, env: dict[str, str] | None = None) -> 
                           timeout=timeout, env={**os.environ, **(env or {})})
 
 
-def popen(*args: str) -> subprocess.Popen[str]:
+def popen(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "om2w_tui", *args], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
 
 
 def records(out: Path) -> list[dict[str, Any]]:
@@ -99,7 +99,8 @@ def wait_for(predicate, timeout: float, proc: subprocess.Popen | None = None, wh
     deadline = time.monotonic() + timeout
     while not predicate():
         if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"the run ended before {what}: {proc.stderr.read()[-2000:] if proc.stderr else ''}")
+            raise AssertionError(f"the run ended before {what}: {proc.stderr.read()[-2000:] if proc.stderr else ''}"
+                                 f"{proc.stdout.read()[-2000:] if proc.stdout else ''}")
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.2)
 

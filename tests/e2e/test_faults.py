@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -16,6 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from om2w_tui.executors.local import run_tag
 from tests.fakes import Reply, Request, StubServer
 
 from .helpers import (
@@ -209,17 +212,24 @@ def test_a_site_that_hangs_is_ended_by_the_timeout(tmp_path, blocker):
     assert chromium_left(out) == []
 
 
-def test_the_console_killed_outright_loses_nothing_and_leaves_no_chromium(tmp_path):
+def test_the_console_killed_outright_loses_nothing_and_leaves_no_chromium(tmp_path, request):
     out = tmp_path / "sigkill"
     ids = [MULTI_STEP, "offline_wiki_changelog_09"]
+    # the run's temp folders (the zygote's, each worker's) alone in a folder of their own, whose path is too long for
+    # Chromium's socket under the folders nested in it: each episode's Chromium gets its temp folder in /tmp
+    temp = Path(tempfile.mkdtemp(prefix="t-"))
+    request.addfinalizer(lambda: shutil.rmtree(temp, ignore_errors=True))
     p = popen("run", "--no-ui", "--bench", "offline", "--model", "oracle-slow-1", "--task-ids", ",".join(ids),
-              "--workers", "2", "--pace-cooldown", "0", "--out", str(out))
+              "--workers", "2", "--pace-cooldown", "0", "--out", str(out), env={"TMPDIR": str(temp)})
     wait_for(lambda: all(first_step_on_disk(out, t) for t in ids), 180, p, "a step of each episode")
-    workers = [c for c in psutil.Process(p.pid).children(recursive=True)]
+    workers = [c for c in psutil.Process(p.pid).children(recursive=True)]   # the zygote and the workers it forked
+    assert len(workers) >= 3 and list(temp.iterdir())
     p.kill()                                           # SIGKILL: no handler runs in the console
     p.wait()
     psutil.wait_procs(workers, timeout=20)
     wait_for(lambda: chromium_left(out) == [], 20, None, "the orphaned Chromium to be ended")
+    assert list(temp.iterdir()) == []                  # the orphans removed their own temp folders as they ended
+    assert not list(Path("/tmp").glob(f"om2w-episode-{run_tag(out)}-*"))   # and their Chromiums' in /tmp
     assert records(out) == []                          # nothing finished, nothing half-written
     r = cli("run", "--no-ui", "--bench", "offline", "--model", "oracle", "--task-ids", ",".join(ids),
             "--workers", "2", "--pace-cooldown", "0", "--out", str(out), "--resume-changed")   # the oracle at speed

@@ -55,12 +55,17 @@ async def real_worker(tmp_path: Path) -> AsyncIterator[tuple[Any, Callable[[str]
         tasks = {t.task_id: live_offline_task(t, suite.base_urls) for t in offline_tasks()[1]}
         cfg = RunConfig(out=tmp_path, bench="offline", model="oracle-slow-1", max_steps=12,
                         chromium=find_chromium(None))
-        worker = await LocalExecutor(tmp_path).start_worker(0)
+        executor = LocalExecutor(tmp_path)   # the worker forked from its zygote, as a run's are
         try:
-            yield worker, lambda tid: Run(tasks[tid].to_dict(), cfg.worker_spec(tmp_path / tid, base_url=oracle.url,
-                                                                                max_steps=tasks[tid].max_steps))
+            worker = await executor.start_worker(0)
+            try:
+                yield worker, lambda tid: Run(tasks[tid].to_dict(),
+                                              cfg.worker_spec(tmp_path / tid, base_url=oracle.url,
+                                                              max_steps=tasks[tid].max_steps))
+            finally:
+                await worker.kill()
         finally:
-            await worker.kill()
+            await executor.aclose()
 
 
 def fake_worker(tmp_path: Path) -> contextlib.AbstractAsyncContextManager[tuple[Any, Callable[[str], Run]]]:
