@@ -9,12 +9,15 @@ import json
 import pytest
 
 from om2w_tui.engine.control_socket import SOCKET_NAME
-from om2w_tui.engine.events import DispatchChanged, EpisodeFinished, EpisodeStarted, RunFinished
+from om2w_tui.engine.events import DispatchChanged, EpisodeFinished, EpisodeStarted, EpisodeStep, RunFinished
 from tests.e2e.control import Follower, wait_listening
 from tests.e2e.helpers import chromium_left, cli, popen, records
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 IDS = ["offline_wiki_admin_10", "offline_shop_cart_05"]   # eight and seven steps: time to act on them
+# five seconds a reply: an episode outlasts the ctl calls made while it runs (each a Python start, seconds on a loaded
+# machine; a stop that races the agent's own end keeps its `done`)
+SLOW = "oracle-slow-5"
 
 
 def ctl(out, *args):
@@ -25,7 +28,7 @@ def ctl(out, *args):
 def test_ctl_pauses_resumes_adds_a_worker_requeues_and_stops_a_headless_run(tmp_path):
     out = tmp_path / ("deep" * 15) / ("er" * 25) / "run"
     assert len(str(out / SOCKET_NAME)) > 120
-    p = popen("run", "--no-ui", "--bench", "offline", "--model", "oracle-slow-2", "--task-ids", ",".join(IDS),
+    p = popen("run", "--no-ui", "--bench", "offline", "--model", SLOW, "--task-ids", ",".join(IDS),
               "--workers", "1", "--pace-cooldown", "0", "--out", str(out))
     try:
         wait_listening(out, p)
@@ -53,6 +56,7 @@ def test_ctl_pauses_resumes_adds_a_worker_requeues_and_stops_a_headless_run(tmp_
 
         rc, _, err = ctl(out, "kill", "no_such_task")
         assert rc == 1 and "no_such_task" in err and x in err                # refused, naming what runs
+        run.wait("x's first step", lambda: run.of(EpisodeStep, task_id=x))   # its worker has it (see below)
         rc, answer, _ = ctl(out, "requeue", x, "--json")
         assert rc == 0 and answer["ok"] and answer["task"] == x and answer["slot"] == 0
         ended = run.wait("the requeued attempt", lambda: run.of(EpisodeFinished))[0]
@@ -86,10 +90,10 @@ pace_cooldown = 0
 retries = 0
 
 [arms.good]
-model = "oracle-slow-2"
+model = "{model}"
 
 [arms.weak]
-model = "oracle-slow-2"
+model = "{model}"
 """
 
 
@@ -100,12 +104,15 @@ def test_ctl_given_a_lanes_folder_acts_on_that_lanes_episode_only(tmp_path):
     task = IDS[1]
     out = tmp_path / "study"
     plan = tmp_path / "plan.toml"
-    plan.write_text(CAMPAIGN.format(task=task, out=out))
+    plan.write_text(CAMPAIGN.format(task=task, out=out, model=SLOW))
     p = popen("campaign", str(plan), "--no-ui")
     try:
         wait_listening(out, p)
         run = Follower(out)
         first = run.wait("a first unit", lambda: run.of(EpisodeStarted))[0]
+        # its worker has the task (a step taken): a requeue while the worker still starts puts the task back unrun,
+        # with no record (the run's first worker waits for its zygote's imports)
+        run.wait("its first step", lambda: run.of(EpisodeStep, task_id=task))
         (waiting,) = {"good", "weak"} - {first.lane}
         rc, _, err = ctl(out / waiting, "kill", task)
         assert rc == 1, err
