@@ -56,7 +56,8 @@ def test_ctl_pauses_resumes_adds_a_worker_requeues_and_stops_a_headless_run(tmp_
 
         rc, _, err = ctl(out, "kill", "no_such_task")
         assert rc == 1 and "no_such_task" in err and x in err                # refused, naming what runs
-        run.wait("x's first step", lambda: run.of(EpisodeStep, task_id=x))   # its worker has it (see below)
+        # its worker has it (a step taken): a requeue while the worker still starts puts the task back unrun
+        run.wait("x's first step", lambda: run.of(EpisodeStep, task_id=x))
         rc, answer, _ = ctl(out, "requeue", x, "--json")
         assert rc == 0 and answer["ok"] and answer["task"] == x and answer["slot"] == 0
         ended = run.wait("the requeued attempt", lambda: run.of(EpisodeFinished))[0]
